@@ -1,0 +1,129 @@
+//! The one error type of the crate.
+//!
+//! Every fallible public function returns [`Result<T>`]. Bad input (empty data, non-finite
+//! values, impossible parameters) and GPU trouble (no adapter, limits, memory, device loss) each
+//! have their own variant so callers can match on them; none of them panics.
+
+use std::path::PathBuf;
+
+/// Shorthand for `std::result::Result<T, wgpu_unsupervised::Error>`.
+pub type Result<T> = std::result::Result<T, Error>;
+
+/// Everything that can go wrong in this crate.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The input has no rows (or no columns).
+    #[error("empty data: {what} has no {missing}")]
+    EmptyData {
+        /// What was empty (e.g. "input matrix").
+        what: &'static str,
+        /// "rows" or "columns".
+        missing: &'static str,
+    },
+    /// The flat data length is not a multiple of the number of features.
+    #[error("shape mismatch: {len} values cannot be split into rows of {n_features} features")]
+    Shape {
+        /// Number of values given.
+        len: usize,
+        /// Number of features per row.
+        n_features: usize,
+    },
+    /// A NaN or infinity in the input, with its position.
+    #[error("non-finite value ({value}) at row {row}, column {col}")]
+    NonFinite {
+        /// Row index (0-based).
+        row: usize,
+        /// Column index (0-based).
+        col: usize,
+        /// The offending value as text ("NaN", "inf", "-inf").
+        value: String,
+    },
+    /// More clusters (or components) asked for than there are samples.
+    #[error("k = {k} is larger than the number of samples n = {n}")]
+    TooFewSamples {
+        /// Requested number of clusters.
+        k: usize,
+        /// Number of samples.
+        n: usize,
+    },
+    /// New data with a different feature count than the model was fitted on.
+    #[error("feature count mismatch: the model has {expected} features, the data has {found}")]
+    FeatureMismatch {
+        /// Features the model expects.
+        expected: usize,
+        /// Features in the data.
+        found: usize,
+    },
+    /// A parameter outside its valid range.
+    #[error("invalid parameter `{name}`: {reason}")]
+    InvalidParameter {
+        /// Parameter name as in the builder.
+        name: &'static str,
+        /// Why it is invalid.
+        reason: String,
+    },
+    /// The work needs more device memory than is available (or than the configured budget).
+    #[error("out of device memory: {what} needs {requested} bytes, {available} available")]
+    OutOfDeviceMemory {
+        /// What was being allocated.
+        what: String,
+        /// Bytes requested.
+        requested: u64,
+        /// Bytes available (budget or device limit).
+        available: u64,
+    },
+    /// A size exceeds a hard device limit that chunking cannot work around.
+    #[error("{what} ({requested}) exceeds the device limit {limit_name} = {limit}")]
+    DeviceLimit {
+        /// What was too large.
+        what: String,
+        /// The size asked for.
+        requested: u64,
+        /// Name of the wgpu limit.
+        limit_name: &'static str,
+        /// The device's value of that limit.
+        limit: u64,
+    },
+    /// No GPU adapter (not even a software one) could be found.
+    #[error("no GPU adapter found ({detail}). Install a Vulkan driver; for a software one on Debian/Ubuntu: `apt-get install mesa-vulkan-drivers` (lavapipe)")]
+    NoAdapter {
+        /// What was tried.
+        detail: String,
+    },
+    /// The device was lost (driver reset, `Device::destroy`, GPU removed).
+    #[error("GPU device lost: {0}")]
+    DeviceLost(String),
+    /// A wgpu validation or internal error (a bug in this crate or a misuse of a caller's buffer).
+    #[error("GPU error: {0}")]
+    Gpu(String),
+    /// A buffer handed in by the caller does not fit the request.
+    #[error("invalid buffer: {0}")]
+    InvalidBuffer(String),
+    /// File reading or writing failed.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A file's content could not be understood.
+    #[error("{path}: {reason}")]
+    Format {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong with it.
+        reason: String,
+    },
+}
+
+impl Error {
+    pub(crate) fn invalid(name: &'static str, reason: impl Into<String>) -> Self {
+        Error::InvalidParameter {
+            name,
+            reason: reason.into(),
+        }
+    }
+}

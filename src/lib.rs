@@ -1,0 +1,8 @@
+//! placeholder (being written)
+pub mod data;
+pub mod error;
+pub mod kmeans;
+pub mod reference;
+pub use data::Matrix;
+pub use error::{Error, Result};
+pub use kmeans::{KMeans, KMeansInit};
