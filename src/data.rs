@@ -32,7 +32,7 @@ impl<'a> Matrix<'a> {
                 missing: "rows",
             });
         }
-        if data.len() % n_features != 0 {
+        if !data.len().is_multiple_of(n_features) {
             return Err(Error::Shape {
                 len: data.len(),
                 n_features,

@@ -1,7 +1,45 @@
 //! K-Means clustering (Lloyd's algorithm) with the heavy work on the GPU.
 //!
-//! PARAMS-ONLY STUB: the GPU fit is being written.
+//! K-Means minimises the within-cluster sum of squares (the inertia)
+//!
+//! ```text
+//! J(c, μ) = Σᵢ ‖xᵢ − μ_{c(i)}‖²
+//! ```
+//!
+//! by alternating the two exact minimisations of Lloyd (1982):
+//! 1. **assignment**: c(i) = argminₖ ‖xᵢ − μₖ‖² (`shaders/assign.wgsl`, one invocation per
+//!    row, centroid tiles in workgroup memory);
+//! 2. **update**: μₖ = mean of the rows with c(i) = k (`shaders/centroid_update.wgsl` then
+//!    `shaders/reduce.wgsl`: per-block partial sums in a fixed order, folded on the device,
+//!    so only K x D statistics and a few scalars come back each iteration).
+//!
+//! J never increases. Iteration stops when no label changes, when the total squared centroid
+//! shift Σₖ‖μₖ⁽ᵗ⁺¹⁾ − μₖ⁽ᵗ⁾‖² falls to `tol` times the mean per-feature variance
+//! (scikit-learn's rule), or after `max_iter` iterations; then a last assignment gives labels
+//! consistent with the final centroids. A cluster that loses every member is re-seeded at the
+//! row farthest from its centroid (never taken from a singleton cluster), so centroids are
+//! never NaN.
+//!
+//! Seeding is greedy k-means++ (Arthur & Vassilvitskii 2007, scikit-learn's variant): each new
+//! centre is the best of `2 + ln k` candidates drawn with probability ∝ D(x)², the squared
+//! distance to the nearest centre so far, "best" meaning the smallest resulting potential
+//! Σᵢ min(D(xᵢ)², ‖xᵢ − c‖²). D² and the candidates' potentials are computed on the device
+//! (`shaders/kmeans_pp.wgsl`); the host draws the samples from block sums.
+//!
+//! Host algebra (centroid = old centroid + mean deviation, shifts, inertia) is f64. Every
+//! device sum has a fixed order, so the same seed on the same adapter gives bitwise the same
+//! model. The f64 CPU oracle of the same algorithm is [`crate::reference::kmeans`].
 
+use std::borrow::Cow;
+
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+use crate::data::Matrix;
+use crate::gpu::buffer::Chunk;
+use crate::gpu::kernel::Batch;
+use crate::gpu::{Gpu, GpuMatrix, GpuVector};
+use crate::kernels::{assign, centroid_update, kmeans_pp, reduce, rows};
 use crate::error::{Error, Result};
 
 /// How the initial centroids are chosen.
@@ -122,4 +160,721 @@ impl KMeans {
     pub fn n_local_trials(&self) -> usize {
         2 + (self.k as f64).ln().floor() as usize
     }
+}
+
+/// Data a fit or prediction can take: a host [`Matrix`] (uploaded for the call) or a
+/// [`GpuMatrix`] already on the device (used in place).
+pub trait GpuInput {
+    /// Rows and features.
+    fn shape(&self) -> (usize, usize);
+    /// The data on the device, uploading it if needed.
+    fn on_gpu(&self, gpu: &Gpu) -> Result<Cow<'_, GpuMatrix>>;
+}
+
+impl GpuInput for Matrix<'_> {
+    fn shape(&self) -> (usize, usize) {
+        (self.n_rows(), self.n_features())
+    }
+    fn on_gpu(&self, gpu: &Gpu) -> Result<Cow<'_, GpuMatrix>> {
+        Ok(Cow::Owned(GpuMatrix::upload(gpu, self)?))
+    }
+}
+
+impl GpuInput for GpuMatrix {
+    fn shape(&self) -> (usize, usize) {
+        (self.n_rows(), self.n_features())
+    }
+    fn on_gpu(&self, _gpu: &Gpu) -> Result<Cow<'_, GpuMatrix>> {
+        Ok(Cow::Borrowed(self))
+    }
+}
+
+/// A fitted K-Means model.
+#[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct KMeansModel {
+    params: KMeans,
+    n_features: usize,
+    centroids: Vec<f32>,
+    labels: Vec<u32>,
+    inertia: f64,
+    n_iter: usize,
+    converged: bool,
+    inertia_history: Vec<f64>,
+}
+
+/// Per-iteration statistics read back from the device.
+struct Stats {
+    /// K x D sums of (x − old centroid) per cluster.
+    deviation_sums: Vec<f32>,
+    counts: Vec<u32>,
+    sq_dist: Vec<f32>,
+    changed: u32,
+}
+
+impl Stats {
+    fn inertia(&self) -> f64 {
+        self.sq_dist.iter().map(|&v| v as f64).sum()
+    }
+}
+
+/// Device buffers of one fit, reused by every restart and iteration.
+struct Workspace<'a> {
+    gpu: &'a Gpu,
+    x: &'a GpuMatrix,
+    k: usize,
+    labels: GpuVector<u32>,
+    min_sq_dist: GpuVector<f32>,
+    changed: wgpu::Buffer,
+    centroids: wgpu::Buffer,
+    block_rows: usize,
+    /// First global block of each chunk, and the total.
+    block_offsets: Vec<usize>,
+    n_blocks: usize,
+    partial_sums: wgpu::Buffer,
+    partial_counts: wgpu::Buffer,
+    partial_sq_dist: wgpu::Buffer,
+    sums: wgpu::Buffer,
+    counts: wgpu::Buffer,
+    sq_dist: wgpu::Buffer,
+}
+
+/// Bytes the per-block partial sums may take: large enough for good parallelism, small
+/// enough not to matter next to the data.
+const PARTIALS_TARGET_BYTES: u64 = 64 << 20;
+
+impl<'a> Workspace<'a> {
+    fn new(gpu: &'a Gpu, x: &'a GpuMatrix, k: usize) -> Result<Self> {
+        let n = x.n_rows() as u64;
+        let kd = (k * x.n_features()) as u64;
+        let limit = gpu.chunk_byte_limit().min(PARTIALS_TARGET_BYTES);
+        // Rows per block: at least 256 (so a workgroup has work), more when K x D is large,
+        // so that all partials fit in one binding of at most 64 MiB.
+        let block_rows = (256u64).max((n * kd * 4).div_ceil(limit.max(1)) + 1) as usize;
+        let mut block_offsets = Vec::new();
+        let mut n_blocks = 0;
+        for c in x.chunks() {
+            block_offsets.push(n_blocks);
+            n_blocks += c.n_rows.div_ceil(block_rows);
+        }
+        let partial_bytes = n_blocks as u64 * kd * 4;
+        if partial_bytes > gpu.chunk_byte_limit() {
+            return Err(Error::DeviceLimit {
+                what: format!("per-block statistics for k = {k} ({partial_bytes} bytes)"),
+                requested: partial_bytes,
+                limit_name: "max_storage_buffer_binding_size",
+                limit: gpu.chunk_byte_limit(),
+            });
+        }
+        gpu.scoped("allocating the K-Means workspace", || {
+            Ok(Self {
+                gpu,
+                x,
+                k,
+                labels: GpuVector::filled(gpu, x, "labels", u32::MAX),
+                min_sq_dist: GpuVector::filled(gpu, x, "min squared distances", 0.0f32),
+                changed: gpu.buffer_zeroed("changed labels", 4),
+                centroids: gpu.buffer_zeroed("centroids", kd * 4),
+                block_rows,
+                block_offsets,
+                n_blocks,
+                partial_sums: gpu.buffer_zeroed("partial sums", partial_bytes),
+                partial_counts: gpu.buffer_zeroed("partial counts", n_blocks as u64 * k as u64 * 4),
+                partial_sq_dist: gpu
+                    .buffer_zeroed("partial squared distances", n_blocks as u64 * k as u64 * 4),
+                sums: gpu.buffer_zeroed("cluster sums", kd * 4),
+                counts: gpu.buffer_zeroed("cluster counts", k as u64 * 4),
+                sq_dist: gpu.buffer_zeroed("cluster squared distances", k as u64 * 4),
+            })
+        })
+    }
+
+    fn chunks(&self) -> impl Iterator<Item = (usize, &'a Chunk)> {
+        self.x.chunks().iter().enumerate()
+    }
+
+    /// Marks every label as unassigned, so the first assignment counts every row as changed.
+    fn reset_labels(&self) {
+        for (buffer, n) in self.labels.buffers() {
+            self.gpu
+                .queue
+                .write_buffer(buffer, 0, bytemuck::cast_slice(&vec![u32::MAX; n]));
+        }
+    }
+
+    /// One assignment against the first `k` rows of `centroids` and the statistics of the
+    /// resulting clusters.
+    fn step(&self, centroids: &[f32], k: usize) -> Result<Stats> {
+        let gpu = self.gpu;
+        let d = self.x.n_features();
+        gpu.scoped("K-Means iteration", || {
+            gpu.queue
+                .write_buffer(&self.centroids, 0, bytemuck::cast_slice(centroids));
+            let mut batch = Batch::new(gpu, "K-Means iteration");
+            batch.clear(&self.changed);
+            batch.clear(&self.partial_sums);
+            batch.clear(&self.partial_counts);
+            batch.clear(&self.partial_sq_dist);
+            let partials = centroid_update::ClusterPartials {
+                sums: &self.partial_sums,
+                counts: &self.partial_counts,
+                sq_dist: &self.partial_sq_dist,
+            };
+            for (i, chunk) in self.chunks() {
+                assign::assign_nearest_centroid(
+                    gpu,
+                    &mut batch,
+                    chunk,
+                    d,
+                    k,
+                    &self.centroids,
+                    &self.labels.chunks[i],
+                    &self.min_sq_dist.chunks[i],
+                    &self.changed,
+                )?;
+                centroid_update::accumulate_cluster_partials(
+                    gpu,
+                    &mut batch,
+                    chunk,
+                    d,
+                    k,
+                    self.block_rows,
+                    self.block_offsets[i],
+                    &self.labels.chunks[i],
+                    &self.min_sq_dist.chunks[i],
+                    &self.centroids,
+                    &partials,
+                )?;
+            }
+            reduce::sum_partial_columns_f32(
+                gpu,
+                &mut batch,
+                &self.partial_sums,
+                self.n_blocks,
+                k * d,
+                &self.sums,
+            )?;
+            reduce::sum_partial_columns_u32(
+                gpu,
+                &mut batch,
+                &self.partial_counts,
+                self.n_blocks,
+                k,
+                &self.counts,
+            )?;
+            reduce::sum_partial_columns_f32(
+                gpu,
+                &mut batch,
+                &self.partial_sq_dist,
+                self.n_blocks,
+                k,
+                &self.sq_dist,
+            )?;
+            let h_sums = batch.read(&self.sums, 0, (k * d * 4) as u64);
+            let h_counts = batch.read(&self.counts, 0, (k * 4) as u64);
+            let h_sq = batch.read(&self.sq_dist, 0, (k * 4) as u64);
+            let h_changed = batch.read(&self.changed, 0, 4);
+            let back = batch.finish()?;
+            Ok(Stats {
+                deviation_sums: back.f32s(h_sums),
+                counts: back.u32s(h_counts),
+                sq_dist: back.f32s(h_sq),
+                changed: back.u32s(h_changed)[0],
+            })
+        })
+    }
+
+    /// Mean over features of the population variance, from one pass with a single
+    /// "centroid" s (the first row): Σᵢ‖xᵢ − μ‖² = Σᵢ‖xᵢ − s‖² − N‖μ − s‖².
+    fn mean_variance(&self) -> Result<f64> {
+        let d = self.x.n_features();
+        let n = self.x.n_rows() as f64;
+        let shift = rows::read_rows(self.gpu, self.x, &[0])?;
+        let stats = self.step(&shift, 1)?;
+        let offset_sq: f64 = stats.deviation_sums[..d]
+            .iter()
+            .map(|&s| (s as f64 / n).powi(2))
+            .sum();
+        Ok(((stats.inertia() - n * offset_sq) / (n * d as f64)).max(0.0))
+    }
+
+    /// Greedy k-means++ seeding on the device.
+    fn kmeans_plus_plus(&self, rng: &mut ChaCha8Rng, n_trials: usize) -> Result<Vec<f32>> {
+        let gpu = self.gpu;
+        let x = self.x;
+        let (n, d) = (x.n_rows(), x.n_features());
+        let offsets: Vec<usize> = x
+            .chunks()
+            .iter()
+            .scan(0, |acc, c| {
+                let o = *acc;
+                *acc += kmeans_pp::blocks_in(c);
+                Some(o)
+            })
+            .collect();
+        let n_blocks: usize = x.chunks().iter().map(kmeans_pp::blocks_in).sum();
+        let block_sums = gpu.buffer_zeroed("k-means++ block sums", (n_blocks * n_trials * 4) as u64);
+        let totals = gpu.buffer_zeroed("k-means++ trial potentials", (n_trials * 4) as u64);
+        let centre = gpu.buffer_zeroed("k-means++ centre", (d * 4) as u64);
+        let candidates = gpu.buffer_zeroed("k-means++ candidates", (n_trials * d * 4) as u64);
+
+        // D² ← ‖x − centre‖² (or the min with it); returns the block sums of D².
+        let update = |first: bool, source: &dyn Fn(&mut Batch<'_>) -> Result<()>| {
+            gpu.scoped("k-means++ distance update", || {
+                let mut batch = Batch::new(gpu, "k-means++ update");
+                source(&mut batch)?;
+                for (i, chunk) in self.chunks() {
+                    kmeans_pp::kmeanspp_update_min_distance(
+                        gpu,
+                        &mut batch,
+                        chunk,
+                        d,
+                        &centre,
+                        &self.min_sq_dist.chunks[i],
+                        &block_sums,
+                        offsets[i],
+                        first,
+                    )?;
+                }
+                let h = batch.read(&block_sums, 0, (n_blocks * 4) as u64);
+                Ok(batch.finish()?.f32s(h))
+            })
+        };
+
+        let first_row = rng.random_range(0..n);
+        let mut chosen = vec![first_row];
+        let mut sums = update(true, &|b| rows::gather_rows(gpu, b, x, &[first_row], &centre))?;
+        while chosen.len() < self.k {
+            let picks = self.sample_d2(rng, &sums, &offsets, n_trials)?;
+            let potentials = gpu.scoped("k-means++ trials", || {
+                let mut batch = Batch::new(gpu, "k-means++ trials");
+                rows::gather_rows(gpu, &mut batch, x, &picks, &candidates)?;
+                batch.clear(&block_sums);
+                for (i, chunk) in self.chunks() {
+                    kmeans_pp::kmeanspp_trial_potentials(
+                        gpu,
+                        &mut batch,
+                        chunk,
+                        d,
+                        &candidates,
+                        picks.len(),
+                        &self.min_sq_dist.chunks[i],
+                        &block_sums,
+                        offsets[i],
+                    )?;
+                }
+                reduce::sum_partial_columns_f32(
+                    gpu,
+                    &mut batch,
+                    &block_sums,
+                    n_blocks,
+                    picks.len(),
+                    &totals,
+                )?;
+                let h = batch.read(&totals, 0, (picks.len() * 4) as u64);
+                Ok(batch.finish()?.f32s(h))
+            })?;
+            // Ties go to the earliest candidate, as in the reference.
+            let best = (0..picks.len())
+                .min_by(|&a, &b| potentials[a].total_cmp(&potentials[b]).then(a.cmp(&b)))
+                .unwrap_or(0);
+            chosen.push(picks[best]);
+            sums = update(false, &|b| {
+                b.copy(&candidates, (best * d * 4) as u64, &centre, 0, (d * 4) as u64);
+                Ok(())
+            })?;
+        }
+        rows::read_rows(gpu, x, &chosen)
+    }
+
+    /// Draws `n_trials` rows with probability ∝ D², from the per-block sums of D² and the D²
+    /// values of the blocks drawn (read back once for all draws).
+    fn sample_d2(
+        &self,
+        rng: &mut ChaCha8Rng,
+        block_sums: &[f32],
+        offsets: &[usize],
+        n_trials: usize,
+    ) -> Result<Vec<usize>> {
+        let n = self.x.n_rows();
+        let total: f64 = block_sums.iter().map(|&v| v as f64).sum();
+        if total <= 0.0 {
+            // Every row sits on a centre already: any row is as good as another.
+            return Ok((0..n_trials).map(|_| rng.random_range(0..n)).collect());
+        }
+        // Global block b covers rows [row_of_block(b), +256) of the chunk it lies in.
+        let block_start = |b: usize| -> (usize, usize) {
+            let i = offsets.partition_point(|&o| o <= b) - 1;
+            let local = (b - offsets[i]) * kmeans_pp::KMEANSPP_BLOCK_ROWS;
+            (i, local)
+        };
+        let mut draws = Vec::with_capacity(n_trials);
+        for _ in 0..n_trials {
+            let mut u = rng.random::<f64>() * total;
+            let mut block = block_sums.len() - 1;
+            for (b, &s) in block_sums.iter().enumerate() {
+                if u < s as f64 {
+                    block = b;
+                    break;
+                }
+                u -= s as f64;
+            }
+            // Rounding can leave u past the last positive block: use the last positive one.
+            if block_sums[block] <= 0.0 {
+                block = block_sums.iter().rposition(|&s| s > 0.0).unwrap_or(0);
+                u = block_sums[block] as f64;
+            }
+            draws.push((block, u));
+        }
+        let gpu = self.gpu;
+        let values = gpu.scoped("reading D² blocks", || {
+            let mut batch = Batch::new(gpu, "k-means++ sampling");
+            let handles: Vec<_> = draws
+                .iter()
+                .map(|&(b, _)| {
+                    let (i, local) = block_start(b);
+                    let rows_here =
+                        (self.x.chunks()[i].n_rows - local).min(kmeans_pp::KMEANSPP_BLOCK_ROWS);
+                    batch.read(
+                        &self.min_sq_dist.chunks[i],
+                        (local * 4) as u64,
+                        (rows_here * 4) as u64,
+                    )
+                })
+                .collect();
+            let back = batch.finish()?;
+            Ok(handles.into_iter().map(|h| back.f32s(h)).collect::<Vec<_>>())
+        })?;
+        Ok(draws
+            .iter()
+            .zip(values)
+            .map(|(&(b, mut u), vals)| {
+                let (i, local) = block_start(b);
+                let mut pick = vals.iter().rposition(|&v| v > 0.0).unwrap_or(0);
+                for (r, &v) in vals.iter().enumerate() {
+                    if u < v as f64 {
+                        pick = r;
+                        break;
+                    }
+                    u -= v as f64;
+                }
+                self.x.chunks()[i].row_start + local + pick
+            })
+            .collect())
+    }
+
+    /// Initial centroids for one restart.
+    fn initial_centroids(&self, params: &KMeans, rng: &mut ChaCha8Rng) -> Result<Vec<f32>> {
+        match &params.init {
+            KMeansInit::Centroids(c) => Ok(c.iter().map(|&v| v as f32).collect()),
+            KMeansInit::Random => {
+                let mut idx = rand::seq::index::sample(rng, self.x.n_rows(), self.k).into_vec();
+                // Sampling order is random; the rows themselves are what matters.
+                idx.truncate(self.k);
+                rows::read_rows(self.gpu, self.x, &idx)
+            }
+            KMeansInit::KMeansPlusPlus => self.kmeans_plus_plus(rng, params.n_local_trials()),
+        }
+    }
+
+    /// Moves each empty cluster onto the row farthest from its centroid, taking rows only
+    /// from clusters with more than one member and updating the donors' means.
+    fn repair_empty_clusters(&self, centroids: &mut [f64], counts: &mut [u32]) -> Result<()> {
+        let d = self.x.n_features();
+        let labels = self.labels.to_host(self.gpu)?;
+        let dists = self.min_sq_dist.to_host(self.gpu)?;
+        let mut order: Vec<usize> = (0..labels.len()).collect();
+        order.sort_by(|&a, &b| dists[b].total_cmp(&dists[a]).then(a.cmp(&b)));
+        let mut far = order.into_iter();
+        for empty in 0..self.k {
+            if counts[empty] != 0 {
+                continue;
+            }
+            let Some(row) = far.by_ref().find(|&r| counts[labels[r] as usize] > 1) else {
+                break;
+            };
+            let donor = labels[row] as usize;
+            let x = rows::read_rows(self.gpu, self.x, &[row])?;
+            let m = counts[donor] as f64;
+            for j in 0..d {
+                let xj = x[j] as f64;
+                centroids[donor * d + j] = (centroids[donor * d + j] * m - xj) / (m - 1.0);
+                centroids[empty * d + j] = xj;
+            }
+            counts[donor] -= 1;
+            counts[empty] = 1;
+        }
+        Ok(())
+    }
+
+    /// One Lloyd run from `init`.
+    fn lloyd(&self, init: Vec<f32>, max_iter: usize, tol_abs: f64) -> Result<KMeansModelParts> {
+        let (k, d) = (self.k, self.x.n_features());
+        let mut centroids = init;
+        let mut history = Vec::new();
+        let mut converged = false;
+        let mut n_iter = 0;
+        self.reset_labels();
+        for it in 0..max_iter {
+            let stats = self.step(&centroids, k)?;
+            history.push(stats.inertia());
+            n_iter = it + 1;
+            if it > 0 && stats.changed == 0 {
+                converged = true;
+                break;
+            }
+            let mut counts = stats.counts.clone();
+            let mut next: Vec<f64> = centroids.iter().map(|&v| v as f64).collect();
+            for c in 0..k {
+                if counts[c] > 0 {
+                    let m = counts[c] as f64;
+                    for j in 0..d {
+                        next[c * d + j] += stats.deviation_sums[c * d + j] as f64 / m;
+                    }
+                }
+            }
+            if counts.contains(&0) {
+                self.repair_empty_clusters(&mut next, &mut counts)?;
+            }
+            let next32: Vec<f32> = next.iter().map(|&v| v as f32).collect();
+            let shift: f64 = next32
+                .iter()
+                .zip(&centroids)
+                .map(|(&a, &b)| (a as f64 - b as f64).powi(2))
+                .sum();
+            centroids = next32;
+            if shift <= tol_abs {
+                converged = true;
+                break;
+            }
+        }
+        // Labels and inertia consistent with the final centroids.
+        let last = self.step(&centroids, k)?;
+        Ok(KMeansModelParts {
+            centroids,
+            inertia: last.inertia(),
+            n_iter,
+            converged,
+            history,
+        })
+    }
+}
+
+struct KMeansModelParts {
+    centroids: Vec<f32>,
+    inertia: f64,
+    n_iter: usize,
+    converged: bool,
+    history: Vec<f64>,
+}
+
+impl KMeans {
+    /// Fits on host or device data: `n_init` restarts, keeping the lowest inertia.
+    ///
+    /// Errors: invalid parameters ([`Error::InvalidParameter`], [`Error::TooFewSamples`]),
+    /// and the GPU errors of [`GpuMatrix::upload`] and of the kernels.
+    pub fn fit(&self, gpu: &Gpu, x: &impl GpuInput) -> Result<KMeansModel> {
+        let (n, d) = x.shape();
+        self.validate(n, d)?;
+        let x = x.on_gpu(gpu)?;
+        let ws = Workspace::new(gpu, &x, self.k)?;
+        let tol_abs = if self.tol > 0.0 {
+            self.tol * ws.mean_variance()?
+        } else {
+            0.0
+        };
+        let mut rng = ChaCha8Rng::seed_from_u64(self.seed);
+        let runs = match self.init {
+            KMeansInit::Centroids(_) => 1,
+            _ => self.n_init,
+        };
+        let mut best: Option<(KMeansModelParts, Vec<u32>)> = None;
+        for _ in 0..runs {
+            let init = ws.initial_centroids(self, &mut rng)?;
+            let run = ws.lloyd(init, self.max_iter, tol_abs)?;
+            if best.as_ref().is_none_or(|(b, _)| run.inertia < b.inertia) {
+                let labels = ws.labels.to_host(gpu)?;
+                best = Some((run, labels));
+            }
+        }
+        let (run, labels) = best.expect("at least one restart ran");
+        Ok(KMeansModel {
+            params: self.clone(),
+            n_features: d,
+            centroids: run.centroids,
+            labels,
+            inertia: run.inertia,
+            n_iter: run.n_iter,
+            converged: run.converged,
+            inertia_history: run.history,
+        })
+    }
+}
+
+impl KMeansModel {
+    /// Centroids, row-major K x D.
+    pub fn centroids(&self) -> &[f32] {
+        &self.centroids
+    }
+
+    /// Number of clusters K.
+    pub fn k(&self) -> usize {
+        self.params.k
+    }
+
+    /// Number of features D the model was fitted on.
+    pub fn n_features(&self) -> usize {
+        self.n_features
+    }
+
+    /// Cluster of each training row.
+    pub fn labels(&self) -> &[u32] {
+        &self.labels
+    }
+
+    /// J = Σᵢ ‖xᵢ − μ_{c(i)}‖² of the training data under the final centroids.
+    pub fn inertia(&self) -> f64 {
+        self.inertia
+    }
+
+    /// Lloyd iterations of the kept restart.
+    pub fn n_iter(&self) -> usize {
+        self.n_iter
+    }
+
+    /// Whether the kept restart met a stopping rule before `max_iter`.
+    pub fn converged(&self) -> bool {
+        self.converged
+    }
+
+    /// Inertia at each iteration of the kept restart (labels from the centroids of that
+    /// iteration): never increasing, up to f32 rounding.
+    pub fn inertia_history(&self) -> &[f64] {
+        &self.inertia_history
+    }
+
+    /// The parameters the model was fitted with.
+    pub fn params(&self) -> &KMeans {
+        &self.params
+    }
+
+    fn check_features(&self, x: &impl GpuInput) -> Result<()> {
+        let (_, d) = x.shape();
+        if d != self.n_features {
+            return Err(Error::FeatureMismatch {
+                expected: self.n_features,
+                found: d,
+            });
+        }
+        if self.centroids.len() != self.params.k * self.n_features {
+            return Err(Error::invalid(
+                "centroids",
+                format!(
+                    "the model holds {} centroid values, expected k x d = {} x {}",
+                    self.centroids.len(),
+                    self.params.k,
+                    self.n_features
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Nearest centroid and squared distance of every row, left on the device.
+    pub fn predict_gpu(
+        &self,
+        gpu: &Gpu,
+        x: &impl GpuInput,
+    ) -> Result<(GpuVector<u32>, GpuVector<f32>)> {
+        self.check_features(x)?;
+        let xg = x.on_gpu(gpu)?;
+        gpu.scoped("K-Means predict", || {
+            let labels = GpuVector::filled(gpu, &xg, "labels", u32::MAX);
+            let dists = GpuVector::filled(gpu, &xg, "squared distances", 0.0f32);
+            let centroids =
+                gpu.buffer_from("centroids", &self.centroids, wgpu::BufferUsages::empty());
+            let changed = gpu.buffer_zeroed("changed labels", 4);
+            let mut batch = Batch::new(gpu, "K-Means predict");
+            for (i, chunk) in xg.chunks().iter().enumerate() {
+                assign::assign_nearest_centroid(
+                    gpu,
+                    &mut batch,
+                    chunk,
+                    self.n_features,
+                    self.params.k,
+                    &centroids,
+                    &labels.chunks[i],
+                    &dists.chunks[i],
+                    &changed,
+                )?;
+            }
+            batch.finish()?;
+            Ok((labels, dists))
+        })
+    }
+
+    /// Nearest centroid of every row.
+    pub fn predict(&self, gpu: &Gpu, x: &impl GpuInput) -> Result<Vec<u32>> {
+        self.predict_gpu(gpu, x)?.0.to_host(gpu)
+    }
+
+    /// The K-Means objective of `x` under this model, negated (higher is better, as
+    /// scikit-learn's `score`).
+    pub fn score(&self, gpu: &Gpu, x: &impl GpuInput) -> Result<f64> {
+        let d = self.predict_gpu(gpu, x)?.1.to_host(gpu)?;
+        Ok(-d.iter().map(|&v| v as f64).sum::<f64>())
+    }
+
+    /// Euclidean distances from every row to every centroid (N x K), left on the device.
+    pub fn transform_gpu(&self, gpu: &Gpu, x: &impl GpuInput) -> Result<GpuMatrix> {
+        self.check_features(x)?;
+        let xg = x.on_gpu(gpu)?;
+        let (k, d) = (self.params.k, self.n_features);
+        let out_rows = (gpu.chunk_byte_limit() / (k as u64 * 4)).max(1) as usize;
+        check_fits(gpu, "the N x K distance matrix", xg.n_rows() as u64 * k as u64 * 4)?;
+        gpu.scoped("K-Means transform", || {
+            let centroids =
+                gpu.buffer_from("centroids", &self.centroids, wgpu::BufferUsages::empty());
+            let mut batch = Batch::new(gpu, "K-Means transform");
+            let mut out = Vec::new();
+            for chunk in xg.chunks() {
+                let mut first = 0;
+                while first < chunk.n_rows {
+                    let rows = out_rows.min(chunk.n_rows - first);
+                    let bytes = (rows * k * 4) as u64;
+                    let buffer = gpu.buffer_zeroed("distances", bytes);
+                    assign::pairwise_distances(
+                        gpu, &mut batch, chunk, first, rows, d, k, &centroids, &buffer, true,
+                    )?;
+                    out.push(Chunk {
+                        buffer,
+                        bind_offset: 0,
+                        bind_size: bytes,
+                        x_offset: 0,
+                        row_start: chunk.row_start + first,
+                        n_rows: rows,
+                    });
+                    first += rows;
+                }
+            }
+            batch.finish()?;
+            Ok(GpuMatrix::from_chunks(out, xg.n_rows(), k))
+        })
+    }
+
+    /// Euclidean distances from every row to every centroid, row-major N x K.
+    pub fn transform(&self, gpu: &Gpu, x: &impl GpuInput) -> Result<Vec<f32>> {
+        self.transform_gpu(gpu, x)?.to_host(gpu)
+    }
+}
+
+fn check_fits(gpu: &Gpu, what: &str, bytes: u64) -> Result<()> {
+    if bytes > gpu.memory_budget() {
+        return Err(Error::OutOfDeviceMemory {
+            what: what.into(),
+            requested: bytes,
+            available: gpu.memory_budget(),
+        });
+    }
+    Ok(())
 }

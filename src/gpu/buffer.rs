@@ -1,0 +1,302 @@
+//! Device-resident data: [`GpuMatrix`] (N x D f32 rows in chunks) and [`GpuVector`]
+//! (one value per row, chunked the same way).
+//!
+//! A single storage binding is limited (`max_storage_buffer_binding_size`, often 128 MiB to
+//! 4 GiB) and so is a single buffer, so a matrix is a list of chunks of whole rows, each small
+//! enough to bind. Kernels run once per chunk; per-chunk partial results are combined on the
+//! device or in f64 on the host.
+
+use std::marker::PhantomData;
+
+use bytemuck::Pod;
+
+use super::context::Gpu;
+use super::kernel::{Batch, Bind};
+use crate::data::Matrix;
+use crate::error::{Error, Result};
+
+/// One bindable run of whole rows.
+#[derive(Debug, Clone)]
+pub(crate) struct Chunk {
+    pub buffer: wgpu::Buffer,
+    /// Byte offset of the binding (aligned to `min_storage_buffer_offset_alignment`).
+    pub bind_offset: u64,
+    /// Byte size of the binding.
+    pub bind_size: u64,
+    /// Index of the chunk's first value inside the binding (non-zero when the chunk starts
+    /// between alignment boundaries of a caller's buffer).
+    pub x_offset: u32,
+    /// Global index of the chunk's first row.
+    pub row_start: usize,
+    /// Rows in the chunk.
+    pub n_rows: usize,
+}
+
+impl Chunk {
+    pub(crate) fn bind(&self) -> Bind<'_> {
+        Bind::Range(&self.buffer, self.bind_offset, self.bind_size)
+    }
+}
+
+/// An N x D matrix of f32 rows on the GPU, split into chunks of whole rows that each fit in
+/// one storage binding.
+///
+/// Build it with [`GpuMatrix::upload`] (from a validated host [`Matrix`]) or
+/// [`GpuMatrix::from_buffer`] (from a `wgpu::Buffer` you already have: no copy is made).
+#[derive(Debug, Clone)]
+pub struct GpuMatrix {
+    chunks: Vec<Chunk>,
+    n_rows: usize,
+    n_features: usize,
+}
+
+/// Rows per chunk for rows of `n_features` f32 values on this device.
+fn rows_per_chunk(gpu: &Gpu, n_features: usize) -> Result<usize> {
+    let row_bytes = n_features as u64 * 4;
+    let limit = gpu.chunk_byte_limit();
+    if row_bytes > limit {
+        return Err(Error::DeviceLimit {
+            what: format!("one row of {n_features} f32 features ({row_bytes} bytes)"),
+            requested: row_bytes,
+            limit_name: "max_storage_buffer_binding_size",
+            limit,
+        });
+    }
+    Ok((limit / row_bytes) as usize)
+}
+
+fn check_budget(gpu: &Gpu, what: &str, bytes: u64) -> Result<()> {
+    let budget = gpu.memory_budget();
+    if bytes > budget {
+        return Err(Error::OutOfDeviceMemory {
+            what: what.to_string(),
+            requested: bytes,
+            available: budget,
+        });
+    }
+    Ok(())
+}
+
+impl GpuMatrix {
+    /// Copies a validated host matrix to the device, in chunks sized to the device limits.
+    ///
+    /// Errors: [`Error::OutOfDeviceMemory`] past the budget set with
+    /// [`Gpu::set_memory_budget`] or when the driver runs out, [`Error::DeviceLimit`] when a
+    /// single row is wider than a binding.
+    pub fn upload(gpu: &Gpu, m: &Matrix<'_>) -> Result<Self> {
+        let d = m.n_features();
+        let n = m.n_rows();
+        let total = n as u64 * d as u64 * 4;
+        check_budget(gpu, "the data matrix", total)?;
+        let per_chunk = rows_per_chunk(gpu, d)?;
+        let chunks = gpu.scoped("uploading the data matrix", || {
+            let mut chunks = Vec::new();
+            let mut row_start = 0;
+            while row_start < n {
+                let rows = per_chunk.min(n - row_start);
+                let values = &m.as_slice()[row_start * d..(row_start + rows) * d];
+                let bytes = rows as u64 * d as u64 * 4;
+                let buffer = gpu.device.create_buffer(&wgpu::BufferDescriptor {
+                    label: Some("GpuMatrix chunk"),
+                    size: bytes,
+                    usage: wgpu::BufferUsages::STORAGE
+                        | wgpu::BufferUsages::COPY_DST
+                        | wgpu::BufferUsages::COPY_SRC,
+                    mapped_at_creation: false,
+                });
+                gpu.queue
+                    .write_buffer(&buffer, 0, bytemuck::cast_slice(values));
+                chunks.push(Chunk {
+                    buffer,
+                    bind_offset: 0,
+                    bind_size: bytes,
+                    x_offset: 0,
+                    row_start,
+                    n_rows: rows,
+                });
+                row_start += rows;
+            }
+            Ok(chunks)
+        })?;
+        Ok(Self {
+            chunks,
+            n_rows: n,
+            n_features: d,
+        })
+    }
+
+    /// Views `n_rows` x `n_features` f32 values of a caller's buffer, starting at
+    /// `byte_offset`, without copying. The buffer needs `STORAGE` usage. The values are
+    /// checked for NaN/inf on the device ([`Error::NonFinite`] gives row and column).
+    ///
+    /// Chunks start at any row: bindings are placed at the alignment boundary before the
+    /// chunk and the kernels skip the gap.
+    pub fn from_buffer(
+        gpu: &Gpu,
+        buffer: &wgpu::Buffer,
+        byte_offset: u64,
+        n_rows: usize,
+        n_features: usize,
+    ) -> Result<Self> {
+        if n_rows == 0 || n_features == 0 {
+            return Err(Error::EmptyData {
+                what: "buffer view",
+                missing: if n_rows == 0 { "rows" } else { "columns" },
+            });
+        }
+        if !buffer.usage().contains(wgpu::BufferUsages::STORAGE) {
+            return Err(Error::InvalidBuffer(
+                "the buffer needs wgpu::BufferUsages::STORAGE".into(),
+            ));
+        }
+        if byte_offset % 4 != 0 {
+            return Err(Error::InvalidBuffer(format!(
+                "byte_offset {byte_offset} is not a multiple of 4"
+            )));
+        }
+        let needed = byte_offset + n_rows as u64 * n_features as u64 * 4;
+        if needed > buffer.size() {
+            return Err(Error::InvalidBuffer(format!(
+                "{n_rows} x {n_features} f32 from byte {byte_offset} needs {needed} bytes, the buffer has {}",
+                buffer.size()
+            )));
+        }
+        let align = gpu.info().min_storage_buffer_offset_alignment.max(4) as u64;
+        let per_chunk = rows_per_chunk(gpu, n_features)?;
+        let mut chunks = Vec::new();
+        let mut row_start = 0;
+        while row_start < n_rows {
+            let rows = per_chunk.min(n_rows - row_start);
+            let start = byte_offset + row_start as u64 * n_features as u64 * 4;
+            let bind_offset = start / align * align;
+            let gap = start - bind_offset;
+            chunks.push(Chunk {
+                buffer: buffer.clone(),
+                bind_offset,
+                bind_size: gap + rows as u64 * n_features as u64 * 4,
+                x_offset: (gap / 4) as u32,
+                row_start,
+                n_rows: rows,
+            });
+            row_start += rows;
+        }
+        let m = Self {
+            chunks,
+            n_rows,
+            n_features,
+        };
+        if let Some((row, col)) = crate::kernels::rows::find_non_finite(gpu, &m)? {
+            return Err(Error::NonFinite {
+                row,
+                col,
+                value: "NaN or inf".into(),
+            });
+        }
+        Ok(m)
+    }
+
+    /// Number of rows N.
+    pub fn n_rows(&self) -> usize {
+        self.n_rows
+    }
+
+    /// Number of features D.
+    pub fn n_features(&self) -> usize {
+        self.n_features
+    }
+
+    /// Number of chunks the rows are split into.
+    pub fn n_chunks(&self) -> usize {
+        self.chunks.len()
+    }
+
+    pub(crate) fn chunks(&self) -> &[Chunk] {
+        &self.chunks
+    }
+
+    /// Builds a matrix from chunks written by a kernel (our own buffers, offset 0).
+    pub(crate) fn from_chunks(chunks: Vec<Chunk>, n_rows: usize, n_features: usize) -> Self {
+        Self {
+            chunks,
+            n_rows,
+            n_features,
+        }
+    }
+
+    /// Reads the whole matrix back to the host (row-major). Needs `COPY_SRC` on the
+    /// buffers, which matrices made by this crate always have.
+    pub fn to_host(&self, gpu: &Gpu) -> Result<Vec<f32>> {
+        gpu.scoped("reading a matrix back", || {
+            let mut batch = Batch::new(gpu, "GpuMatrix::to_host");
+            let mut handles = Vec::new();
+            for c in &self.chunks {
+                if !c.buffer.usage().contains(wgpu::BufferUsages::COPY_SRC) {
+                    return Err(Error::InvalidBuffer(
+                        "reading back needs wgpu::BufferUsages::COPY_SRC".into(),
+                    ));
+                }
+                let start = c.bind_offset + c.x_offset as u64 * 4;
+                let bytes = c.n_rows as u64 * self.n_features as u64 * 4;
+                handles.push(batch.read(&c.buffer, start, bytes));
+            }
+            let back = batch.finish()?;
+            Ok(handles.into_iter().flat_map(|h| back.f32s(h)).collect())
+        })
+    }
+}
+
+/// One value per row of a [`GpuMatrix`] (labels, distances), chunked like the matrix, kept
+/// on the device. Read it with [`GpuVector::to_host`] or bind its buffers in your own work.
+#[derive(Debug, Clone)]
+pub struct GpuVector<T: Pod> {
+    pub(crate) chunks: Vec<wgpu::Buffer>,
+    pub(crate) chunk_rows: Vec<usize>,
+    _values: PhantomData<T>,
+}
+
+impl<T: Pod> GpuVector<T> {
+    /// One buffer per chunk of `m`, every value set to `fill`.
+    pub(crate) fn filled(gpu: &Gpu, m: &GpuMatrix, label: &str, fill: T) -> Self {
+        let chunks = m
+            .chunks()
+            .iter()
+            .map(|c| gpu.buffer_from(label, &vec![fill; c.n_rows], wgpu::BufferUsages::empty()))
+            .collect();
+        Self {
+            chunks,
+            chunk_rows: m.chunks().iter().map(|c| c.n_rows).collect(),
+            _values: PhantomData,
+        }
+    }
+
+    /// Total number of values (rows).
+    pub fn len(&self) -> usize {
+        self.chunk_rows.iter().sum()
+    }
+
+    /// True when there are no values.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The per-chunk buffers, in row order, and the number of values in each.
+    pub fn buffers(&self) -> impl Iterator<Item = (&wgpu::Buffer, usize)> {
+        self.chunks.iter().zip(self.chunk_rows.iter().copied())
+    }
+
+    /// Reads all values back to the host.
+    pub fn to_host(&self, gpu: &Gpu) -> Result<Vec<T>> {
+        gpu.scoped("reading a vector back", || {
+            let mut batch = Batch::new(gpu, "GpuVector::to_host");
+            let handles: Vec<_> = self
+                .buffers()
+                .map(|(b, n)| batch.read(b, 0, (n * std::mem::size_of::<T>()) as u64))
+                .collect();
+            let back = batch.finish()?;
+            Ok(handles
+                .into_iter()
+                .flat_map(|h| back.bytes_as::<T>(h))
+                .collect())
+        })
+    }
+}

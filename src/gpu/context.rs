@@ -1,0 +1,329 @@
+//! [`Gpu`]: adapter choice, device and queue, limits, error handling and the pipeline cache.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use crate::error::{Error, Result};
+
+/// What the library knows about the device it runs on.
+#[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct GpuInfo {
+    /// Adapter name as the driver reports it (e.g. "NVIDIA H100", "llvmpipe (LLVM 15.0.6, 256 bits)").
+    pub name: String,
+    /// Backend: "Vulkan", "Metal", "Dx12", "Gl".
+    pub backend: String,
+    /// Discrete, integrated, virtual or CPU (software).
+    pub device_type: String,
+    /// Driver name and version, when the backend reports them.
+    pub driver: String,
+    /// Largest storage binding in bytes: the data are split into chunks no larger than this.
+    pub max_storage_buffer_binding_size: u64,
+    /// Largest buffer in bytes.
+    pub max_buffer_size: u64,
+    /// Largest dispatch along one grid dimension (2-D grids are used past it).
+    pub max_compute_workgroups_per_dimension: u32,
+    /// Largest workgroup.
+    pub max_compute_invocations_per_workgroup: u32,
+    /// Alignment of storage-buffer binding offsets.
+    pub min_storage_buffer_offset_alignment: u32,
+}
+
+impl std::fmt::Display for GpuInfo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} ({}, {}, max binding {} MiB)",
+            self.name,
+            self.backend,
+            self.device_type,
+            self.max_storage_buffer_binding_size >> 20
+        )
+    }
+}
+
+/// A GPU device ready for this crate's kernels.
+///
+/// Make one with [`Gpu::new`] (the best adapter on the machine) or wrap a device you already
+/// have with [`Gpu::from_wgpu`]. Cheap to share by reference; pipelines are compiled once and
+/// cached.
+pub struct Gpu {
+    pub(crate) device: wgpu::Device,
+    pub(crate) queue: wgpu::Queue,
+    info: GpuInfo,
+    pipelines: Mutex<HashMap<(&'static str, &'static str, u32), wgpu::ComputePipeline>>,
+    modules: Mutex<HashMap<&'static str, wgpu::ShaderModule>>,
+    lost: Arc<Mutex<Option<String>>>,
+    uncaptured: Arc<Mutex<Option<String>>>,
+    memory_budget: AtomicU64,
+    max_chunk_bytes: AtomicU64,
+}
+
+impl std::fmt::Debug for Gpu {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Gpu").field("info", &self.info).finish()
+    }
+}
+
+fn device_type_rank(t: wgpu::DeviceType) -> u32 {
+    match t {
+        wgpu::DeviceType::DiscreteGpu => 0,
+        wgpu::DeviceType::IntegratedGpu => 1,
+        wgpu::DeviceType::VirtualGpu => 2,
+        wgpu::DeviceType::Cpu => 3,
+        wgpu::DeviceType::Other => 4,
+    }
+}
+
+impl Gpu {
+    /// Opens the best adapter: discrete > integrated > virtual > software (CPU), native
+    /// backends before GL.
+    ///
+    /// `WGPU_BACKEND` (e.g. `vulkan`, `metal`, `dx12`, `gl`) restricts the backends and
+    /// `WGPU_ADAPTER_NAME` keeps only adapters whose name contains it (case-insensitive).
+    /// Errors: [`Error::NoAdapter`] with install advice when nothing is found.
+    pub fn new() -> Result<Self> {
+        pollster::block_on(Self::new_async())
+    }
+
+    /// Async form of [`Gpu::new`].
+    pub async fn new_async() -> Result<Self> {
+        let instance =
+            wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle().with_env());
+        let mut adapters = instance.enumerate_adapters(wgpu::Backends::all()).await;
+        let seen: Vec<String> = adapters
+            .iter()
+            .map(|a| {
+                let i = a.get_info();
+                format!("{} ({:?})", i.name, i.backend)
+            })
+            .collect();
+        if let Ok(wanted) = std::env::var("WGPU_ADAPTER_NAME") {
+            let wanted = wanted.to_lowercase();
+            adapters.retain(|a| a.get_info().name.to_lowercase().contains(&wanted));
+        }
+        adapters.sort_by_key(|a| {
+            let i = a.get_info();
+            (
+                u32::from(i.backend == wgpu::Backend::Gl),
+                device_type_rank(i.device_type),
+            )
+        });
+        let Some(adapter) = adapters.into_iter().next() else {
+            return Err(Error::NoAdapter {
+                detail: if seen.is_empty() {
+                    "no adapter on any enabled backend".into()
+                } else {
+                    format!("none matches WGPU_ADAPTER_NAME among {}", seen.join(", "))
+                },
+            });
+        };
+        let (device, queue) = adapter
+            .request_device(&wgpu::DeviceDescriptor {
+                label: Some("wgpu-unsupervised"),
+                // Take everything the adapter offers: the large binding and buffer sizes
+                // decide how big the data chunks can be.
+                required_limits: adapter.limits(),
+                memory_hints: wgpu::MemoryHints::Performance,
+                ..Default::default()
+            })
+            .await
+            .map_err(|e| Error::NoAdapter {
+                detail: format!("request_device failed: {e}"),
+            })?;
+        let gpu = Self::build(device, queue, Some(adapter.get_info()));
+        // Our own device: keep errors that escape every scope instead of wgpu's default panic.
+        let slot = gpu.uncaptured.clone();
+        gpu.device.on_uncaptured_error(Arc::new(move |e: wgpu::Error| {
+            slot.lock().unwrap().get_or_insert_with(|| e.to_string());
+        }));
+        Ok(gpu)
+    }
+
+    /// Wraps a device the caller already owns (embedding in an existing wgpu pipeline).
+    ///
+    /// The device keeps its own limits and uncaptured-error handler; the library works within
+    /// them. The adapter is unknown here, so [`Gpu::info`] names it "external device".
+    pub fn from_wgpu(device: wgpu::Device, queue: wgpu::Queue) -> Result<Self> {
+        Ok(Self::build(device, queue, None))
+    }
+
+    fn build(device: wgpu::Device, queue: wgpu::Queue, adapter: Option<wgpu::AdapterInfo>) -> Self {
+        let limits = device.limits();
+        let (name, backend, device_type, driver) = match adapter {
+            Some(a) => (
+                a.name,
+                format!("{:?}", a.backend),
+                format!("{:?}", a.device_type),
+                format!("{} {}", a.driver, a.driver_info).trim().to_string(),
+            ),
+            None => (
+                "external device".to_string(),
+                "unknown".to_string(),
+                "unknown".to_string(),
+                String::new(),
+            ),
+        };
+        let info = GpuInfo {
+            name,
+            backend,
+            device_type,
+            driver,
+            max_storage_buffer_binding_size: limits.max_storage_buffer_binding_size as u64,
+            max_buffer_size: limits.max_buffer_size,
+            max_compute_workgroups_per_dimension: limits.max_compute_workgroups_per_dimension,
+            max_compute_invocations_per_workgroup: limits.max_compute_invocations_per_workgroup,
+            min_storage_buffer_offset_alignment: limits.min_storage_buffer_offset_alignment,
+        };
+        let lost = Arc::new(Mutex::new(None));
+        let slot = lost.clone();
+        device.set_device_lost_callback(move |reason, message| {
+            *slot.lock().unwrap() = Some(format!("{reason:?}: {message}"));
+        });
+        Self {
+            device,
+            queue,
+            info,
+            pipelines: Mutex::new(HashMap::new()),
+            modules: Mutex::new(HashMap::new()),
+            lost,
+            uncaptured: Arc::new(Mutex::new(None)),
+            memory_budget: AtomicU64::new(u64::MAX),
+            max_chunk_bytes: AtomicU64::new(u64::MAX),
+        }
+    }
+
+    /// The adapter and the limits that matter to this crate.
+    pub fn info(&self) -> &GpuInfo {
+        &self.info
+    }
+
+    /// The wgpu device (to share buffers with your own pipelines).
+    pub fn device(&self) -> &wgpu::Device {
+        &self.device
+    }
+
+    /// The wgpu queue.
+    pub fn queue(&self) -> &wgpu::Queue {
+        &self.queue
+    }
+
+    /// Caps the bytes of data this crate uploads in one matrix. Uploads beyond it fail with
+    /// [`Error::OutOfDeviceMemory`] before anything is allocated (useful on shared GPUs).
+    pub fn set_memory_budget(&self, bytes: u64) {
+        self.memory_budget.store(bytes, Ordering::Relaxed);
+    }
+
+    pub(crate) fn memory_budget(&self) -> u64 {
+        self.memory_budget.load(Ordering::Relaxed)
+    }
+
+    /// Forces data chunks of at most `bytes` (rounded down to whole rows). Chunking normally
+    /// follows the device's binding limit; this exists to exercise the multi-chunk path on
+    /// small data (tests) and to bound single allocations.
+    pub fn set_max_chunk_bytes(&self, bytes: u64) {
+        self.max_chunk_bytes.store(bytes.max(4), Ordering::Relaxed);
+    }
+
+    /// The largest chunk of data, in bytes, one binding may hold.
+    pub(crate) fn chunk_byte_limit(&self) -> u64 {
+        // 2 GiB keeps every element index inside the shaders' u32 arithmetic with room for
+        // offsets; the binding size limit is the hard one.
+        let align = self.info.min_storage_buffer_offset_alignment as u64;
+        let hard = self
+            .info
+            .max_storage_buffer_binding_size
+            .min(self.info.max_buffer_size)
+            .min(1 << 31);
+        hard.saturating_sub(align)
+            .min(self.max_chunk_bytes.load(Ordering::Relaxed))
+    }
+
+    /// Fails with [`Error::DeviceLost`] once the device is gone.
+    pub(crate) fn check_alive(&self) -> Result<()> {
+        // Let wgpu run the lost callback if the loss is pending.
+        let _ = self.device.poll(wgpu::PollType::Poll);
+        if let Some(reason) = self.lost.lock().unwrap().clone() {
+            return Err(Error::DeviceLost(reason));
+        }
+        Ok(())
+    }
+
+    /// Runs `work` inside validation and out-of-memory error scopes and turns captured wgpu
+    /// errors into [`Error`]s. `what` names the allocation for memory errors.
+    pub(crate) fn scoped<T>(&self, what: &str, work: impl FnOnce() -> Result<T>) -> Result<T> {
+        self.check_alive()?;
+        let oom = self.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
+        let validation = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
+        let result = work();
+        // Innermost first.
+        let validation = pollster::block_on(validation.pop());
+        let oom = pollster::block_on(oom.pop());
+        if let Some(reason) = self.lost.lock().unwrap().clone() {
+            return Err(Error::DeviceLost(reason));
+        }
+        if let Some(e) = oom {
+            return Err(Error::OutOfDeviceMemory {
+                what: format!("{what} ({e})"),
+                requested: 0,
+                available: 0,
+            });
+        }
+        if let Some(e) = validation {
+            return Err(Error::Gpu(format!("{what}: {e}")));
+        }
+        if let Some(e) = self.uncaptured.lock().unwrap().take() {
+            return Err(Error::Gpu(format!("{what}: {e}")));
+        }
+        result
+    }
+
+    /// A cached compute pipeline for `entry` of `shader` with workgroup size `wg_size`.
+    pub(crate) fn pipeline(
+        &self,
+        shader: super::kernel::Shader,
+        entry: &'static str,
+        wg_size: u32,
+    ) -> Result<wgpu::ComputePipeline> {
+        let key = (shader.file_name(), entry, wg_size);
+        if let Some(p) = self.pipelines.lock().unwrap().get(&key) {
+            return Ok(p.clone());
+        }
+        let pipeline = self.scoped(&format!("building {}::{entry}", shader.file_name()), || {
+            let module = {
+                let mut modules = self.modules.lock().unwrap();
+                modules
+                    .entry(shader.file_name())
+                    .or_insert_with(|| {
+                        self.device
+                            .create_shader_module(wgpu::ShaderModuleDescriptor {
+                                label: Some(shader.file_name()),
+                                source: wgpu::ShaderSource::Wgsl(shader.source().into()),
+                            })
+                    })
+                    .clone()
+            };
+            let constants = [("WG_SIZE", wg_size as f64)];
+            Ok(self
+                .device
+                .create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+                    label: Some(entry),
+                    layout: None,
+                    module: &module,
+                    entry_point: Some(entry),
+                    compilation_options: wgpu::PipelineCompilationOptions {
+                        constants: &constants,
+                        // Every kernel writes workgroup memory before reading it.
+                        zero_initialize_workgroup_memory: false,
+                    },
+                    cache: None,
+                }))
+        })?;
+        self.pipelines
+            .lock()
+            .unwrap()
+            .insert(key, pipeline.clone());
+        Ok(pipeline)
+    }
+}

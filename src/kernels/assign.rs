@@ -1,0 +1,114 @@
+//! Nearest-centroid assignment and point-to-centroid distances (`shaders/assign.wgsl`).
+
+use bytemuck::{Pod, Zeroable};
+
+use super::ROW_WG_SIZE;
+use crate::error::Result;
+use crate::gpu::buffer::Chunk;
+use crate::gpu::kernel::{Batch, Bind, Shader};
+use crate::gpu::Gpu;
+
+/// Twin of `AssignParams` in shaders/assign.wgsl.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Pod, Zeroable)]
+pub(crate) struct AssignParams {
+    n_rows: u32,
+    x_offset: u32,
+    d: u32,
+    k: u32,
+    grid_x: u32,
+    sqrt_output: u32,
+    _pad0: u32,
+    _pad1: u32,
+}
+
+/// Records the assignment of every row of `chunk` to its nearest of the `k` centroids:
+/// writes `labels` and `min_sq_dist` (one per chunk row) and adds the number of changed
+/// labels to the u32 at `changed`.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn assign_nearest_centroid(
+    gpu: &Gpu,
+    batch: &mut Batch<'_>,
+    chunk: &Chunk,
+    d: usize,
+    k: usize,
+    centroids: &wgpu::Buffer,
+    labels: &wgpu::Buffer,
+    min_sq_dist: &wgpu::Buffer,
+    changed: &wgpu::Buffer,
+) -> Result<()> {
+    let grid = gpu.grid((chunk.n_rows as u64).div_ceil(ROW_WG_SIZE as u64))?;
+    let params = AssignParams {
+        n_rows: chunk.n_rows as u32,
+        x_offset: chunk.x_offset,
+        d: d as u32,
+        k: k as u32,
+        grid_x: grid.x,
+        ..Zeroable::zeroed()
+    };
+    batch.dispatch(
+        Shader::Assign,
+        "assign_nearest_centroid",
+        ROW_WG_SIZE,
+        &params,
+        &[
+            (1, chunk.bind()),
+            (2, Bind::Whole(centroids)),
+            (3, Bind::Whole(labels)),
+            (4, Bind::Whole(min_sq_dist)),
+            (5, Bind::Whole(changed)),
+        ],
+        grid,
+    )
+}
+
+/// Records the distances from rows `first_row .. first_row + n_rows` of `chunk` to each of
+/// the `k` centroids into `out` (row-major n_rows x k), Euclidean if `sqrt`, else squared.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn pairwise_distances(
+    gpu: &Gpu,
+    batch: &mut Batch<'_>,
+    chunk: &Chunk,
+    first_row: usize,
+    n_rows: usize,
+    d: usize,
+    k: usize,
+    centroids: &wgpu::Buffer,
+    out: &wgpu::Buffer,
+    sqrt: bool,
+) -> Result<()> {
+    let grid = gpu.grid((n_rows as u64).div_ceil(ROW_WG_SIZE as u64))?;
+    let params = AssignParams {
+        n_rows: n_rows as u32,
+        x_offset: chunk.x_offset + (first_row * d) as u32,
+        d: d as u32,
+        k: k as u32,
+        grid_x: grid.x,
+        sqrt_output: sqrt as u32,
+        ..Zeroable::zeroed()
+    };
+    batch.dispatch(
+        Shader::Assign,
+        "pairwise_distances",
+        ROW_WG_SIZE,
+        &params,
+        &[
+            (1, chunk.bind()),
+            (2, Bind::Whole(centroids)),
+            (6, Bind::Whole(out)),
+        ],
+        grid,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn params_match_the_wgsl_layout() {
+        let size = super::super::layout::wgsl_struct_size(
+            include_str!("../../shaders/assign.wgsl"),
+            "AssignParams",
+        );
+        assert_eq!(size as usize, std::mem::size_of::<super::AssignParams>());
+    }
+}

@@ -1,0 +1,122 @@
+//! k-means++ seeding kernels (`shaders/kmeans_pp.wgsl`).
+
+use bytemuck::{Pod, Zeroable};
+
+use crate::error::Result;
+use crate::gpu::buffer::Chunk;
+use crate::gpu::kernel::{Batch, Bind, Shader};
+use crate::gpu::Gpu;
+
+/// Rows per block (= workgroup size; a power of two no larger than 256, see the shader).
+pub(crate) const KMEANSPP_BLOCK_ROWS: usize = 256;
+
+/// Twin of `KmeansPpParams` in shaders/kmeans_pp.wgsl.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Pod, Zeroable)]
+pub(crate) struct KmeansPpParams {
+    n_rows: u32,
+    x_offset: u32,
+    d: u32,
+    n_candidates: u32,
+    block_offset: u32,
+    grid_x: u32,
+    first: u32,
+    _pad0: u32,
+}
+
+/// Blocks of [`KMEANSPP_BLOCK_ROWS`] rows in a chunk.
+pub(crate) fn blocks_in(chunk: &Chunk) -> usize {
+    chunk.n_rows.div_ceil(KMEANSPP_BLOCK_ROWS)
+}
+
+/// Records D² ← min(D², ‖x − c‖²) for the centre `c` (first row of `centre`), or D² ← ‖x − c‖²
+/// when `first`, and the block sums of D² into `block_sums[block_offset ..]`.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn kmeanspp_update_min_distance(
+    gpu: &Gpu,
+    batch: &mut Batch<'_>,
+    chunk: &Chunk,
+    d: usize,
+    centre: &wgpu::Buffer,
+    min_sq_dist: &wgpu::Buffer,
+    block_sums: &wgpu::Buffer,
+    block_offset: usize,
+    first: bool,
+) -> Result<()> {
+    let grid = gpu.grid(blocks_in(chunk) as u64)?;
+    let params = KmeansPpParams {
+        n_rows: chunk.n_rows as u32,
+        x_offset: chunk.x_offset,
+        d: d as u32,
+        n_candidates: 1,
+        block_offset: block_offset as u32,
+        grid_x: grid.x,
+        first: first as u32,
+        _pad0: 0,
+    };
+    batch.dispatch(
+        Shader::KmeansPp,
+        "kmeanspp_update_min_distance",
+        KMEANSPP_BLOCK_ROWS as u32,
+        &params,
+        &[
+            (1, chunk.bind()),
+            (2, Bind::Whole(centre)),
+            (3, Bind::Whole(min_sq_dist)),
+            (4, Bind::Whole(block_sums)),
+        ],
+        grid,
+    )
+}
+
+/// Records, for each of `n_candidates` rows of `candidates`, the block sums of
+/// min(D², ‖x − c_t‖²) into `block_sums[(block_offset + b) * n_candidates + t]`.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn kmeanspp_trial_potentials(
+    gpu: &Gpu,
+    batch: &mut Batch<'_>,
+    chunk: &Chunk,
+    d: usize,
+    candidates: &wgpu::Buffer,
+    n_candidates: usize,
+    min_sq_dist: &wgpu::Buffer,
+    block_sums: &wgpu::Buffer,
+    block_offset: usize,
+) -> Result<()> {
+    let grid = gpu.grid(blocks_in(chunk) as u64)?;
+    let params = KmeansPpParams {
+        n_rows: chunk.n_rows as u32,
+        x_offset: chunk.x_offset,
+        d: d as u32,
+        n_candidates: n_candidates as u32,
+        block_offset: block_offset as u32,
+        grid_x: grid.x,
+        first: 0,
+        _pad0: 0,
+    };
+    batch.dispatch(
+        Shader::KmeansPp,
+        "kmeanspp_trial_potentials",
+        KMEANSPP_BLOCK_ROWS as u32,
+        &params,
+        &[
+            (1, chunk.bind()),
+            (2, Bind::Whole(candidates)),
+            (3, Bind::Whole(min_sq_dist)),
+            (4, Bind::Whole(block_sums)),
+        ],
+        grid,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn params_match_the_wgsl_layout() {
+        let size = super::super::layout::wgsl_struct_size(
+            include_str!("../../shaders/kmeans_pp.wgsl"),
+            "KmeansPpParams",
+        );
+        assert_eq!(size as usize, std::mem::size_of::<super::KmeansPpParams>());
+    }
+}

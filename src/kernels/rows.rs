@@ -1,0 +1,143 @@
+//! Row gathering and non-finite detection on the device (`shaders/rows.wgsl`).
+
+use bytemuck::{Pod, Zeroable};
+
+use super::ROW_WG_SIZE;
+use crate::error::Result;
+use crate::gpu::buffer::{Chunk, GpuMatrix};
+use crate::gpu::kernel::{Batch, Bind, Shader};
+use crate::gpu::Gpu;
+
+/// Twin of `RowsParams` in shaders/rows.wgsl.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Pod, Zeroable)]
+pub(crate) struct RowsParams {
+    n_rows: u32,
+    x_offset: u32,
+    d: u32,
+    n_indices: u32,
+    grid_x: u32,
+    _pad0: u32,
+    _pad1: u32,
+    _pad2: u32,
+}
+
+fn element_grid(gpu: &Gpu, elements: u64) -> Result<crate::gpu::kernel::Grid> {
+    gpu.grid(elements.div_ceil(ROW_WG_SIZE as u64))
+}
+
+/// Records copies of the given global rows of `m` into `out`: row `rows[i]` lands at row `i`
+/// of `out` (which must hold `rows.len() * d` f32).
+pub(crate) fn gather_rows(
+    gpu: &Gpu,
+    batch: &mut Batch<'_>,
+    m: &GpuMatrix,
+    rows: &[usize],
+    out: &wgpu::Buffer,
+) -> Result<()> {
+    let d = m.n_features();
+    for chunk in m.chunks() {
+        let pairs: Vec<[u32; 2]> = rows
+            .iter()
+            .enumerate()
+            .filter(|(_, &r)| r >= chunk.row_start && r < chunk.row_start + chunk.n_rows)
+            .map(|(i, &r)| [(r - chunk.row_start) as u32, i as u32])
+            .collect();
+        if pairs.is_empty() {
+            continue;
+        }
+        let indices = gpu.buffer_from("gather indices", &pairs, wgpu::BufferUsages::empty());
+        gather_chunk_rows(gpu, batch, chunk, d, &indices, pairs.len(), out)?;
+    }
+    Ok(())
+}
+
+fn gather_chunk_rows(
+    gpu: &Gpu,
+    batch: &mut Batch<'_>,
+    chunk: &Chunk,
+    d: usize,
+    indices: &wgpu::Buffer,
+    n_indices: usize,
+    out: &wgpu::Buffer,
+) -> Result<()> {
+    let grid = element_grid(gpu, (n_indices * d) as u64)?;
+    let params = RowsParams {
+        n_rows: chunk.n_rows as u32,
+        x_offset: chunk.x_offset,
+        d: d as u32,
+        n_indices: n_indices as u32,
+        grid_x: grid.x,
+        ..Zeroable::zeroed()
+    };
+    batch.dispatch(
+        Shader::Rows,
+        "gather_rows",
+        ROW_WG_SIZE,
+        &params,
+        &[
+            (1, chunk.bind()),
+            (2, Bind::Whole(indices)),
+            (3, Bind::Whole(out)),
+        ],
+        grid,
+    )
+}
+
+/// Reads the given global rows of `m` back to the host (row-major).
+pub(crate) fn read_rows(gpu: &Gpu, m: &GpuMatrix, rows: &[usize]) -> Result<Vec<f32>> {
+    gpu.scoped("gathering rows", || {
+        let d = m.n_features();
+        let out = gpu.buffer_zeroed("gathered rows", (rows.len() * d * 4) as u64);
+        let mut batch = Batch::new(gpu, "read_rows");
+        gather_rows(gpu, &mut batch, m, rows, &out)?;
+        let h = batch.read(&out, 0, (rows.len() * d * 4) as u64);
+        Ok(batch.finish()?.f32s(h))
+    })
+}
+
+/// The (row, column) of the first NaN or infinity in `m`, if any, found on the device.
+pub(crate) fn find_non_finite(gpu: &Gpu, m: &GpuMatrix) -> Result<Option<(usize, usize)>> {
+    let d = m.n_features();
+    gpu.scoped("checking the data for NaN/inf", || {
+        let mut batch = Batch::new(gpu, "find_non_finite");
+        let mut handles = Vec::new();
+        for chunk in m.chunks() {
+            let first = gpu.buffer_from("first non-finite", &[u32::MAX], wgpu::BufferUsages::empty());
+            let grid = element_grid(gpu, (chunk.n_rows * d) as u64)?;
+            let params = RowsParams {
+                n_rows: chunk.n_rows as u32,
+                x_offset: chunk.x_offset,
+                d: d as u32,
+                grid_x: grid.x,
+                ..Zeroable::zeroed()
+            };
+            batch.dispatch(
+                Shader::Rows,
+                "find_non_finite",
+                ROW_WG_SIZE,
+                &params,
+                &[(1, chunk.bind()), (4, Bind::Whole(&first))],
+                grid,
+            )?;
+            handles.push((chunk.row_start, batch.read(&first, 0, 4)));
+        }
+        let back = batch.finish()?;
+        Ok(handles.into_iter().find_map(|(row_start, h)| {
+            let e = back.u32s(h)[0];
+            (e != u32::MAX).then(|| (row_start + e as usize / d, e as usize % d))
+        }))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn params_match_the_wgsl_layout() {
+        let size = super::super::layout::wgsl_struct_size(
+            include_str!("../../shaders/rows.wgsl"),
+            "RowsParams",
+        );
+        assert_eq!(size as usize, std::mem::size_of::<super::RowsParams>());
+    }
+}
