@@ -1,6 +1,7 @@
 //! placeholder (being written)
 pub mod data;
 pub mod error;
+pub mod io;
 pub mod kmeans;
 pub mod reference;
 pub use data::Matrix;
