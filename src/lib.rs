@@ -1,5 +1,6 @@
 //! placeholder (being written)
 pub mod data;
+pub mod datasets;
 pub mod error;
 pub mod io;
 pub mod kmeans;
