@@ -1,11 +1,49 @@
-//! placeholder (being written)
+//! # wgpu-unsupervised
+//!
+//! Classic unsupervised learning on any GPU through [wgpu](https://wgpu.rs) and WGSL compute
+//! shaders: Vulkan, Metal, DX12 or GL, discrete or integrated, or the lavapipe software driver
+//! when there is no GPU at all. Every algorithm has a plain f64 CPU reference
+//! ([`reference`]) that the tests hold the GPU results against.
+//!
+//! Available now: **K-Means** ([`KMeans`]): Lloyd iterations with nearest-centroid assignment
+//! and centroid update on the GPU, greedy k-means++ or random init, restarts, empty-cluster
+//! repair, bitwise-reproducible results for a seed on a given adapter.
+//!
+//! ```no_run
+//! use wgpu_unsupervised::{datasets, Gpu, KMeans, Matrix};
+//!
+//! let gpu = Gpu::new()?;                                   // best adapter on this machine
+//! let (rows, _species) = datasets::iris();                 // 150 x 4, row-major f32
+//! let x = Matrix::new(&rows, 4)?;                          // validated view, no copy
+//! let model = KMeans::new(3).n_init(4).seed(7).fit(&gpu, &x)?;
+//! println!("inertia {:.4} after {} iterations", model.inertia(), model.n_iter());
+//! let labels = model.predict(&gpu, &x)?;
+//! # Ok::<(), wgpu_unsupervised::Error>(())
+//! ```
+//!
+//! ## Layout
+//! - [`gpu`]: the host layer, the only code touching wgpu ([`Gpu`], [`GpuMatrix`]);
+//! - `kernels` (private): one wrapper per WGSL file in `shaders/`, same name;
+//! - [`kmeans`]: the algorithm; [`reference`]: the CPU oracle;
+//! - [`io`], [`datasets`]: files and bundled or generated data for the CLI and examples.
+//!
+//! ## Embedding
+//! [`Gpu::from_wgpu`] wraps your `wgpu::Device` and `Queue`; [`GpuMatrix::from_buffer`] views
+//! your storage buffer without copying; `predict_gpu` / `transform_gpu` leave results on
+//! the device as [`GpuVector`] / [`GpuMatrix`].
+
+#![warn(missing_docs)]
+
 pub mod data;
+pub mod datasets;
 pub mod error;
 pub mod gpu;
+pub mod io;
 pub(crate) mod kernels;
 pub mod kmeans;
 pub mod reference;
+
 pub use data::Matrix;
 pub use error::{Error, Result};
 pub use gpu::{Gpu, GpuInfo, GpuMatrix, GpuVector};
-pub use kmeans::{KMeans, KMeansInit};
+pub use kmeans::{GpuInput, KMeans, KMeansInit, KMeansModel};

@@ -1,1 +1,13 @@
-//! CPU reference (being written).
+//! The CPU oracle in f64, plain and readable; tests hold the GPU results against it.
+//!
+//! Nothing here is meant to be fast. Each algorithm is written the way a textbook states it,
+//! step by step in the same order the GPU runs it, in f64 so that rounding differences
+//! against the f32 GPU results can be told apart from real bugs. The small public helpers
+//! (assignment, inertia, centroid update, seeding) let tests check one GPU pass at a time.
+//!
+//! * [`kmeans`]: Lloyd's algorithm with greedy k-means++ seeding and scikit-learn's
+//!   empty-cluster relocation and tolerance.
+//! * [`metrics`]: the Rand index and adjusted Rand index, to compare labellings.
+
+pub mod kmeans;
+pub mod metrics;

@@ -1,0 +1,231 @@
+//! Data for tests, examples and benchmarks: the embedded Iris set and seeded synthetic data.
+//!
+//! * [`iris`]: Fisher's Iris (150 x 4, three classes of 50), compiled into the library from
+//!   `tests/data/iris_X.npy` and `iris_y.npy` (scikit-learn's copy; see
+//!   `tests/data/README.md` for source and licence), so no file is read at run time.
+//! * [`make_blobs`]: isotropic Gaussian blobs like scikit-learn's `make_blobs`. Centres
+//!   `μ_k` are drawn uniformly from `center_box` in every coordinate, and point i of cluster
+//!   `k = i mod centers` is `x_i = μ_k + σ z` with `z ~ N(0, I)`. The standard normals come
+//!   from the Box–Muller transform: for `u_1 ∈ (0, 1]`, `u_2 ∈ [0, 1)` uniform,
+//!   `sqrt(−2 ln u_1) · (cos 2π u_2, sin 2π u_2)` are two independent N(0, 1) draws.
+//! * [`uniform`]: values uniform in [0, 1).
+//!
+//! Everything random is drawn from a ChaCha8 generator seeded by the caller, whose stream is
+//! fixed across platforms and releases: the same seed gives the same data everywhere.
+
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use std::path::Path;
+
+use crate::error::{Error, Result};
+
+const IRIS_X: &[u8] = include_bytes!("../tests/data/iris_X.npy");
+const IRIS_Y: &[u8] = include_bytes!("../tests/data/iris_y.npy");
+
+/// Fisher's Iris data: 150 rows x 4 features (sepal length, sepal width, petal length,
+/// petal width, in cm) row-major as f32, and the species labels 0, 1, 2 (setosa,
+/// versicolor, virginica), 50 of each in that order.
+pub fn iris() -> (Vec<f32>, Vec<u32>) {
+    try_iris().expect("embedded iris data is valid")
+}
+
+/// Parses the embedded Iris files; only fails if they were corrupted at build time.
+fn try_iris() -> Result<(Vec<f32>, Vec<u32>)> {
+    let x = crate::io::npy_matrix_from_reader(IRIS_X, Path::new("<embedded iris_X.npy>"))?;
+    let y = crate::io::npy_labels_from_reader(IRIS_Y, Path::new("<embedded iris_y.npy>"))?;
+    if (x.n_rows, x.n_features) != (150, 4) || y.len() != 150 {
+        return Err(Error::Format {
+            path: "<embedded iris>".into(),
+            reason: format!(
+                "expected 150 x 4 data and 150 labels, found {} x {} and {}",
+                x.n_rows,
+                x.n_features,
+                y.len()
+            ),
+        });
+    }
+    Ok((x.data, y))
+}
+
+/// Standard normal draws by the Box–Muller transform, two per pair of uniforms.
+struct StandardNormal {
+    spare: Option<f64>,
+}
+
+impl StandardNormal {
+    fn sample(&mut self, rng: &mut impl Rng) -> f64 {
+        if let Some(z) = self.spare.take() {
+            return z;
+        }
+        // 1 − [0, 1) lies in (0, 1], keeping ln away from 0.
+        let u1 = 1.0 - rng.random::<f64>();
+        let u2: f64 = rng.random();
+        let r = (-2.0 * u1.ln()).sqrt();
+        let theta = std::f64::consts::TAU * u2;
+        self.spare = Some(r * theta.sin());
+        r * theta.cos()
+    }
+}
+
+/// Isotropic Gaussian blobs (see the module docs), like scikit-learn's `make_blobs`.
+///
+/// Returns the `n` x `n_features` points (row-major), their labels, and the `centers` x
+/// `n_features` true centres. Point i belongs to cluster `i % centers`, so the clusters are
+/// balanced (sizes differ by at most one) and interleaved.
+///
+/// Errors: [`Error::InvalidParameter`] when `n`, `n_features` or `centers` is 0, when
+/// `cluster_std` is negative or not finite, or when `center_box` is not a finite `(lo, hi)`
+/// with `lo <= hi`; [`Error::TooFewSamples`] when `centers > n`.
+pub fn make_blobs(
+    n: usize,
+    n_features: usize,
+    centers: usize,
+    cluster_std: f32,
+    center_box: (f32, f32),
+    seed: u64,
+) -> Result<(Vec<f32>, Vec<u32>, Vec<f32>)> {
+    for (name, v) in [("n", n), ("n_features", n_features), ("centers", centers)] {
+        if v == 0 {
+            return Err(Error::invalid(name, "must be at least 1"));
+        }
+    }
+    if centers > n {
+        return Err(Error::TooFewSamples { k: centers, n });
+    }
+    if !(cluster_std.is_finite() && cluster_std >= 0.0) {
+        return Err(Error::invalid(
+            "cluster_std",
+            format!("must be finite and >= 0, got {cluster_std}"),
+        ));
+    }
+    let (lo, hi) = center_box;
+    if !(lo.is_finite() && hi.is_finite() && lo <= hi) {
+        return Err(Error::invalid(
+            "center_box",
+            format!("must be finite with lo <= hi, got ({lo}, {hi})"),
+        ));
+    }
+    let len = n
+        .checked_mul(n_features)
+        .ok_or_else(|| Error::invalid("n", "n x n_features overflows usize"))?;
+
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let (lo, hi, std) = (lo as f64, hi as f64, cluster_std as f64);
+    let center_values: Vec<f64> = (0..centers * n_features)
+        .map(|_| lo + (hi - lo) * rng.random::<f64>())
+        .collect();
+
+    let mut normal = StandardNormal { spare: None };
+    let mut x = Vec::with_capacity(len);
+    let mut labels = Vec::with_capacity(n);
+    for i in 0..n {
+        let k = i % centers;
+        for &c in &center_values[k * n_features..(k + 1) * n_features] {
+            x.push((c + std * normal.sample(&mut rng)) as f32);
+        }
+        labels.push(k as u32);
+    }
+    let centers = center_values.iter().map(|&c| c as f32).collect();
+    Ok((x, labels, centers))
+}
+
+/// `n` x `d` values uniform in [0, 1), row-major, from a ChaCha8 generator seeded by `seed`.
+///
+/// # Panics
+///
+/// If `n * d` overflows `usize` (no such vector could be allocated anyway).
+pub fn uniform(n: usize, d: usize, seed: u64) -> Vec<f32> {
+    let len = n.checked_mul(d).expect("n * d overflows usize");
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    (0..len).map(|_| rng.random::<f32>()).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn iris_is_embedded_and_sane() {
+        assert!(try_iris().is_ok());
+        let (x, y) = iris();
+        assert_eq!(x.len(), 600);
+        assert_eq!(y.len(), 150);
+        // First row of Fisher's table: 5.1, 3.5, 1.4, 0.2, setosa.
+        assert_eq!(&x[..4], &[5.1, 3.5, 1.4, 0.2]);
+        for c in 0..3u32 {
+            assert_eq!(y.iter().filter(|&&l| l == c).count(), 50);
+        }
+        assert_eq!(y[0], 0);
+        assert_eq!(y[149], 2);
+        // Feature means from scikit-learn's description: 5.84, 3.05 (rounded), 3.76, 1.20.
+        let mean = |j: usize| x.iter().skip(j).step_by(4).map(|&v| v as f64).sum::<f64>() / 150.0;
+        assert!((mean(0) - 5.843).abs() < 1e-3);
+        assert!((mean(2) - 3.758).abs() < 1e-3);
+        assert!((mean(3) - 1.199).abs() < 1e-3);
+    }
+
+    #[test]
+    fn blobs_are_seeded_balanced_and_centred() {
+        let (x, y, c) = make_blobs(3000, 2, 3, 0.5, (-10.0, 10.0), 9).unwrap();
+        assert_eq!((x.len(), y.len(), c.len()), (6000, 3000, 6));
+        assert!(c.iter().all(|&v| (-10.0..=10.0).contains(&v)));
+        assert_eq!(make_blobs(3000, 2, 3, 0.5, (-10.0, 10.0), 9).unwrap().0, x);
+        assert_ne!(make_blobs(3000, 2, 3, 0.5, (-10.0, 10.0), 10).unwrap().0, x);
+        for k in 0..3usize {
+            let members: Vec<&[f32]> = x
+                .chunks(2)
+                .zip(&y)
+                .filter(|(_, &l)| l as usize == k)
+                .map(|(p, _)| p)
+                .collect();
+            assert_eq!(members.len(), 1000);
+            for j in 0..2 {
+                let vals: Vec<f64> = members.iter().map(|p| p[j] as f64).collect();
+                let m = vals.iter().sum::<f64>() / 1000.0;
+                let var = vals.iter().map(|v| (v - m).powi(2)).sum::<f64>() / 1000.0;
+                // Sample mean within ~5 standard errors, variance near 0.25.
+                assert!((m - c[k * 2 + j] as f64).abs() < 0.08, "{m}");
+                assert!((var - 0.25).abs() < 0.04, "{var}");
+            }
+        }
+        // Uneven split: sizes differ by at most one.
+        let (_, y, _) = make_blobs(10, 1, 3, 1.0, (0.0, 1.0), 0).unwrap();
+        assert_eq!(y, vec![0, 1, 2, 0, 1, 2, 0, 1, 2, 0]);
+        // Zero spread puts every point on its centre.
+        let (x, y, c) = make_blobs(4, 1, 2, 0.0, (0.0, 1.0), 1).unwrap();
+        for (v, l) in x.iter().zip(&y) {
+            assert_eq!(*v, c[*l as usize]);
+        }
+    }
+
+    #[test]
+    fn blobs_reject_bad_parameters() {
+        let bad = [
+            make_blobs(0, 2, 1, 1.0, (0.0, 1.0), 0),
+            make_blobs(5, 0, 1, 1.0, (0.0, 1.0), 0),
+            make_blobs(5, 2, 0, 1.0, (0.0, 1.0), 0),
+            make_blobs(5, 2, 1, f32::NAN, (0.0, 1.0), 0),
+            make_blobs(5, 2, 1, -1.0, (0.0, 1.0), 0),
+            make_blobs(5, 2, 1, 1.0, (1.0, 0.0), 0),
+            make_blobs(5, 2, 1, 1.0, (0.0, f32::INFINITY), 0),
+        ];
+        for r in bad {
+            assert!(matches!(r, Err(Error::InvalidParameter { .. })), "{r:?}");
+        }
+        assert!(matches!(
+            make_blobs(2, 2, 3, 1.0, (0.0, 1.0), 0),
+            Err(Error::TooFewSamples { k: 3, n: 2 })
+        ));
+    }
+
+    #[test]
+    fn uniform_is_seeded_and_in_range() {
+        let u = uniform(1000, 3, 4);
+        assert_eq!(u.len(), 3000);
+        assert!(u.iter().all(|&v| (0.0..1.0).contains(&v)));
+        assert_eq!(u, uniform(1000, 3, 4));
+        let mean = u.iter().map(|&v| v as f64).sum::<f64>() / 3000.0;
+        assert!((mean - 0.5).abs() < 0.02, "{mean}");
+        assert!(uniform(0, 3, 0).is_empty());
+    }
+}
