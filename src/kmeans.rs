@@ -247,7 +247,7 @@ impl<'a> Workspace<'a> {
     fn new(gpu: &'a Gpu, x: &'a GpuMatrix, k: usize) -> Result<Self> {
         let n = x.n_rows() as u64;
         let kd = (k * x.n_features()) as u64;
-        let limit = gpu.chunk_byte_limit().min(PARTIALS_TARGET_BYTES);
+        let limit = gpu.binding_byte_limit().min(PARTIALS_TARGET_BYTES);
         // Rows per block: at least 256 (so a workgroup has work), more when K x D is large,
         // so that all partials fit in one binding of at most 64 MiB.
         let block_rows = (256u64).max((n * kd * 4).div_ceil(limit.max(1)) + 1) as usize;
@@ -258,12 +258,12 @@ impl<'a> Workspace<'a> {
             n_blocks += c.n_rows.div_ceil(block_rows);
         }
         let partial_bytes = n_blocks as u64 * kd * 4;
-        if partial_bytes > gpu.chunk_byte_limit() {
+        if partial_bytes > gpu.binding_byte_limit() {
             return Err(Error::DeviceLimit {
                 what: format!("per-block statistics for k = {k} ({partial_bytes} bytes)"),
                 requested: partial_bytes,
                 limit_name: "max_storage_buffer_binding_size",
-                limit: gpu.chunk_byte_limit(),
+                limit: gpu.binding_byte_limit(),
             });
         }
         gpu.scoped("allocating the K-Means workspace", || {
@@ -712,6 +712,37 @@ impl KMeans {
 }
 
 impl KMeansModel {
+    /// A model from known centroids (row-major K x D), e.g. computed elsewhere, to predict
+    /// and transform with. It has no training labels and an inertia of NaN.
+    pub fn from_centroids(centroids: Vec<f32>, n_features: usize) -> Result<Self> {
+        if n_features == 0 || centroids.is_empty() {
+            return Err(Error::EmptyData {
+                what: "centroids",
+                missing: if n_features == 0 { "columns" } else { "rows" },
+            });
+        }
+        if !centroids.len().is_multiple_of(n_features) {
+            return Err(Error::Shape {
+                len: centroids.len(),
+                n_features,
+            });
+        }
+        crate::data::check_finite(&centroids, n_features)?;
+        let k = centroids.len() / n_features;
+        Ok(Self {
+            params: KMeans::new(k).init(KMeansInit::Centroids(
+                centroids.iter().map(|&v| v as f64).collect(),
+            )),
+            n_features,
+            centroids,
+            labels: Vec::new(),
+            inertia: f64::NAN,
+            n_iter: 0,
+            converged: false,
+            inertia_history: Vec::new(),
+        })
+    }
+
     /// Centroids, row-major K x D.
     pub fn centroids(&self) -> &[f32] {
         &self.centroids

@@ -89,9 +89,20 @@ impl Gpu {
 
     /// Async form of [`Gpu::new`].
     pub async fn new_async() -> Result<Self> {
-        let instance =
-            wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle().with_env());
-        let mut adapters = instance.enumerate_adapters(wgpu::Backends::all()).await;
+        // GL is a last resort (and probing it can print noise on headless machines): look
+        // at the native backends first.
+        let wanted = wgpu::Backends::all().with_env();
+        let native = wanted - wgpu::Backends::GL;
+        let mut adapters = Vec::new();
+        for backends in [native, wanted & wgpu::Backends::GL] {
+            if backends.is_empty() || !adapters.is_empty() {
+                continue;
+            }
+            let mut desc = wgpu::InstanceDescriptor::new_without_display_handle().with_env();
+            desc.backends = backends;
+            let instance = wgpu::Instance::new(desc);
+            adapters = instance.enumerate_adapters(backends).await;
+        }
         let seen: Vec<String> = adapters
             .iter()
             .map(|a| {
@@ -226,18 +237,23 @@ impl Gpu {
         self.max_chunk_bytes.store(bytes.max(4), Ordering::Relaxed);
     }
 
-    /// The largest chunk of data, in bytes, one binding may hold.
+    /// The largest chunk of data, in bytes, one binding may hold (the forced chunk size
+    /// included).
     pub(crate) fn chunk_byte_limit(&self) -> u64 {
+        self.binding_byte_limit()
+            .min(self.max_chunk_bytes.load(Ordering::Relaxed))
+    }
+
+    /// The largest binding this crate makes, in bytes, from the device limits alone.
+    pub(crate) fn binding_byte_limit(&self) -> u64 {
         // 2 GiB keeps every element index inside the shaders' u32 arithmetic with room for
-        // offsets; the binding size limit is the hard one.
+        // offsets; the alignment slack lets a chunk start anywhere in a caller's buffer.
         let align = self.info.min_storage_buffer_offset_alignment as u64;
-        let hard = self
-            .info
+        self.info
             .max_storage_buffer_binding_size
             .min(self.info.max_buffer_size)
-            .min(1 << 31);
-        hard.saturating_sub(align)
-            .min(self.max_chunk_bytes.load(Ordering::Relaxed))
+            .min(1 << 31)
+            .saturating_sub(align)
     }
 
     /// Fails with [`Error::DeviceLost`] once the device is gone.

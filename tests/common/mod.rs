@@ -1,0 +1,33 @@
+//! Shared test helpers. GPU tests need an adapter (CI installs lavapipe); without one they
+//! fail with the reason, never skip.
+#![allow(dead_code)]
+
+use wgpu_unsupervised::Gpu;
+
+/// The best adapter, or a panic that says why there is none.
+pub fn gpu() -> Gpu {
+    Gpu::new().unwrap_or_else(|e| {
+        panic!("GPU tests need a wgpu adapter (CI installs mesa-vulkan-drivers): {e}")
+    })
+}
+
+/// Uniform values in [lo, hi) from a small seeded LCG-free generator (rand's ChaCha8).
+pub fn random_matrix(n: usize, d: usize, seed: u64, lo: f32, hi: f32) -> Vec<f32> {
+    wgpu_unsupervised::datasets::uniform(n, d, seed)
+        .into_iter()
+        .map(|u| lo + (hi - lo) * u)
+        .collect()
+}
+
+pub fn to_f64(v: &[f32]) -> Vec<f64> {
+    v.iter().map(|&x| x as f64).collect()
+}
+
+/// max |a − b| / max(|b|, floor)
+pub fn max_rel_err(a: &[f64], b: &[f64], floor: f64) -> f64 {
+    assert_eq!(a.len(), b.len());
+    a.iter()
+        .zip(b)
+        .map(|(x, y)| (x - y).abs() / y.abs().max(floor))
+        .fold(0.0, f64::max)
+}
