@@ -94,10 +94,7 @@ mod tests {
 
     #[test]
     fn rejects_bad_shapes_and_values() {
-        assert!(matches!(
-            Matrix::new(&[], 3),
-            Err(Error::EmptyData { .. })
-        ));
+        assert!(matches!(Matrix::new(&[], 3), Err(Error::EmptyData { .. })));
         assert!(matches!(
             Matrix::new(&[1.0], 0),
             Err(Error::EmptyData { .. })

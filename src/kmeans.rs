@@ -36,11 +36,11 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use crate::data::Matrix;
+use crate::error::{Error, Result};
 use crate::gpu::buffer::Chunk;
 use crate::gpu::kernel::Batch;
 use crate::gpu::{Gpu, GpuMatrix, GpuVector};
 use crate::kernels::{assign, centroid_update, kmeans_pp, reduce, rows};
-use crate::error::{Error, Result};
 
 /// How the initial centroids are chosen.
 #[derive(Debug, Clone, PartialEq)]
@@ -413,7 +413,8 @@ impl<'a> Workspace<'a> {
             })
             .collect();
         let n_blocks: usize = x.chunks().iter().map(kmeans_pp::blocks_in).sum();
-        let block_sums = gpu.buffer_zeroed("k-means++ block sums", (n_blocks * n_trials * 4) as u64);
+        let block_sums =
+            gpu.buffer_zeroed("k-means++ block sums", (n_blocks * n_trials * 4) as u64);
         let totals = gpu.buffer_zeroed("k-means++ trial potentials", (n_trials * 4) as u64);
         let centre = gpu.buffer_zeroed("k-means++ centre", (d * 4) as u64);
         let candidates = gpu.buffer_zeroed("k-means++ candidates", (n_trials * d * 4) as u64);
@@ -443,7 +444,9 @@ impl<'a> Workspace<'a> {
 
         let first_row = rng.random_range(0..n);
         let mut chosen = vec![first_row];
-        let mut sums = update(true, &|b| rows::gather_rows(gpu, b, x, &[first_row], &centre))?;
+        let mut sums = update(true, &|b| {
+            rows::gather_rows(gpu, b, x, &[first_row], &centre)
+        })?;
         while chosen.len() < self.k {
             let picks = self.sample_d2(rng, &sums, &offsets, n_trials)?;
             let potentials = gpu.scoped("k-means++ trials", || {
@@ -480,7 +483,13 @@ impl<'a> Workspace<'a> {
                 .unwrap_or(0);
             chosen.push(picks[best]);
             sums = update(false, &|b| {
-                b.copy(&candidates, (best * d * 4) as u64, &centre, 0, (d * 4) as u64);
+                b.copy(
+                    &candidates,
+                    (best * d * 4) as u64,
+                    &centre,
+                    0,
+                    (d * 4) as u64,
+                );
                 Ok(())
             })?;
         }
@@ -543,7 +552,10 @@ impl<'a> Workspace<'a> {
                 })
                 .collect();
             let back = batch.finish()?;
-            Ok(handles.into_iter().map(|h| back.f32s(h)).collect::<Vec<_>>())
+            Ok(handles
+                .into_iter()
+                .map(|h| back.f32s(h))
+                .collect::<Vec<_>>())
         })?;
         Ok(draws
             .iter()
@@ -862,7 +874,11 @@ impl KMeansModel {
         let xg = x.on_gpu(gpu)?;
         let (k, d) = (self.params.k, self.n_features);
         let out_rows = (gpu.chunk_byte_limit() / (k as u64 * 4)).max(1) as usize;
-        check_fits(gpu, "the N x K distance matrix", xg.n_rows() as u64 * k as u64 * 4)?;
+        check_fits(
+            gpu,
+            "the N x K distance matrix",
+            xg.n_rows() as u64 * k as u64 * 4,
+        )?;
         gpu.scoped("K-Means transform", || {
             let centroids =
                 gpu.buffer_from("centroids", &self.centroids, wgpu::BufferUsages::empty());

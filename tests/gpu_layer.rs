@@ -57,9 +57,7 @@ fn embeds_a_callers_device_and_buffer_without_copy() {
     let xg = GpuMatrix::from_buffer(&gpu, &buffer, 257 * 4, n, d).unwrap();
     assert_eq!(xg.n_chunks(), n.div_ceil(37));
     let init = to_f64(&x[..5 * d]);
-    let params = KMeans::new(5)
-        .init(KMeansInit::Centroids(init))
-        .tol(0.0);
+    let params = KMeans::new(5).init(KMeansInit::Centroids(init)).tol(0.0);
     let model = params.fit(&gpu, &xg).unwrap();
     let r = refk::fit(&to_f64(&x), d, &params).unwrap();
     assert_eq!(model.labels(), &r.labels[..]);
@@ -86,7 +84,9 @@ fn from_buffer_finds_non_finite_values_and_checks_the_buffer() {
         });
     gpu.set_max_chunk_bytes(64 * d as u64 * 4);
     match GpuMatrix::from_buffer(&gpu, &buffer, 0, 500, d) {
-        Err(Error::NonFinite { row: 301, col: 2, .. }) => {}
+        Err(Error::NonFinite {
+            row: 301, col: 2, ..
+        }) => {}
         other => panic!("expected NonFinite at (301, 2), got {other:?}"),
     }
     assert!(matches!(
@@ -131,11 +131,12 @@ fn two_dimensional_grids_past_the_per_dimension_limit() {
         .max_iter(20);
     let model = params.fit(&gpu, &Matrix::new(&x, d).unwrap()).unwrap();
     let r = refk::fit(&to_f64(&x), d, &params).unwrap();
-    let ari =
-        wgpu_unsupervised::reference::metrics::adjusted_rand_index(model.labels(), &r.labels)
-            .unwrap();
+    let ari = wgpu_unsupervised::reference::metrics::adjusted_rand_index(model.labels(), &r.labels)
+        .unwrap();
     assert!(ari > 0.999, "ARI {ari}");
-    let pp = KMeans::new(9).seed(1).fit(&gpu, &Matrix::new(&x, d).unwrap());
+    let pp = KMeans::new(9)
+        .seed(1)
+        .fit(&gpu, &Matrix::new(&x, d).unwrap());
     assert!(pp.is_ok(), "{pp:?}");
 }
 
@@ -145,15 +146,24 @@ fn bad_parameters_and_data_give_errors() {
     let x = random_matrix(10, 2, 1, 0.0, 1.0);
     let m = Matrix::new(&x, 2).unwrap();
     let fit = |p: KMeans| p.fit(&gpu, &m).unwrap_err();
-    assert!(matches!(fit(KMeans::new(0)), Error::InvalidParameter { name: "k", .. }));
-    assert!(matches!(fit(KMeans::new(11)), Error::TooFewSamples { k: 11, n: 10 }));
+    assert!(matches!(
+        fit(KMeans::new(0)),
+        Error::InvalidParameter { name: "k", .. }
+    ));
+    assert!(matches!(
+        fit(KMeans::new(11)),
+        Error::TooFewSamples { k: 11, n: 10 }
+    ));
     assert!(matches!(
         fit(KMeans::new(2).n_init(0)),
         Error::InvalidParameter { name: "n_init", .. }
     ));
     assert!(matches!(
         fit(KMeans::new(2).max_iter(0)),
-        Error::InvalidParameter { name: "max_iter", .. }
+        Error::InvalidParameter {
+            name: "max_iter",
+            ..
+        }
     ));
     assert!(matches!(
         fit(KMeans::new(2).tol(-1.0)),
@@ -180,8 +190,19 @@ fn bad_parameters_and_data_give_errors() {
     // Predicting with the wrong feature count.
     let model = KMeans::new(2).fit(&gpu, &m).unwrap();
     let y = random_matrix(5, 3, 2, 0.0, 1.0);
-    let e = model.predict(&gpu, &Matrix::new(&y, 3).unwrap()).unwrap_err();
-    assert!(matches!(e, Error::FeatureMismatch { expected: 2, found: 3 }), "{e}");
+    let e = model
+        .predict(&gpu, &Matrix::new(&y, 3).unwrap())
+        .unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::FeatureMismatch {
+                expected: 2,
+                found: 3
+            }
+        ),
+        "{e}"
+    );
     assert!(matches!(
         KMeansModel::from_centroids(vec![1.0, 2.0, 3.0], 2),
         Err(Error::Shape { .. })

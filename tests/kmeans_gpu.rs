@@ -136,7 +136,12 @@ fn full_lloyd_from_same_init_matches_reference() {
         let ari = adjusted_rand_index(model.labels(), &r.labels).unwrap();
         assert!(ari >= 0.999, "seed {seed}: ARI {ari}");
         let rel = ((model.inertia() - r.inertia) / r.inertia).abs();
-        assert!(rel < 1e-4, "seed {seed}: inertia {} vs {}", model.inertia(), r.inertia);
+        assert!(
+            rel < 1e-4,
+            "seed {seed}: inertia {} vs {}",
+            model.inertia(),
+            r.inertia
+        );
         assert!(model.converged() && r.converged);
     }
 }
@@ -236,7 +241,11 @@ fn same_seed_gives_bitwise_same_model() {
     let b = params.fit(&gpu, &m).unwrap();
     assert_eq!(a, b);
     let c = params.clone().seed(100).fit(&gpu, &m).unwrap();
-    assert_ne!(a.centroids(), c.centroids(), "a different seed should differ");
+    assert_ne!(
+        a.centroids(),
+        c.centroids(),
+        "a different seed should differ"
+    );
 }
 
 #[test]

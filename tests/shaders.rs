@@ -12,7 +12,10 @@ fn shader_files() -> Vec<PathBuf> {
         .filter(|p| p.extension().is_some_and(|e| e == "wgsl"))
         .collect();
     files.sort();
-    assert!(files.len() >= 5, "expected the kernel families, found {files:?}");
+    assert!(
+        files.len() >= 5,
+        "expected the kernel families, found {files:?}"
+    );
     files
 }
 

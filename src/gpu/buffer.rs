@@ -149,7 +149,7 @@ impl GpuMatrix {
                 "the buffer needs wgpu::BufferUsages::STORAGE".into(),
             ));
         }
-        if byte_offset % 4 != 0 {
+        if !byte_offset.is_multiple_of(4) {
             return Err(Error::InvalidBuffer(format!(
                 "byte_offset {byte_offset} is not a multiple of 4"
             )));

@@ -146,9 +146,10 @@ impl Gpu {
         let gpu = Self::build(device, queue, Some(adapter.get_info()));
         // Our own device: keep errors that escape every scope instead of wgpu's default panic.
         let slot = gpu.uncaptured.clone();
-        gpu.device.on_uncaptured_error(Arc::new(move |e: wgpu::Error| {
-            slot.lock().unwrap().get_or_insert_with(|| e.to_string());
-        }));
+        gpu.device
+            .on_uncaptured_error(Arc::new(move |e: wgpu::Error| {
+                slot.lock().unwrap().get_or_insert_with(|| e.to_string());
+            }));
         Ok(gpu)
     }
 
@@ -181,7 +182,7 @@ impl Gpu {
             backend,
             device_type,
             driver,
-            max_storage_buffer_binding_size: limits.max_storage_buffer_binding_size as u64,
+            max_storage_buffer_binding_size: limits.max_storage_buffer_binding_size,
             max_buffer_size: limits.max_buffer_size,
             max_compute_workgroups_per_dimension: limits.max_compute_workgroups_per_dimension,
             max_compute_invocations_per_workgroup: limits.max_compute_invocations_per_workgroup,
@@ -336,10 +337,7 @@ impl Gpu {
                     cache: None,
                 }))
         })?;
-        self.pipelines
-            .lock()
-            .unwrap()
-            .insert(key, pipeline.clone());
+        self.pipelines.lock().unwrap().insert(key, pipeline.clone());
         Ok(pipeline)
     }
 }

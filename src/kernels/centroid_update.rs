@@ -85,6 +85,9 @@ mod tests {
             include_str!("../../shaders/centroid_update.wgsl"),
             "AccumulateParams",
         );
-        assert_eq!(size as usize, std::mem::size_of::<super::AccumulateParams>());
+        assert_eq!(
+            size as usize,
+            std::mem::size_of::<super::AccumulateParams>()
+        );
     }
 }

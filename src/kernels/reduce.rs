@@ -17,6 +17,7 @@ pub(crate) struct ColumnSumParams {
     _pad0: u32,
 }
 
+#[allow(clippy::too_many_arguments)]
 fn sum_columns(
     gpu: &Gpu,
     batch: &mut Batch<'_>,

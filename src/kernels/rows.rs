@@ -103,7 +103,8 @@ pub(crate) fn find_non_finite(gpu: &Gpu, m: &GpuMatrix) -> Result<Option<(usize,
         let mut batch = Batch::new(gpu, "find_non_finite");
         let mut handles = Vec::new();
         for chunk in m.chunks() {
-            let first = gpu.buffer_from("first non-finite", &[u32::MAX], wgpu::BufferUsages::empty());
+            let first =
+                gpu.buffer_from("first non-finite", &[u32::MAX], wgpu::BufferUsages::empty());
             let grid = element_grid(gpu, (chunk.n_rows * d) as u64)?;
             let params = RowsParams {
                 n_rows: chunk.n_rows as u32,

@@ -1,0 +1,584 @@
+//! End-to-end tests of the `wgpu-unsupervised` program: the built binary is run on small files
+//! in a temporary directory, and its exit status, stdout, stderr and output files are checked.
+//! The fits need a wgpu adapter (CI installs lavapipe); data stay small because that adapter
+//! is a software rasterizer.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+use wgpu_unsupervised::{datasets, io};
+
+/// Runs the program with `args` and returns what it did.
+fn cli(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_wgpu-unsupervised"))
+        .args(args)
+        .output()
+        .expect("the wgpu-unsupervised binary runs")
+}
+
+/// The path as a `&str` (temporary directories have UTF-8 names here).
+fn s(p: &Path) -> &str {
+    p.to_str().expect("UTF-8 temp path")
+}
+
+fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// Asserts success and returns stdout.
+fn ok(out: &Output) -> String {
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "expected success\nstdout: {}\nstderr: {}",
+        stdout(out),
+        stderr(out)
+    );
+    stdout(out)
+}
+
+/// Asserts the exit status `code`, nothing on stdout, and exactly one `error: ` line on
+/// stderr (every failure tested here happens before the GPU is opened, so no driver output
+/// can mix in); returns that line.
+fn fails(out: &Output, code: i32) -> String {
+    let err = stderr(out);
+    assert_eq!(
+        out.status.code(),
+        Some(code),
+        "expected exit {code}\nstdout: {}\nstderr: {err}",
+        stdout(out)
+    );
+    assert!(out.stdout.is_empty(), "stdout: {}", stdout(out));
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(lines.len(), 1, "one error line expected, got: {err:?}");
+    assert!(lines[0].starts_with("error: "), "{err:?}");
+    lines[0].to_string()
+}
+
+/// Parses stdout as exactly one line of JSON.
+fn json_line(out: &Output) -> Value {
+    let text = ok(out);
+    assert!(text.ends_with('\n'), "{text:?}");
+    assert_eq!(
+        text.lines().count(),
+        1,
+        "exactly one line expected: {text:?}"
+    );
+    serde_json::from_str(text.trim_end()).unwrap_or_else(|e| panic!("{e}: {text:?}"))
+}
+
+/// Writes `n` x `d` Gaussian blobs around `centers` centres to `dir/name` (.npy, f4).
+fn blobs_npy(dir: &Path, name: &str, n: usize, d: usize, centers: usize, seed: u64) -> PathBuf {
+    let (x, _, _) = datasets::make_blobs(n, d, centers, 0.5, (-10.0, 10.0), seed).unwrap();
+    let path = dir.join(name);
+    io::write_npy_f32(&path, &x, &[n as u64, d as u64]).unwrap();
+    path
+}
+
+/// Every file in `dir`, sorted.
+fn files_in(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn kmeans_npy_json_report_and_labels() {
+    let dir = tempfile::tempdir().unwrap();
+    let x = blobs_npy(dir.path(), "x.npy", 300, 3, 4, 1);
+    let labels = dir.path().join("labels.npy");
+    let out = cli(&[
+        "kmeans",
+        "--input",
+        s(&x),
+        "--k",
+        "4",
+        "--seed",
+        "5",
+        "--n-init",
+        "2",
+        "--output",
+        s(&labels),
+        "--json",
+    ]);
+    let report = json_line(&out);
+    let keys: Vec<&str> = report
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    let mut expected = [
+        "algorithm",
+        "n",
+        "d",
+        "k",
+        "inertia",
+        "n_iter",
+        "converged",
+        "fit_seconds",
+        "adapter",
+    ];
+    let mut sorted = keys.clone();
+    sorted.sort_unstable();
+    expected.sort_unstable();
+    assert_eq!(sorted, expected, "{report}");
+    assert_eq!(report["algorithm"], "kmeans");
+    assert_eq!(report["n"], 300);
+    assert_eq!(report["d"], 3);
+    assert_eq!(report["k"], 4);
+    let inertia = report["inertia"].as_f64().unwrap();
+    assert!(inertia.is_finite() && inertia >= 0.0, "{report}");
+    assert!(report["n_iter"].as_u64().unwrap() >= 1, "{report}");
+    assert!(report["converged"].is_boolean(), "{report}");
+    assert!(report["fit_seconds"].as_f64().unwrap() >= 0.0, "{report}");
+    assert!(!report["adapter"].as_str().unwrap().is_empty(), "{report}");
+
+    let labels = io::read_labels(&labels).unwrap();
+    assert_eq!(labels.len(), 300);
+    assert!(labels.iter().all(|&l| l < 4), "{labels:?}");
+}
+
+#[test]
+fn kmeans_csv_with_header_and_human_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("points.csv");
+    // Two well separated groups of six rows.
+    let mut text = String::from("width,height\n");
+    for i in 0..6 {
+        text += &format!("{},{}\n", 0.1 * i as f32, 1.0 - 0.1 * i as f32);
+    }
+    for i in 0..6 {
+        text += &format!("{},{}\n", 50.0 + 0.1 * i as f32, 40.0 + 0.2 * i as f32);
+    }
+    std::fs::write(&csv, text).unwrap();
+    let labels_path = dir.path().join("labels.npy");
+    let out = cli(&[
+        "kmeans",
+        "--input",
+        s(&csv),
+        "--k",
+        "2",
+        "--output",
+        s(&labels_path),
+    ]);
+    let report = ok(&out);
+    for word in ["adapter", "12 rows x 2 features", "inertia", "iterations"] {
+        assert!(report.contains(word), "{word:?} missing from {report}");
+    }
+    assert!(report.contains(s(&labels_path)), "{report}");
+
+    let labels = io::read_labels(&labels_path).unwrap();
+    assert_eq!(labels.len(), 12);
+    assert!(labels[..6].iter().all(|&l| l == labels[0]), "{labels:?}");
+    assert!(labels[6..].iter().all(|&l| l == labels[6]), "{labels:?}");
+    assert_ne!(labels[0], labels[6]);
+}
+
+#[test]
+fn kmeans_random_init() {
+    let dir = tempfile::tempdir().unwrap();
+    let x = blobs_npy(dir.path(), "x.npy", 200, 2, 3, 2);
+    let out = cli(&[
+        "kmeans",
+        "--input",
+        s(&x),
+        "--k",
+        "3",
+        "--init",
+        "random",
+        "--seed",
+        "11",
+        "--max-iter",
+        "100",
+        "--tol",
+        "0",
+        "--json",
+    ]);
+    let report = json_line(&out);
+    assert_eq!(report["k"], 3);
+    assert_eq!(report["n"], 200);
+    assert!(report["inertia"].as_f64().unwrap().is_finite());
+    assert!(report["n_iter"].as_u64().unwrap() <= 100);
+}
+
+#[test]
+fn model_then_predict_gives_the_fit_labels() {
+    let dir = tempfile::tempdir().unwrap();
+    let x = blobs_npy(dir.path(), "x.npy", 250, 4, 5, 3);
+    let fit_labels = dir.path().join("fit.npy");
+    let model = dir.path().join("model.json");
+    ok(&cli(&[
+        "kmeans",
+        "--input",
+        s(&x),
+        "--k",
+        "5",
+        "--output",
+        s(&fit_labels),
+        "--model",
+        s(&model),
+    ]));
+
+    let file: Value = serde_json::from_str(&std::fs::read_to_string(&model).unwrap()).unwrap();
+    assert_eq!(file["format"], "wgpu-unsupervised/kmeans");
+    assert_eq!(file["version"], 1);
+    assert!(file["model"].is_object());
+
+    let predicted = dir.path().join("predicted.npy");
+    let report = json_line(&cli(&[
+        "predict",
+        "--model",
+        s(&model),
+        "--input",
+        s(&x),
+        "--output",
+        s(&predicted),
+        "--json",
+    ]));
+    assert_eq!(report["algorithm"], "kmeans");
+    assert_eq!(report["command"], "predict");
+    assert_eq!(report["n"], 250);
+    assert_eq!(report["d"], 4);
+    assert_eq!(report["k"], 5);
+    assert!(report["adapter"].is_string());
+    assert!(report["seconds"].as_f64().unwrap() >= 0.0);
+
+    assert_eq!(
+        io::read_labels(&predicted).unwrap(),
+        io::read_labels(&fit_labels).unwrap()
+    );
+
+    // The human report of predict names its output.
+    let again = dir.path().join("again.npy");
+    let text = ok(&cli(&[
+        "predict",
+        "--model",
+        s(&model),
+        "--input",
+        s(&x),
+        "--output",
+        s(&again),
+    ]));
+    assert!(text.contains(s(&again)), "{text}");
+    assert_eq!(
+        io::read_labels(&again).unwrap(),
+        io::read_labels(&fit_labels).unwrap()
+    );
+}
+
+#[test]
+fn info_human_and_json() {
+    let text = ok(&cli(&["info"]));
+    for word in ["adapter:", "backend:", "device type:", "driver:", "limits:"] {
+        assert!(text.contains(word), "{word:?} missing from {text}");
+    }
+
+    let info = json_line(&cli(&["info", "--json"]));
+    for key in [
+        "name",
+        "backend",
+        "device_type",
+        "driver",
+        "max_storage_buffer_binding_size",
+        "max_buffer_size",
+    ] {
+        assert!(info.get(key).is_some(), "{key} missing from {info}");
+    }
+    assert!(!info["name"].as_str().unwrap().is_empty());
+    assert!(info["max_storage_buffer_binding_size"].as_u64().unwrap() > 0);
+}
+
+#[test]
+fn json_output_is_exactly_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let x = blobs_npy(dir.path(), "x.npy", 120, 2, 2, 4);
+    let model = dir.path().join("m.json");
+    let out = cli(&[
+        "kmeans",
+        "--input",
+        s(&x),
+        "--k",
+        "2",
+        "--model",
+        s(&model),
+        "--json",
+    ]);
+    let text = ok(&out);
+    assert_eq!(text.matches('\n').count(), 1, "{text:?}");
+    assert!(text.starts_with('{') && text.ends_with("}\n"), "{text:?}");
+
+    let labels = dir.path().join("l.npy");
+    let out = cli(&[
+        "predict",
+        "--model",
+        s(&model),
+        "--input",
+        s(&x),
+        "--output",
+        s(&labels),
+        "--json",
+    ]);
+    let text = ok(&out);
+    assert_eq!(text.matches('\n').count(), 1, "{text:?}");
+    assert!(text.starts_with('{') && text.ends_with("}\n"), "{text:?}");
+}
+
+#[test]
+fn missing_k_is_a_usage_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let x = blobs_npy(dir.path(), "x.npy", 20, 2, 2, 5);
+    let out = cli(&["kmeans", "--input", s(&x)]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("--k"), "{}", stderr(&out));
+    assert!(out.stdout.is_empty());
+
+    let out = cli(&["cluster"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let out = cli(&["kmeans", "--input", s(&x), "--k", "two"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+}
+
+#[test]
+fn k_larger_than_n_exits_2_naming_k_and_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let x = blobs_npy(dir.path(), "x.npy", 10, 2, 2, 6);
+    let labels = dir.path().join("labels.npy");
+    let model = dir.path().join("model.json");
+    let line = fails(
+        &cli(&[
+            "kmeans",
+            "--input",
+            s(&x),
+            "--k",
+            "50",
+            "--output",
+            s(&labels),
+            "--model",
+            s(&model),
+        ]),
+        2,
+    );
+    assert!(line.contains("k = 50"), "{line}");
+    assert!(line.contains("n = 10"), "{line}");
+    assert_eq!(files_in(dir.path()), ["x.npy"]);
+}
+
+#[test]
+fn invalid_parameters_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let x = blobs_npy(dir.path(), "x.npy", 20, 2, 2, 7);
+    for (flag, value, name) in [
+        ("--k", "0", "k"),
+        ("--tol", "-1", "tol"),
+        ("--n-init", "0", "n_init"),
+        ("--max-iter", "0", "max_iter"),
+    ] {
+        let mut args = vec!["kmeans", "--input", s(&x)];
+        if flag != "--k" {
+            args.extend(["--k", "2"]);
+        }
+        args.extend([flag, value]);
+        let line = fails(&cli(&args), 2);
+        assert!(line.contains(name), "{line}");
+    }
+    // Labels are only written as .npy.
+    let line = fails(
+        &cli(&[
+            "kmeans",
+            "--input",
+            s(&x),
+            "--k",
+            "2",
+            "--output",
+            s(&dir.path().join("labels.csv")),
+        ]),
+        2,
+    );
+    assert!(line.contains(".npy"), "{line}");
+}
+
+#[test]
+fn missing_input_file_exits_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("nowhere.npy");
+    let line = fails(&cli(&["kmeans", "--input", s(&missing), "--k", "2"]), 2);
+    assert!(line.contains("nowhere.npy"), "{line}");
+
+    let wrong_kind = dir.path().join("x.txt");
+    std::fs::write(&wrong_kind, "1,2\n3,4\n").unwrap();
+    let line = fails(&cli(&["kmeans", "--input", s(&wrong_kind), "--k", "1"]), 2);
+    assert!(line.contains("x.txt"), "{line}");
+}
+
+#[test]
+fn csv_with_nan_exits_2_naming_row_and_column() {
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("bad.csv");
+    std::fs::write(&csv, "a,b,c\n1,2,3\n4,5,6\n7,NaN,9\n").unwrap();
+    let line = fails(&cli(&["kmeans", "--input", s(&csv), "--k", "2"]), 2);
+    assert!(line.contains("row 2"), "{line}");
+    assert!(line.contains("column 1"), "{line}");
+}
+
+/// Fits a 3-feature model into `dir/model.json` and returns its path.
+fn fitted_model(dir: &Path) -> PathBuf {
+    let x = blobs_npy(dir, "train.npy", 60, 3, 3, 8);
+    let model = dir.join("model.json");
+    ok(&cli(&[
+        "kmeans",
+        "--input",
+        s(&x),
+        "--k",
+        "3",
+        "--model",
+        s(&model),
+    ]));
+    model
+}
+
+#[test]
+fn predict_with_another_feature_count_exits_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = fitted_model(dir.path());
+    let x = blobs_npy(dir.path(), "x5.npy", 30, 5, 2, 9);
+    let out = dir.path().join("labels.npy");
+    let line = fails(
+        &cli(&[
+            "predict",
+            "--model",
+            s(&model),
+            "--input",
+            s(&x),
+            "--output",
+            s(&out),
+        ]),
+        2,
+    );
+    assert!(line.contains("feature"), "{line}");
+    assert!(line.contains('3') && line.contains('5'), "{line}");
+    assert!(!out.exists());
+}
+
+#[test]
+fn corrupt_or_foreign_model_files_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = fitted_model(dir.path());
+    let x = dir.path().join("train.npy");
+    let out = dir.path().join("labels.npy");
+    let good: Value = serde_json::from_str(&std::fs::read_to_string(&model).unwrap()).unwrap();
+
+    let predict_with = |text: &str| {
+        let path = dir.path().join("candidate.json");
+        std::fs::write(&path, text).unwrap();
+        fails(
+            &cli(&[
+                "predict",
+                "--model",
+                s(&path),
+                "--input",
+                s(&x),
+                "--output",
+                s(&out),
+            ]),
+            2,
+        )
+    };
+
+    let line = predict_with("this is { not json");
+    assert!(line.contains("candidate.json"), "{line}");
+    let line = predict_with(&std::fs::read_to_string(&model).unwrap()[..40]);
+    assert!(line.contains("candidate.json"), "{line}");
+
+    let mut other = good.clone();
+    other["format"] = "someone-else/model".into();
+    let line = predict_with(&other.to_string());
+    assert!(line.contains("format"), "{line}");
+
+    let mut newer = good.clone();
+    newer["version"] = 2.into();
+    let line = predict_with(&newer.to_string());
+    assert!(line.contains("version"), "{line}");
+
+    let mut short = good.clone();
+    short["model"]["centroids"]
+        .as_array_mut()
+        .unwrap()
+        .truncate(4);
+    let line = predict_with(&short.to_string());
+    assert!(line.contains("inconsistent model"), "{line}");
+
+    let mut nan = good.clone();
+    nan["model"]["centroids"][0] = Value::Null;
+    predict_with(&nan.to_string());
+
+    let missing = dir.path().join("no-model.json");
+    let line = fails(
+        &cli(&[
+            "predict",
+            "--model",
+            s(&missing),
+            "--input",
+            s(&x),
+            "--output",
+            s(&out),
+        ]),
+        2,
+    );
+    assert!(line.contains("no-model.json"), "{line}");
+    assert!(!out.exists());
+}
+
+#[test]
+fn unwritable_output_exits_1_without_partial_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let x = blobs_npy(dir.path(), "x.npy", 40, 2, 2, 10);
+    let absent = dir.path().join("absent");
+    let labels = absent.join("labels.npy");
+    let line = fails(
+        &cli(&[
+            "kmeans",
+            "--input",
+            s(&x),
+            "--k",
+            "2",
+            "--output",
+            s(&labels),
+        ]),
+        1,
+    );
+    assert!(line.contains("absent"), "{line}");
+
+    let model = absent.join("model.json");
+    fails(
+        &cli(&["kmeans", "--input", s(&x), "--k", "2", "--model", s(&model)]),
+        1,
+    );
+
+    // An existing directory in place of the file is refused too.
+    std::fs::create_dir(dir.path().join("taken.npy")).unwrap();
+    fails(
+        &cli(&[
+            "kmeans",
+            "--input",
+            s(&x),
+            "--k",
+            "2",
+            "--output",
+            s(&dir.path().join("taken.npy")),
+        ]),
+        1,
+    );
+
+    assert!(!absent.exists());
+    assert_eq!(files_in(dir.path()), ["taken.npy", "x.npy"]);
+    assert!(files_in(&dir.path().join("taken.npy")).is_empty());
+}
