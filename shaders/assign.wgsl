@@ -33,34 +33,21 @@ struct AssignParams {
 @group(0) @binding(5) var<storage, read_write> changed: atomic<u32>;
 @group(0) @binding(6) var<storage, read_write> distances: array<f32>;
 
-var<workgroup> tile: array<f32, 512>; // TILE_K * TILE_D
-
-// Squared distances from row `row` to centroids k0 .. k0+TILE_K (zero-padded past K).
-// Must be called in uniform control flow: it synchronises the workgroup.
-fn tile_sq_distances(k0: u32, row: u32, in_range: bool, lid: u32) -> array<f32, TILE_K> {
+// Squared distances from row `row` to centroids k0 .. k0+TILE_K (the tail past K repeats
+// the last centroid and is ignored by the callers). Each x value is loaded once and used for
+// TILE_K centroids; centroid loads are the same address across the workgroup (broadcast).
+fn tile_sq_distances(k0: u32, row: u32) -> array<f32, TILE_K> {
     var acc: array<f32, TILE_K>;
+    var cbase: array<u32, TILE_K>;
+    for (var c = 0u; c < TILE_K; c++) {
+        cbase[c] = min(k0 + c, params.k - 1u) * params.d;
+    }
     let base = params.x_offset + row * params.d;
-    for (var d0 = 0u; d0 < params.d; d0 += TILE_D) {
-        workgroupBarrier();
-        for (var t = lid; t < TILE_K * TILE_D; t += WG_SIZE) {
-            let kk = k0 + t / TILE_D;
-            let dd = d0 + t % TILE_D;
-            var v = 0.0;
-            if kk < params.k && dd < params.d {
-                v = centroids[kk * params.d + dd];
-            }
-            tile[t] = v;
-        }
-        workgroupBarrier();
-        if in_range {
-            let dn = min(TILE_D, params.d - d0);
-            for (var j = 0u; j < dn; j++) {
-                let xv = x[base + d0 + j];
-                for (var c = 0u; c < TILE_K; c++) {
-                    let diff = xv - tile[c * TILE_D + j];
-                    acc[c] = fma(diff, diff, acc[c]);
-                }
-            }
+    for (var j = 0u; j < params.d; j++) {
+        let xv = x[base + j];
+        for (var c = 0u; c < TILE_K; c++) {
+            let diff = xv - centroids[cbase[c] + j];
+            acc[c] = fma(diff, diff, acc[c]);
         }
     }
     return acc;
@@ -74,11 +61,13 @@ fn assign_nearest_centroid(
     @builtin(workgroup_id) wid: vec3<u32>,
 ) {
     let row = (wid.y * params.grid_x + wid.x) * WG_SIZE + lid;
-    let in_range = row < params.n_rows;
+    if row >= params.n_rows {
+        return;
+    }
     var best = 3.4028235e38;
     var best_k = 0u;
     for (var k0 = 0u; k0 < params.k; k0 += TILE_K) {
-        let acc = tile_sq_distances(k0, row, in_range, lid);
+        let acc = tile_sq_distances(k0, row);
         let kn = min(TILE_K, params.k - k0);
         for (var c = 0u; c < kn; c++) {
             if acc[c] < best {
@@ -87,13 +76,11 @@ fn assign_nearest_centroid(
             }
         }
     }
-    if in_range {
-        if labels[row] != best_k {
-            atomicAdd(&changed, 1u);
-        }
-        labels[row] = best_k;
-        min_sq_dist[row] = best;
+    if labels[row] != best_k {
+        atomicAdd(&changed, 1u);
     }
+    labels[row] = best_k;
+    min_sq_dist[row] = best;
 }
 
 // Writes the N x K matrix of distances (squared or not) from each row to each centroid.
@@ -103,18 +90,18 @@ fn pairwise_distances(
     @builtin(workgroup_id) wid: vec3<u32>,
 ) {
     let row = (wid.y * params.grid_x + wid.x) * WG_SIZE + lid;
-    let in_range = row < params.n_rows;
+    if row >= params.n_rows {
+        return;
+    }
     for (var k0 = 0u; k0 < params.k; k0 += TILE_K) {
-        let acc = tile_sq_distances(k0, row, in_range, lid);
-        if in_range {
-            let kn = min(TILE_K, params.k - k0);
-            for (var c = 0u; c < kn; c++) {
-                var v = acc[c];
-                if params.sqrt_output != 0u {
-                    v = sqrt(v);
-                }
-                distances[row * params.k + k0 + c] = v;
+        let acc = tile_sq_distances(k0, row);
+        let kn = min(TILE_K, params.k - k0);
+        for (var c = 0u; c < kn; c++) {
+            var v = acc[c];
+            if params.sqrt_output != 0u {
+                v = sqrt(v);
             }
+            distances[row * params.k + k0 + c] = v;
         }
     }
 }

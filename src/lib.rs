@@ -3,7 +3,7 @@
 //! Classic unsupervised learning on any GPU through [wgpu](https://wgpu.rs) and WGSL compute
 //! shaders: Vulkan, Metal, DX12 or GL, discrete or integrated, or the lavapipe software driver
 //! when there is no GPU at all. Every algorithm has a plain f64 CPU reference
-//! ([`reference`]) that the tests hold the GPU results against.
+//! ([`reference`](mod@reference)) that the tests hold the GPU results against.
 //!
 //! Available now: **K-Means** ([`KMeans`]): Lloyd iterations with nearest-centroid assignment
 //! and centroid update on the GPU, greedy k-means++ or random init, restarts, empty-cluster
@@ -24,7 +24,7 @@
 //! ## Layout
 //! - [`gpu`]: the host layer, the only code touching wgpu ([`Gpu`], [`GpuMatrix`]);
 //! - `kernels` (private): one wrapper per WGSL file in `shaders/`, same name;
-//! - [`kmeans`]: the algorithm; [`reference`]: the CPU oracle;
+//! - [`kmeans`]: the algorithm; [`reference`](mod@reference): the CPU oracle;
 //! - [`io`], [`datasets`]: files and bundled or generated data for the CLI and examples.
 //!
 //! ## Embedding

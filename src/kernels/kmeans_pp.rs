@@ -2,13 +2,14 @@
 
 use bytemuck::{Pod, Zeroable};
 
+use super::ROW_WG_SIZE;
 use crate::error::Result;
 use crate::gpu::buffer::Chunk;
 use crate::gpu::kernel::{Batch, Bind, Shader};
 use crate::gpu::Gpu;
 
-/// Rows per block (= workgroup size; a power of two no larger than 256, see the shader).
-pub(crate) const KMEANSPP_BLOCK_ROWS: usize = 256;
+/// Rows per block: `BLOCK_ROWS` in the shader (one invocation sums one block).
+pub(crate) const KMEANSPP_BLOCK_ROWS: usize = 32;
 
 /// Twin of `KmeansPpParams` in shaders/kmeans_pp.wgsl.
 #[repr(C)]
@@ -43,7 +44,7 @@ pub(crate) fn kmeanspp_update_min_distance(
     block_offset: usize,
     first: bool,
 ) -> Result<()> {
-    let grid = gpu.grid(blocks_in(chunk) as u64)?;
+    let grid = gpu.grid((blocks_in(chunk) as u64).div_ceil(ROW_WG_SIZE as u64))?;
     let params = KmeansPpParams {
         n_rows: chunk.n_rows as u32,
         x_offset: chunk.x_offset,
@@ -57,7 +58,7 @@ pub(crate) fn kmeanspp_update_min_distance(
     batch.dispatch(
         Shader::KmeansPp,
         "kmeanspp_update_min_distance",
-        KMEANSPP_BLOCK_ROWS as u32,
+        ROW_WG_SIZE,
         &params,
         &[
             (1, chunk.bind()),
@@ -83,7 +84,7 @@ pub(crate) fn kmeanspp_trial_potentials(
     block_sums: &wgpu::Buffer,
     block_offset: usize,
 ) -> Result<()> {
-    let grid = gpu.grid(blocks_in(chunk) as u64)?;
+    let grid = gpu.grid((blocks_in(chunk) as u64).div_ceil(ROW_WG_SIZE as u64))?;
     let params = KmeansPpParams {
         n_rows: chunk.n_rows as u32,
         x_offset: chunk.x_offset,
@@ -97,7 +98,7 @@ pub(crate) fn kmeanspp_trial_potentials(
     batch.dispatch(
         Shader::KmeansPp,
         "kmeanspp_trial_potentials",
-        KMEANSPP_BLOCK_ROWS as u32,
+        ROW_WG_SIZE,
         &params,
         &[
             (1, chunk.bind()),
@@ -111,6 +112,14 @@ pub(crate) fn kmeanspp_trial_potentials(
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn block_rows_match_the_shader() {
+        assert!(include_str!("../../shaders/kmeans_pp.wgsl").contains(&format!(
+            "const BLOCK_ROWS: u32 = {}u;",
+            super::KMEANSPP_BLOCK_ROWS
+        )));
+    }
+
     #[test]
     fn params_match_the_wgsl_layout() {
         let size = super::super::layout::wgsl_struct_size(
