@@ -8,6 +8,15 @@ use crate::gpu::buffer::Chunk;
 use crate::gpu::kernel::{Batch, Bind, Shader};
 use crate::gpu::Gpu;
 
+/// Workgroup size: a multiple of 16 up to 256 (see the shader); 256 gives 64-row tiles.
+pub(crate) const ASSIGN_WG_SIZE: u32 = 256;
+
+/// Rows per workgroup tile: `WG_SIZE / 4` in the shader.
+const ROWS_PER_WORKGROUP: u64 = ASSIGN_WG_SIZE as u64 / 4;
+
+/// Largest K for the untiled kernel: `SMALL_K` in the shader.
+pub(crate) const SMALL_K: usize = 16;
+
 /// Twin of `AssignParams` in shaders/assign.wgsl.
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Pod, Zeroable)]
@@ -37,7 +46,13 @@ pub(crate) fn assign_nearest_centroid(
     min_sq_dist: &wgpu::Buffer,
     changed: &wgpu::Buffer,
 ) -> Result<()> {
-    let grid = gpu.grid((chunk.n_rows as u64).div_ceil(ROW_WG_SIZE as u64))?;
+    // Few centroids: one invocation per row, no tiling (see the shader).
+    let (entry, wg_size, rows_per_group) = if k <= SMALL_K {
+        ("assign_nearest_centroid_small_k", ROW_WG_SIZE, ROW_WG_SIZE as u64)
+    } else {
+        ("assign_nearest_centroid", ASSIGN_WG_SIZE, ROWS_PER_WORKGROUP)
+    };
+    let grid = gpu.grid((chunk.n_rows as u64).div_ceil(rows_per_group))?;
     let params = AssignParams {
         n_rows: chunk.n_rows as u32,
         x_offset: chunk.x_offset,
@@ -48,8 +63,8 @@ pub(crate) fn assign_nearest_centroid(
     };
     batch.dispatch(
         Shader::Assign,
-        "assign_nearest_centroid",
-        ROW_WG_SIZE,
+        entry,
+        wg_size,
         &params,
         &[
             (1, chunk.bind()),
@@ -77,7 +92,7 @@ pub(crate) fn pairwise_distances(
     out: &wgpu::Buffer,
     sqrt: bool,
 ) -> Result<()> {
-    let grid = gpu.grid((n_rows as u64).div_ceil(ROW_WG_SIZE as u64))?;
+    let grid = gpu.grid((n_rows as u64).div_ceil(ROWS_PER_WORKGROUP))?;
     let params = AssignParams {
         n_rows: n_rows as u32,
         x_offset: chunk.x_offset + (first_row * d) as u32,
@@ -90,7 +105,7 @@ pub(crate) fn pairwise_distances(
     batch.dispatch(
         Shader::Assign,
         "pairwise_distances",
-        ROW_WG_SIZE,
+        ASSIGN_WG_SIZE,
         &params,
         &[
             (1, chunk.bind()),
@@ -103,6 +118,14 @@ pub(crate) fn pairwise_distances(
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn constants_match_the_shader() {
+        let src = include_str!("../../shaders/assign.wgsl");
+        assert!(src.contains(&format!("const SMALL_K: u32 = {}u;", super::SMALL_K)));
+        assert_eq!(super::ASSIGN_WG_SIZE % 16, 0);
+        assert!(super::ASSIGN_WG_SIZE <= 256);
+    }
+
     #[test]
     fn params_match_the_wgsl_layout() {
         let size = super::super::layout::wgsl_struct_size(
