@@ -64,14 +64,14 @@ pub enum Error {
         reason: String,
     },
     /// The work needs more device memory than is available (or than the configured budget).
-    #[error("out of device memory: {what} needs {requested} bytes, {available} available")]
+    #[error("out of device memory: {what}{}", sizes(*requested, *available))]
     OutOfDeviceMemory {
         /// What was being allocated.
         what: String,
-        /// Bytes requested.
-        requested: u64,
-        /// Bytes available (budget or device limit).
-        available: u64,
+        /// Bytes requested, when known (the driver does not say).
+        requested: Option<u64>,
+        /// Bytes available under the budget set with `Gpu::set_memory_budget`, when known.
+        available: Option<u64>,
     },
     /// A size exceeds a hard device limit that chunking cannot work around.
     #[error("{what} ({requested}) exceeds the device limit {limit_name} = {limit}")]
@@ -117,6 +117,14 @@ pub enum Error {
         /// What is wrong with it.
         reason: String,
     },
+}
+
+fn sizes(requested: Option<u64>, available: Option<u64>) -> String {
+    match (requested, available) {
+        (Some(r), Some(a)) => format!(" needs {r} bytes, {a} available"),
+        (Some(r), None) => format!(" needs {r} bytes"),
+        _ => String::new(),
+    }
 }
 
 impl Error {

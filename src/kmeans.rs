@@ -271,8 +271,8 @@ impl<'a> Workspace<'a> {
                 gpu,
                 x,
                 k,
-                labels: GpuVector::filled(gpu, x, "labels", u32::MAX),
-                min_sq_dist: GpuVector::filled(gpu, x, "min squared distances", 0.0f32),
+                labels: GpuVector::zeroed(gpu, x, "labels"),
+                min_sq_dist: GpuVector::zeroed(gpu, x, "min squared distances"),
                 changed: gpu.buffer_zeroed("changed labels", 4),
                 centroids: gpu.buffer_zeroed("centroids", kd * 4),
                 block_rows,
@@ -291,15 +291,6 @@ impl<'a> Workspace<'a> {
 
     fn chunks(&self) -> impl Iterator<Item = (usize, &'a Chunk)> {
         self.x.chunks().iter().enumerate()
-    }
-
-    /// Marks every label as unassigned, so the first assignment counts every row as changed.
-    fn reset_labels(&self) {
-        for (buffer, n) in self.labels.buffers() {
-            self.gpu
-                .queue
-                .write_buffer(buffer, 0, bytemuck::cast_slice(&vec![u32::MAX; n]));
-        }
     }
 
     /// One assignment against the first `k` rows of `centroids` and the statistics of the
@@ -626,11 +617,12 @@ impl<'a> Workspace<'a> {
         let mut history = Vec::new();
         let mut converged = false;
         let mut n_iter = 0;
-        self.reset_labels();
         for it in 0..max_iter {
             let stats = self.step(&centroids, k)?;
             history.push(stats.inertia());
             n_iter = it + 1;
+            // The count compares with the previous iteration's labels (or a previous
+            // restart's, or zeros): meaningless on the first iteration of a run.
             if it > 0 && stats.changed == 0 {
                 converged = true;
                 break;
@@ -832,8 +824,8 @@ impl KMeansModel {
         self.check_features(x)?;
         let xg = x.on_gpu(gpu)?;
         gpu.scoped("K-Means predict", || {
-            let labels = GpuVector::filled(gpu, &xg, "labels", u32::MAX);
-            let dists = GpuVector::filled(gpu, &xg, "squared distances", 0.0f32);
+            let labels = GpuVector::zeroed(gpu, &xg, "labels");
+            let dists = GpuVector::zeroed(gpu, &xg, "squared distances");
             let centroids =
                 gpu.buffer_from("centroids", &self.centroids, wgpu::BufferUsages::empty());
             let changed = gpu.buffer_zeroed("changed labels", 4);
@@ -919,8 +911,8 @@ fn check_fits(gpu: &Gpu, what: &str, bytes: u64) -> Result<()> {
     if bytes > gpu.memory_budget() {
         return Err(Error::OutOfDeviceMemory {
             what: what.into(),
-            requested: bytes,
-            available: gpu.memory_budget(),
+            requested: Some(bytes),
+            available: Some(gpu.memory_budget()),
         });
     }
     Ok(())

@@ -217,8 +217,8 @@ fn memory_budget_and_device_limits_give_errors() {
     gpu.set_memory_budget(16 * 1024);
     match KMeans::new(3).fit(&gpu, &m) {
         Err(Error::OutOfDeviceMemory {
-            requested: 32000,
-            available: 16384,
+            requested: Some(32000),
+            available: Some(16384),
             ..
         }) => {}
         other => panic!("expected OutOfDeviceMemory, got {other:?}"),

@@ -70,8 +70,8 @@ fn check_budget(gpu: &Gpu, what: &str, bytes: u64) -> Result<()> {
     if bytes > budget {
         return Err(Error::OutOfDeviceMemory {
             what: what.to_string(),
-            requested: bytes,
-            available: budget,
+            requested: Some(bytes),
+            available: Some(budget),
         });
     }
     Ok(())
@@ -255,12 +255,12 @@ pub struct GpuVector<T: Pod> {
 }
 
 impl<T: Pod> GpuVector<T> {
-    /// One buffer per chunk of `m`, every value set to `fill`.
-    pub(crate) fn filled(gpu: &Gpu, m: &GpuMatrix, label: &str, fill: T) -> Self {
+    /// One zeroed buffer per chunk of `m`.
+    pub(crate) fn zeroed(gpu: &Gpu, m: &GpuMatrix, label: &str) -> Self {
         let chunks = m
             .chunks()
             .iter()
-            .map(|c| gpu.buffer_from(label, &vec![fill; c.n_rows], wgpu::BufferUsages::empty()))
+            .map(|c| gpu.buffer_zeroed(label, (c.n_rows * std::mem::size_of::<T>()) as u64))
             .collect();
         Self {
             chunks,

@@ -283,8 +283,8 @@ impl Gpu {
         if let Some(e) = oom {
             return Err(Error::OutOfDeviceMemory {
                 what: format!("{what} ({e})"),
-                requested: 0,
-                available: 0,
+                requested: None,
+                available: None,
             });
         }
         if let Some(e) = validation {

@@ -11,6 +11,10 @@ use crate::gpu::Gpu;
 /// Workgroup size: a multiple of 16 up to 256 (see the shader); 256 gives 64-row tiles.
 pub(crate) const ASSIGN_WG_SIZE: u32 = 256;
 
+// The shader lays the workgroup out as 16 invocations along the centroids by WG_SIZE / 16
+// (at most 16) along the rows.
+const _: () = assert!(ASSIGN_WG_SIZE.is_multiple_of(16) && ASSIGN_WG_SIZE <= 256);
+
 /// Rows per workgroup tile: `WG_SIZE / 4` in the shader.
 const ROWS_PER_WORKGROUP: u64 = ASSIGN_WG_SIZE as u64 / 4;
 
@@ -48,9 +52,17 @@ pub(crate) fn assign_nearest_centroid(
 ) -> Result<()> {
     // Few centroids: one invocation per row, no tiling (see the shader).
     let (entry, wg_size, rows_per_group) = if k <= SMALL_K {
-        ("assign_nearest_centroid_small_k", ROW_WG_SIZE, ROW_WG_SIZE as u64)
+        (
+            "assign_nearest_centroid_small_k",
+            ROW_WG_SIZE,
+            ROW_WG_SIZE as u64,
+        )
     } else {
-        ("assign_nearest_centroid", ASSIGN_WG_SIZE, ROWS_PER_WORKGROUP)
+        (
+            "assign_nearest_centroid",
+            ASSIGN_WG_SIZE,
+            ROWS_PER_WORKGROUP,
+        )
     };
     let grid = gpu.grid((chunk.n_rows as u64).div_ceil(rows_per_group))?;
     let params = AssignParams {
@@ -122,8 +134,6 @@ mod tests {
     fn constants_match_the_shader() {
         let src = include_str!("../../shaders/assign.wgsl");
         assert!(src.contains(&format!("const SMALL_K: u32 = {}u;", super::SMALL_K)));
-        assert_eq!(super::ASSIGN_WG_SIZE % 16, 0);
-        assert!(super::ASSIGN_WG_SIZE <= 256);
     }
 
     #[test]

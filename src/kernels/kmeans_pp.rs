@@ -114,10 +114,12 @@ pub(crate) fn kmeanspp_trial_potentials(
 mod tests {
     #[test]
     fn block_rows_match_the_shader() {
-        assert!(include_str!("../../shaders/kmeans_pp.wgsl").contains(&format!(
-            "const BLOCK_ROWS: u32 = {}u;",
-            super::KMEANSPP_BLOCK_ROWS
-        )));
+        assert!(
+            include_str!("../../shaders/kmeans_pp.wgsl").contains(&format!(
+                "const BLOCK_ROWS: u32 = {}u;",
+                super::KMEANSPP_BLOCK_ROWS
+            ))
+        );
     }
 
     #[test]
