@@ -70,7 +70,7 @@ fn embeds_a_callers_device_and_buffer_without_copy() {
 }
 
 #[test]
-fn from_buffer_finds_non_finite_values_and_checks_the_buffer() {
+fn from_buffer_find_non_finite_and_buffer_checks() {
     let gpu = gpu();
     let d = 3;
     let mut x = random_matrix(500, d, 5, 0.0, 1.0);

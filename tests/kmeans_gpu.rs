@@ -33,7 +33,7 @@ fn check_labels(x: &[f64], d: usize, centroids: &[f64], gpu_labels: &[u32], rel:
 }
 
 #[test]
-fn assignment_matches_reference_for_awkward_shapes() {
+fn assign_nearest_centroid_and_pairwise_distances_match_reference() {
     let gpu = gpu();
     // N never a multiple of the workgroup (64) or the centroid tile (16 x 32).
     for &(n, d, k, seed) in &[
@@ -79,7 +79,7 @@ fn assignment_matches_reference_for_awkward_shapes() {
 }
 
 #[test]
-fn one_update_step_matches_reference_far_from_origin() {
+fn accumulate_cluster_partials_one_update_step_matches_reference_far_from_origin() {
     let gpu = gpu();
     for seed in [11u64, 12, 13] {
         let (n, d, k) = (2000, 7, 5);
@@ -168,7 +168,7 @@ fn inertia_never_increases() {
 }
 
 #[test]
-fn kmeans_plus_plus_and_random_init_recover_blobs() {
+fn kmeans_pp_and_random_init_recover_blobs() {
     let gpu = gpu();
     for seed in [41u64, 42, 43] {
         let (x, truth, _) = datasets::make_blobs(5000, 4, 6, 0.5, (-20.0, 20.0), seed).unwrap();
