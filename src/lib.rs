@@ -41,9 +41,12 @@ pub mod gpu;
 pub mod io;
 pub(crate) mod kernels;
 pub mod kmeans;
+pub mod linalg;
+pub mod pca;
 pub mod reference;
 
 pub use data::Matrix;
 pub use error::{Error, Result};
 pub use gpu::{Gpu, GpuInfo, GpuMatrix, GpuVector};
 pub use kmeans::{GpuInput, KMeans, KMeansInit, KMeansModel};
+pub use pca::{Components, Pca, PcaSolver};

@@ -1,0 +1,1 @@
+//! Small dense host algebra in f64 (being written).
