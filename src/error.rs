@@ -63,6 +63,17 @@ pub enum Error {
         /// Why it is invalid.
         reason: String,
     },
+    /// An iterative method stopped at its iteration cap before meeting its tolerance. Nothing
+    /// unconverged is returned as if it were a result.
+    #[error("{what} did not converge: residual {residual:e} after {iterations} iterations (raise max_iter or tol)")]
+    NotConverged {
+        /// The method (e.g. "PCA power iteration").
+        what: &'static str,
+        /// The largest relative residual at the last iteration.
+        residual: f64,
+        /// Iterations run.
+        iterations: usize,
+    },
     /// The work needs more device memory than is available (or than the configured budget).
     #[error("out of device memory: {what}{}", sizes(*requested, *available))]
     OutOfDeviceMemory {

@@ -49,4 +49,4 @@ pub use data::Matrix;
 pub use error::{Error, Result};
 pub use gpu::{Gpu, GpuInfo, GpuMatrix, GpuVector};
 pub use kmeans::{GpuInput, KMeans, KMeansInit, KMeansModel};
-pub use pca::{Components, Pca, PcaSolver};
+pub use pca::{Components, Pca, PcaModel, PcaSolver};

@@ -15,6 +15,8 @@ pub(crate) enum Shader {
     KmeansPp,
     Reduce,
     Rows,
+    Covariance,
+    Projection,
 }
 
 impl Shader {
@@ -25,6 +27,8 @@ impl Shader {
             Shader::KmeansPp => "kmeans_pp.wgsl",
             Shader::Reduce => "reduce.wgsl",
             Shader::Rows => "rows.wgsl",
+            Shader::Covariance => "covariance.wgsl",
+            Shader::Projection => "projection.wgsl",
         }
     }
 
@@ -35,6 +39,8 @@ impl Shader {
             Shader::KmeansPp => include_str!("../../shaders/kmeans_pp.wgsl"),
             Shader::Reduce => include_str!("../../shaders/reduce.wgsl"),
             Shader::Rows => include_str!("../../shaders/rows.wgsl"),
+            Shader::Covariance => include_str!("../../shaders/covariance.wgsl"),
+            Shader::Projection => include_str!("../../shaders/projection.wgsl"),
         }
     }
 }
@@ -182,6 +188,22 @@ impl<'g> Batch<'g> {
         binds: &[(u32, Bind<'_>)],
         grid: Grid,
     ) -> Result<()> {
+        self.dispatch_with_uniform_at(shader, entry, wg_size, 0, params, binds, grid)
+    }
+
+    /// [`Batch::dispatch`] with the uniform at binding `uniform_binding` (for shader files
+    /// whose entry points take different parameter structs).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn dispatch_with_uniform_at<P: Pod>(
+        &mut self,
+        shader: Shader,
+        entry: &'static str,
+        wg_size: u32,
+        uniform_binding: u32,
+        params: &P,
+        binds: &[(u32, Bind<'_>)],
+        grid: Grid,
+    ) -> Result<()> {
         let pipeline = self.gpu.pipeline(shader, entry, wg_size)?;
         let uniform = self
             .gpu
@@ -192,7 +214,7 @@ impl<'g> Batch<'g> {
                 usage: wgpu::BufferUsages::UNIFORM,
             });
         let mut entries = vec![wgpu::BindGroupEntry {
-            binding: 0,
+            binding: uniform_binding,
             resource: uniform.as_entire_binding(),
         }];
         entries.extend(binds.iter().map(|&(binding, b)| wgpu::BindGroupEntry {

@@ -5,7 +5,9 @@
 
 pub(crate) mod assign;
 pub(crate) mod centroid_update;
+pub(crate) mod covariance;
 pub(crate) mod kmeans_pp;
+pub(crate) mod projection;
 pub(crate) mod reduce;
 pub(crate) mod rows;
 

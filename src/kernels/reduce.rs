@@ -90,8 +90,76 @@ pub(crate) fn sum_partial_columns_u32(
     )
 }
 
+/// Twin of `MomentParams` in shaders/reduce.wgsl.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Pod, Zeroable)]
+pub(crate) struct MomentParams {
+    n_rows: u32,
+    x_offset: u32,
+    d: u32,
+    block_rows: u32,
+    block_offset: u32,
+    n_col_groups: u32,
+    grid_x: u32,
+    _pad0: u32,
+}
+
+/// Records, per block of `block_rows` rows of `chunk` (numbered from `block_offset`) and per
+/// column j, Σ (x − shift_j) into `partial_sum` and Σ (x − shift_j)² into `partial_sum_sq`
+/// (both [block][d]).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn column_moments(
+    gpu: &Gpu,
+    batch: &mut Batch<'_>,
+    chunk: &crate::gpu::buffer::Chunk,
+    d: usize,
+    block_rows: usize,
+    block_offset: usize,
+    shift: &wgpu::Buffer,
+    partial_sum: &wgpu::Buffer,
+    partial_sum_sq: &wgpu::Buffer,
+) -> Result<()> {
+    let wg = super::feature_wg_size(d);
+    let n_col_groups = d.div_ceil(wg as usize);
+    let n_blocks = chunk.n_rows.div_ceil(block_rows);
+    let grid = gpu.grid((n_blocks * n_col_groups) as u64)?;
+    let params = MomentParams {
+        n_rows: chunk.n_rows as u32,
+        x_offset: chunk.x_offset,
+        d: d as u32,
+        block_rows: block_rows as u32,
+        block_offset: block_offset as u32,
+        n_col_groups: n_col_groups as u32,
+        grid_x: grid.x,
+        _pad0: 0,
+    };
+    batch.dispatch_with_uniform_at(
+        Shader::Reduce,
+        "column_moments",
+        wg,
+        5,
+        &params,
+        &[
+            (6, chunk.bind()),
+            (7, Bind::Whole(shift)),
+            (8, Bind::Whole(partial_sum)),
+            (9, Bind::Whole(partial_sum_sq)),
+        ],
+        grid,
+    )
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn moment_params_match_the_wgsl_layout() {
+        let size = super::super::layout::wgsl_struct_size(
+            include_str!("../../shaders/reduce.wgsl"),
+            "MomentParams",
+        );
+        assert_eq!(size as usize, std::mem::size_of::<super::MomentParams>());
+    }
+
     #[test]
     fn params_match_the_wgsl_layout() {
         let size = super::super::layout::wgsl_struct_size(

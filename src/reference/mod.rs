@@ -8,6 +8,9 @@
 //! * [`kmeans`]: Lloyd's algorithm with greedy k-means++ seeding and scikit-learn's
 //!   empty-cluster relocation and tolerance.
 //! * [`metrics`]: the Rand index and adjusted Rand index, to compare labellings.
+//! * [`pca`]: PCA from the two-pass covariance, by full symmetric eigendecomposition or by
+//!   power iteration with deflation, with scikit-learn's reported quantities.
 
 pub mod kmeans;
 pub mod metrics;
+pub mod pca;

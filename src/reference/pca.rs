@@ -1,0 +1,894 @@
+//! Principal component analysis in plain f64: the oracle the GPU implementation is checked
+//! against.
+//!
+//! For N samples x_i ∈ ℝ^D (rows of X) PCA finds the orthonormal directions u_1, u_2, … of
+//! largest variance. With the column means μ (or μ = 0 when `center` is off) and, when
+//! `standardize` is on, the population standard deviations σ (else σ = 1), the data is
+//! first mapped to X̃ = (X − μ) / σ column by column, and
+//!
+//! ```text
+//! S = X̃ᵀ X̃ / (N − ddof)                  (D x D, symmetric, positive semi-definite)
+//! S u_k = λ_k u_k,   λ_1 ≥ λ_2 ≥ … ≥ 0
+//! ```
+//!
+//! The covariance is computed in two passes (means first, then the sum of centred products)
+//! because the one-pass formula Σ x xᵀ / N − μ μᵀ cancels catastrophically when the mean is
+//! large against the spread.
+//!
+//! The components are the first M eigenvectors, found by one of two independent routes:
+//!
+//! * the full symmetric eigendecomposition of S ([`crate::linalg::symmetric_eigen`]);
+//! * the classic **power iteration with deflation** ([`power_iteration_deflation`]):
+//!   v ← S v / ‖S v‖ from a seeded random start until the residual ‖S v − λ v‖ with
+//!   λ = vᵀ S v falls to `tol · λ₁`, then S ← S − λ v vᵀ removes the pair found and the next
+//!   component is the leading eigenvector of what is left.
+//!
+//! (The GPU's block power iteration W = S V with QR and Rayleigh–Ritz,
+//! [`crate::linalg::rayleigh_ritz`], is a third route; the test suites compare all of them.)
+//!
+//! What is reported follows scikit-learn's `PCA`: `explained_variance` λ_k,
+//! `explained_variance_ratio` λ_k / tr S (tr S = Σ of all eigenvalues, the total variance),
+//! `singular_values` √(λ_k (N − ddof)) (the singular values of X̃), `noise_variance` the mean
+//! of the eigenvalues M+1 ..= min(N, D) that were left out (probabilistic PCA's σ²), and
+//! each component's sign fixed by [`crate::linalg::flip_signs`] (largest |entry| positive).
+//! The projection is z = ((x − μ) / σ) Uᵀ, divided by √λ_k per component when whitening,
+//! so that the projected data has identity covariance.
+//!
+//! Everything is written for clarity, not speed.
+
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+use crate::error::{Error, Result};
+use crate::linalg;
+use crate::pca::{components_for_fraction, Components, Pca, PcaSolver};
+
+/// The outcome of one reference PCA fit.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReferencePca {
+    /// Principal axes, M x D row-major: orthonormal rows, descending variance, signs fixed
+    /// so that each row's largest |entry| is positive.
+    pub components: Vec<f64>,
+    /// Variance along each component, λ_k (M values, clamped at 0).
+    pub explained_variance: Vec<f64>,
+    /// λ_k / tr S (M values).
+    pub explained_variance_ratio: Vec<f64>,
+    /// √(λ_k (N − ddof)), the singular values of the centred (and scaled) data (M values).
+    pub singular_values: Vec<f64>,
+    /// Column means subtracted before the analysis (zeros when `center` is off).
+    pub mean: Vec<f64>,
+    /// Per-feature divisors (population standard deviations when `standardize` is on, a
+    /// constant feature getting 1; otherwise all 1.0).
+    pub scale: Vec<f64>,
+    /// Mean of the eigenvalues left out among the first min(N, D), 0 when none are.
+    pub noise_variance: f64,
+    /// Number of components kept, M.
+    pub n_components: usize,
+    /// Number of samples fitted, N.
+    pub n_samples: usize,
+}
+
+/// Column means of row-major `x` (`d` values per row); empty when `d` is 0, NaN for no rows.
+pub fn column_means(x: &[f64], d: usize) -> Vec<f64> {
+    if d == 0 {
+        return Vec::new();
+    }
+    let n = x.len() / d;
+    let mut sums = vec![0.0; d];
+    for row in x.chunks_exact(d) {
+        for (s, v) in sums.iter_mut().zip(row) {
+            *s += v;
+        }
+    }
+    sums.iter().map(|s| s / n as f64).collect()
+}
+
+/// Population standard deviation of each column (two-pass, divisor N), with a constant
+/// column given 1.0 so that dividing by it leaves the column alone.
+///
+/// "Constant" uses scikit-learn's `StandardScaler` test: the variance is within the rounding
+/// of its own computation, var ≤ N·ε·var + (N·|μ|·ε)². A column of equal values need not
+/// come out with an exact 0 (the mean of 0.1 repeated is not exactly 0.1), and dividing its
+/// rounding noise by a tiny σ would blow the noise up to ±1.
+pub fn column_std(x: &[f64], d: usize) -> Vec<f64> {
+    if d == 0 {
+        return Vec::new();
+    }
+    let n = (x.len() / d) as f64;
+    let mean = column_means(x, d);
+    let mut sq = vec![0.0; d];
+    for row in x.chunks_exact(d) {
+        for ((s, v), m) in sq.iter_mut().zip(row).zip(&mean) {
+            *s += (v - m) * (v - m);
+        }
+    }
+    sq.iter()
+        .zip(&mean)
+        .map(|(s, m)| {
+            let var = s / n;
+            let eps = f64::EPSILON;
+            let bound = n * eps * var + (n * m.abs() * eps).powi(2);
+            if var <= bound {
+                1.0
+            } else {
+                var.sqrt()
+            }
+        })
+        .collect()
+}
+
+/// Covariance (D x D, row-major) of row-major `x` with `d` features.
+///
+/// S = Σ_i (x_i − μ)(x_i − μ)ᵀ / (N − ddof), where μ is `mean` (usually [`column_means`],
+/// computed in a first pass) or 0 when `mean` is `None` (the uncentred second-moment matrix
+/// XᵀX / (N − ddof), for data that is already centred or for `center = false`). The matrix
+/// is exactly symmetric: the upper triangle is summed and mirrored.
+///
+/// With N ≤ ddof the divisor is zero or negative and the entries are not meaningful
+/// (NaN or ±inf, as NumPy gives); [`fit`] never asks for that.
+///
+/// # Panics
+///
+/// If `mean` holds fewer than `d` values.
+pub fn covariance(x: &[f64], d: usize, mean: Option<&[f64]>, ddof: usize) -> Vec<f64> {
+    if d == 0 {
+        return Vec::new();
+    }
+    let n = x.len() / d;
+    let zeros = vec![0.0; d];
+    let mu = mean.unwrap_or(&zeros);
+    let mut s = vec![0.0; d * d];
+    let mut centred = vec![0.0; d];
+    for row in x.chunks_exact(d) {
+        for j in 0..d {
+            centred[j] = row[j] - mu[j];
+        }
+        for a in 0..d {
+            let ca = centred[a];
+            for b in a..d {
+                s[a * d + b] += ca * centred[b];
+            }
+        }
+    }
+    let divisor = n as f64 - ddof as f64;
+    for a in 0..d {
+        for b in a..d {
+            let v = s[a * d + b] / divisor;
+            s[a * d + b] = v;
+            s[b * d + a] = v;
+        }
+    }
+    s
+}
+
+/// The `m` leading eigenpairs of the symmetric d x d matrix `s` (row-major) by power
+/// iteration with deflation, the classic textbook route.
+///
+/// For each component in turn: start from a random vector (ChaCha8 seeded with `seed`; all
+/// components draw from the one generator), projected away from the vectors already found so
+/// that a component of a zero eigenvalue still comes out orthogonal to them; then repeat
+///
+/// ```text
+/// w = S v,   λ = vᵀ w,   r = ‖w − λ v‖;   stop if r ≤ tol · max(λ₁, tiny);   v = w / ‖w‖
+/// ```
+///
+/// at most `max_iter` times (λ₁ is the first component's eigenvalue, or the current estimate
+/// while the first component is being found; `tiny` is the smallest positive f64, so that a
+/// zero matrix converges at once). The pair found is then removed: S ← S − λ v vᵀ.
+///
+/// Convergence is linear with rate λ_{k+1}/λ_k, so close eigenvalues need many iterations.
+/// Returns the eigenvalues (in the order found, which is descending for a positive
+/// semi-definite S) and the unit eigenvectors as m rows of length d, with the signs the
+/// iteration gives.
+///
+/// Errors: [`Error::NotConverged`] (with the relative residual) when a component is not
+/// within tolerance after `max_iter` iterations; [`Error::InvalidParameter`]
+/// for a wrong length, m > d, a `tol` that is not finite and positive, or `max_iter` = 0;
+/// [`Error::NonFinite`].
+pub fn power_iteration_deflation(
+    s: &[f64],
+    d: usize,
+    m: usize,
+    tol: f64,
+    max_iter: usize,
+    seed: u64,
+) -> Result<(Vec<f64>, Vec<f64>)> {
+    if d.checked_mul(d) != Some(s.len()) {
+        return Err(Error::invalid(
+            "matrix",
+            format!(
+                "expected a {d} x {d} row-major matrix, got {} values",
+                s.len()
+            ),
+        ));
+    }
+    if d > 0 {
+        crate::data::check_finite(s, d)?;
+    }
+    if m > d {
+        return Err(Error::invalid(
+            "components",
+            format!("cannot find {m} eigenpairs of a {d} x {d} matrix"),
+        ));
+    }
+    if !(tol.is_finite() && tol > 0.0) {
+        return Err(Error::invalid(
+            "tol",
+            format!("must be finite and > 0, got {tol}"),
+        ));
+    }
+    if max_iter == 0 {
+        return Err(Error::invalid("max_iter", "must be at least 1"));
+    }
+
+    let mut a = s.to_vec();
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let mut values = Vec::with_capacity(m);
+    let mut vectors: Vec<f64> = Vec::with_capacity(m * d);
+    let mut lambda1: Option<f64> = None;
+
+    for _ in 0..m {
+        let mut v = random_start(&vectors, d, &mut rng);
+        let mut found = None;
+        let mut residual = f64::INFINITY;
+        for _ in 0..max_iter {
+            let w = matvec(&a, d, &v);
+            let lambda = dot(&v, &w);
+            residual = w
+                .iter()
+                .zip(&v)
+                .map(|(wi, vi)| (wi - lambda * vi).powi(2))
+                .sum::<f64>()
+                .sqrt();
+            let reference = lambda1.unwrap_or(lambda).max(f64::MIN_POSITIVE);
+            if residual <= tol * reference {
+                found = Some(lambda);
+                break;
+            }
+            // ‖w‖ > 0 here: w = 0 would have given λ = 0 and r = 0, which converged above.
+            let norm = dot(&w, &w).sqrt();
+            v = w.iter().map(|wi| wi / norm).collect();
+        }
+        let Some(lambda) = found else {
+            return Err(Error::NotConverged {
+                what: "reference power iteration",
+                residual: residual / lambda1.unwrap_or(1.0).abs().max(f64::MIN_POSITIVE),
+                iterations: max_iter,
+            });
+        };
+        if lambda1.is_none() {
+            lambda1 = Some(lambda);
+        }
+        // Deflation: S ← S − λ v vᵀ leaves v with eigenvalue 0 and every other pair as it was.
+        for i in 0..d {
+            for j in 0..d {
+                a[i * d + j] -= lambda * v[i] * v[j];
+            }
+        }
+        values.push(lambda);
+        vectors.extend_from_slice(&v);
+    }
+    Ok((values, vectors))
+}
+
+/// A unit random start orthogonal to the rows of `found` (k x d, orthonormal, k < d).
+fn random_start(found: &[f64], d: usize, rng: &mut ChaCha8Rng) -> Vec<f64> {
+    let mut v: Vec<f64> = (0..d).map(|_| rng.random_range(-1.0..1.0)).collect();
+    project_out(&mut v, found, d);
+    let norm = dot(&v, &v).sqrt();
+    if norm > 1e-8 {
+        return v.iter().map(|x| x / norm).collect();
+    }
+    // Practically never: the draw fell (almost) inside the span of `found`. Fall back on the
+    // basis vector with the most left after projection, which is at least √((d − k)/d).
+    let mut best = Vec::new();
+    let mut best_norm = -1.0;
+    for j in 0..d {
+        let mut e = vec![0.0; d];
+        e[j] = 1.0;
+        project_out(&mut e, found, d);
+        let n = dot(&e, &e).sqrt();
+        if n > best_norm {
+            best_norm = n;
+            best = e;
+        }
+    }
+    best.iter().map(|x| x / best_norm).collect()
+}
+
+/// v ← v − Σ_k (u_kᵀ v) u_k over the orthonormal rows u_k of `basis` (twice, which makes
+/// classical Gram–Schmidt as accurate as it needs to be here).
+fn project_out(v: &mut [f64], basis: &[f64], d: usize) {
+    for _ in 0..2 {
+        for u in basis.chunks_exact(d) {
+            let c = dot(u, v);
+            for (vi, ui) in v.iter_mut().zip(u) {
+                *vi -= c * ui;
+            }
+        }
+    }
+}
+
+fn dot(a: &[f64], b: &[f64]) -> f64 {
+    a.iter().zip(b).map(|(x, y)| x * y).sum()
+}
+
+fn matvec(a: &[f64], d: usize, v: &[f64]) -> Vec<f64> {
+    a.chunks_exact(d).map(|row| dot(row, v)).collect()
+}
+
+/// Fits PCA to row-major `x` (`d` values per row) with `params`.
+///
+/// Steps, in the order the GPU runs them: μ (if `center`), σ (if `standardize`, see
+/// [`column_std`]), S = [`covariance`] of (X − μ)/σ with `params.ddof`, the full eigen-
+/// decomposition of S (always: the explained-variance ratios and the noise variance need the
+/// whole spectrum, clamped at 0 since S is positive semi-definite), M from
+/// `params.components` (`Fraction(f)`: [`crate::pca::components_for_fraction`] over the first
+/// min(N, D) ratios), and the M components from the full decomposition, or from
+/// [`power_iteration_deflation`] (with `tol`, `max_iter` and `seed`) when `params.solver` is
+/// [`PcaSolver::Power`] (its eigenvalues then give `explained_variance`). Every other solver
+/// uses the full decomposition here. Signs are fixed with [`linalg::flip_signs`].
+///
+/// Errors: [`Error::EmptyData`] for no rows or no features, [`Error::Shape`] when `x.len()`
+/// is not a multiple of `d`, [`Error::NonFinite`] with the row and column of the first NaN or
+/// infinity, whatever [`Pca::validate`] reports, the power iteration's non-convergence, and
+/// `Error::invalid("whiten", …)` when whitening is asked for and a kept component has zero
+/// variance (λ_k ≤ 1e-12 · λ₁), naming it.
+pub fn fit(x: &[f64], d: usize, params: &Pca) -> Result<ReferencePca> {
+    validate_data(x, d)?;
+    let n = x.len() / d;
+    params.validate(n, d)?;
+
+    let mean = if params.center {
+        column_means(x, d)
+    } else {
+        vec![0.0; d]
+    };
+    let scale = if params.standardize {
+        column_std(x, d)
+    } else {
+        vec![1.0; d]
+    };
+    let xs = scaled(x, d, &mean, &scale);
+    // xs is already centred (or meant to stay uncentred), so no second mean here.
+    let s = covariance(&xs, d, None, params.ddof);
+
+    let (mut eigenvalues, eigenvectors) = linalg::symmetric_eigen(&s, d)?;
+    for l in &mut eigenvalues {
+        // S is positive semi-definite; a negative eigenvalue is rounding around zero.
+        *l = l.max(0.0);
+    }
+    let total: f64 = (0..d).map(|i| s[i * d + i]).sum();
+    // All-constant data has no variance to explain: ratios 0 rather than 0/0.
+    let ratio = |l: f64| if total > 0.0 { l / total } else { 0.0 };
+    let k_all = n.min(d);
+    let all_ratios: Vec<f64> = eigenvalues[..k_all].iter().map(|&l| ratio(l)).collect();
+
+    let m = match params.components {
+        Components::Count(m) => m,
+        Components::Fraction(f) => components_for_fraction(&all_ratios, f),
+    };
+
+    let (explained_variance, mut components) = if params.solver == PcaSolver::Power {
+        let (values, vectors) =
+            power_iteration_deflation(&s, d, m, params.tol, params.max_iter, params.seed)?;
+        (values.iter().map(|l| l.max(0.0)).collect(), vectors)
+    } else {
+        (eigenvalues[..m].to_vec(), eigenvectors[..m * d].to_vec())
+    };
+    linalg::flip_signs(&mut components, m, d);
+
+    if params.whiten {
+        let lambda1 = explained_variance.first().copied().unwrap_or(0.0);
+        if let Some(k) = explained_variance
+            .iter()
+            .position(|&l| l <= 1e-12 * lambda1)
+        {
+            return Err(Error::invalid(
+                "whiten",
+                format!(
+                    "component {k} has zero variance ({:e}, largest {lambda1:e}); \
+                     whitening would divide by zero: keep fewer components",
+                    explained_variance[k]
+                ),
+            ));
+        }
+    }
+
+    let explained_variance_ratio = explained_variance.iter().map(|&l| ratio(l)).collect();
+    let dof = n as f64 - params.ddof as f64;
+    let singular_values = explained_variance
+        .iter()
+        .map(|&l| (l * dof).sqrt())
+        .collect();
+    let rest = &eigenvalues[m..k_all];
+    let noise_variance = if rest.is_empty() {
+        0.0
+    } else {
+        rest.iter().sum::<f64>() / rest.len() as f64
+    };
+
+    Ok(ReferencePca {
+        components,
+        explained_variance,
+        explained_variance_ratio,
+        singular_values,
+        mean,
+        scale,
+        noise_variance,
+        n_components: m,
+        n_samples: n,
+    })
+}
+
+/// (x − μ) / σ column by column.
+fn scaled(x: &[f64], d: usize, mean: &[f64], scale: &[f64]) -> Vec<f64> {
+    x.chunks_exact(d)
+        .flat_map(|row| {
+            row.iter()
+                .zip(mean)
+                .zip(scale)
+                .map(|((v, m), s)| (v - m) / s)
+        })
+        .collect()
+}
+
+/// Projects row-major `x` (`d` features) on the model's components: N x M row-major
+/// z = ((x − μ) / σ) Uᵀ, each column divided by √λ_k when `whiten` (a zero λ_k then gives
+/// ±inf or NaN; [`fit`] refuses to whiten such a model).
+///
+/// # Panics
+///
+/// If `d` is not the model's feature count.
+pub fn transform(model: &ReferencePca, x: &[f64], d: usize, whiten: bool) -> Vec<f64> {
+    assert_eq!(d, model.mean.len(), "feature count mismatch");
+    let m = model.n_components;
+    let xs = scaled(x, d, &model.mean, &model.scale);
+    let mut z = Vec::with_capacity(xs.len() / d.max(1) * m);
+    for row in xs.chunks_exact(d) {
+        for (k, u) in model.components.chunks_exact(d).enumerate() {
+            let p = dot(row, u);
+            z.push(if whiten {
+                p / model.explained_variance[k].sqrt()
+            } else {
+                p
+            });
+        }
+    }
+    z
+}
+
+/// Maps projections back to feature space: N x D row-major x = (z U) σ + μ, with z first
+/// multiplied by √λ_k per column when `whiten` (the inverse of [`transform`] with the same
+/// flag; exact when M = D, the orthogonal projection onto the component span otherwise).
+pub fn inverse_transform(model: &ReferencePca, z: &[f64], whiten: bool) -> Vec<f64> {
+    let m = model.n_components;
+    let d = model.mean.len();
+    if m == 0 {
+        return Vec::new();
+    }
+    let mut x = Vec::with_capacity(z.len() / m * d);
+    for zrow in z.chunks_exact(m) {
+        let mut row = vec![0.0; d];
+        for (k, u) in model.components.chunks_exact(d).enumerate() {
+            let c = if whiten {
+                zrow[k] * model.explained_variance[k].sqrt()
+            } else {
+                zrow[k]
+            };
+            for (r, ui) in row.iter_mut().zip(u) {
+                *r += c * ui;
+            }
+        }
+        for ((r, s), mu) in row.iter_mut().zip(&model.scale).zip(&model.mean) {
+            *r = *r * s + mu;
+        }
+        x.extend_from_slice(&row);
+    }
+    x
+}
+
+fn validate_data(x: &[f64], d: usize) -> Result<()> {
+    if d == 0 {
+        return Err(Error::EmptyData {
+            what: "input matrix",
+            missing: "columns",
+        });
+    }
+    if x.is_empty() {
+        return Err(Error::EmptyData {
+            what: "input matrix",
+            missing: "rows",
+        });
+    }
+    if !x.len().is_multiple_of(d) {
+        return Err(Error::Shape {
+            len: x.len(),
+            n_features: d,
+        });
+    }
+    crate::data::check_finite(x, d)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    /// N x D data with a well-separated spectrum: independent uniform columns with standard
+    /// deviations 5, 4, 3, 2, 1, … mixed by a fixed rotation, plus `offset` on every value.
+    fn structured_data(n: usize, d: usize, offset: f64, seed: u64) -> Vec<f64> {
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let mut q: Vec<f64> = (0..d * d).map(|_| rng.random_range(-1.0..1.0)).collect();
+        linalg::orthonormalize_rows(&mut q, d, d).unwrap();
+        let mut x = Vec::with_capacity(n * d);
+        for _ in 0..n {
+            let z: Vec<f64> = (0..d)
+                .map(|j| rng.random_range(-1.0..1.0) * (d - j) as f64 * 3f64.sqrt())
+                .collect();
+            for c in 0..d {
+                x.push(offset + (0..d).map(|k| z[k] * q[k * d + c]).sum::<f64>());
+            }
+        }
+        x
+    }
+
+    fn max_abs_diff(a: &[f64], b: &[f64]) -> f64 {
+        assert_eq!(a.len(), b.len());
+        a.iter()
+            .zip(b)
+            .map(|(p, q)| (p - q).abs())
+            .fold(0.0, f64::max)
+    }
+
+    fn orthonormality_error(r: &[f64], m: usize, d: usize) -> f64 {
+        let mut worst: f64 = 0.0;
+        for i in 0..m {
+            for j in 0..m {
+                let target = if i == j { 1.0 } else { 0.0 };
+                worst =
+                    worst.max((dot(&r[i * d..(i + 1) * d], &r[j * d..(j + 1) * d]) - target).abs());
+            }
+        }
+        worst
+    }
+
+    /// Projector UᵀU (D x D) onto the span of the rows of U.
+    fn projector(u: &[f64], m: usize, d: usize) -> Vec<f64> {
+        let mut p = vec![0.0; d * d];
+        for k in 0..m {
+            for i in 0..d {
+                for j in 0..d {
+                    p[i * d + j] += u[k * d + i] * u[k * d + j];
+                }
+            }
+        }
+        p
+    }
+
+    fn digits() -> (Vec<f64>, usize) {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/digits_X.npy");
+        let ds = crate::io::read_matrix(&path).unwrap();
+        assert_eq!((ds.n_rows, ds.n_features), (1797, 64));
+        (ds.data.iter().map(|&v| v as f64).collect(), ds.n_features)
+    }
+
+    #[test]
+    fn textbook_two_by_two() {
+        let c = [1.0, 0.9, 0.9, 1.09];
+        // λ = (tr ± √((a − d)² + 4b²)) / 2.
+        let root = ((1.0f64 - 1.09).powi(2) + 4.0 * 0.81).sqrt();
+        let exact = [(2.09 + root) / 2.0, (2.09 - root) / 2.0];
+        assert!((exact[0] - 1.946).abs() < 1e-3 && (exact[1] - 0.144).abs() < 1e-3);
+
+        let (values, vectors) = linalg::symmetric_eigen(&c, 2).unwrap();
+        assert!(max_abs_diff(&values, &exact) < 1e-12, "{values:?}");
+        let (pvalues, pvectors) = power_iteration_deflation(&c, 2, 2, 1e-12, 1000, 0).unwrap();
+        assert!(max_abs_diff(&pvalues, &exact) < 1e-10, "{pvalues:?}");
+        for k in 0..2 {
+            let cos = dot(&vectors[2 * k..2 * k + 2], &pvectors[2 * k..2 * k + 2]);
+            assert!((cos.abs() - 1.0).abs() < 1e-10);
+        }
+    }
+
+    #[test]
+    fn covariance_survives_a_large_mean_offset() {
+        let d = 3;
+        let base = structured_data(500, d, 0.0, 1);
+        let shifted: Vec<f64> = base.iter().map(|v| v + 1e4).collect();
+        let mean0 = column_means(&base, d);
+        let mean1 = column_means(&shifted, d);
+        for j in 0..d {
+            assert!((mean1[j] - mean0[j] - 1e4).abs() < 1e-9);
+        }
+        let s0 = covariance(&base, d, Some(&mean0), 1);
+        let s1 = covariance(&shifted, d, Some(&mean1), 1);
+        let scale = s0.iter().fold(0.0f64, |a, v| a.max(v.abs()));
+        assert!(max_abs_diff(&s0, &s1) < 1e-9 * scale, "{s0:?} vs {s1:?}");
+        // Uncentred second moments of centred data are the covariance.
+        let centred: Vec<f64> = base
+            .chunks_exact(d)
+            .flat_map(|r| r.iter().zip(&mean0).map(|(v, m)| v - m).collect::<Vec<_>>())
+            .collect();
+        assert!(max_abs_diff(&covariance(&centred, d, None, 1), &s0) < 1e-12 * scale);
+        // ddof 0 vs 1 differ by the factor (N − 1)/N.
+        let s_pop = covariance(&base, d, Some(&mean0), 0);
+        for (a, b) in s_pop.iter().zip(&s0) {
+            assert!((a - b * 499.0 / 500.0).abs() < 1e-12 * scale);
+        }
+    }
+
+    #[test]
+    fn column_std_is_the_population_std_and_one_for_constants() {
+        let x = [1.0, 0.1, 5.0, 3.0, 0.1, 5.0, 5.0, 0.1, 5.0];
+        let s = column_std(&x, 3);
+        assert!((s[0] - (8.0f64 / 3.0).sqrt()).abs() < 1e-15);
+        assert_eq!(s[1], 1.0);
+        assert_eq!(s[2], 1.0);
+    }
+
+    #[test]
+    fn explained_variance_sums_to_total_and_round_trip_is_exact() {
+        let (n, d) = (300, 6);
+        let x = structured_data(n, d, 7.0, 2);
+        for ddof in [0, 1] {
+            let model = fit(&x, d, &Pca::new(Components::Count(d)).ddof(ddof)).unwrap();
+            let mean = column_means(&x, d);
+            let s = covariance(&x, d, Some(&mean), ddof);
+            let total: f64 = (0..d).map(|i| s[i * d + i]).sum();
+            let sum: f64 = model.explained_variance.iter().sum();
+            assert!((sum - total).abs() < 1e-12 * total);
+            let ratio_sum: f64 = model.explained_variance_ratio.iter().sum();
+            assert!((ratio_sum - 1.0).abs() < 1e-12);
+            assert_eq!(model.noise_variance, 0.0);
+            assert!(orthonormality_error(&model.components, d, d) < 1e-12);
+            for (sv, l) in model.singular_values.iter().zip(&model.explained_variance) {
+                assert!((sv * sv - l * (n - ddof) as f64).abs() < 1e-9 * sv * sv);
+            }
+
+            for whiten in [false, true] {
+                let z = transform(&model, &x, d, whiten);
+                let back = inverse_transform(&model, &z, whiten);
+                assert!(
+                    max_abs_diff(&back, &x) < 1e-9,
+                    "ddof {ddof} whiten {whiten}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn whitened_projection_has_identity_covariance() {
+        let (n, d, m) = (400, 5, 3);
+        let x = structured_data(n, d, -3.0, 3);
+        for ddof in [0, 1] {
+            let params = Pca::new(Components::Count(m)).whiten(true).ddof(ddof);
+            let model = fit(&x, d, &params).unwrap();
+            let z = transform(&model, &x, d, true);
+            assert_eq!(z.len(), n * m);
+            let zmean = column_means(&z, m);
+            assert!(zmean.iter().all(|v| v.abs() < 1e-12));
+            let cov = covariance(&z, m, None, ddof);
+            let mut eye = vec![0.0; m * m];
+            for i in 0..m {
+                eye[i * m + i] = 1.0;
+            }
+            assert!(max_abs_diff(&cov, &eye) < 1e-10, "ddof {ddof}: {cov:?}");
+            // noise variance: the mean of the two dropped eigenvalues.
+            let full = fit(&x, d, &Pca::new(Components::Count(d)).ddof(ddof)).unwrap();
+            let expected = (full.explained_variance[3] + full.explained_variance[4]) / 2.0;
+            assert!((model.noise_variance - expected).abs() < 1e-12 * expected);
+        }
+    }
+
+    #[test]
+    fn power_route_agrees_with_full_route() {
+        let (n, d, m) = (500, 8, 4);
+        let x = structured_data(n, d, 2.0, 4);
+        let full = fit(&x, d, &Pca::new(Components::Count(m))).unwrap();
+        let power = fit(
+            &x,
+            d,
+            &Pca::new(Components::Count(m))
+                .solver(PcaSolver::Power)
+                .tol(1e-12)
+                .seed(42),
+        )
+        .unwrap();
+        for (a, b) in full
+            .explained_variance
+            .iter()
+            .zip(&power.explained_variance)
+        {
+            assert!((a - b).abs() <= 1e-8 * a, "{a} vs {b}");
+        }
+        assert!(orthonormality_error(&power.components, m, d) < 1e-10);
+        let p_full = projector(&full.components, m, d);
+        let p_power = projector(&power.components, m, d);
+        assert!(max_abs_diff(&p_full, &p_power) < 1e-8);
+        // With signs fixed the same way, the vectors themselves agree.
+        assert!(max_abs_diff(&full.components, &power.components) < 1e-8);
+        assert_eq!(full.mean, power.mean);
+        assert!((full.noise_variance - power.noise_variance).abs() < 1e-12);
+    }
+
+    #[test]
+    fn power_iteration_handles_a_rank_deficient_matrix() {
+        // Rank 1: the second and third vectors belong to eigenvalue 0 and must still be
+        // orthonormal to the first.
+        let s = [4.0, 2.0, 0.0, 2.0, 1.0, 0.0, 0.0, 0.0, 0.0];
+        let (values, vectors) = power_iteration_deflation(&s, 3, 3, 1e-12, 100, 9).unwrap();
+        assert!((values[0] - 5.0).abs() < 1e-10);
+        assert!(values[1].abs() < 1e-10 && values[2].abs() < 1e-10);
+        assert!(orthonormality_error(&vectors, 3, 3) < 1e-10);
+        // A zero matrix converges at once.
+        let (values, _) = power_iteration_deflation(&[0.0; 4], 2, 2, 1e-7, 1, 0).unwrap();
+        assert_eq!(values, vec![0.0, 0.0]);
+    }
+
+    #[test]
+    fn power_iteration_reports_non_convergence() {
+        let s = [1.0, 0.0, 0.0, 0.0, 0.999, 0.0, 0.0, 0.0, 0.5];
+        let err = power_iteration_deflation(&s, 3, 1, 1e-7, 1, 0).unwrap_err();
+        match err {
+            Error::NotConverged {
+                iterations,
+                residual,
+                ..
+            } => {
+                assert_eq!(iterations, 1);
+                assert!(residual > 0.0);
+            }
+            other => panic!("unexpected error {other}"),
+        }
+        // Through fit as well.
+        let x = structured_data(50, 4, 0.0, 5);
+        let params = Pca::new(Components::Count(2))
+            .solver(PcaSolver::Power)
+            .max_iter(1);
+        assert!(matches!(
+            fit(&x, 4, &params),
+            Err(Error::NotConverged { iterations: 1, .. })
+        ));
+    }
+
+    #[test]
+    fn fraction_picks_components_like_scikit_learn() {
+        assert_eq!(components_for_fraction(&[0.5, 0.4, 0.1], 0.3), 1);
+        // Exactly reaching f is not past it: side="right" takes one more.
+        assert_eq!(components_for_fraction(&[0.5, 0.4, 0.1], 0.5), 2);
+        assert_eq!(components_for_fraction(&[0.5, 0.4, 0.1], 0.95), 3);
+        assert_eq!(components_for_fraction(&[0.5, 0.4, 0.1], 1.0), 3);
+        // Trailing zero eigenvalues: 100% still keeps everything.
+        assert_eq!(components_for_fraction(&[0.6, 0.4, 0.0], 1.0), 3);
+        assert_eq!(components_for_fraction(&[0.6, 0.4, 0.0], 0.99), 2);
+    }
+
+    #[test]
+    fn digits_explained_variance() {
+        let (x, d) = digits();
+        let n = x.len() / d;
+        let all = fit(&x, d, &Pca::new(Components::Count(d))).unwrap();
+        let ratios = &all.explained_variance_ratio;
+        let cumulative: Vec<f64> = ratios
+            .iter()
+            .scan(0.0, |acc, r| {
+                *acc += r;
+                Some(*acc)
+            })
+            .collect();
+        let first50 = cumulative[49];
+        println!(
+            "digits: first 2 components explain {:.4}, first 10 {:.4}, first 50 {:.6}",
+            cumulative[1], cumulative[9], first50
+        );
+        // scikit-learn's `PCA().fit(load_digits().data).explained_variance_ratio_[:5]`, as
+        // printed (8 digits) in many tutorials.
+        let sklearn = [0.14890594, 0.13618771, 0.11794594, 0.08409979, 0.05782415];
+        for (k, (a, b)) in ratios.iter().zip(sklearn).enumerate() {
+            assert!((a - b).abs() < 1e-8, "ratio {k}: {a} vs scikit-learn {b}");
+        }
+        assert!(first50 > 0.95 && first50 < 1.0, "{first50}");
+        // Three constant pixels (always 0) give three zero eigenvalues.
+        assert!(all.explained_variance[61..].iter().all(|&l| l < 1e-9));
+
+        // Independently: eigenvalues of the two-pass covariance.
+        let mean = column_means(&x, d);
+        let s = covariance(&x, d, Some(&mean), 1);
+        let (values, _) = linalg::symmetric_eigen(&s, d).unwrap();
+        let total: f64 = (0..d).map(|i| s[i * d + i]).sum();
+        let direct: f64 = values[..50].iter().map(|l| l.max(0.0)).sum::<f64>() / total;
+        assert!((direct - first50).abs() < 1e-12);
+
+        // Fraction(0.9): the fewest components whose cumulative ratio passes 0.9.
+        let model = fit(&x, d, &Pca::new(Components::Fraction(0.9))).unwrap();
+        let m = model.n_components;
+        println!("digits: Fraction(0.9) keeps {m} components");
+        assert!(cumulative[m - 1] > 0.9);
+        assert!(m == 1 || cumulative[m - 2] <= 0.9);
+        assert_eq!(model.components, all.components[..m * d].to_vec());
+        assert_eq!(model.n_samples, n);
+        let dropped = &all.explained_variance[m..];
+        let noise = dropped.iter().sum::<f64>() / dropped.len() as f64;
+        assert!((model.noise_variance - noise).abs() < 1e-12 * noise);
+
+        // The power route finds the leading eigenpairs of the real data too.
+        let power = fit(
+            &x,
+            d,
+            &Pca::new(Components::Count(5))
+                .solver(PcaSolver::Power)
+                .tol(1e-11)
+                .max_iter(100_000),
+        )
+        .unwrap();
+        for (a, b) in all.explained_variance[..5]
+            .iter()
+            .zip(&power.explained_variance)
+        {
+            assert!((a - b).abs() <= 1e-8 * a, "{a} vs {b}");
+        }
+
+        // Standardised: the constant pixels get scale 1 and no NaN appears.
+        let std = fit(&x, d, &Pca::new(Components::Count(10)).standardize(true)).unwrap();
+        assert!(std.scale.iter().filter(|&&s| s == 1.0).count() >= 3);
+        assert!(std.components.iter().all(|v| v.is_finite()));
+    }
+
+    #[test]
+    fn uncentred_fit_uses_second_moments() {
+        let d = 3;
+        let x = structured_data(100, d, 10.0, 6);
+        let model = fit(&x, d, &Pca::new(Components::Count(1)).center(false)).unwrap();
+        assert_eq!(model.mean, vec![0.0; d]);
+        // The leading direction of XᵀX is close to the mean direction (1, 1, 1)/√3.
+        let u = &model.components;
+        let cos = u.iter().sum::<f64>() / 3f64.sqrt();
+        assert!(cos > 0.9, "{u:?}");
+    }
+
+    #[test]
+    fn invalid_inputs_are_errors() {
+        let p = Pca::new(Components::Count(1));
+        assert!(matches!(fit(&[], 2, &p), Err(Error::EmptyData { .. })));
+        assert!(matches!(
+            fit(&[1.0, 2.0], 0, &p),
+            Err(Error::EmptyData { .. })
+        ));
+        assert!(matches!(
+            fit(&[1.0, 2.0, 3.0], 2, &p),
+            Err(Error::Shape { .. })
+        ));
+        assert!(matches!(
+            fit(&[1.0, 2.0, f64::NAN, 4.0], 2, &p),
+            Err(Error::NonFinite { row: 1, col: 0, .. })
+        ));
+        // One sample, too many components, bad fraction, bad ddof.
+        assert!(fit(&[1.0, 2.0], 2, &p).is_err());
+        let x = structured_data(10, 3, 0.0, 7);
+        assert!(fit(&x, 3, &Pca::new(Components::Count(4))).is_err());
+        assert!(fit(&x, 3, &Pca::new(Components::Fraction(0.0))).is_err());
+        assert!(fit(&x, 3, &Pca::new(Components::Fraction(1.5))).is_err());
+        assert!(fit(&x, 3, &p.clone().ddof(2)).is_err());
+        // Whitening a zero-variance component: rank-1 data, two components.
+        let line: Vec<f64> = (0..10).flat_map(|i| [i as f64, 2.0 * i as f64]).collect();
+        let err = fit(&line, 2, &Pca::new(Components::Count(2)).whiten(true)).unwrap_err();
+        match err {
+            Error::InvalidParameter { name, reason } => {
+                assert_eq!(name, "whiten");
+                assert!(reason.contains("component 1"), "{reason}");
+            }
+            other => panic!("unexpected error {other}"),
+        }
+        assert!(fit(&line, 2, &Pca::new(Components::Count(1)).whiten(true)).is_ok());
+        // Power iteration argument checks.
+        assert!(power_iteration_deflation(&[1.0; 3], 2, 1, 1e-7, 10, 0).is_err());
+        assert!(power_iteration_deflation(&[1.0; 4], 2, 3, 1e-7, 10, 0).is_err());
+        assert!(power_iteration_deflation(&[1.0; 4], 2, 1, 0.0, 10, 0).is_err());
+        assert!(power_iteration_deflation(&[1.0; 4], 2, 1, 1e-7, 0, 0).is_err());
+        assert!(matches!(
+            power_iteration_deflation(&[1.0, f64::NAN, 0.0, 1.0], 2, 1, 1e-7, 10, 0),
+            Err(Error::NonFinite { .. })
+        ));
+    }
+}
