@@ -289,12 +289,6 @@ fn block_offsets(chunks: &[Chunk], block_rows: usize) -> (Vec<usize>, usize) {
     (offsets, total)
 }
 
-/// Rows per block so that `n_blocks x bytes_per_block` stays near the partials budget.
-fn block_rows_for(gpu: &Gpu, n: usize, bytes_per_block: u64) -> usize {
-    let budget = gpu.binding_byte_limit().min(PARTIALS_TARGET_BYTES);
-    let max_blocks = (budget / bytes_per_block.max(1)).max(1);
-    MOMENT_BLOCK_ROWS.max((n as u64).div_ceil(max_blocks) as usize)
-}
 
 /// Σ over blocks of the per-block `cols_a x cols_b` partials in `partials`, read back.
 fn fold_partials(
@@ -309,6 +303,114 @@ fn fold_partials(
     Ok(batch.read(&totals, 0, (n_cols * 4) as u64))
 }
 
+/// Rows per block of the cross-product partials: no f32 partial sums more rows than this.
+const GRAM_BLOCK_ROWS: usize = 4096;
+
+/// A run of whole blocks of one chunk, dispatched as one piece.
+struct RowRange {
+    chunk: usize,
+    first: usize,
+    rows: usize,
+}
+
+/// Splits the rows of `x` into rounds of at most `blocks_per_round` blocks of `block_rows`
+/// rows (blocks never straddle chunks). Each round's partials fit the device budget; rounds are
+/// combined in f64 on the host, so nothing is summed in f32 over more than one block.
+fn rounds(x: &GpuMatrix, block_rows: usize, blocks_per_round: usize) -> Vec<Vec<RowRange>> {
+    let mut out: Vec<Vec<RowRange>> = vec![Vec::new()];
+    let mut in_round = 0;
+    for (i, c) in x.chunks().iter().enumerate() {
+        let mut first = 0;
+        while first < c.n_rows {
+            if in_round == blocks_per_round {
+                out.push(Vec::new());
+                in_round = 0;
+            }
+            let blocks = (c.n_rows - first).div_ceil(block_rows).min(blocks_per_round - in_round);
+            let rows = (blocks * block_rows).min(c.n_rows - first);
+            out.last_mut().expect("one round").push(RowRange {
+                chunk: i,
+                first,
+                rows,
+            });
+            in_round += blocks;
+            first += rows;
+        }
+    }
+    out
+}
+
+/// Σ over all rows of (X − a)ᵀ(B − b), (a_cols x b_cols, f64): per-block partials on the
+/// device, folded per round with Kahan sums, rounds added in f64. `b_rows` gives, for a chunk,
+/// the buffer holding its B rows (`None`: B = X itself, and only the upper triangle is formed,
+/// mirrored here).
+fn gram_over_rows(
+    gpu: &Gpu,
+    x: &GpuMatrix,
+    a_shift: &wgpu::Buffer,
+    b_cols: usize,
+    b_rows: Option<&[wgpu::Buffer]>,
+    b_shift: &wgpu::Buffer,
+) -> Result<Vec<f64>> {
+    let d = x.n_features();
+    let cols = d * b_cols;
+    // The forced chunk size (tests) also shrinks the rounds, so small data exercise several.
+    let budget = gpu.chunk_byte_limit().min(PARTIALS_TARGET_BYTES);
+    let blocks_per_round = ((budget / (cols as u64 * 4)).max(1) as usize).min(1 << 16);
+    let upper_only = b_rows.is_none();
+    let mut total = vec![0.0f64; cols];
+    let partials = gpu.scoped("cross-product partials", || {
+        Ok(gpu.buffer_zeroed("cross-product partials", (blocks_per_round * cols * 4) as u64))
+    })?;
+    for round in rounds(x, GRAM_BLOCK_ROWS, blocks_per_round) {
+        let folded = gpu.scoped("cross products", || {
+            let mut batch = Batch::new(gpu, "cross products");
+            batch.clear(&partials);
+            let mut block = 0;
+            for r in &round {
+                let chunk = &x.chunks()[r.chunk];
+                let a = covariance::Operand {
+                    bind: chunk.bind(),
+                    offset: chunk.x_offset + (r.first * d) as u32,
+                    cols: d,
+                    shift: a_shift,
+                };
+                let b = match b_rows {
+                    None => covariance::Operand {
+                        bind: chunk.bind(),
+                        offset: a.offset,
+                        cols: d,
+                        shift: b_shift,
+                    },
+                    Some(bufs) => covariance::Operand {
+                        bind: Bind::Whole(&bufs[r.chunk]),
+                        offset: (r.first * b_cols) as u32,
+                        cols: b_cols,
+                        shift: b_shift,
+                    },
+                };
+                covariance::gram_partials(
+                    gpu, &mut batch, r.rows, &a, &b, GRAM_BLOCK_ROWS, block, upper_only, &partials,
+                )?;
+                block += r.rows.div_ceil(GRAM_BLOCK_ROWS);
+            }
+            let h = fold_partials(gpu, &mut batch, &partials, block, cols)?;
+            Ok(batch.finish()?.f32s(h))
+        })?;
+        for (t, v) in total.iter_mut().zip(folded) {
+            *t += v as f64;
+        }
+    }
+    if upper_only {
+        for i in 0..d {
+            for j in 0..i {
+                total[i * d + j] = total[j * d + i];
+            }
+        }
+    }
+    Ok(total)
+}
+
 /// The centred (and scaled) covariance S = Xsᵀ Xs / (N − ddof), D x D row-major f64.
 fn covariance_matrix(
     gpu: &Gpu,
@@ -318,38 +420,15 @@ fn covariance_matrix(
     ddof: usize,
 ) -> Result<Vec<f64>> {
     let (n, d) = (x.n_rows(), x.n_features());
-    let block_rows = block_rows_for(gpu, n, (d * d * 4) as u64);
-    let (offsets, n_blocks) = block_offsets(x.chunks(), block_rows);
-    let upper = gpu.scoped("PCA covariance", || {
-        let shift: Vec<f32> = center.iter().map(|&v| v as f32).collect();
-        let shift = gpu.buffer_from("covariance shift", &shift, wgpu::BufferUsages::empty());
-        let partials = gpu.buffer_zeroed("covariance partials", (n_blocks * d * d * 4) as u64);
-        let mut batch = Batch::new(gpu, "covariance");
-        batch.clear(&partials);
-        for (chunk, &offset) in x.chunks().iter().zip(&offsets) {
-            let op = covariance::chunk_operand(chunk, d, &shift);
-            covariance::gram_partials(
-                gpu,
-                &mut batch,
-                chunk.n_rows,
-                &op,
-                &op,
-                block_rows,
-                offset,
-                true,
-                &partials,
-            )?;
-        }
-        let h = fold_partials(gpu, &mut batch, &partials, n_blocks, d * d)?;
-        Ok(batch.finish()?.f32s(h))
+    let shift: Vec<f32> = center.iter().map(|&v| v as f32).collect();
+    let shift = gpu.scoped("covariance shift", || {
+        Ok(gpu.buffer_from("covariance shift", &shift, wgpu::BufferUsages::empty()))
     })?;
+    let mut s = gram_over_rows(gpu, x, &shift, d, None, &shift)?;
     let denom = (n - ddof) as f64;
-    let mut s = vec![0.0f64; d * d];
     for i in 0..d {
-        for j in i..d {
-            let v = upper[i * d + j] as f64 / denom / (scale[i] * scale[j]);
-            s[i * d + j] = v;
-            s[j * d + i] = v;
+        for j in 0..d {
+            s[i * d + j] /= denom * scale[i] * scale[j];
         }
     }
     Ok(s)
@@ -462,22 +541,19 @@ fn apply_matrix_free(
     p: usize,
 ) -> Result<Vec<f64>> {
     let (n, d) = (x.n_rows(), x.n_features());
-    let block_rows = block_rows_for(gpu, n, (d * p * 4) as u64);
-    let (offsets, n_blocks) = block_offsets(x.chunks(), block_rows);
-    let w = gpu.scoped("PCA matrix-free iteration", || {
-        // Xs·V = (X − c)·(V/σ)ᵀ
-        let mut vt = vec![0.0f32; d * p];
-        for r in 0..p {
-            for j in 0..d {
-                vt[j * p + r] = (v[r * d + j] / scale[j]) as f32;
-            }
+    // P = Xs·V = (X − c)·(V/σ)ᵀ, one buffer per chunk.
+    let mut vt = vec![0.0f32; d * p];
+    for r in 0..p {
+        for j in 0..d {
+            vt[j * p + r] = (v[r * d + j] / scale[j]) as f32;
         }
+    }
+    let shift: Vec<f32> = center.iter().map(|&c| c as f32).collect();
+    let (shift, zeros_p, projected) = gpu.scoped("matrix-free projection", || {
         let weights = gpu.buffer_from("V/σ transposed", &vt, wgpu::BufferUsages::empty());
-        let shift: Vec<f32> = center.iter().map(|&c| c as f32).collect();
         let shift = gpu.buffer_from("centre", &shift, wgpu::BufferUsages::empty());
         let zeros_p = gpu.buffer_zeroed("no shift", (p * 4) as u64);
-        let partials = gpu.buffer_zeroed("Xᵀ P partials", (n_blocks * d * p * 4) as u64);
-        let mut batch = Batch::new(gpu, "matrix-free S·V");
+        let mut batch = Batch::new(gpu, "X·V");
         let mut projected = Vec::new();
         for chunk in x.chunks() {
             let out = gpu.buffer_zeroed("X·V", (chunk.n_rows * p * 4) as u64);
@@ -496,35 +572,16 @@ fn apply_matrix_free(
             )?;
             projected.push(out);
         }
-        for ((chunk, &offset), pbuf) in x.chunks().iter().zip(&offsets).zip(&projected) {
-            let a = covariance::chunk_operand(chunk, d, &shift);
-            let b = covariance::Operand {
-                bind: Bind::Whole(pbuf),
-                offset: 0,
-                cols: p,
-                shift: &zeros_p,
-            };
-            covariance::gram_partials(
-                gpu,
-                &mut batch,
-                chunk.n_rows,
-                &a,
-                &b,
-                block_rows,
-                offset,
-                false,
-                &partials,
-            )?;
-        }
-        let h = fold_partials(gpu, &mut batch, &partials, n_blocks, d * p)?;
-        Ok(batch.finish()?.f32s(h))
+        batch.finish()?;
+        Ok((shift, zeros_p, projected))
     })?;
+    let w = gram_over_rows(gpu, x, &shift, p, Some(&projected), &zeros_p)?;
     // w is d x p: row j of Xcᵀ P; divide by σ_j and N − ddof, then rows per vector.
     let denom = (n - ddof) as f64;
     let mut out = vec![0.0f64; p * d];
     for j in 0..d {
         for r in 0..p {
-            out[r * d + j] = w[j * p + r] as f64 / scale[j] / denom;
+            out[r * d + j] = w[j * p + r] / scale[j] / denom;
         }
     }
     Ok(out)

@@ -3,7 +3,6 @@
 use bytemuck::{Pod, Zeroable};
 
 use crate::error::Result;
-use crate::gpu::buffer::Chunk;
 use crate::gpu::kernel::{Batch, Bind, Shader};
 use crate::gpu::Gpu;
 
@@ -97,19 +96,6 @@ pub(crate) fn gram_partials(
     )
 }
 
-/// The operand for a data chunk.
-pub(crate) fn chunk_operand<'a>(
-    chunk: &'a Chunk,
-    cols: usize,
-    shift: &'a wgpu::Buffer,
-) -> Operand<'a> {
-    Operand {
-        bind: chunk.bind(),
-        offset: chunk.x_offset,
-        cols,
-        shift,
-    }
-}
 
 #[cfg(test)]
 mod tests {
