@@ -1,4 +1,4 @@
-//! `wgpu-unsupervised`: K-Means on the GPU from the command line.
+//! `wgpu-unsupervised`: K-Means and PCA on the GPU from the command line.
 //!
 //! Commands:
 //!
@@ -10,9 +10,24 @@
 //!   labels as a 1-D `u4` `.npy` array to `--output` and the fitted model as JSON to
 //!   `--model`, when given. Parameters left out keep the library's defaults (see
 //!   [`wgpu_unsupervised::KMeans`]).
-//! * `wgpu-unsupervised predict --model model.json --input X --output labels.npy [--json]`
+//! * `wgpu-unsupervised pca --input X --components 50|0.95 [--whiten] [--no-center]
+//!   [--standardize] [--solver auto|full|power|matrix-free] [--tol F] [--max-iter N]
+//!   [--seed N] [--ddof 0|1] [--output Z.npy] [--model m.json] [--json]`
 //!
-//!   Assigns every row of `--input` to the nearest centroid of a saved model.
+//!   Fits PCA (see [`wgpu_unsupervised::Pca`]), then writes the N x M projections of the
+//!   training rows as a 2-D `f4` `.npy` array to `--output` and the model to `--model`.
+//!   `--components` written as an integer (`50`) keeps exactly that many components; written
+//!   with a decimal point or an exponent (`0.95`, `1.0`, `5e-1`) it is a fraction of the
+//!   variance in (0, 1]: the fewest components whose cumulative explained-variance ratio
+//!   exceeds it (`1.0` keeps all min(N, D)).
+//! * `wgpu-unsupervised transform --model m.json --input X --output Z.npy [--inverse] [--json]`
+//!
+//!   Projects every row of `--input` with a saved PCA model (N x M, `f4`); with `--inverse`,
+//!   reconstructs N x D rows from N x M projections.
+//! * `wgpu-unsupervised predict --model model.json --input X --output out.npy [--json]`
+//!
+//!   Applies a saved model: a K-Means model assigns every row to its nearest centroid
+//!   (labels, `u4`); a PCA model projects the rows, as `transform` does.
 //! * `wgpu-unsupervised info [--json]`
 //!
 //!   Prints the adapter the program would use (name, backend, device type, driver) and the
@@ -26,15 +41,16 @@
 //! succeeded, each atomically (a temporary file renamed over the target), so a failure never
 //! leaves a partial file.
 //!
-//! The model file is a JSON envelope
-//! `{"format":"wgpu-unsupervised/kmeans","version":1,"model":{..}}` around the serde form of
-//! [`wgpu_unsupervised::KMeansModel`]; `predict` refuses other formats, other versions and
-//! models whose parts do not fit together.
+//! A model file is a JSON envelope `{"format":..,"version":1,"model":{..}}` around the serde
+//! form of the model: format `wgpu-unsupervised/kmeans` for
+//! [`wgpu_unsupervised::KMeansModel`], `wgpu-unsupervised/pca` for
+//! [`wgpu_unsupervised::PcaModel`]. `predict` and `transform` refuse other formats, other
+//! versions and models whose parts do not fit together.
 //!
 //! Exit status: 0 on success; 2 for usage errors, invalid parameters and unreadable or
 //! invalid input files (data or model); 1 for runtime failures (no adapter, GPU errors,
-//! device lost, out of memory, outputs that cannot be written). Errors are reported as one
-//! line, `error: <message>`, on stderr.
+//! device lost, out of memory, a power iteration that did not converge, outputs that cannot
+//! be written). Errors are reported as one line, `error: <message>`, on stderr.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -44,10 +60,16 @@ use std::time::Instant;
 use clap::{Parser, Subcommand, ValueEnum};
 use serde::{Deserialize, Serialize};
 use wgpu_unsupervised::io::{self, Dataset};
-use wgpu_unsupervised::{Error, Gpu, GpuInfo, KMeans, KMeansInit, KMeansModel, Matrix};
+use wgpu_unsupervised::{
+    Components, Error, Gpu, GpuInfo, GpuMatrix, KMeans, KMeansInit, KMeansModel, Matrix, Pca,
+    PcaModel, PcaSolver,
+};
 
-/// The `format` field of a model file written by this program.
-const MODEL_FORMAT: &str = "wgpu-unsupervised/kmeans";
+/// The `format` field of a K-Means model file.
+const KMEANS_FORMAT: &str = "wgpu-unsupervised/kmeans";
+
+/// The `format` field of a PCA model file.
+const PCA_FORMAT: &str = "wgpu-unsupervised/pca";
 
 /// The `version` field of a model file written by this program (the only one it reads).
 const MODEL_VERSION: u64 = 1;
@@ -63,10 +85,11 @@ const EXIT_RUNTIME: u8 = 1;
 #[command(
     name = "wgpu-unsupervised",
     version,
-    about = "K-Means clustering on any GPU through wgpu",
-    long_about = "K-Means clustering on any GPU through wgpu (Vulkan, Metal, DX12, GL or the \
-                  lavapipe software driver).\n\nExit status: 0 success, 2 invalid arguments or \
-                  input files, 1 runtime failure (GPU, writing outputs)."
+    about = "K-Means clustering and PCA on any GPU through wgpu",
+    long_about = "K-Means clustering and PCA on any GPU through wgpu (Vulkan, Metal, DX12, GL \
+                  or the lavapipe software driver).\n\nExit status: 0 success, 2 invalid \
+                  arguments or input files, 1 runtime failure (GPU, a power iteration that did \
+                  not converge, writing outputs)."
 )]
 struct Cli {
     /// The command to run.
@@ -79,8 +102,12 @@ struct Cli {
 enum Command {
     /// Fit K-Means on a matrix; optionally save the labels and the model.
     Kmeans(KmeansArgs),
-    /// Assign the rows of a matrix to the centroids of a saved model.
+    /// Apply a saved model: K-Means labels, or PCA projections.
     Predict(PredictArgs),
+    /// Fit PCA on a matrix; optionally save the projections and the model.
+    Pca(PcaArgs),
+    /// Project a matrix with a saved PCA model (or reconstruct it with --inverse).
+    Transform(TransformArgs),
     /// Show the GPU adapter and its limits.
     Info(InfoArgs),
 }
@@ -123,15 +150,84 @@ struct KmeansArgs {
 /// Arguments of `predict`.
 #[derive(Debug, clap::Args)]
 struct PredictArgs {
-    /// Model file written by `kmeans --model`.
+    /// Model file written by `kmeans --model` or `pca --model`.
     #[arg(long, value_name = "FILE")]
     model: PathBuf,
     /// Input matrix with the model's number of features: .npy or .csv.
     #[arg(long, value_name = "FILE")]
     input: PathBuf,
-    /// Write the labels here (.npy, dtype u4).
+    /// Write the result here (.npy): labels (u4) for K-Means, N x M projections (f4) for PCA.
     #[arg(long, value_name = "FILE")]
     output: PathBuf,
+    /// Print one line of JSON instead of the human report.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Arguments of `pca`.
+#[derive(Debug, clap::Args)]
+struct PcaArgs {
+    /// Input matrix, one row per sample: .npy (2-D, C order) or .csv (optional header).
+    #[arg(long, value_name = "FILE")]
+    input: PathBuf,
+    /// Components to keep. An integer M (no decimal point, e.g. 50) keeps exactly M, in
+    /// 1..=min(N, D). A number with a decimal point or an exponent (e.g. 0.95, 1.0, 5e-1) is a
+    /// fraction of the variance in (0, 1]: the fewest components whose cumulative
+    /// explained-variance ratio exceeds it; 1.0 keeps all min(N, D). Fractions need the full
+    /// solver (auto picks it).
+    #[arg(long, value_name = "M|F", allow_negative_numbers = true)]
+    components: String,
+    /// Scale the projections to unit variance (divide by the square root of each
+    /// component's variance).
+    #[arg(long)]
+    whiten: bool,
+    /// Do not subtract the column means (analyses XᵀX/(N − ddof) instead of the covariance).
+    #[arg(long)]
+    no_center: bool,
+    /// Divide every feature by its standard deviation first.
+    #[arg(long)]
+    standardize: bool,
+    /// Eigen-solver [default: auto].
+    #[arg(long, value_enum, value_name = "SOLVER")]
+    solver: Option<SolverArg>,
+    /// Power iteration: stop when every residual ‖S·v − λv‖ ≤ tol·λ₁ [default: 1e-5].
+    #[arg(long, value_name = "F", allow_negative_numbers = true)]
+    tol: Option<f64>,
+    /// Power iteration: iteration cap; not converging is an error (exit 1) [default: 1000].
+    #[arg(long, value_name = "N")]
+    max_iter: Option<usize>,
+    /// Seed of the power iteration's random start [default: 0].
+    #[arg(long, value_name = "N")]
+    seed: Option<u64>,
+    /// Covariance divisor N − ddof: 0 or 1 [default: 1].
+    #[arg(long, value_name = "0|1")]
+    ddof: Option<usize>,
+    /// Write the N x M projections of the input here (.npy, dtype f4).
+    #[arg(long, value_name = "FILE")]
+    output: Option<PathBuf>,
+    /// Write the fitted model here (JSON).
+    #[arg(long, value_name = "FILE")]
+    model: Option<PathBuf>,
+    /// Print one line of JSON instead of the human report.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Arguments of `transform`.
+#[derive(Debug, clap::Args)]
+struct TransformArgs {
+    /// Model file written by `pca --model`.
+    #[arg(long, value_name = "FILE")]
+    model: PathBuf,
+    /// Input matrix: N x D rows (N x M projections with --inverse), .npy or .csv.
+    #[arg(long, value_name = "FILE")]
+    input: PathBuf,
+    /// Write the projections (reconstructions with --inverse) here (.npy, dtype f4).
+    #[arg(long, value_name = "FILE")]
+    output: PathBuf,
+    /// Reconstruct N x D rows from N x M projections instead of projecting.
+    #[arg(long)]
+    inverse: bool,
     /// Print one line of JSON instead of the human report.
     #[arg(long)]
     json: bool,
@@ -161,6 +257,32 @@ impl InitArg {
         match self {
             InitArg::KMeansPlusPlus => KMeansInit::KMeansPlusPlus,
             InitArg::Random => KMeansInit::Random,
+        }
+    }
+}
+
+/// The `--solver` choices.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum SolverArg {
+    /// Full below a few hundred features or for many components, power iteration
+    /// otherwise, matrix-free when the D x D covariance does not fit on the device.
+    Auto,
+    /// Covariance on the GPU, full eigendecomposition on the host.
+    Full,
+    /// Block power iteration on the covariance.
+    Power,
+    /// Power iteration without forming the covariance.
+    MatrixFree,
+}
+
+impl SolverArg {
+    /// The library's solver for this choice.
+    fn to_solver(self) -> PcaSolver {
+        match self {
+            SolverArg::Auto => PcaSolver::Auto,
+            SolverArg::Full => PcaSolver::Full,
+            SolverArg::Power => PcaSolver::Power,
+            SolverArg::MatrixFree => PcaSolver::MatrixFree,
         }
     }
 }
@@ -228,19 +350,19 @@ type CliResult<T = ()> = Result<T, Failure>;
 
 /// The model file: a format envelope around the serialized model (borrowed for writing).
 #[derive(Serialize)]
-struct ModelFileOut<'a> {
-    /// Always [`MODEL_FORMAT`].
+struct ModelFileOut<'a, M> {
+    /// [`KMEANS_FORMAT`] or [`PCA_FORMAT`].
     format: &'static str,
     /// Always [`MODEL_VERSION`].
     version: u64,
     /// The fitted model.
-    model: &'a KMeansModel,
+    model: &'a M,
 }
 
 /// The envelope of a model file as read, before its fields are checked.
 #[derive(Deserialize)]
 struct ModelFileIn {
-    /// Must be [`MODEL_FORMAT`].
+    /// Must be [`KMEANS_FORMAT`] or [`PCA_FORMAT`].
     format: Option<serde_json::Value>,
     /// Must be [`MODEL_VERSION`].
     version: Option<serde_json::Value>,
@@ -290,6 +412,61 @@ struct PredictReport<'a> {
     seconds: f64,
 }
 
+/// The one-line `--json` report of `pca`.
+#[derive(Serialize)]
+struct PcaReport<'a> {
+    /// Always "pca".
+    algorithm: &'static str,
+    /// Rows of the input.
+    n: usize,
+    /// Features of the input.
+    d: usize,
+    /// Components kept, M.
+    n_components: usize,
+    /// Explained-variance ratio of each kept component (descending).
+    explained_variance_ratio: &'a [f64],
+    /// The solver that ran: "full", "power" or "matrix-free".
+    solver: &'static str,
+    /// Power-iteration steps (0 for the full eigendecomposition).
+    n_iter: usize,
+    /// Wall time of the fit (data upload included, GPU start-up, projections and file I/O
+    /// excluded).
+    fit_seconds: f64,
+    /// Adapter name.
+    adapter: &'a str,
+}
+
+/// The one-line `--json` report of `transform`, and of `predict` with a PCA model.
+#[derive(Serialize)]
+struct TransformReport<'a> {
+    /// Always "pca".
+    algorithm: &'static str,
+    /// "transform" or "predict".
+    command: &'static str,
+    /// Whether the rows were reconstructed (`--inverse`) rather than projected.
+    inverse: bool,
+    /// Rows of the input.
+    n: usize,
+    /// Columns of the input (D, or M with `--inverse`).
+    d: usize,
+    /// Components of the model, M.
+    n_components: usize,
+    /// Features of the model, D.
+    n_features: usize,
+    /// Adapter name.
+    adapter: &'a str,
+    /// Wall time of the projection (upload and readback included).
+    seconds: f64,
+}
+
+/// A model file's content, by format.
+enum LoadedModel {
+    /// Format [`KMEANS_FORMAT`].
+    KMeans(KMeansModel),
+    /// Format [`PCA_FORMAT`].
+    Pca(Box<PcaModel>),
+}
+
 /// Parses the arguments, runs the command and turns any failure into one line on stderr.
 fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -314,6 +491,8 @@ fn run(cli: Cli) -> CliResult {
     match cli.command {
         Command::Kmeans(args) => kmeans(args),
         Command::Predict(args) => predict(args),
+        Command::Pca(args) => pca(args),
+        Command::Transform(args) => transform(args),
         Command::Info(args) => info(args),
     }
 }
@@ -353,8 +532,9 @@ fn read_input(path: &Path) -> CliResult<Dataset> {
     io::read_matrix(path).map_err(Failure::input)
 }
 
-/// Checks a labels output path before any work: it must end in `.npy` (exit 2).
-fn check_labels_extension(path: &Path) -> CliResult {
+/// Checks an output path for `what` (labels, projections) before any work: it must end in
+/// `.npy` (exit 2).
+fn check_npy_extension(path: &Path, what: &str) -> CliResult {
     let is_npy = path
         .extension()
         .and_then(|e| e.to_str())
@@ -363,7 +543,7 @@ fn check_labels_extension(path: &Path) -> CliResult {
         Ok(())
     } else {
         Err(Failure::invalid(format!(
-            "{}: labels are written as NumPy arrays; give --output a .npy file name",
+            "{}: {what} are written as NumPy arrays; give --output a .npy file name",
             path.display()
         )))
     }
@@ -390,6 +570,29 @@ fn check_writable(path: &Path) -> CliResult {
         )));
     }
     Ok(())
+}
+
+/// Refuses `--output` and `--model` naming the same file (exit 2).
+fn check_distinct_outputs(output: Option<&Path>, model: Option<&Path>) -> CliResult {
+    match (output, model) {
+        (Some(output), Some(model)) if output == model => Err(Failure::invalid(format!(
+            "--output and --model name the same file ({})",
+            output.display()
+        ))),
+        _ => Ok(()),
+    }
+}
+
+/// Writes `model` in its envelope to `path`, atomically (exit 1 on failure).
+fn write_model<M: Serialize>(path: &Path, format: &'static str, model: &M) -> CliResult {
+    let file = ModelFileOut {
+        format,
+        version: MODEL_VERSION,
+        model,
+    };
+    let text = serde_json::to_string(&file)
+        .map_err(|e| Failure::runtime(format!("cannot serialize the model: {e}")))?;
+    io::write_string(path, &(text + "\n")).map_err(Failure::output)
 }
 
 /// The human-readable name of an initialisation.
@@ -420,16 +623,9 @@ fn kmeans(args: KmeansArgs) -> CliResult {
         params = params.init(init.to_init());
     }
     if let Some(output) = &args.output {
-        check_labels_extension(output)?;
+        check_npy_extension(output, "labels")?;
     }
-    if let (Some(output), Some(model)) = (&args.output, &args.model) {
-        if output == model {
-            return Err(Failure::invalid(format!(
-                "--output and --model name the same file ({})",
-                output.display()
-            )));
-        }
-    }
+    check_distinct_outputs(args.output.as_deref(), args.model.as_deref())?;
 
     // Everything the user can get wrong is checked before the (slow) GPU start-up.
     let data = read_input(&args.input)?;
@@ -446,14 +642,7 @@ fn kmeans(args: KmeansArgs) -> CliResult {
 
     // Outputs only after a successful fit; each write is atomic.
     if let Some(path) = &args.model {
-        let file = ModelFileOut {
-            format: MODEL_FORMAT,
-            version: MODEL_VERSION,
-            model: &model,
-        };
-        let text = serde_json::to_string(&file)
-            .map_err(|e| Failure::runtime(format!("cannot serialize the model: {e}")))?;
-        io::write_string(path, &(text + "\n")).map_err(Failure::output)?;
+        write_model(path, KMEANS_FORMAT, &model)?;
     }
     if let Some(path) = &args.output {
         io::write_npy_u32(path, model.labels()).map_err(Failure::output)?;
@@ -513,9 +702,195 @@ fn kmeans(args: KmeansArgs) -> CliResult {
     emit(&report.join("\n"))
 }
 
+/// Parses `--components`: digits only are a count, any other finite number a fraction of the
+/// variance (exit 2 for anything else, naming the rule).
+fn parse_components(text: &str) -> CliResult<Components> {
+    let text = text.trim();
+    let rule = "an integer count M >= 1, or a fraction of the variance in (0, 1] written \
+                with a decimal point (e.g. 0.95)";
+    if !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit()) {
+        return match text.parse::<usize>() {
+            Ok(0) => Err(Failure::invalid(format!(
+                "invalid --components 0: keep at least one component ({rule})"
+            ))),
+            Ok(m) => Ok(Components::Count(m)),
+            Err(_) => Err(Failure::invalid(format!(
+                "invalid --components {text}: too large ({rule})"
+            ))),
+        };
+    }
+    match text.parse::<f64>() {
+        Ok(f) if f.is_finite() && f > 0.0 && f <= 1.0 => Ok(Components::Fraction(f)),
+        Ok(f) if f.is_finite() && f > 1.0 => Err(Failure::invalid(format!(
+            "invalid --components {text}: a number with a decimal point is a fraction of the \
+             variance and must be in (0, 1]; write an integer for a count"
+        ))),
+        _ => Err(Failure::invalid(format!(
+            "invalid --components {text:?}: expected {rule}"
+        ))),
+    }
+}
+
+/// The command-line name of a solver.
+fn solver_name(solver: PcaSolver) -> &'static str {
+    match solver {
+        PcaSolver::Auto => "auto",
+        PcaSolver::Full => "full",
+        PcaSolver::Power => "power",
+        PcaSolver::MatrixFree => "matrix-free",
+    }
+}
+
+/// `pca`: read, validate, fit, project, then write the outputs and report.
+fn pca(args: PcaArgs) -> CliResult {
+    let components = parse_components(&args.components)?;
+    let mut params = Pca::new(components)
+        .whiten(args.whiten)
+        .center(!args.no_center)
+        .standardize(args.standardize);
+    if let Some(solver) = args.solver {
+        params = params.solver(solver.to_solver());
+    }
+    if let Some(tol) = args.tol {
+        params = params.tol(tol);
+    }
+    if let Some(max_iter) = args.max_iter {
+        params = params.max_iter(max_iter);
+    }
+    if let Some(seed) = args.seed {
+        params = params.seed(seed);
+    }
+    if let Some(ddof) = args.ddof {
+        params = params.ddof(ddof);
+    }
+    if let Components::Fraction(f) = components {
+        if matches!(params.solver, PcaSolver::Power | PcaSolver::MatrixFree) {
+            return Err(Failure::invalid(format!(
+                "--components {f} is a fraction of the variance, which needs the whole \
+                 spectrum: use --solver full (or auto), or give an integer count for --solver {}",
+                solver_name(params.solver)
+            )));
+        }
+    }
+    if let Some(output) = &args.output {
+        check_npy_extension(output, "projections")?;
+    }
+    check_distinct_outputs(args.output.as_deref(), args.model.as_deref())?;
+
+    // Everything the user can get wrong is checked before the (slow) GPU start-up.
+    let data = read_input(&args.input)?;
+    let x = Matrix::new(&data.data, data.n_features).map_err(Failure::input)?;
+    params.validate(data.n_rows, data.n_features)?;
+    for path in [&args.output, &args.model].into_iter().flatten() {
+        check_writable(path)?;
+    }
+
+    let gpu = open_gpu()?;
+    let start = Instant::now();
+    let xg = GpuMatrix::upload(&gpu, &x)?;
+    let model = params.fit(&gpu, &xg)?;
+    let fit_seconds = start.elapsed().as_secs_f64();
+    let projected = match &args.output {
+        Some(_) => {
+            let start = Instant::now();
+            let z = model.transform(&gpu, &xg)?;
+            Some((z, start.elapsed().as_secs_f64()))
+        }
+        None => None,
+    };
+    let (n, d, m) = (data.n_rows, data.n_features, model.n_components());
+
+    // Outputs only after the fit and the projections succeeded; each write is atomic.
+    if let Some(path) = &args.model {
+        write_model(path, PCA_FORMAT, &model)?;
+    }
+    if let (Some(path), Some((z, _))) = (&args.output, &projected) {
+        io::write_npy_f32(path, z, &[n as u64, m as u64]).map_err(Failure::output)?;
+    }
+
+    let info = gpu.info();
+    if args.json {
+        return emit_json(&PcaReport {
+            algorithm: "pca",
+            n,
+            d,
+            n_components: m,
+            explained_variance_ratio: model.explained_variance_ratio(),
+            solver: solver_name(model.solver()),
+            n_iter: model.n_iter(),
+            fit_seconds,
+            adapter: &info.name,
+        });
+    }
+    let ratios = model.explained_variance_ratio();
+    let cumulative: f64 = ratios.iter().sum();
+    let shown: Vec<String> = ratios
+        .iter()
+        .take(8)
+        .map(|r| format!("{:.2}%", 100.0 * r))
+        .collect();
+    let more = if ratios.len() > shown.len() {
+        ", …"
+    } else {
+        ""
+    };
+    let requested = match components {
+        Components::Count(c) => format!("{c} requested"),
+        Components::Fraction(f) => format!("fraction {f} of the variance requested"),
+    };
+    let mut options = vec![if params.center {
+        "centred"
+    } else {
+        "not centred"
+    }];
+    if params.standardize {
+        options.push("standardised");
+    }
+    if params.whiten {
+        options.push("whitened");
+    }
+    let solver = match model.solver() {
+        PcaSolver::Power | PcaSolver::MatrixFree => format!(
+            "{} ({} iterations, tol {}, seed {})",
+            solver_name(model.solver()),
+            model.n_iter(),
+            params.tol,
+            params.seed
+        ),
+        other => format!("{} (eigendecomposition)", solver_name(other)),
+    };
+    let mut report = vec![
+        format!("adapter:     {info}"),
+        format!(
+            "input:       {} ({n} rows x {d} features)",
+            args.input.display()
+        ),
+        format!("pca:         {}, ddof {}", options.join(", "), params.ddof),
+        format!("components:  {m} of {d} kept ({requested})"),
+        format!(
+            "explained:   {:.2}% cumulative ({}{more})",
+            100.0 * cumulative,
+            shown.join(", ")
+        ),
+        format!("solver:      {solver}"),
+        format!("fit time:    {fit_seconds:.3} s"),
+    ];
+    report.push(match (&args.output, &projected) {
+        (Some(p), Some((_, seconds))) => {
+            format!("projections: {} ({n} x {m}, {seconds:.3} s)", p.display())
+        }
+        _ => "projections: not written (use --output FILE.npy)".to_string(),
+    });
+    report.push(match &args.model {
+        Some(p) => format!("model:       {}", p.display()),
+        None => "model:       not written (use --model FILE.json)".to_string(),
+    });
+    emit(&report.join("\n"))
+}
+
 /// Reads and checks a model file: envelope, format, version, then the model's consistency.
 /// Every failure is the file's fault (exit 2) and names the file.
-fn load_model(path: &Path) -> CliResult<KMeansModel> {
+fn load_model(path: &Path) -> CliResult<LoadedModel> {
     let bad = |reason: String| {
         Failure::from(Error::Format {
             path: path.to_path_buf(),
@@ -536,20 +911,20 @@ fn load_model(path: &Path) -> CliResult<KMeansModel> {
     })?;
     let envelope: ModelFileIn = serde_json::from_str(&text)
         .map_err(|e| bad(format!("not a model file: invalid JSON object ({e})")))?;
-    match &envelope.format {
-        Some(serde_json::Value::String(f)) if f == MODEL_FORMAT => {}
+    let expected = format!("expected \"{KMEANS_FORMAT}\" or \"{PCA_FORMAT}\"");
+    let format = match &envelope.format {
+        Some(serde_json::Value::String(f)) if f == KMEANS_FORMAT || f == PCA_FORMAT => f.clone(),
         Some(other) => {
             return Err(bad(format!(
-                "not a K-Means model of this program: format is {other}, \
-                 expected \"{MODEL_FORMAT}\""
+                "not a model of this program: format is {other}, {expected}"
             )))
         }
         None => {
             return Err(bad(format!(
-                "not a model file: no \"format\" field (expected \"{MODEL_FORMAT}\")"
+                "not a model file: no \"format\" field ({expected})"
             )))
         }
-    }
+    };
     match &envelope.version {
         Some(v) if v.as_u64() == Some(MODEL_VERSION) => {}
         Some(v) => {
@@ -562,6 +937,13 @@ fn load_model(path: &Path) -> CliResult<KMeansModel> {
     let value = envelope
         .model
         .ok_or_else(|| bad("not a model file: no \"model\" field".into()))?;
+
+    if format == PCA_FORMAT {
+        let model: PcaModel =
+            serde_json::from_value(value).map_err(|e| bad(format!("invalid PCA model: {e}")))?;
+        check_pca_model(&model).map_err(|reason| bad(format!("inconsistent model: {reason}")))?;
+        return Ok(LoadedModel::Pca(Box::new(model)));
+    }
     let model: KMeansModel =
         serde_json::from_value(value).map_err(|e| bad(format!("invalid model: {e}")))?;
 
@@ -575,13 +957,75 @@ fn load_model(path: &Path) -> CliResult<KMeansModel> {
     }
     KMeansModel::from_centroids(model.centroids().to_vec(), d)
         .map_err(|e| bad(format!("inconsistent model: {e}")))?;
-    Ok(model)
+    Ok(LoadedModel::KMeans(model))
 }
 
-/// `predict`: load the model, read and check the input, assign, write and report.
+/// Checks that the parts of a deserialized PCA model fit together (the serde form is not
+/// validated on the way in): sizes, finite values, positive scales, and variances that
+/// whitening can divide by.
+fn check_pca_model(model: &PcaModel) -> Result<(), String> {
+    let (m, d, n) = (model.n_components(), model.n_features(), model.n_samples());
+    if d == 0 || m == 0 || m > d || n < 2 || m > n {
+        return Err(format!(
+            "{m} components of {d} features fitted on {n} samples"
+        ));
+    }
+    let lengths = [
+        ("components", model.components().len(), m * d),
+        ("explained_variance", model.explained_variance().len(), m),
+        (
+            "explained_variance_ratio",
+            model.explained_variance_ratio().len(),
+            m,
+        ),
+        ("mean", model.mean().len(), d),
+        ("scale", model.scale().len(), d),
+    ];
+    for (name, found, expected) in lengths {
+        if found != expected {
+            return Err(format!(
+                "{name} has {found} values, expected {expected} for {m} components of {d} features"
+            ));
+        }
+    }
+    let finite = |v: &[f64]| v.iter().all(|x| x.is_finite());
+    if !finite(model.components()) || !finite(model.mean()) {
+        return Err("non-finite components or mean".into());
+    }
+    if !model.scale().iter().all(|s| s.is_finite() && *s > 0.0) {
+        return Err("scale values must be finite and > 0".into());
+    }
+    if !model
+        .explained_variance()
+        .iter()
+        .all(|v| v.is_finite() && *v >= 0.0)
+    {
+        return Err("explained variances must be finite and >= 0".into());
+    }
+    if model.params().whiten && model.explained_variance().iter().any(|v| *v <= 0.0) {
+        return Err("a whitening model with a zero-variance component".into());
+    }
+    Ok(())
+}
+
+/// `predict`: load the model, then labels (K-Means) or projections (PCA).
 fn predict(args: PredictArgs) -> CliResult {
-    check_labels_extension(&args.output)?;
-    let model = load_model(&args.model)?;
+    let model = match load_model(&args.model)? {
+        LoadedModel::KMeans(model) => model,
+        LoadedModel::Pca(model) => {
+            check_npy_extension(&args.output, "projections")?;
+            return apply_pca(
+                &model,
+                &args.model,
+                &args.input,
+                &args.output,
+                false,
+                args.json,
+                "predict",
+            );
+        }
+    };
+    check_npy_extension(&args.output, "labels")?;
     let data = read_input(&args.input)?;
     let x = Matrix::new(&data.data, data.n_features).map_err(Failure::input)?;
     if data.n_features != model.n_features() {
@@ -627,6 +1071,113 @@ fn predict(args: PredictArgs) -> CliResult {
             ),
             format!("time:       {seconds:.3} s"),
             format!("labels:     {}", args.output.display()),
+        ]
+        .join("\n"),
+    )
+}
+
+/// `transform`: load a PCA model, then project (or reconstruct) the input.
+fn transform(args: TransformArgs) -> CliResult {
+    let what = if args.inverse {
+        "reconstructions"
+    } else {
+        "projections"
+    };
+    check_npy_extension(&args.output, what)?;
+    let model = match load_model(&args.model)? {
+        LoadedModel::Pca(model) => model,
+        LoadedModel::KMeans(_) => {
+            return Err(Failure::invalid(format!(
+                "{}: a K-Means model (format \"{KMEANS_FORMAT}\"); transform needs a PCA model \
+                 (format \"{PCA_FORMAT}\", written by `pca --model`); use predict for labels",
+                args.model.display()
+            )))
+        }
+    };
+    apply_pca(
+        &model,
+        &args.model,
+        &args.input,
+        &args.output,
+        args.inverse,
+        args.json,
+        "transform",
+    )
+}
+
+/// Projects (or, with `inverse`, reconstructs) the rows of `input` with a PCA model, writes
+/// them to `output` as a 2-D f32 .npy and reports as `command`.
+fn apply_pca(
+    model: &PcaModel,
+    model_path: &Path,
+    input: &Path,
+    output: &Path,
+    inverse: bool,
+    json: bool,
+    command: &'static str,
+) -> CliResult {
+    let (m, d) = (model.n_components(), model.n_features());
+    let data = read_input(input)?;
+    let x = Matrix::new(&data.data, data.n_features).map_err(Failure::input)?;
+    if inverse && data.n_features != m {
+        return Err(Failure::invalid(format!(
+            "feature count mismatch: --inverse reads N x M projections and the model has \
+             M = {m} components, the data has {} columns",
+            data.n_features
+        )));
+    }
+    if !inverse && data.n_features != d {
+        return Err(Failure::from(Error::FeatureMismatch {
+            expected: d,
+            found: data.n_features,
+        }));
+    }
+    check_writable(output)?;
+
+    let gpu = open_gpu()?;
+    let start = Instant::now();
+    let (values, cols) = if inverse {
+        (model.inverse_transform(&gpu, &x)?, d)
+    } else {
+        (model.transform(&gpu, &x)?, m)
+    };
+    let seconds = start.elapsed().as_secs_f64();
+    let n = data.n_rows;
+    io::write_npy_f32(output, &values, &[n as u64, cols as u64]).map_err(Failure::output)?;
+
+    let info = gpu.info();
+    if json {
+        return emit_json(&TransformReport {
+            algorithm: "pca",
+            command,
+            inverse,
+            n,
+            d: data.n_features,
+            n_components: m,
+            n_features: d,
+            adapter: &info.name,
+            seconds,
+        });
+    }
+    let result = if inverse {
+        "reconstructions:"
+    } else {
+        "projections:    "
+    };
+    emit(
+        &[
+            format!("adapter:         {info}"),
+            format!(
+                "model:           {} (PCA, {m} components of {d} features)",
+                model_path.display()
+            ),
+            format!(
+                "input:           {} ({n} rows x {} columns)",
+                input.display(),
+                data.n_features
+            ),
+            format!("time:            {seconds:.3} s"),
+            format!("{result} {} ({n} x {cols})", output.display()),
         ]
         .join("\n"),
     )

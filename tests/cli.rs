@@ -582,3 +582,487 @@ fn unwritable_output_exits_1_without_partial_files() {
     assert_eq!(files_in(dir.path()), ["taken.npy", "x.npy"]);
     assert!(files_in(&dir.path().join("taken.npy")).is_empty());
 }
+
+// ---------------------------------------------------------------------------------------
+// pca, transform, and predict with a PCA model
+// ---------------------------------------------------------------------------------------
+
+/// The bundled digits matrix (1797 x 64).
+fn digits() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/digits_X.npy")
+}
+
+/// Reads a 2-D .npy written by the program, checking its shape.
+fn read_2d(path: &Path, n: usize, d: usize) -> Vec<f32> {
+    let m = io::read_matrix(path).unwrap();
+    assert_eq!((m.n_rows, m.n_features), (n, d), "{}", path.display());
+    m.data
+}
+
+/// Sample variance (ddof 1) of column `j` of an `n` x `d` row-major matrix.
+fn column_variance(z: &[f32], n: usize, d: usize, j: usize) -> f64 {
+    let mean = (0..n).map(|i| z[i * d + j] as f64).sum::<f64>() / n as f64;
+    (0..n)
+        .map(|i| (z[i * d + j] as f64 - mean).powi(2))
+        .sum::<f64>()
+        / (n - 1) as f64
+}
+
+#[test]
+fn pca_count_json_report_and_projections() {
+    let dir = tempfile::tempdir().unwrap();
+    let x = blobs_npy(dir.path(), "x.npy", 300, 8, 5, 21);
+    let z = dir.path().join("z.npy");
+    let report = json_line(&cli(&[
+        "pca",
+        "--input",
+        s(&x),
+        "--components",
+        "3",
+        "--output",
+        s(&z),
+        "--json",
+    ]));
+    let mut keys: Vec<&str> = report
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    keys.sort_unstable();
+    let mut expected = [
+        "algorithm",
+        "n",
+        "d",
+        "n_components",
+        "explained_variance_ratio",
+        "solver",
+        "n_iter",
+        "fit_seconds",
+        "adapter",
+    ];
+    expected.sort_unstable();
+    assert_eq!(keys, expected, "{report}");
+    assert_eq!(report["algorithm"], "pca");
+    assert_eq!(report["n"], 300);
+    assert_eq!(report["d"], 8);
+    assert_eq!(report["n_components"], 3);
+    assert_eq!(report["solver"], "full");
+    assert_eq!(report["n_iter"], 0);
+    assert!(report["fit_seconds"].as_f64().unwrap() >= 0.0, "{report}");
+    assert!(!report["adapter"].as_str().unwrap().is_empty(), "{report}");
+    let ratios: Vec<f64> = report["explained_variance_ratio"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_f64().unwrap())
+        .collect();
+    assert_eq!(ratios.len(), 3, "{report}");
+    assert!(ratios.iter().all(|&r| r > 0.0), "{ratios:?}");
+    assert!(ratios.windows(2).all(|w| w[0] >= w[1]), "{ratios:?}");
+    assert!(ratios.iter().sum::<f64>() <= 1.0 + 1e-9, "{ratios:?}");
+
+    let z = read_2d(&z, 300, 3);
+    assert!(z.iter().all(|v| v.is_finite()));
+}
+
+#[test]
+fn pca_fraction_on_digits_keeps_21_components_like_the_reference() {
+    let dir = tempfile::tempdir().unwrap();
+    let z = dir.path().join("z.npy");
+    let report = json_line(&cli(&[
+        "pca",
+        "--input",
+        s(&digits()),
+        "--components",
+        "0.9",
+        "--output",
+        s(&z),
+        "--json",
+    ]));
+    assert_eq!(report["n"], 1797);
+    assert_eq!(report["d"], 64);
+    assert_eq!(report["n_components"], 21, "{report}");
+    let ratios: Vec<f64> = report["explained_variance_ratio"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_f64().unwrap())
+        .collect();
+    let total: f64 = ratios.iter().sum();
+    assert!(total > 0.9 && total <= 1.0, "{total}");
+    assert!(
+        total - ratios[20] <= 0.9,
+        "20 components would do: {ratios:?}"
+    );
+    read_2d(&z, 1797, 21);
+
+    // The f64 CPU reference keeps the same number, with the same ratios.
+    let data = io::read_matrix(&digits()).unwrap();
+    let x: Vec<f64> = data.data.iter().map(|&v| v as f64).collect();
+    let params = wgpu_unsupervised::Pca::new(wgpu_unsupervised::Components::Fraction(0.9));
+    let reference = wgpu_unsupervised::reference::pca::fit(&x, 64, &params).unwrap();
+    assert_eq!(reference.n_components, 21);
+    for (gpu, cpu) in ratios.iter().zip(&reference.explained_variance_ratio) {
+        assert!((gpu - cpu).abs() <= 1e-4, "{ratios:?} vs {cpu}");
+    }
+}
+
+#[test]
+fn pca_whiten_gives_unit_variance_columns_and_a_human_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let x = blobs_npy(dir.path(), "x.npy", 300, 8, 4, 22);
+    let z = dir.path().join("z.npy");
+    let text = ok(&cli(&[
+        "pca",
+        "--input",
+        s(&x),
+        "--components",
+        "4",
+        "--whiten",
+        "--output",
+        s(&z),
+    ]));
+    for word in [
+        "adapter",
+        "300 rows x 8 features",
+        "4 of 8",
+        "cumulative",
+        "solver",
+        "whitened",
+        "fit time",
+    ] {
+        assert!(text.contains(word), "{word:?} missing from {text}");
+    }
+    assert!(text.contains(s(&z)), "{text}");
+    let z = read_2d(&z, 300, 4);
+    for j in 0..4 {
+        let var = column_variance(&z, 300, 4, j);
+        assert!((var - 1.0).abs() <= 1e-3, "column {j}: variance {var}");
+    }
+}
+
+#[test]
+fn pca_model_then_transform_and_predict_give_the_fit_projections() {
+    let dir = tempfile::tempdir().unwrap();
+    let x = blobs_npy(dir.path(), "x.npy", 300, 8, 5, 23);
+    let fit_z = dir.path().join("fit.npy");
+    let model = dir.path().join("pca.json");
+    ok(&cli(&[
+        "pca",
+        "--input",
+        s(&x),
+        "--components",
+        "5",
+        "--standardize",
+        "--output",
+        s(&fit_z),
+        "--model",
+        s(&model),
+    ]));
+    let file: Value = serde_json::from_str(&std::fs::read_to_string(&model).unwrap()).unwrap();
+    assert_eq!(file["format"], "wgpu-unsupervised/pca");
+    assert_eq!(file["version"], 1);
+    assert!(file["model"].is_object());
+    let fit_z = read_2d(&fit_z, 300, 5);
+    let close = |a: &[f32], b: &[f32]| {
+        assert_eq!(a.len(), b.len());
+        for (i, (p, q)) in a.iter().zip(b).enumerate() {
+            assert!(
+                (p - q).abs() <= 1e-5 * p.abs().max(1.0),
+                "value {i}: {p} vs {q}"
+            );
+        }
+    };
+
+    let z = dir.path().join("z.npy");
+    let report = json_line(&cli(&[
+        "transform",
+        "--model",
+        s(&model),
+        "--input",
+        s(&x),
+        "--output",
+        s(&z),
+        "--json",
+    ]));
+    assert_eq!(report["algorithm"], "pca");
+    assert_eq!(report["command"], "transform");
+    assert_eq!(report["inverse"], false);
+    assert_eq!(report["n"], 300);
+    assert_eq!(report["d"], 8);
+    assert_eq!(report["n_components"], 5);
+    assert!(report["seconds"].as_f64().unwrap() >= 0.0);
+    close(&read_2d(&z, 300, 5), &fit_z);
+
+    // predict dispatches on the model's format: projections for a PCA model.
+    let p = dir.path().join("p.npy");
+    let report = json_line(&cli(&[
+        "predict",
+        "--model",
+        s(&model),
+        "--input",
+        s(&x),
+        "--output",
+        s(&p),
+        "--json",
+    ]));
+    assert_eq!(report["algorithm"], "pca");
+    assert_eq!(report["command"], "predict");
+    close(&read_2d(&p, 300, 5), &fit_z);
+
+    // The human report of transform names its output.
+    let again = dir.path().join("again.npy");
+    let text = ok(&cli(&[
+        "transform",
+        "--model",
+        s(&model),
+        "--input",
+        s(&x),
+        "--output",
+        s(&again),
+    ]));
+    assert!(text.contains(s(&again)), "{text}");
+}
+
+#[test]
+fn transform_inverse_with_all_components_reconstructs_the_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let x = blobs_npy(dir.path(), "x.npy", 300, 8, 3, 24);
+    let z = dir.path().join("z.npy");
+    let model = dir.path().join("pca.json");
+    ok(&cli(&[
+        "pca",
+        "--input",
+        s(&x),
+        "--components",
+        "8",
+        "--output",
+        s(&z),
+        "--model",
+        s(&model),
+    ]));
+    let x_hat = dir.path().join("x_hat.npy");
+    let report = json_line(&cli(&[
+        "transform",
+        "--model",
+        s(&model),
+        "--input",
+        s(&z),
+        "--output",
+        s(&x_hat),
+        "--inverse",
+        "--json",
+    ]));
+    assert_eq!(report["inverse"], true);
+    assert_eq!(report["d"], 8);
+    let x = read_2d(&x, 300, 8);
+    let x_hat = read_2d(&x_hat, 300, 8);
+    let scale = x.iter().fold(0.0f32, |m, v| m.max(v.abs()));
+    for (i, (a, b)) in x.iter().zip(&x_hat).enumerate() {
+        assert!((a - b).abs() <= 1e-4 * scale, "value {i}: {a} vs {b}");
+    }
+}
+
+#[test]
+fn pca_invalid_components_exit_2_and_write_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let x = blobs_npy(dir.path(), "x.npy", 20, 4, 2, 25);
+    let z = dir.path().join("z.npy");
+    for value in ["0", "1.5", "-1", "abc", "5", "0.0", "nan"] {
+        let line = fails(
+            &cli(&[
+                "pca",
+                "--input",
+                s(&x),
+                "--components",
+                value,
+                "--output",
+                s(&z),
+            ]),
+            2,
+        );
+        assert!(line.contains("components"), "{value}: {line}");
+    }
+    // More components than min(N, D) names the bound.
+    let line = fails(&cli(&["pca", "--input", s(&x), "--components", "5"]), 2);
+    assert!(line.contains("min(N, D) = 4"), "{line}");
+    // Other invalid parameters.
+    for (flag, value, name) in [
+        ("--ddof", "2", "ddof"),
+        ("--tol", "-1", "tol"),
+        ("--max-iter", "0", "max_iter"),
+    ] {
+        let line = fails(
+            &cli(&["pca", "--input", s(&x), "--components", "2", flag, value]),
+            2,
+        );
+        assert!(line.contains(name), "{line}");
+    }
+    // A fraction needs the full spectrum; projections are written only as .npy.
+    fails(
+        &cli(&[
+            "pca",
+            "--input",
+            s(&x),
+            "--components",
+            "0.5",
+            "--solver",
+            "power",
+        ]),
+        2,
+    );
+    let line = fails(
+        &cli(&[
+            "pca",
+            "--input",
+            s(&x),
+            "--components",
+            "2",
+            "--output",
+            s(&dir.path().join("z.csv")),
+        ]),
+        2,
+    );
+    assert!(line.contains(".npy"), "{line}");
+    assert_eq!(files_in(dir.path()), ["x.npy"]);
+}
+
+#[test]
+fn pca_power_iteration_that_does_not_converge_exits_1() {
+    let dir = tempfile::tempdir().unwrap();
+    let x = blobs_npy(dir.path(), "x.npy", 200, 40, 6, 26);
+    let z = dir.path().join("z.npy");
+    let model = dir.path().join("pca.json");
+    let out = cli(&[
+        "pca",
+        "--input",
+        s(&x),
+        "--components",
+        "3",
+        "--solver",
+        "power",
+        "--max-iter",
+        "1",
+        "--tol",
+        "1e-12",
+        "--output",
+        s(&z),
+        "--model",
+        s(&model),
+    ]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(out.stdout.is_empty(), "{}", stdout(&out));
+    // The GPU was opened, so a driver may have spoken too: look for our line among them.
+    let line = err
+        .lines()
+        .find(|l| l.starts_with("error: "))
+        .unwrap_or_else(|| panic!("no error line: {err:?}"));
+    assert!(line.contains("did not converge"), "{line}");
+    assert_eq!(files_in(dir.path()), ["x.npy"]);
+}
+
+#[test]
+fn transform_refuses_kmeans_models_and_wrong_shapes() {
+    let dir = tempfile::tempdir().unwrap();
+    let kmeans_model = fitted_model(dir.path());
+    let x = dir.path().join("train.npy");
+    let z = dir.path().join("z.npy");
+    let line = fails(
+        &cli(&[
+            "transform",
+            "--model",
+            s(&kmeans_model),
+            "--input",
+            s(&x),
+            "--output",
+            s(&z),
+        ]),
+        2,
+    );
+    assert!(line.contains("PCA model"), "{line}");
+    assert!(!z.exists());
+
+    // A 3-feature PCA model: 5 features forward or 3 columns backward are refused.
+    let model = dir.path().join("pca.json");
+    ok(&cli(&[
+        "pca",
+        "--input",
+        s(&x),
+        "--components",
+        "2",
+        "--model",
+        s(&model),
+    ]));
+    let x5 = blobs_npy(dir.path(), "x5.npy", 30, 5, 2, 27);
+    for (input, inverse) in [(&x5, false), (&x, true)] {
+        let mut args = vec![
+            "transform",
+            "--model",
+            s(&model),
+            "--input",
+            s(input),
+            "--output",
+            s(&z),
+        ];
+        if inverse {
+            args.push("--inverse");
+        }
+        let line = fails(&cli(&args), 2);
+        assert!(line.contains("feature count mismatch"), "{line}");
+    }
+    let line = fails(
+        &cli(&[
+            "predict",
+            "--model",
+            s(&model),
+            "--input",
+            s(&x5),
+            "--output",
+            s(&z),
+        ]),
+        2,
+    );
+    assert!(line.contains('3') && line.contains('5'), "{line}");
+
+    // An unknown format is refused by both commands, naming the formats it knows.
+    let mut other: Value = serde_json::from_str(&std::fs::read_to_string(&model).unwrap()).unwrap();
+    other["format"] = "wgpu-unsupervised/gmm".into();
+    let foreign = dir.path().join("foreign.json");
+    std::fs::write(&foreign, other.to_string()).unwrap();
+    for command in ["transform", "predict"] {
+        let line = fails(
+            &cli(&[
+                command,
+                "--model",
+                s(&foreign),
+                "--input",
+                s(&x),
+                "--output",
+                s(&z),
+            ]),
+            2,
+        );
+        assert!(line.contains("wgpu-unsupervised/pca"), "{line}");
+    }
+    // An inconsistent PCA model is refused.
+    let mut short: Value = serde_json::from_str(&std::fs::read_to_string(&model).unwrap()).unwrap();
+    short["model"]["mean"].as_array_mut().unwrap().truncate(1);
+    let broken = dir.path().join("broken.json");
+    std::fs::write(&broken, short.to_string()).unwrap();
+    let line = fails(
+        &cli(&[
+            "transform",
+            "--model",
+            s(&broken),
+            "--input",
+            s(&x),
+            "--output",
+            s(&z),
+        ]),
+        2,
+    );
+    assert!(line.contains("inconsistent model"), "{line}");
+    assert!(!z.exists());
+}
