@@ -50,3 +50,8 @@ pub use error::{Error, Result};
 pub use gpu::{Gpu, GpuInfo, GpuMatrix, GpuVector};
 pub use kmeans::{GpuInput, KMeans, KMeansInit, KMeansModel};
 pub use pca::{Components, Pca, PcaModel, PcaSolver};
+
+/// README.md's example, compiled and run as a doctest so it cannot rot.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeExample;
