@@ -20,25 +20,7 @@ impl<'a> Matrix<'a> {
     /// length is not a multiple of `n_features`, [`Error::NonFinite`] with the row and column
     /// of the first NaN or infinity.
     pub fn new(data: &'a [f32], n_features: usize) -> Result<Self> {
-        if n_features == 0 {
-            return Err(Error::EmptyData {
-                what: "input matrix",
-                missing: "columns",
-            });
-        }
-        if data.is_empty() {
-            return Err(Error::EmptyData {
-                what: "input matrix",
-                missing: "rows",
-            });
-        }
-        if !data.len().is_multiple_of(n_features) {
-            return Err(Error::Shape {
-                len: data.len(),
-                n_features,
-            });
-        }
-        check_finite(data, n_features)?;
+        validate_row_major(data, n_features)?;
         Ok(Self {
             data,
             n_rows: data.len() / n_features,
@@ -70,6 +52,30 @@ impl<'a> Matrix<'a> {
     pub fn to_f64(&self) -> Vec<f64> {
         self.data.iter().map(|&v| v as f64).collect()
     }
+}
+
+/// Checks row-major `data` of `n_features` columns: at least one column and one row, a whole
+/// number of rows, every value finite (the first NaN/inf is reported with its position).
+pub(crate) fn validate_row_major<T: Copy + Into<f64>>(data: &[T], n_features: usize) -> Result<()> {
+    if n_features == 0 {
+        return Err(Error::EmptyData {
+            what: "input matrix",
+            missing: "columns",
+        });
+    }
+    if data.is_empty() {
+        return Err(Error::EmptyData {
+            what: "input matrix",
+            missing: "rows",
+        });
+    }
+    if !data.len().is_multiple_of(n_features) {
+        return Err(Error::Shape {
+            len: data.len(),
+            n_features,
+        });
+    }
+    check_finite(data, n_features)
 }
 
 /// Returns [`Error::NonFinite`] for the first NaN/inf in row-major `data`.

@@ -865,39 +865,11 @@ impl KMeansModel {
         self.check_features(x)?;
         let xg = x.on_gpu(gpu)?;
         let (k, d) = (self.params.k, self.n_features);
-        let out_rows = (gpu.chunk_byte_limit() / (k as u64 * 4)).max(1) as usize;
-        check_fits(
-            gpu,
-            "the N x K distance matrix",
-            xg.n_rows() as u64 * k as u64 * 4,
-        )?;
-        gpu.scoped("K-Means transform", || {
-            let centroids =
-                gpu.buffer_from("centroids", &self.centroids, wgpu::BufferUsages::empty());
-            let mut batch = Batch::new(gpu, "K-Means transform");
-            let mut out = Vec::new();
-            for chunk in xg.chunks() {
-                let mut first = 0;
-                while first < chunk.n_rows {
-                    let rows = out_rows.min(chunk.n_rows - first);
-                    let bytes = (rows * k * 4) as u64;
-                    let buffer = gpu.buffer_zeroed("distances", bytes);
-                    assign::pairwise_distances(
-                        gpu, &mut batch, chunk, first, rows, d, k, &centroids, &buffer, true,
-                    )?;
-                    out.push(Chunk {
-                        buffer,
-                        bind_offset: 0,
-                        bind_size: bytes,
-                        x_offset: 0,
-                        row_start: chunk.row_start + first,
-                        n_rows: rows,
-                    });
-                    first += rows;
-                }
-            }
-            batch.finish()?;
-            Ok(GpuMatrix::from_chunks(out, xg.n_rows(), k))
+        let centroids = gpu.scoped("uploading centroids", || {
+            Ok(gpu.buffer_from("centroids", &self.centroids, wgpu::BufferUsages::empty()))
+        })?;
+        xg.map_rows(gpu, k, "K-Means transform", |batch, chunk, first, rows, out| {
+            assign::pairwise_distances(gpu, batch, chunk, first, rows, d, k, &centroids, out, true)
         })
     }
 
@@ -907,13 +879,3 @@ impl KMeansModel {
     }
 }
 
-fn check_fits(gpu: &Gpu, what: &str, bytes: u64) -> Result<()> {
-    if bytes > gpu.memory_budget() {
-        return Err(Error::OutOfDeviceMemory {
-            what: what.into(),
-            requested: Some(bytes),
-            available: Some(gpu.memory_budget()),
-        });
-    }
-    Ok(())
-}

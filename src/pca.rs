@@ -915,53 +915,27 @@ impl PcaModel {
         what: &str,
     ) -> Result<GpuMatrix> {
         let (k, c) = (x.n_features(), out_shift.len());
-        let out_rows = (gpu.chunk_byte_limit() / (c as u64 * 4)).max(1) as usize;
-        let bytes = x.n_rows() as u64 * c as u64 * 4;
-        if bytes > gpu.memory_budget() {
-            return Err(Error::OutOfDeviceMemory {
-                what: what.to_string(),
-                requested: Some(bytes),
-                available: Some(gpu.memory_budget()),
-            });
-        }
-        gpu.scoped(what, || {
-            let w = gpu.buffer_from("weights", weights, wgpu::BufferUsages::empty());
-            let si = gpu.buffer_from("input shift", in_shift, wgpu::BufferUsages::empty());
-            let so = gpu.buffer_from("output shift", out_shift, wgpu::BufferUsages::empty());
-            let mut batch = Batch::new(gpu, what);
-            let mut out = Vec::new();
-            for chunk in x.chunks() {
-                let mut first = 0;
-                while first < chunk.n_rows {
-                    let rows = out_rows.min(chunk.n_rows - first);
-                    let bytes = (rows * c * 4) as u64;
-                    let buffer = gpu.buffer_zeroed(what, bytes);
-                    projection::affine_matmul(
-                        gpu,
-                        &mut batch,
-                        chunk.bind(),
-                        chunk.x_offset + (first * k) as u32,
-                        rows,
-                        k,
-                        c,
-                        &si,
-                        &w,
-                        &so,
-                        &buffer,
-                    )?;
-                    out.push(Chunk {
-                        buffer,
-                        bind_offset: 0,
-                        bind_size: bytes,
-                        x_offset: 0,
-                        row_start: chunk.row_start + first,
-                        n_rows: rows,
-                    });
-                    first += rows;
-                }
-            }
-            batch.finish()?;
-            Ok(GpuMatrix::from_chunks(out, x.n_rows(), c))
+        let (w, si, so) = gpu.scoped(what, || {
+            Ok((
+                gpu.buffer_from("weights", weights, wgpu::BufferUsages::empty()),
+                gpu.buffer_from("input shift", in_shift, wgpu::BufferUsages::empty()),
+                gpu.buffer_from("output shift", out_shift, wgpu::BufferUsages::empty()),
+            ))
+        })?;
+        x.map_rows(gpu, c, what, |batch, chunk, first, rows, out| {
+            projection::affine_matmul(
+                gpu,
+                batch,
+                chunk.bind(),
+                chunk.x_offset + (first * k) as u32,
+                rows,
+                k,
+                c,
+                &si,
+                &w,
+                &so,
+                out,
+            )
         })
     }
 

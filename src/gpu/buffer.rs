@@ -223,6 +223,45 @@ impl GpuMatrix {
         }
     }
 
+    /// A new matrix of `out_cols` values per row of `self`, written by a kernel that `record`
+    /// dispatches for one run of rows at a time: `record(batch, chunk, first, rows, out)`
+    /// must fill `out` (rows x out_cols) from rows `first .. first + rows` of `chunk`. Output
+    /// chunks are cut to the device's binding limit independently of the input's.
+    pub(crate) fn map_rows(
+        &self,
+        gpu: &Gpu,
+        out_cols: usize,
+        what: &str,
+        mut record: impl FnMut(&mut Batch<'_>, &Chunk, usize, usize, &wgpu::Buffer) -> Result<()>,
+    ) -> Result<GpuMatrix> {
+        check_budget(gpu, what, self.n_rows as u64 * out_cols as u64 * 4)?;
+        let out_rows = (gpu.chunk_byte_limit() / (out_cols as u64 * 4)).max(1) as usize;
+        gpu.scoped(what, || {
+            let mut batch = Batch::new(gpu, what);
+            let mut out = Vec::new();
+            for chunk in &self.chunks {
+                let mut first = 0;
+                while first < chunk.n_rows {
+                    let rows = out_rows.min(chunk.n_rows - first);
+                    let bytes = (rows * out_cols * 4) as u64;
+                    let buffer = gpu.buffer_zeroed(what, bytes);
+                    record(&mut batch, chunk, first, rows, &buffer)?;
+                    out.push(Chunk {
+                        buffer,
+                        bind_offset: 0,
+                        bind_size: bytes,
+                        x_offset: 0,
+                        row_start: chunk.row_start + first,
+                        n_rows: rows,
+                    });
+                    first += rows;
+                }
+            }
+            batch.finish()?;
+            Ok(GpuMatrix::from_chunks(out, self.n_rows, out_cols))
+        })
+    }
+
     /// Reads the whole matrix back to the host (row-major). Needs `COPY_SRC` on the
     /// buffers, which matrices made by this crate always have.
     pub fn to_host(&self, gpu: &Gpu) -> Result<Vec<f32>> {

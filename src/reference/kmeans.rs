@@ -67,7 +67,7 @@ pub struct ReferenceKMeans {
 /// not a multiple of `n_features`, [`Error::NonFinite`] with the row and column of the first
 /// NaN or infinity, and whatever [`KMeans::validate`] reports for the parameters.
 pub fn fit(x: &[f64], n_features: usize, params: &KMeans) -> Result<ReferenceKMeans> {
-    validate_data(x, n_features)?;
+    crate::data::validate_row_major(x, n_features)?;
     let d = n_features;
     let n = x.len() / d;
     params.validate(n, d)?;
@@ -98,27 +98,6 @@ pub fn fit(x: &[f64], n_features: usize, params: &KMeans) -> Result<ReferenceKMe
     best.ok_or_else(|| Error::invalid("n_init", "must be at least 1"))
 }
 
-fn validate_data(x: &[f64], d: usize) -> Result<()> {
-    if d == 0 {
-        return Err(Error::EmptyData {
-            what: "input matrix",
-            missing: "columns",
-        });
-    }
-    if x.is_empty() {
-        return Err(Error::EmptyData {
-            what: "input matrix",
-            missing: "rows",
-        });
-    }
-    if !x.len().is_multiple_of(d) {
-        return Err(Error::Shape {
-            len: x.len(),
-            n_features: d,
-        });
-    }
-    crate::data::check_finite(x, d)
-}
 
 /// Squared Euclidean distance between two equally long vectors.
 fn sq_dist(a: &[f64], b: &[f64]) -> f64 {

@@ -335,7 +335,7 @@ fn matvec(a: &[f64], d: usize, v: &[f64]) -> Vec<f64> {
 /// `Error::invalid("whiten", …)` when whitening is asked for and a kept component has zero
 /// variance (λ_k ≤ 1e-12 · λ₁), naming it.
 pub fn fit(x: &[f64], d: usize, params: &Pca) -> Result<ReferencePca> {
-    validate_data(x, d)?;
+    crate::data::validate_row_major(x, d)?;
     let n = x.len() / d;
     params.validate(n, d)?;
 
@@ -488,27 +488,6 @@ pub fn inverse_transform(model: &ReferencePca, z: &[f64], whiten: bool) -> Vec<f
     x
 }
 
-fn validate_data(x: &[f64], d: usize) -> Result<()> {
-    if d == 0 {
-        return Err(Error::EmptyData {
-            what: "input matrix",
-            missing: "columns",
-        });
-    }
-    if x.is_empty() {
-        return Err(Error::EmptyData {
-            what: "input matrix",
-            missing: "rows",
-        });
-    }
-    if !x.len().is_multiple_of(d) {
-        return Err(Error::Shape {
-            len: x.len(),
-            n_features: d,
-        });
-    }
-    crate::data::check_finite(x, d)
-}
 
 #[cfg(test)]
 mod tests {
