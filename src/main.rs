@@ -527,6 +527,25 @@ fn open_gpu() -> CliResult<Gpu> {
     Gpu::new().map_err(Failure::from)
 }
 
+/// Checks a fit's output paths (`.npy` data output, distinct from the model file, both
+/// writable) and reads its input matrix: all before the GPU starts.
+fn read_fit_input(
+    input: &Path,
+    output: Option<&Path>,
+    model: Option<&Path>,
+    output_kind: &str,
+) -> Result<Dataset, Failure> {
+    if let Some(output) = output {
+        check_npy_extension(output, output_kind)?;
+    }
+    check_distinct_outputs(output, model)?;
+    let data = read_input(input)?;
+    for path in [output, model].into_iter().flatten() {
+        check_writable(path)?;
+    }
+    Ok(data)
+}
+
 /// Reads the input matrix (any failure is the input's: exit 2).
 fn read_input(path: &Path) -> CliResult<Dataset> {
     io::read_matrix(path).map_err(Failure::input)
@@ -622,18 +641,15 @@ fn kmeans(args: KmeansArgs) -> CliResult {
     if let Some(init) = args.init {
         params = params.init(init.to_init());
     }
-    if let Some(output) = &args.output {
-        check_npy_extension(output, "labels")?;
-    }
-    check_distinct_outputs(args.output.as_deref(), args.model.as_deref())?;
-
     // Everything the user can get wrong is checked before the (slow) GPU start-up.
-    let data = read_input(&args.input)?;
+    let data = read_fit_input(
+        &args.input,
+        args.output.as_deref(),
+        args.model.as_deref(),
+        "labels",
+    )?;
     let x = Matrix::new(&data.data, data.n_features).map_err(Failure::input)?;
     params.validate(data.n_rows, data.n_features)?;
-    for path in [&args.output, &args.model].into_iter().flatten() {
-        check_writable(path)?;
-    }
 
     let gpu = open_gpu()?;
     let start = Instant::now();
@@ -772,18 +788,15 @@ fn pca(args: PcaArgs) -> CliResult {
             )));
         }
     }
-    if let Some(output) = &args.output {
-        check_npy_extension(output, "projections")?;
-    }
-    check_distinct_outputs(args.output.as_deref(), args.model.as_deref())?;
-
     // Everything the user can get wrong is checked before the (slow) GPU start-up.
-    let data = read_input(&args.input)?;
+    let data = read_fit_input(
+        &args.input,
+        args.output.as_deref(),
+        args.model.as_deref(),
+        "projections",
+    )?;
     let x = Matrix::new(&data.data, data.n_features).map_err(Failure::input)?;
     params.validate(data.n_rows, data.n_features)?;
-    for path in [&args.output, &args.model].into_iter().flatten() {
-        check_writable(path)?;
-    }
 
     let gpu = open_gpu()?;
     let start = Instant::now();
