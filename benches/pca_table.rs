@@ -51,7 +51,10 @@ fn main() {
         }
         for &d in &[64usize, 256, 784] {
             if (n * d * d) as f64 / 2.0 > max_work {
-                println!("| {n} | {d} | – | skipped (reference work {:.0e}) | | | | | |", (n * d * d) as f64 / 2.0);
+                println!(
+                    "| {n} | {d} | – | skipped (reference work {:.0e}) | | | | | |",
+                    (n * d * d) as f64 / 2.0
+                );
                 continue;
             }
             let x = data(n, d);

@@ -868,9 +868,16 @@ impl KMeansModel {
         let centroids = gpu.scoped("uploading centroids", || {
             Ok(gpu.buffer_from("centroids", &self.centroids, wgpu::BufferUsages::empty()))
         })?;
-        xg.map_rows(gpu, k, "K-Means transform", |batch, chunk, first, rows, out| {
-            assign::pairwise_distances(gpu, batch, chunk, first, rows, d, k, &centroids, out, true)
-        })
+        xg.map_rows(
+            gpu,
+            k,
+            "K-Means transform",
+            |batch, chunk, first, rows, out| {
+                assign::pairwise_distances(
+                    gpu, batch, chunk, first, rows, d, k, &centroids, out, true,
+                )
+            },
+        )
     }
 
     /// Euclidean distances from every row to every centroid, row-major N x K.
@@ -878,4 +885,3 @@ impl KMeansModel {
         self.transform_gpu(gpu, x)?.to_host(gpu)
     }
 }
-

@@ -289,7 +289,6 @@ fn block_offsets(chunks: &[Chunk], block_rows: usize) -> (Vec<usize>, usize) {
     (offsets, total)
 }
 
-
 /// Σ over blocks of the per-block `cols_a x cols_b` partials in `partials`, read back.
 fn fold_partials(
     gpu: &Gpu,
@@ -326,7 +325,9 @@ fn rounds(x: &GpuMatrix, block_rows: usize, blocks_per_round: usize) -> Vec<Vec<
                 out.push(Vec::new());
                 in_round = 0;
             }
-            let blocks = (c.n_rows - first).div_ceil(block_rows).min(blocks_per_round - in_round);
+            let blocks = (c.n_rows - first)
+                .div_ceil(block_rows)
+                .min(blocks_per_round - in_round);
             let rows = (blocks * block_rows).min(c.n_rows - first);
             out.last_mut().expect("one round").push(RowRange {
                 chunk: i,
@@ -360,7 +361,10 @@ fn gram_over_rows(
     let upper_only = b_rows.is_none();
     let mut total = vec![0.0f64; cols];
     let partials = gpu.scoped("cross-product partials", || {
-        Ok(gpu.buffer_zeroed("cross-product partials", (blocks_per_round * cols * 4) as u64))
+        Ok(gpu.buffer_zeroed(
+            "cross-product partials",
+            (blocks_per_round * cols * 4) as u64,
+        ))
     })?;
     for round in rounds(x, GRAM_BLOCK_ROWS, blocks_per_round) {
         let folded = gpu.scoped("cross products", || {
@@ -390,7 +394,15 @@ fn gram_over_rows(
                     },
                 };
                 covariance::gram_partials(
-                    gpu, &mut batch, r.rows, &a, &b, GRAM_BLOCK_ROWS, block, upper_only, &partials,
+                    gpu,
+                    &mut batch,
+                    r.rows,
+                    &a,
+                    &b,
+                    GRAM_BLOCK_ROWS,
+                    block,
+                    upper_only,
+                    &partials,
                 )?;
                 block += r.rows.div_ceil(GRAM_BLOCK_ROWS);
             }

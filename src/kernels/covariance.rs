@@ -96,7 +96,6 @@ pub(crate) fn gram_partials(
     )
 }
 
-
 #[cfg(test)]
 mod tests {
     #[test]

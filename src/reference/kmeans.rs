@@ -98,7 +98,6 @@ pub fn fit(x: &[f64], n_features: usize, params: &KMeans) -> Result<ReferenceKMe
     best.ok_or_else(|| Error::invalid("n_init", "must be at least 1"))
 }
 
-
 /// Squared Euclidean distance between two equally long vectors.
 fn sq_dist(a: &[f64], b: &[f64]) -> f64 {
     a.iter().zip(b).map(|(p, q)| (p - q) * (p - q)).sum()

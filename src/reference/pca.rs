@@ -488,7 +488,6 @@ pub fn inverse_transform(model: &ReferencePca, z: &[f64], whiten: bool) -> Vec<f
     x
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;
