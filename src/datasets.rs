@@ -1,8 +1,11 @@
-//! Data for tests, examples and benchmarks: the embedded Iris set and seeded synthetic data.
+//! Data for tests, examples and benchmarks: the embedded Iris and Digits sets and seeded
+//! synthetic data.
 //!
 //! * [`iris`]: Fisher's Iris (150 x 4, three classes of 50), compiled into the library from
 //!   `tests/data/iris_X.npy` and `iris_y.npy` (scikit-learn's copy; see
 //!   `tests/data/README.md` for source and licence), so no file is read at run time.
+//! * [`digits`]: the optical handwritten digits (1797 x 64, ten classes of about 180),
+//!   compiled in the same way from `tests/data/digits_X.npy` and `digits_y.npy`.
 //! * [`make_blobs`]: isotropic Gaussian blobs like scikit-learn's `make_blobs`. Centres
 //!   `μ_k` are drawn uniformly from `center_box` in every coordinate, and point i of cluster
 //!   `k = i mod centers` is `x_i = μ_k + σ z` with `z ~ N(0, I)`. The standard normals come
@@ -21,6 +24,8 @@ use crate::error::{Error, Result};
 
 const IRIS_X: &[u8] = include_bytes!("../tests/data/iris_X.npy");
 const IRIS_Y: &[u8] = include_bytes!("../tests/data/iris_y.npy");
+const DIGITS_X: &[u8] = include_bytes!("../tests/data/digits_X.npy");
+const DIGITS_Y: &[u8] = include_bytes!("../tests/data/digits_y.npy");
 
 /// Fisher's Iris data: 150 rows x 4 features (sepal length, sepal width, petal length,
 /// petal width, in cm) row-major as f32, and the species labels 0, 1, 2 (setosa,
@@ -38,6 +43,31 @@ fn try_iris() -> Result<(Vec<f32>, Vec<u32>)> {
             path: "<embedded iris>".into(),
             reason: format!(
                 "expected 150 x 4 data and 150 labels, found {} x {} and {}",
+                x.n_rows,
+                x.n_features,
+                y.len()
+            ),
+        });
+    }
+    Ok((x.data, y))
+}
+
+/// The optical handwritten digits (scikit-learn's `load_digits`): 1797 rows x 64 features,
+/// each row an 8 x 8 image read row by row whose pixels are counts 0..=16, row-major as
+/// f32, and the digit shown, 0..=9 (174 to 183 of each).
+pub fn digits() -> (Vec<f32>, Vec<u32>) {
+    try_digits().expect("embedded digits data is valid")
+}
+
+/// Parses the embedded Digits files; only fails if they were corrupted at build time.
+fn try_digits() -> Result<(Vec<f32>, Vec<u32>)> {
+    let x = crate::io::npy_matrix_from_reader(DIGITS_X, Path::new("<embedded digits_X.npy>"))?;
+    let y = crate::io::npy_labels_from_reader(DIGITS_Y, Path::new("<embedded digits_y.npy>"))?;
+    if (x.n_rows, x.n_features) != (1797, 64) || y.len() != 1797 {
+        return Err(Error::Format {
+            path: "<embedded digits>".into(),
+            reason: format!(
+                "expected 1797 x 64 data and 1797 labels, found {} x {} and {}",
                 x.n_rows,
                 x.n_features,
                 y.len()
@@ -162,6 +192,29 @@ mod tests {
         assert!((mean(0) - 5.843).abs() < 1e-3);
         assert!((mean(2) - 3.758).abs() < 1e-3);
         assert!((mean(3) - 1.199).abs() < 1e-3);
+    }
+
+    #[test]
+    fn digits_are_embedded_and_sane() {
+        assert!(try_digits().is_ok());
+        let (x, y) = digits();
+        assert_eq!(x.len(), 1797 * 64);
+        assert_eq!(y.len(), 1797);
+        // Pixel counts are whole numbers in 0..=16.
+        assert!(x
+            .iter()
+            .all(|&v| (0.0..=16.0).contains(&v) && v.fract() == 0.0));
+        // First image, top two rows: the start of a zero.
+        let top: [f32; 16] = [
+            0., 0., 5., 13., 9., 1., 0., 0., 0., 0., 13., 15., 10., 15., 5., 0.,
+        ];
+        assert_eq!(&x[..16], &top);
+        assert!(y.iter().all(|&l| l <= 9));
+        assert_eq!(&y[..10], &[0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
+        let counts: Vec<usize> = (0..10u32)
+            .map(|c| y.iter().filter(|&&l| l == c).count())
+            .collect();
+        assert_eq!(counts, [178, 182, 177, 183, 181, 182, 181, 179, 174, 180]);
     }
 
     #[test]

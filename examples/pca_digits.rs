@@ -1,0 +1,252 @@
+//! PCA of the bundled handwritten digits (1797 images of 8 x 8 pixels, 64 features), with
+//! two SVG plots, no arguments needed:
+//!
+//! ```text
+//! cargo run --release --example pca_digits [OUTPUT_DIR]
+//! ```
+//!
+//! Prints the adapter, the explained-variance ratio of the first 10 principal components
+//! with the cumulative ratio, how many components keep 90% and 95% of the variance (fits
+//! with [`Components::Fraction`]), and the time of each fit. Writes, into `OUTPUT_DIR`
+//! (default `target/pca_digits/`, created if missing):
+//!
+//! * `digits_pca_scatter.svg`: every image projected on the first two components (PC1 vs
+//!   PC2), coloured by the digit it shows, with a legend;
+//! * `digits_pca_spectrum.svg`: the explained-variance ratio of each of the 64 components
+//!   as bars (left axis) and the cumulative ratio as a line (right axis).
+//!
+//! Each SVG is rendered into a string and written atomically, so a reader never sees half a
+//! file.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use plotters::prelude::*;
+use wgpu_unsupervised::{datasets, io, Components, Gpu, Matrix, Pca};
+
+/// Pixels per image, the features.
+const D: usize = 64;
+/// How many components the table shows.
+const TABLE_ROWS: usize = 10;
+/// Ten distinguishable colours, one per digit (the "tab10" palette).
+const DIGIT_COLORS: [RGBColor; 10] = [
+    RGBColor(31, 119, 180),
+    RGBColor(255, 127, 14),
+    RGBColor(44, 160, 44),
+    RGBColor(214, 39, 40),
+    RGBColor(148, 103, 189),
+    RGBColor(140, 86, 75),
+    RGBColor(227, 119, 194),
+    RGBColor(127, 127, 127),
+    RGBColor(188, 189, 34),
+    RGBColor(23, 190, 207),
+];
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let out_dir = std::env::args_os()
+        .nth(1)
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("target/pca_digits"));
+    std::fs::create_dir_all(&out_dir)?;
+
+    let gpu = Gpu::new()?;
+    println!("adapter: {}", gpu.info());
+
+    let (pixels, digits) = datasets::digits();
+    let x = Matrix::new(&pixels, D)?;
+    println!("digits: n = {}, d = {D}", x.n_rows());
+
+    // The whole spectrum: all 64 components, then the projection on them.
+    let start = Instant::now();
+    let model = Pca::new(Components::Count(D)).fit(&gpu, &x)?;
+    let fit_seconds = start.elapsed().as_secs_f64();
+    let ratios = model.explained_variance_ratio();
+    let cumulative: Vec<f64> = ratios
+        .iter()
+        .scan(0.0, |sum, r| {
+            *sum += r;
+            Some(*sum)
+        })
+        .collect();
+
+    println!("\ncomponent  explained  cumulative");
+    for (i, (r, c)) in ratios.iter().zip(&cumulative).take(TABLE_ROWS).enumerate() {
+        println!("{:>9}  {:>9.4}  {:>10.4}", i + 1, r, c);
+    }
+    println!(
+        "fit of all {D} components ({:?} solver): {fit_seconds:.3} s",
+        model.solver()
+    );
+
+    println!();
+    for fraction in [0.90, 0.95] {
+        let start = Instant::now();
+        let kept = Pca::new(Components::Fraction(fraction)).fit(&gpu, &x)?;
+        let seconds = start.elapsed().as_secs_f64();
+        let m = kept.n_components();
+        println!(
+            "{:.0}% of the variance: {m} components (cumulative {:.4}), fit {seconds:.3} s",
+            fraction * 100.0,
+            kept.explained_variance_ratio().iter().sum::<f64>(),
+        );
+    }
+
+    let z = model.transform(&gpu, &x)?;
+    let points: Vec<(f64, f64, u32)> = z
+        .chunks_exact(model.n_components())
+        .zip(&digits)
+        .map(|(row, &digit)| (row[0] as f64, row[1] as f64, digit))
+        .collect();
+
+    let scatter = out_dir.join("digits_pca_scatter.svg");
+    write_svg(&scatter, (800, 700), |root| draw_scatter(root, &points))?;
+    let spectrum = out_dir.join("digits_pca_spectrum.svg");
+    write_svg(&spectrum, (900, 500), |root| {
+        draw_spectrum(root, ratios, &cumulative)
+    })?;
+    println!(
+        "\nwrote {}\nwrote {}",
+        scatter.display(),
+        spectrum.display()
+    );
+    Ok(())
+}
+
+/// The drawing area that the plots draw on: an SVG document rendered into a string.
+type Svg<'a> = DrawingArea<SVGBackend<'a>, plotters::coord::Shift>;
+
+/// Renders a plot into a string, then writes it to `path` atomically.
+fn write_svg(
+    path: &Path,
+    size: (u32, u32),
+    draw: impl FnOnce(&Svg) -> Result<(), Box<dyn std::error::Error>>,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, size).into_drawing_area();
+        root.fill(&WHITE)?;
+        draw(&root)?;
+        root.present()?;
+    }
+    io::write_string(path, &svg)?;
+    Ok(())
+}
+
+/// The smallest range holding `values`, widened by 5% on each side.
+fn padded_range(values: impl Iterator<Item = f64>) -> std::ops::Range<f64> {
+    let (lo, hi) = values.fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), v| {
+        (lo.min(v), hi.max(v))
+    });
+    let pad = 0.05 * (hi - lo).max(f64::EPSILON);
+    (lo - pad)..(hi + pad)
+}
+
+/// PC1 against PC2, one colour per digit, with a legend.
+fn draw_scatter(root: &Svg, points: &[(f64, f64, u32)]) -> Result<(), Box<dyn std::error::Error>> {
+    let x_range = padded_range(points.iter().map(|p| p.0));
+    // Headroom at the top for the legend.
+    let y_range = padded_range(points.iter().map(|p| p.1));
+    let y_range = y_range.start..y_range.end + 0.1 * (y_range.end - y_range.start);
+
+    let mut chart = ChartBuilder::on(root)
+        .caption(
+            "Handwritten digits: first two principal components",
+            ("sans-serif", 22),
+        )
+        .margin(15)
+        .x_label_area_size(45)
+        .y_label_area_size(55)
+        .build_cartesian_2d(x_range, y_range)?;
+    chart
+        .configure_mesh()
+        .x_desc("PC1")
+        .y_desc("PC2")
+        .light_line_style(WHITE)
+        .draw()?;
+
+    for (digit, &color) in (0u32..).zip(&DIGIT_COLORS) {
+        chart
+            .draw_series(
+                points
+                    .iter()
+                    .filter(|p| p.2 == digit)
+                    .map(|&(x, y, _)| Circle::new((x, y), 3, color.mix(0.7).filled())),
+            )?
+            .label(digit.to_string())
+            .legend(move |(x, y)| Circle::new((x + 8, y), 4, color.filled()));
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperRight)
+        .background_style(WHITE.mix(0.9))
+        .border_style(BLACK)
+        .label_font(("sans-serif", 14))
+        .draw()?;
+    Ok(())
+}
+
+/// Explained-variance ratio per component (bars, left axis) and the cumulative ratio (line,
+/// right axis).
+fn draw_spectrum(
+    root: &Svg,
+    ratios: &[f64],
+    cumulative: &[f64],
+) -> Result<(), Box<dyn std::error::Error>> {
+    let m = ratios.len();
+    let top = ratios.iter().copied().fold(0.0, f64::max) * 1.1;
+    let x_range = 0.5..m as f64 + 0.5;
+
+    let mut chart = ChartBuilder::on(root)
+        .caption(
+            "Handwritten digits: variance explained by each principal component",
+            ("sans-serif", 22),
+        )
+        .margin(15)
+        .x_label_area_size(45)
+        .y_label_area_size(65)
+        .right_y_label_area_size(65)
+        .build_cartesian_2d(x_range.clone(), 0.0..top)?
+        .set_secondary_coord(x_range, 0.0..1.05);
+    chart
+        .configure_mesh()
+        .x_desc("component")
+        .y_desc("explained-variance ratio")
+        .light_line_style(WHITE)
+        .draw()?;
+    chart
+        .configure_secondary_axes()
+        .y_desc("cumulative ratio")
+        .draw()?;
+
+    let bar_color = DIGIT_COLORS[0];
+    chart
+        .draw_series(ratios.iter().enumerate().map(|(i, &r)| {
+            let c = (i + 1) as f64;
+            Rectangle::new([(c - 0.4, 0.0), (c + 0.4, r)], bar_color.filled())
+        }))?
+        .label("per component (left axis)")
+        .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 16, y + 5)], bar_color.filled()));
+
+    let line_color = DIGIT_COLORS[3];
+    let curve = cumulative
+        .iter()
+        .enumerate()
+        .map(|(i, &c)| ((i + 1) as f64, c));
+    chart
+        .draw_secondary_series(LineSeries::new(curve, line_color.stroke_width(2)))?
+        .label("cumulative (right axis)")
+        .legend(move |(x, y)| PathElement::new([(x, y), (x + 16, y)], line_color.stroke_width(2)));
+    for level in [0.90, 0.95] {
+        let guide = LineSeries::new([(0.5, level), (m as f64 + 0.5, level)], BLACK.mix(0.3));
+        chart.draw_secondary_series(guide)?;
+    }
+
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::MiddleRight)
+        .background_style(WHITE.mix(0.9))
+        .border_style(BLACK)
+        .label_font(("sans-serif", 14))
+        .draw()?;
+    Ok(())
+}
