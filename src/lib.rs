@@ -37,6 +37,7 @@
 pub mod data;
 pub mod datasets;
 pub mod error;
+pub mod gmm;
 pub mod gpu;
 pub mod io;
 pub(crate) mod kernels;
