@@ -4,6 +4,7 @@
 //! ```text
 //! cargo bench --bench kmeans_table                 # default grid for this adapter
 //! cargo bench --bench kmeans_table -- --max-n 1000000 --iters 10 --ref-iters 2
+//! cargo bench --bench kmeans_table -- --min-n 1000000 --max-n 1000000 --iters 2 --ref-iters 1
 //! ```
 //!
 //! Both sides start from the same centroids (the first K rows of blob data) and run a fixed
@@ -19,6 +20,7 @@ use wgpu_unsupervised::reference::kmeans as refk;
 use wgpu_unsupervised::{datasets, Gpu, GpuMatrix, KMeans, KMeansInit, Matrix};
 
 struct Options {
+    min_n: usize,
     max_n: Option<usize>,
     iters: usize,
     ref_iters: usize,
@@ -26,6 +28,7 @@ struct Options {
 
 fn options() -> Options {
     let mut o = Options {
+        min_n: 0,
         max_n: None,
         iters: 10,
         ref_iters: 2,
@@ -36,6 +39,7 @@ fn options() -> Options {
         let value = || args.get(i + 1).and_then(|v| v.parse::<usize>().ok());
         match args[i].as_str() {
             "--max-n" => o.max_n = value(),
+            "--min-n" => o.min_n = value().unwrap_or(0),
             "--iters" => o.iters = value().unwrap_or(o.iters).max(1),
             "--ref-iters" => o.ref_iters = value().unwrap_or(o.ref_iters).max(1),
             _ => {
@@ -64,7 +68,7 @@ fn main() {
     println!("| N | D | K | GPU fit s | GPU ms/iter | reference ms/iter | speed-up | inertia rel. diff |");
     println!("|---:|---:|---:|---:|---:|---:|---:|---:|");
     for &n in &[10_000usize, 100_000, 1_000_000] {
-        if n > max_n {
+        if n > max_n || n < opts.min_n {
             continue;
         }
         for &d in &[16usize, 128] {
