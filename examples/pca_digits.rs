@@ -7,7 +7,8 @@
 //!
 //! Prints the adapter, the explained-variance ratio of the first 10 principal components
 //! with the cumulative ratio, how many components keep 90% and 95% of the variance (fits
-//! with [`Components::Fraction`]), and the time of each fit. Writes, into `OUTPUT_DIR`
+//! with [`Components::Fraction`]), and the time of each fit (the first one includes
+//! compiling the compute shaders). Writes, into `OUTPUT_DIR`
 //! (default `target/pca_digits/`, created if missing):
 //!
 //! * `digits_pca_scatter.svg`: every image projected on the first two components (PC1 vs
@@ -74,7 +75,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         println!("{:>9}  {:>9.4}  {:>10.4}", i + 1, r, c);
     }
     println!(
-        "fit of all {D} components ({:?} solver): {fit_seconds:.3} s",
+        "fit of all {D} components ({:?} solver, includes shader compilation): {fit_seconds:.3} s",
         model.solver()
     );
 
@@ -210,6 +211,7 @@ fn draw_spectrum(
     chart
         .configure_mesh()
         .x_desc("component")
+        .x_label_formatter(&|c| format!("{c:.0}"))
         .y_desc("explained-variance ratio")
         .light_line_style(WHITE)
         .draw()?;
@@ -236,9 +238,16 @@ fn draw_spectrum(
         .draw_secondary_series(LineSeries::new(curve, line_color.stroke_width(2)))?
         .label("cumulative (right axis)")
         .legend(move |(x, y)| PathElement::new([(x, y), (x + 16, y)], line_color.stroke_width(2)));
+    let guide_style = BLACK.mix(0.6).stroke_width(1);
     for level in [0.90, 0.95] {
-        let guide = LineSeries::new([(0.5, level), (m as f64 + 0.5, level)], BLACK.mix(0.3));
-        chart.draw_secondary_series(guide)?;
+        let ends = [(0.5, level), (m as f64 + 0.5, level)];
+        let guide = DashedLineSeries::new(ends, 6, 4, guide_style);
+        let series = chart.draw_secondary_series(guide)?;
+        if level == 0.90 {
+            series
+                .label("90% and 95% levels")
+                .legend(move |(x, y)| PathElement::new([(x, y), (x + 16, y)], guide_style));
+        }
     }
 
     chart
