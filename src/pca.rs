@@ -729,6 +729,14 @@ impl Pca {
                     / (scale[j] * scale[j])
             })
             .sum();
+        // Constant data have no variance to explain: ratios 0 rather than 0/0.
+        let ratio_of = |v: f64| {
+            if total_variance > 0.0 {
+                v / total_variance
+            } else {
+                0.0
+            }
+        };
         let rank = n.min(d);
         let (values, vectors, m, n_iter) = match solver {
             PcaSolver::Full | PcaSolver::Auto => {
@@ -741,7 +749,7 @@ impl Pca {
                 let m = match self.components {
                     Components::Count(m) => m,
                     Components::Fraction(f) => {
-                        let ratio: Vec<f64> = values.iter().map(|v| v / total_variance).collect();
+                        let ratio: Vec<f64> = values.iter().map(|&v| ratio_of(v)).collect();
                         components_for_fraction(&ratio, f)
                     }
                 };
@@ -803,10 +811,7 @@ impl Pca {
             n_samples: n,
             n_features: d,
             n_components: m,
-            explained_variance_ratio: explained_variance
-                .iter()
-                .map(|v| v / total_variance)
-                .collect(),
+            explained_variance_ratio: explained_variance.iter().map(|&v| ratio_of(v)).collect(),
             singular_values: explained_variance
                 .iter()
                 .map(|v| (v * denom).sqrt())

@@ -240,6 +240,29 @@ fn digits_first_50_components_explain_the_reference_ratio() {
 }
 
 #[test]
+fn constant_data_have_zero_variance_not_nan() {
+    let gpu = gpu();
+    let x = vec![1.5f32; 40];
+    let m = Matrix::new(&x, 4).unwrap();
+    for solver in [PcaSolver::Full, PcaSolver::Power, PcaSolver::MatrixFree] {
+        let model = Pca::new(Components::Count(2))
+            .solver(solver)
+            .fit(&gpu, &m)
+            .unwrap();
+        assert!(
+            model.explained_variance().iter().all(|&v| v == 0.0),
+            "{solver:?}"
+        );
+        assert!(
+            model.explained_variance_ratio().iter().all(|&v| v == 0.0),
+            "{solver:?}"
+        );
+        let z = model.transform(&gpu, &m).unwrap();
+        assert!(z.iter().all(|v| v.abs() < 1e-6));
+    }
+}
+
+#[test]
 fn bad_parameters_give_errors() {
     let gpu = gpu();
     let x = random_matrix(20, 5, 1, 0.0, 1.0);
