@@ -190,8 +190,7 @@ impl GaussianMixture {
             }
             crate::data::check_finite(&p.means, d)?;
             let sum: f64 = p.weights.iter().sum();
-            if p.weights.iter().any(|&w| !(w.is_finite() && w >= 0.0)) || (sum - 1.0).abs() > 1e-6
-            {
+            if p.weights.iter().any(|&w| !(w.is_finite() && w >= 0.0)) || (sum - 1.0).abs() > 1e-6 {
                 return Err(Error::invalid(
                     "init",
                     "weights must be finite, non-negative and sum to 1",
