@@ -10,9 +10,16 @@
 // centroid instead of raw values keeps the f32 partials small when the data sit far from the
 // origin. sum_partial_columns (reduce.wgsl) then folds the blocks together.
 //
+// When K x D <= SHARED_SUMS and K <= SHARED_CLUSTERS (`in_workgroup_memory`, decided on the
+// host) the running sums live in workgroup memory and reach the storage buffers once per block
+// instead of once per row. No barrier is needed: every invocation touches only its own features
+// (and invocation 0 alone the counts), exactly as on the storage path.
+//
 // The partial buffers must be zeroed before the dispatch (the host clears them).
 
 override WG_SIZE: u32 = 64u;
+const SHARED_SUMS: u32 = 2048u;    // K x D values
+const SHARED_CLUSTERS: u32 = 512u; // K counts and squared-distance sums
 
 // Twin: AccumulateParams in src/kernels/centroid_update.rs.
 struct AccumulateParams {
@@ -23,7 +30,7 @@ struct AccumulateParams {
     block_rows: u32,   // rows per block (bounds every f32 partial sum)
     block_offset: u32, // global index of this chunk's first block
     grid_x: u32,
-    _pad0: u32,
+    in_workgroup_memory: u32, // 1: accumulate in workgroup memory (small K x D)
 }
 
 @group(0) @binding(0) var<uniform> params: AccumulateParams;
@@ -38,6 +45,10 @@ struct AccumulateParams {
 // [block][cluster]
 @group(0) @binding(7) var<storage, read_write> partial_sq_dist: array<f32>;
 
+var<workgroup> shared_sums: array<f32, 2048>;     // SHARED_SUMS
+var<workgroup> shared_counts: array<u32, 512>;    // SHARED_CLUSTERS
+var<workgroup> shared_sq_dist: array<f32, 512>;   // SHARED_CLUSTERS
+
 @compute @workgroup_size(WG_SIZE)
 fn accumulate_cluster_partials(
     @builtin(local_invocation_index) lid: u32,
@@ -51,16 +62,50 @@ fn accumulate_cluster_partials(
     let last = min(first + params.block_rows, params.n_rows);
     let gblock = params.block_offset + block;
     let d = params.d;
+    let k = params.k;
+    if params.in_workgroup_memory != 0u {
+        for (var c = 0u; c < k; c++) {
+            for (var j = lid; j < d; j += WG_SIZE) {
+                shared_sums[c * d + j] = 0.0;
+            }
+            if lid == 0u {
+                shared_counts[c] = 0u;
+                shared_sq_dist[c] = 0.0;
+            }
+        }
+        for (var r = first; r < last; r++) {
+            let c = labels[r];
+            let xrow = params.x_offset + r * d;
+            for (var j = lid; j < d; j += WG_SIZE) {
+                shared_sums[c * d + j] += x[xrow + j] - old_centroids[c * d + j];
+            }
+            if lid == 0u {
+                shared_counts[c] += 1u;
+                shared_sq_dist[c] += min_sq_dist[r];
+            }
+        }
+        for (var c = 0u; c < k; c++) {
+            let out = (gblock * k + c) * d;
+            for (var j = lid; j < d; j += WG_SIZE) {
+                partial_sums[out + j] = shared_sums[c * d + j];
+            }
+            if lid == 0u {
+                partial_counts[gblock * k + c] = shared_counts[c];
+                partial_sq_dist[gblock * k + c] = shared_sq_dist[c];
+            }
+        }
+        return;
+    }
     for (var r = first; r < last; r++) {
         let c = labels[r];
         let xrow = params.x_offset + r * d;
-        let out = (gblock * params.k + c) * d;
+        let out = (gblock * k + c) * d;
         for (var j = lid; j < d; j += WG_SIZE) {
             partial_sums[out + j] += x[xrow + j] - old_centroids[c * d + j];
         }
         if lid == 0u {
-            partial_counts[gblock * params.k + c] += 1u;
-            partial_sq_dist[gblock * params.k + c] += min_sq_dist[r];
+            partial_counts[gblock * k + c] += 1u;
+            partial_sq_dist[gblock * k + c] += min_sq_dist[r];
         }
     }
 }

@@ -81,8 +81,9 @@ fn assign_nearest_centroid_and_pairwise_distances_match_reference() {
 #[test]
 fn accumulate_cluster_partials_one_update_step_matches_reference_far_from_origin() {
     let gpu = gpu();
-    for seed in [11u64, 12, 13] {
-        let (n, d, k) = (2000, 7, 5);
+    // K x D = 35 accumulates in workgroup memory, 9 x 300 = 2700 in the storage buffer.
+    for (seed, d, k) in [(11u64, 7, 5), (12, 7, 5), (13, 300, 9)] {
+        let n = 2000;
         // Offset data: sums of raw values in f32 would lose digits; deviations do not.
         let x: Vec<f32> = random_matrix(n, d, seed, -1.0, 1.0)
             .into_iter()

@@ -19,8 +19,13 @@ pub(crate) struct AccumulateParams {
     block_rows: u32,
     block_offset: u32,
     grid_x: u32,
-    _pad0: u32,
+    in_workgroup_memory: u32,
 }
+
+/// Largest K x D accumulated in workgroup memory (`SHARED_SUMS` in the shader).
+const SHARED_SUMS: usize = 2048;
+/// Largest K accumulated in workgroup memory (`SHARED_CLUSTERS` in the shader).
+const SHARED_CLUSTERS: usize = 512;
 
 /// Output buffers of [`accumulate_cluster_partials`], sized for `n_blocks` blocks.
 pub(crate) struct ClusterPartials<'a> {
@@ -57,7 +62,7 @@ pub(crate) fn accumulate_cluster_partials(
         block_rows: block_rows as u32,
         block_offset: block_offset as u32,
         grid_x: grid.x,
-        _pad0: 0,
+        in_workgroup_memory: (k * d <= SHARED_SUMS && k <= SHARED_CLUSTERS) as u32,
     };
     batch.dispatch(
         Shader::CentroidUpdate,
@@ -79,6 +84,21 @@ pub(crate) fn accumulate_cluster_partials(
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn shared_sizes_match_the_shader() {
+        let src = include_str!("../../shaders/centroid_update.wgsl");
+        assert!(src.contains(&format!(
+            "const SHARED_SUMS: u32 = {}u;",
+            super::SHARED_SUMS
+        )));
+        assert!(src.contains(&format!(
+            "const SHARED_CLUSTERS: u32 = {}u;",
+            super::SHARED_CLUSTERS
+        )));
+        assert!(src.contains(&format!("array<f32, {}>", super::SHARED_SUMS)));
+        assert!(src.contains(&format!("array<u32, {}>", super::SHARED_CLUSTERS)));
+    }
+
     #[test]
     fn params_match_the_wgsl_layout() {
         let size = super::super::layout::wgsl_struct_size(
