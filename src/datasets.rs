@@ -115,19 +115,12 @@ pub fn make_blobs(
     seed: u64,
 ) -> Result<(Vec<f32>, Vec<u32>, Vec<f32>)> {
     for (name, v) in [("n", n), ("n_features", n_features), ("centers", centers)] {
-        if v == 0 {
-            return Err(Error::invalid(name, "must be at least 1"));
-        }
+        Error::require_count(name, v)?;
     }
     if centers > n {
         return Err(Error::TooFewSamples { k: centers, n });
     }
-    if !(cluster_std.is_finite() && cluster_std >= 0.0) {
-        return Err(Error::invalid(
-            "cluster_std",
-            format!("must be finite and >= 0, got {cluster_std}"),
-        ));
-    }
+    Error::require_non_negative("cluster_std", cluster_std as f64)?;
     let (lo, hi) = center_box;
     if !(lo.is_finite() && hi.is_finite() && lo <= hi) {
         return Err(Error::invalid(

@@ -139,6 +139,25 @@ fn sizes(requested: Option<u64>, available: Option<u64>) -> String {
 }
 
 impl Error {
+    /// `Ok` for a count of at least one, else an [`Error::InvalidParameter`] naming it.
+    pub(crate) fn require_count(name: &'static str, value: usize) -> Result<()> {
+        if value == 0 {
+            return Err(Error::invalid(name, "must be at least 1"));
+        }
+        Ok(())
+    }
+
+    /// `Ok` for a finite value >= 0, else an [`Error::InvalidParameter`] naming it.
+    pub(crate) fn require_non_negative(name: &'static str, value: f64) -> Result<()> {
+        if !(value.is_finite() && value >= 0.0) {
+            return Err(Error::invalid(
+                name,
+                format!("must be finite and >= 0, got {value}"),
+            ));
+        }
+        Ok(())
+    }
+
     pub(crate) fn invalid(name: &'static str, reason: impl Into<String>) -> Self {
         Error::InvalidParameter {
             name,

@@ -145,30 +145,14 @@ impl GaussianMixture {
 
     /// Checks the parameters against data of `n` rows and `d` features.
     pub fn validate(&self, n: usize, d: usize) -> Result<()> {
-        if self.k == 0 {
-            return Err(Error::invalid("k", "must be at least 1"));
-        }
+        Error::require_count("k", self.k)?;
         if self.k > n {
             return Err(Error::TooFewSamples { k: self.k, n });
         }
-        if !(self.reg_covar.is_finite() && self.reg_covar >= 0.0) {
-            return Err(Error::invalid(
-                "reg_covar",
-                format!("must be finite and >= 0, got {}", self.reg_covar),
-            ));
-        }
-        if self.n_init == 0 {
-            return Err(Error::invalid("n_init", "must be at least 1"));
-        }
-        if self.max_iter == 0 {
-            return Err(Error::invalid("max_iter", "must be at least 1"));
-        }
-        if !(self.tol.is_finite() && self.tol >= 0.0) {
-            return Err(Error::invalid(
-                "tol",
-                format!("must be finite and >= 0, got {}", self.tol),
-            ));
-        }
+        Error::require_non_negative("reg_covar", self.reg_covar)?;
+        Error::require_count("n_init", self.n_init)?;
+        Error::require_count("max_iter", self.max_iter)?;
+        Error::require_non_negative("tol", self.tol)?;
         if let GmmInit::Given(p) = &self.init {
             if p.weights.len() != self.k
                 || p.means.len() != self.k * d

@@ -122,24 +122,13 @@ impl KMeans {
 
     /// Checks the parameters against data of `n` rows and `d` features.
     pub fn validate(&self, n: usize, d: usize) -> Result<()> {
-        if self.k == 0 {
-            return Err(Error::invalid("k", "must be at least 1"));
-        }
+        Error::require_count("k", self.k)?;
         if self.k > n {
             return Err(Error::TooFewSamples { k: self.k, n });
         }
-        if self.n_init == 0 {
-            return Err(Error::invalid("n_init", "must be at least 1"));
-        }
-        if self.max_iter == 0 {
-            return Err(Error::invalid("max_iter", "must be at least 1"));
-        }
-        if !(self.tol.is_finite() && self.tol >= 0.0) {
-            return Err(Error::invalid(
-                "tol",
-                format!("must be finite and >= 0, got {}", self.tol),
-            ));
-        }
+        Error::require_count("n_init", self.n_init)?;
+        Error::require_count("max_iter", self.max_iter)?;
+        Error::require_non_negative("tol", self.tol)?;
         if let KMeansInit::Centroids(c) = &self.init {
             if c.len() != self.k * d {
                 return Err(Error::invalid(

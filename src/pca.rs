@@ -195,9 +195,7 @@ impl Pca {
                 format!("must be finite and > 0, got {}", self.tol),
             ));
         }
-        if self.max_iter == 0 {
-            return Err(Error::invalid("max_iter", "must be at least 1"));
-        }
+        Error::require_count("max_iter", self.max_iter)?;
         Ok(())
     }
 }
