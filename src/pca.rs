@@ -911,6 +911,38 @@ impl PcaModel {
         &self.params
     }
 
+    /// A model read from a file may have been edited: its arrays must fit M and D, and its
+    /// values must be usable, before they are indexed or divided by.
+    fn check_consistent(&self) -> Result<()> {
+        let (m, d) = (self.n_components, self.n_features);
+        let shapes_fit = m >= 1
+            && d >= 1
+            && self.components.len() == m * d
+            && self.explained_variance.len() == m
+            && self.mean.len() == d
+            && self.scale.len() == d;
+        let values_fit = self
+            .components
+            .iter()
+            .chain(&self.mean)
+            .all(|v| v.is_finite())
+            && self.scale.iter().all(|&s| s.is_finite() && s > 0.0)
+            && self
+                .explained_variance
+                .iter()
+                .all(|&v| v.is_finite() && (v > 0.0 || (!self.params.whiten && v >= 0.0)));
+        if shapes_fit && values_fit {
+            return Ok(());
+        }
+        Err(Error::invalid(
+            "model",
+            format!(
+                "inconsistent PCA model: expected {m} x {d} components, {m} variances (> 0 when \
+                 whitening), {d} means and {d} positive scales, all finite"
+            ),
+        ))
+    }
+
     fn whiten_factor(&self, i: usize) -> f64 {
         if self.params.whiten {
             self.explained_variance[i].sqrt()
@@ -956,6 +988,7 @@ impl PcaModel {
 
     /// Projections Z = ((X − μ)/σ)·Uᵀ (÷√λ when whitening), N x M, left on the device.
     pub fn transform_gpu(&self, gpu: &Gpu, x: &impl GpuInput) -> Result<GpuMatrix> {
+        self.check_consistent()?;
         let (_, d) = x.shape();
         if d != self.n_features {
             return Err(Error::FeatureMismatch {
@@ -983,6 +1016,7 @@ impl PcaModel {
 
     /// Reconstructions X̂ = (Z·(√λ)U)·σ + μ from projections (N x M), left on the device.
     pub fn inverse_transform_gpu(&self, gpu: &Gpu, z: &impl GpuInput) -> Result<GpuMatrix> {
+        self.check_consistent()?;
         let (_, m) = z.shape();
         if m != self.n_components {
             return Err(Error::FeatureMismatch {

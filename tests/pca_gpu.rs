@@ -239,6 +239,33 @@ fn digits_first_50_components_explain_the_reference_ratio() {
     assert_eq!(a.n_components(), b.n_components);
 }
 
+#[cfg(feature = "serde")]
+#[test]
+fn an_edited_model_file_gives_an_error_not_a_panic() {
+    let gpu = gpu();
+    let x = random_matrix(100, 4, 7, 0.0, 1.0);
+    let m = Matrix::new(&x, 4).unwrap();
+    let model = Pca::new(Components::Count(2)).fit(&gpu, &m).unwrap();
+    let json = serde_json::to_string(&model).unwrap();
+    let back: wgpu_unsupervised::PcaModel = serde_json::from_str(&json).unwrap();
+    assert_eq!(
+        back.transform(&gpu, &m).unwrap(),
+        model.transform(&gpu, &m).unwrap()
+    );
+    let mut edited: serde_json::Value = serde_json::from_str(&json).unwrap();
+    edited["components"].as_array_mut().unwrap().truncate(3);
+    let edited: wgpu_unsupervised::PcaModel = serde_json::from_value(edited).unwrap();
+    assert!(matches!(
+        edited.transform(&gpu, &m),
+        Err(Error::InvalidParameter { name: "model", .. })
+    ));
+    let z = Matrix::new(&[0.0f32; 4], 2).unwrap();
+    assert!(matches!(
+        edited.inverse_transform(&gpu, &z),
+        Err(Error::InvalidParameter { name: "model", .. })
+    ));
+}
+
 #[test]
 fn constant_data_have_zero_variance_not_nan() {
     let gpu = gpu();
