@@ -1,10 +1,72 @@
-//! Gaussian mixtures fitted by expectation–maximisation: parameters.
+//! Gaussian mixtures fitted by expectation–maximisation, with the per-point work on the GPU.
 //!
-//! The model is p(x) = Σₖ πₖ N(x | μₖ, Σₖ). This module holds the parameters shared by the
-//! f64 reference ([`crate::reference::gmm`], complete) and the GPU fit (the E- and M-step
-//! shaders are the next milestone; until they land there is no GPU `fit` here).
+//! The model is the density
+//!
+//! ```text
+//! p(x) = Σₖ πₖ N(x | μₖ, Σₖ),     πₖ ≥ 0,  Σₖ πₖ = 1
+//! ```
+//!
+//! fitted by EM (Dempster, Laird & Rubin 1977; Bishop, *PRML* §9.2). Every formula, layout
+//! and convention is the one of the f64 reference [`crate::reference::gmm`] (itself
+//! scikit-learn's `GaussianMixture`); this module runs the same algorithm with the N-sized
+//! work in WGSL and everything K- or D-sized in f64 on the host.
+//!
+//! **E-step** (`shaders/gmm_estep.wgsl`). Each component is evaluated through the Cholesky
+//! factor Uₖ of its precision (Σₖ⁻¹ = Uₖ Uₖᵀ, computed on the host in f64):
+//!
+//! ```text
+//! log N(x | μₖ, Σₖ) = −½ D log 2π + log det Uₖ − ½ ‖(x − μₖ)ᵀ Uₖ‖²
+//! log p(xᵢ) = mᵢ + log Σₖ exp(aᵢₖ − mᵢ),   aᵢₖ = log πₖ + log N(xᵢ | μₖ, Σₖ),  mᵢ = maxₖ aᵢₖ
+//! rᵢₖ = exp(aᵢₖ − log p(xᵢ))
+//! ```
+//!
+//! The squared Mahalanobis norms are a tiled GEMM on the device: for `Full`/`Tied` the
+//! difference x − μₖ is formed while staging the tile (no expansion, so no cancellation for
+//! data far from the origin) and multiplied by the upper-triangular Uₖ; for
+//! `Diag`/`Spherical` the kernel accumulates Σⱼ ((xⱼ − μₖⱼ) pₖⱼ)² with no D x D work. A second
+//! kernel does the log-sum-exp per point (log space throughout, so a point far from every
+//! component gets finite responsibilities that sum to one), writes the responsibilities
+//! (N x K, kept on the device), log p(xᵢ) and the most probable component, and sums log p
+//! per block of 256 rows; the host adds the blocks in f64 for the mean log-likelihood.
+//!
+//! **M-step** (`shaders/gmm_mstep.wgsl`), with Nₖ = Σᵢ rᵢₖ + 10 ε:
+//!
+//! ```text
+//! μₖ = sₖ + Σᵢ rᵢₖ (xᵢ − sₖ) / Nₖ                  (sₖ: the previous mean, a shift)
+//! πₖ = Nₖ / Σⱼ Nⱼ
+//! Full:       Σₖ = Σᵢ rᵢₖ (xᵢ − μₖ)(xᵢ − μₖ)ᵀ / Nₖ + reg·I
+//! Tied:       Σ  = Σₖ Σᵢ rᵢₖ (xᵢ − μₖ)(xᵢ − μₖ)ᵀ / Σₖ Nₖ + reg·I
+//! Diag:       σₖⱼ² = Σᵢ rᵢₖ (xᵢⱼ − μₖⱼ)² / Nₖ + reg
+//! Spherical:  σₖ² = (1/D) Σⱼ σₖⱼ²
+//! ```
+//!
+//! Two passes: the first (fused into the E-step's submission) gives Nₖ and the shifted first
+//! moments, the host forms μₖ, and the second accumulates the **centred** scatter around the
+//! new μₖ, never E[x xᵀ] − μ μᵀ. Diag and Spherical accumulate only the D diagonal terms.
+//! Every device sum covers one bounded block of rows; blocks are folded on the device in a
+//! fixed order (Kahan) and finished in f64, so a fit is bitwise repeatable on one adapter.
+//!
+//! Shifting by the previous mean (rather than the reference's plain Σ rᵢₖ xᵢ / Nₖ) keeps the
+//! f32 sums small; the two agree to rounding except for a component with no weight at all,
+//! which here keeps its previous mean (the reference moves it toward the origin). Its
+//! covariance becomes reg·I and its weight about 10 ε / N, exactly as in the reference;
+//! nothing becomes NaN. With `reg_covar = 0` such a component is not positive definite and
+//! the fit stops with [`Error::InvalidParameter`] naming the component and `reg_covar`.
+//!
+//! **Convergence, restarts, initialisation and labels** are the reference's: the lower bound
+//! of an iteration is the mean log-likelihood of its E-step; EM stops when it changes by less
+//! than `tol`; of `n_init` restarts the highest final bound wins; the returned labels come
+//! from a final E-step. The initial responsibilities are drawn with the same ChaCha8 stream
+//! as the reference for `Random` (so both start from the same point), and come from the GPU
+//! K-Means / k-means++ for `KMeans` / `KMeansPlusPlus`.
+
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
 
 use crate::error::{Error, Result};
+use crate::gpu::{Gpu, GpuMatrix, GpuVector};
+use crate::kmeans::GpuInput;
+use crate::reference::gmm::ReferenceGmm;
 
 /// The shape of the component covariances.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -185,5 +247,453 @@ impl GaussianMixture {
             }
         }
         Ok(())
+    }
+}
+
+mod workspace;
+
+use workspace::{Parameters, Workspace};
+
+impl GaussianMixture {
+    /// Starts the next fit from a fitted model's parameters (scikit-learn's `warm_start`):
+    /// sets `init` to [`GmmInit::Given`] with the model's weights, means and precisions, and
+    /// the covariance type to the model's.
+    pub fn warm_start(mut self, model: &GaussianMixtureModel) -> Self {
+        self.covariance_type = model.covariance_type();
+        self.init = GmmInit::Given(model.initial_parameters());
+        self
+    }
+
+    /// Fits a mixture to host or device data by EM (module docs), `n_init` times, keeping
+    /// the highest final lower bound.
+    ///
+    /// Not converging within `max_iter` is not an error: the model comes back with
+    /// `converged() == false`.
+    ///
+    /// Errors: the parameter errors of [`GaussianMixture::validate`] (k > n is
+    /// [`Error::TooFewSamples`]); [`Error::InvalidParameter`] named `reg_covar` when a
+    /// covariance stops being positive definite (naming the component), `init` for given
+    /// precisions that are not positive definite, `x` when the log-likelihood is not finite
+    /// (data of extreme scale); [`Error::NonFinite`] for NaN/inf in host data; the GPU errors
+    /// of the upload and the kernels.
+    pub fn fit(&self, gpu: &Gpu, x: &impl GpuInput) -> Result<GaussianMixtureModel> {
+        let (n, d) = x.shape();
+        self.validate(n, d)?;
+        let xg = x.on_gpu(gpu)?;
+        let ws = Workspace::new(gpu, &xg, self.k, self.covariance_type)?;
+        let mut rng = ChaCha8Rng::seed_from_u64(self.seed);
+        let runs = match self.init {
+            GmmInit::Given(_) => 1,
+            _ => self.n_init,
+        };
+        let mut best: Option<workspace::Run> = None;
+        for _ in 0..runs {
+            let start = ws.initial_parameters(self, &mut rng)?;
+            let run = ws.em(start, self)?;
+            // Strictly higher, so that among equal runs the earliest wins (as the reference).
+            if best
+                .as_ref()
+                .is_none_or(|b| run.lower_bound > b.lower_bound)
+            {
+                best = Some(run);
+            }
+        }
+        let run = best.expect("at least one initialisation ran");
+        // The final E-step: labels that agree with the returned parameters.
+        let labels = ws.labels(&run.parameters)?;
+        let p = run.parameters;
+        Ok(GaussianMixtureModel {
+            params: self.clone(),
+            n_features: d,
+            weights: p.weights,
+            means: p.means,
+            covariances: p.covariances,
+            precisions_cholesky: p.precisions_cholesky,
+            converged: run.converged,
+            n_iter: run.n_iter,
+            lower_bound: run.lower_bound,
+            lower_bound_history: run.history,
+            labels,
+        })
+    }
+}
+
+/// Weights, means and covariances of a mixture (layouts of [`crate::reference::gmm`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct GaussianParameters {
+    /// Mixing weights πₖ, summing to 1.
+    pub weights: Vec<f64>,
+    /// Means, K x D row-major.
+    pub means: Vec<f64>,
+    /// Covariances with `reg_covar` on the diagonal: Full K x D x D, Tied D x D, Diag K x D,
+    /// Spherical K.
+    pub covariances: Vec<f64>,
+}
+
+/// The M-step on the GPU: the weights, means and (centred) covariances of soft assignments
+/// `resp` (N x K row-major, non-negative, finite) of the rows of `x`, with `reg_covar` added
+/// to the diagonals (scikit-learn's `_estimate_gaussian_parameters` plus the weight
+/// normalisation). Useful on its own, e.g. for class-conditional Gaussians of given labels.
+///
+/// Errors: [`Error::InvalidParameter`] for k = 0, `resp` of the wrong length or with
+/// negative or non-finite values, a negative or non-finite `reg_covar`; the errors of the
+/// upload and the kernels.
+pub fn estimate_gaussian_parameters(
+    gpu: &Gpu,
+    x: &impl GpuInput,
+    resp: &[f32],
+    k: usize,
+    covariance_type: CovarianceType,
+    reg_covar: f64,
+) -> Result<GaussianParameters> {
+    let (n, _) = x.shape();
+    Error::require_count("k", k)?;
+    Error::require_non_negative("reg_covar", reg_covar)?;
+    if resp.len() != n.saturating_mul(k) {
+        return Err(Error::invalid(
+            "resp",
+            format!(
+                "expected {n} x {k} responsibilities, got {} values",
+                resp.len()
+            ),
+        ));
+    }
+    if resp.iter().any(|r| !(r.is_finite() && *r >= 0.0)) {
+        return Err(Error::invalid(
+            "resp",
+            "responsibilities must be finite and >= 0",
+        ));
+    }
+    let xg = x.on_gpu(gpu)?;
+    let ws = Workspace::new(gpu, &xg, k, covariance_type)?;
+    ws.upload_responsibilities(resp)?;
+    let p = ws.mstep(None, reg_covar)?;
+    Ok(GaussianParameters {
+        weights: p.weights,
+        means: p.means,
+        covariances: p.covariances,
+    })
+}
+
+/// A fitted Gaussian mixture. Parameters are kept in f64 (the host algebra's precision) and
+/// sent to the device as f32 for each evaluation.
+#[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct GaussianMixtureModel {
+    params: GaussianMixture,
+    n_features: usize,
+    weights: Vec<f64>,
+    means: Vec<f64>,
+    covariances: Vec<f64>,
+    precisions_cholesky: Vec<f64>,
+    converged: bool,
+    n_iter: usize,
+    lower_bound: f64,
+    lower_bound_history: Vec<f64>,
+    labels: Vec<u32>,
+}
+
+/// Everything one E-step pass gives for a set of rows, left on the device.
+#[derive(Debug, Clone)]
+pub struct GmmEvaluation {
+    /// Responsibilities p(k | xᵢ), N x K, each row summing to 1.
+    pub responsibilities: GpuMatrix,
+    /// log p(xᵢ) per row.
+    pub log_density: GpuVector<f32>,
+    /// Most probable component per row (lowest index on ties).
+    pub labels: GpuVector<u32>,
+    /// (1/N) Σᵢ log p(xᵢ), summed in f64 from bounded blocks.
+    pub mean_log_likelihood: f64,
+}
+
+impl GaussianMixtureModel {
+    /// A model from known parameters (e.g. computed elsewhere), to evaluate and sample with:
+    /// weights (K, finite, non-negative, summing to 1 within 1e-6), means (K x D) and
+    /// covariances in the layout of `covariance_type` (Full K x D x D, Tied D x D, Diag K x D,
+    /// Spherical K). It has no training labels and a lower bound of NaN.
+    ///
+    /// Errors: [`Error::EmptyData`] for no weights, [`Error::Shape`] for means that are not
+    /// K rows, [`Error::NonFinite`] for non-finite means, [`Error::InvalidParameter`] for bad
+    /// weights, covariances of the wrong length, or covariances that are not positive
+    /// definite (naming the component).
+    pub fn from_parameters(
+        covariance_type: CovarianceType,
+        weights: Vec<f64>,
+        means: Vec<f64>,
+        covariances: Vec<f64>,
+    ) -> Result<Self> {
+        let k = weights.len();
+        if k == 0 || means.is_empty() {
+            return Err(Error::EmptyData {
+                what: "mixture parameters",
+                missing: "components",
+            });
+        }
+        if !means.len().is_multiple_of(k) {
+            return Err(Error::Shape {
+                len: means.len(),
+                n_features: k,
+            });
+        }
+        let d = means.len() / k;
+        crate::data::check_finite(&means, d)?;
+        let sum: f64 = weights.iter().sum();
+        if weights.iter().any(|&w| !(w.is_finite() && w >= 0.0)) || (sum - 1.0).abs() > 1e-6 {
+            return Err(Error::invalid(
+                "weights",
+                "weights must be finite, non-negative and sum to 1",
+            ));
+        }
+        let precisions_cholesky =
+            crate::reference::gmm::compute_precision_cholesky(&covariances, covariance_type, k, d)?;
+        Ok(Self {
+            params: GaussianMixture::new(k).covariance(covariance_type),
+            n_features: d,
+            weights,
+            means,
+            covariances,
+            precisions_cholesky,
+            converged: false,
+            n_iter: 0,
+            lower_bound: f64::NAN,
+            lower_bound_history: Vec::new(),
+            labels: Vec::new(),
+        })
+    }
+
+    /// Number of components K.
+    pub fn k(&self) -> usize {
+        self.weights.len()
+    }
+
+    /// Number of features D.
+    pub fn n_features(&self) -> usize {
+        self.n_features
+    }
+
+    /// Covariance shape.
+    pub fn covariance_type(&self) -> CovarianceType {
+        self.params.covariance_type
+    }
+
+    /// The parameters the model was fitted with.
+    pub fn params(&self) -> &GaussianMixture {
+        &self.params
+    }
+
+    /// Mixing weights πₖ (K, summing to 1).
+    pub fn weights(&self) -> &[f64] {
+        &self.weights
+    }
+
+    /// Means μₖ, K x D row-major.
+    pub fn means(&self) -> &[f64] {
+        &self.means
+    }
+
+    /// Covariances (`reg_covar` included): Full K x D x D, Tied D x D, Diag K x D, Spherical K.
+    pub fn covariances(&self) -> &[f64] {
+        &self.covariances
+    }
+
+    /// Cholesky factors of the precisions in the layout of [`crate::reference::gmm`]: upper
+    /// triangular Uₖ with Σₖ⁻¹ = Uₖ Uₖᵀ (Full, Tied), reciprocal standard deviations (Diag,
+    /// Spherical); scikit-learn's `precisions_cholesky_`.
+    pub fn precisions_cholesky(&self) -> &[f64] {
+        &self.precisions_cholesky
+    }
+
+    /// The precision matrices Σₖ⁻¹ (Full K x D x D, Tied D x D) or values 1/σ² (Diag K x D,
+    /// Spherical K).
+    pub fn precisions(&self) -> Vec<f64> {
+        let d = self.n_features;
+        match self.covariance_type() {
+            CovarianceType::Full | CovarianceType::Tied => self
+                .precisions_cholesky
+                .chunks_exact(d * d)
+                .flat_map(|u| {
+                    (0..d * d).map(move |e| {
+                        let (i, j) = (e / d, e % d);
+                        (0..d).map(|t| u[i * d + t] * u[j * d + t]).sum::<f64>()
+                    })
+                })
+                .collect(),
+            CovarianceType::Diag | CovarianceType::Spherical => {
+                self.precisions_cholesky.iter().map(|p| p * p).collect()
+            }
+        }
+    }
+
+    /// Whether the change of the lower bound fell below `tol` before `max_iter` ran out.
+    pub fn converged(&self) -> bool {
+        self.converged
+    }
+
+    /// EM iterations of the kept initialisation.
+    pub fn n_iter(&self) -> usize {
+        self.n_iter
+    }
+
+    /// Mean per-sample log-likelihood of the last E-step (scikit-learn's `lower_bound_`).
+    pub fn lower_bound(&self) -> f64 {
+        self.lower_bound
+    }
+
+    /// The lower bound of every iteration of the kept initialisation (never decreasing, up
+    /// to rounding).
+    pub fn lower_bound_history(&self) -> &[f64] {
+        &self.lower_bound_history
+    }
+
+    /// Most probable component of each training row, from a final E-step with the returned
+    /// parameters (empty for a model built by [`GaussianMixtureModel::from_parameters`]).
+    pub fn labels(&self) -> &[u32] {
+        &self.labels
+    }
+
+    /// The model's weights, means and precisions as starting parameters (for
+    /// [`GaussianMixture::warm_start`]).
+    pub fn initial_parameters(&self) -> InitialParameters {
+        InitialParameters {
+            weights: self.weights.clone(),
+            means: self.means.clone(),
+            precisions: self.precisions(),
+        }
+    }
+
+    /// The same model as the f64 reference's type, to evaluate on the CPU with
+    /// [`crate::reference::gmm`].
+    pub fn as_reference(&self) -> ReferenceGmm {
+        ReferenceGmm {
+            weights: self.weights.clone(),
+            means: self.means.clone(),
+            covariances: self.covariances.clone(),
+            precisions_cholesky: self.precisions_cholesky.clone(),
+            covariance_type: self.covariance_type(),
+            converged: self.converged,
+            n_iter: self.n_iter,
+            lower_bound: self.lower_bound,
+            lower_bound_history: self.lower_bound_history.clone(),
+            labels: self.labels.clone(),
+        }
+    }
+
+    /// Checks that `x` has the model's feature count and that the model's own shapes agree
+    /// (a model read from a file may have been edited).
+    fn check(&self, x: &impl GpuInput) -> Result<Parameters> {
+        let (_, d) = x.shape();
+        if d != self.n_features {
+            return Err(Error::FeatureMismatch {
+                expected: self.n_features,
+                found: d,
+            });
+        }
+        let k = self.weights.len();
+        let expected = self.params.clone().covariance(self.covariance_type());
+        let expected = GaussianMixture { k, ..expected };
+        if k == 0
+            || self.means.len() != k * d
+            || self.covariances.len() != expected.precision_len(d)
+            || self.precisions_cholesky.len() != expected.precision_len(d)
+        {
+            return Err(Error::invalid(
+                "model",
+                format!(
+                    "{k} weights, {} mean values, {} covariance and {} precision values do not \
+                     fit {:?} covariances of {d} features",
+                    self.means.len(),
+                    self.covariances.len(),
+                    self.precisions_cholesky.len(),
+                    self.covariance_type()
+                ),
+            ));
+        }
+        if self.weights.iter().any(|w| !(w.is_finite() && *w >= 0.0))
+            || self.means.iter().any(|v| !v.is_finite())
+            || self.precisions_cholesky.iter().any(|v| !v.is_finite())
+        {
+            return Err(Error::invalid("model", "non-finite or negative parameters"));
+        }
+        Ok(Parameters {
+            weights: self.weights.clone(),
+            means: self.means.clone(),
+            covariances: self.covariances.clone(),
+            precisions_cholesky: self.precisions_cholesky.clone(),
+        })
+    }
+
+    /// One E-step over `x`: responsibilities, log-densities and labels left on the device,
+    /// and the mean log-likelihood.
+    pub fn evaluate_gpu(&self, gpu: &Gpu, x: &impl GpuInput) -> Result<GmmEvaluation> {
+        let p = self.check(x)?;
+        let xg = x.on_gpu(gpu)?;
+        let ws = Workspace::new(gpu, &xg, self.k(), self.covariance_type())?;
+        ws.evaluate(&p)
+    }
+
+    /// Most probable component of each row, left on the device.
+    pub fn predict_gpu(&self, gpu: &Gpu, x: &impl GpuInput) -> Result<GpuVector<u32>> {
+        Ok(self.evaluate_gpu(gpu, x)?.labels)
+    }
+
+    /// Most probable component of each row (argmaxₖ of log πₖ + log N(x | μₖ, Σₖ)).
+    pub fn predict(&self, gpu: &Gpu, x: &impl GpuInput) -> Result<Vec<u32>> {
+        self.predict_gpu(gpu, x)?.to_host(gpu)
+    }
+
+    /// Responsibilities p(k | xᵢ), N x K, left on the device.
+    pub fn predict_proba_gpu(&self, gpu: &Gpu, x: &impl GpuInput) -> Result<GpuMatrix> {
+        Ok(self.evaluate_gpu(gpu, x)?.responsibilities)
+    }
+
+    /// Responsibilities p(k | xᵢ), N x K row-major; each row sums to 1.
+    pub fn predict_proba(&self, gpu: &Gpu, x: &impl GpuInput) -> Result<Vec<f32>> {
+        self.predict_proba_gpu(gpu, x)?.to_host(gpu)
+    }
+
+    /// log p(xᵢ) per row, left on the device.
+    pub fn score_samples_gpu(&self, gpu: &Gpu, x: &impl GpuInput) -> Result<GpuVector<f32>> {
+        Ok(self.evaluate_gpu(gpu, x)?.log_density)
+    }
+
+    /// log p(xᵢ) per row.
+    pub fn score_samples(&self, gpu: &Gpu, x: &impl GpuInput) -> Result<Vec<f32>> {
+        self.score_samples_gpu(gpu, x)?.to_host(gpu)
+    }
+
+    /// Mean log-likelihood (1/N) Σᵢ log p(xᵢ) of `x` (higher is better).
+    pub fn score(&self, gpu: &Gpu, x: &impl GpuInput) -> Result<f64> {
+        Ok(self.evaluate_gpu(gpu, x)?.mean_log_likelihood)
+    }
+
+    /// Number of free parameters p: covariance values (Full K·D(D+1)/2, Tied D(D+1)/2,
+    /// Diag K·D, Spherical K) + K·D means + K − 1 weights.
+    pub fn n_parameters(&self) -> usize {
+        crate::reference::gmm::n_parameters(&self.as_reference(), self.n_features)
+    }
+
+    /// Bayesian information criterion −2 log L + p log N on `x` (lower is better).
+    pub fn bic(&self, gpu: &Gpu, x: &impl GpuInput) -> Result<f64> {
+        let n = x.shape().0 as f64;
+        let ll = self.score(gpu, x)? * n;
+        Ok(-2.0 * ll + self.n_parameters() as f64 * n.ln())
+    }
+
+    /// Akaike information criterion −2 log L + 2p on `x` (lower is better).
+    pub fn aic(&self, gpu: &Gpu, x: &impl GpuInput) -> Result<f64> {
+        let n = x.shape().0 as f64;
+        let ll = self.score(gpu, x)? * n;
+        Ok(-2.0 * ll + 2.0 * self.n_parameters() as f64)
+    }
+
+    /// Draws `n` samples with a ChaCha8 generator seeded with `seed`: components from the
+    /// categorical distribution on π, points as μₖ + Lₖ z (Lₖ the lower Cholesky factor of
+    /// Σₖ, z standard normal). Returns the samples (n x D row-major, f64) and their
+    /// components, grouped by component as scikit-learn. Runs on the host (it is O(n·D²)
+    /// with no data to stream).
+    ///
+    /// Errors: [`Error::InvalidParameter`] for n = 0 or an inconsistent model.
+    pub fn sample(&self, n: usize, seed: u64) -> Result<(Vec<f64>, Vec<u32>)> {
+        crate::reference::gmm::sample(&self.as_reference(), n, seed)
     }
 }

@@ -661,6 +661,18 @@ struct KMeansModelParts {
     history: Vec<f64>,
 }
 
+/// Greedy k-means++ seeds (K x D, f32) of device data, drawn with `rng`: the seeding of
+/// [`KMeans::fit`] on its own, for the Gaussian-mixture initialisation.
+pub(crate) fn plus_plus_seeds(
+    gpu: &Gpu,
+    x: &GpuMatrix,
+    k: usize,
+    rng: &mut ChaCha8Rng,
+) -> Result<Vec<f32>> {
+    let ws = Workspace::new(gpu, x, k)?;
+    ws.kmeans_plus_plus(rng, KMeans::new(k).n_local_trials())
+}
+
 impl KMeans {
     /// Fits on host or device data: `n_init` restarts, keeping the lowest inertia.
     ///

@@ -48,6 +48,7 @@ pub mod reference;
 
 pub use data::Matrix;
 pub use error::{Error, Result};
+pub use gmm::{CovarianceType, GaussianMixture, GaussianMixtureModel, GmmInit};
 pub use gpu::{Gpu, GpuInfo, GpuMatrix, GpuVector};
 pub use kmeans::{GpuInput, KMeans, KMeansInit, KMeansModel};
 pub use pca::{Components, Pca, PcaModel, PcaSolver};

@@ -65,7 +65,7 @@ fn rows_per_chunk(gpu: &Gpu, n_features: usize) -> Result<usize> {
     Ok((limit / row_bytes) as usize)
 }
 
-fn check_budget(gpu: &Gpu, what: &str, bytes: u64) -> Result<()> {
+pub(crate) fn check_budget(gpu: &Gpu, what: &str, bytes: u64) -> Result<()> {
     let budget = gpu.memory_budget();
     if bytes > budget {
         return Err(Error::OutOfDeviceMemory {

@@ -17,6 +17,8 @@ pub(crate) enum Shader {
     Rows,
     Covariance,
     Projection,
+    GmmEstep,
+    GmmMstep,
 }
 
 impl Shader {
@@ -29,6 +31,8 @@ impl Shader {
             Shader::Rows => "rows.wgsl",
             Shader::Covariance => "covariance.wgsl",
             Shader::Projection => "projection.wgsl",
+            Shader::GmmEstep => "gmm_estep.wgsl",
+            Shader::GmmMstep => "gmm_mstep.wgsl",
         }
     }
 
@@ -41,6 +45,8 @@ impl Shader {
             Shader::Rows => include_str!("../../shaders/rows.wgsl"),
             Shader::Covariance => include_str!("../../shaders/covariance.wgsl"),
             Shader::Projection => include_str!("../../shaders/projection.wgsl"),
+            Shader::GmmEstep => include_str!("../../shaders/gmm_estep.wgsl"),
+            Shader::GmmMstep => include_str!("../../shaders/gmm_mstep.wgsl"),
         }
     }
 }

@@ -6,6 +6,8 @@
 pub(crate) mod assign;
 pub(crate) mod centroid_update;
 pub(crate) mod covariance;
+pub(crate) mod gmm_estep;
+pub(crate) mod gmm_mstep;
 pub(crate) mod kmeans_pp;
 pub(crate) mod projection;
 pub(crate) mod reduce;

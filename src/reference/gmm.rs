@@ -194,7 +194,7 @@ pub fn compute_precision_cholesky(
 }
 
 /// [`compute_precision_cholesky`], quoting the `reg_covar` in use in the error message.
-fn precision_cholesky_impl(
+pub(crate) fn precision_cholesky_impl(
     covariances: &[f64],
     covariance_type: CovarianceType,
     k: usize,
@@ -582,7 +582,7 @@ fn one_hot(labels: &[u32], k: usize) -> Vec<f64> {
 }
 
 /// The covariances of given precisions (inverted per component), in the same layout.
-fn covariances_from_precisions(
+pub(crate) fn covariances_from_precisions(
     p: &InitialParameters,
     covariance_type: CovarianceType,
     d: usize,

@@ -1,0 +1,249 @@
+// E-step of a Gaussian mixture: squared Mahalanobis norms, log-sum-exp, responsibilities.
+//
+// Host wrapper: src/kernels/gmm_estep.rs.
+//
+// With Uₖ the Cholesky factor of component k's precision (Σₖ⁻¹ = Uₖ Uₖᵀ, computed on the host
+// in f64), log N(x | μₖ, Σₖ) = −½ D log 2π + log det Uₖ − ½ ‖(x − μₖ)ᵀ Uₖ‖². The kernels here
+// write qᵢₖ = ‖(xᵢ − μₖ)ᵀ Uₖ‖² into the N x K responsibilities buffer, then
+// normalize_responsibilities turns it into rᵢₖ in place, with
+//     aᵢₖ = cₖ − ½ qᵢₖ,  cₖ = log πₖ − ½ D log 2π + log det Uₖ   (host, f64 → f32)
+//     log p(xᵢ) = mᵢ + log Σₖ exp(aᵢₖ − mᵢ),  mᵢ = maxₖ aᵢₖ,   rᵢₖ = exp(aᵢₖ − log p(xᵢ)).
+//
+// mahalanobis_full (Full and Tied: Uₖ upper triangular, D x D) is a tiled GEMM: a workgroup
+// owns 64 rows of one component and walks the output columns in tiles of 64; the difference
+// x − μₖ is formed while staging (no x·U − μ·U expansion, so no cancellation for data far
+// from the origin), TILE_R features at a time, and only rows i ≤ j of Uₖ are visited. Each
+// invocation accumulates a 4 x 4 register block of y = (x − μₖ)ᵀ Uₖ, squares it, and the 16
+// invocations sharing a row add their parts in a fixed order.
+//
+// mahalanobis_diag (Diag and Spherical: Uₖ diagonal, given as K x D values pₖⱼ; Spherical
+// repeats pₖ over j on the host) has no D x D work: one invocation per row accumulates
+// Σⱼ ((xⱼ − μₖⱼ) pₖⱼ)² for COMPONENTS_PER_PASS components at a time in registers; the
+// component parameters are read at the same address across the workgroup (a broadcast).
+
+override WG_SIZE: u32 = 256u; // mahalanobis_full: must be 256 (16 x 16 invocations)
+const TILE: u32 = 64u;        // rows and output columns per tile (mahalanobis_full)
+const TILE_R: u32 = 16u;      // features staged per step (mahalanobis_full)
+const COMPONENTS_PER_PASS: u32 = 8u; // mahalanobis_diag register accumulators
+const MAX_NORMALIZE_WG: u32 = 256u;  // normalize_responsibilities: WG_SIZE at most this
+const F32_MAX: f32 = 3.4028235e38;
+
+// Twin: EstepParams in src/kernels/gmm_estep.rs.
+struct EstepParams {
+    n_rows: u32,       // rows in this segment
+    x_offset: u32,     // index of the segment's first value inside the bound range of x
+    d: u32,
+    k: u32,
+    grid_x: u32,       // workgroups along x (2-D grids when one dimension is not enough)
+    prec_stride: u32,  // values between two components' factors: D*D (Full), 0 (Tied), D (Diag)
+    row_offset: u32,   // the segment's first row inside the per-chunk vectors (log p, labels)
+    block_offset: u32, // global index of the segment's first block of log p sums
+}
+
+@group(0) @binding(0) var<uniform> params: EstepParams;
+@group(0) @binding(1) var<storage, read> x: array<f32>;
+@group(0) @binding(2) var<storage, read> means: array<f32>;       // K x D
+@group(0) @binding(3) var<storage, read> precisions: array<f32>;  // factors, see prec_stride
+// n_rows x K: q on the way in to normalize_responsibilities, r on the way out.
+@group(0) @binding(4) var<storage, read_write> resp: array<f32>;
+@group(0) @binding(5) var<storage, read> log_const: array<f32>;   // K values cₖ
+@group(0) @binding(6) var<storage, read_write> log_density: array<f32>;
+@group(0) @binding(7) var<storage, read_write> labels: array<u32>;
+@group(0) @binding(8) var<storage, read_write> block_log_density: array<f32>;
+@group(0) @binding(9) var<storage, read> given_labels: array<u32>; // n_rows values
+
+var<workgroup> diff_tile: array<f32, 1024>; // TILE_R x TILE: diff_tile[ii * TILE + r]
+var<workgroup> u_tile: array<f32, 1024>;    // TILE_R x TILE: u_tile[ii * TILE + c]
+var<workgroup> row_parts: array<f32, 1024>; // TILE x 16 partial squared norms
+var<workgroup> block_sum: array<f32, MAX_NORMALIZE_WG>;
+
+@compute @workgroup_size(WG_SIZE)
+fn mahalanobis_full(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+) {
+    let p = params;
+    let n_row_tiles = (p.n_rows + TILE - 1u) / TILE;
+    let g = wid.y * p.grid_x + wid.x;
+    // Workgroups past the end run no loop iterations (uniform barriers) and write nothing.
+    let valid = g < n_row_tiles * p.k;
+    let comp = g / max(n_row_tiles, 1u);
+    let first = (g % max(n_row_tiles, 1u)) * TILE;
+    let u_base = comp * p.prec_stride;
+    let m_base = comp * p.d;
+    let tx = lid % 16u;
+    let ty = lid / 16u;
+    var n_col_tiles = 0u;
+    if valid {
+        n_col_tiles = (p.d + TILE - 1u) / TILE;
+    }
+    var q = 0.0; // squared norm of row first + lid (invocations lid < TILE)
+    for (var ct = 0u; ct < n_col_tiles; ct++) {
+        let j0 = ct * TILE;
+        // Uₖ is upper triangular: rows i > j contribute nothing to columns j < j0 + TILE.
+        let i_end = min(p.d, j0 + TILE);
+        var acc: array<f32, 16>;
+        for (var i0 = 0u; i0 < i_end; i0 += TILE_R) {
+            for (var e = lid; e < TILE_R * TILE; e += WG_SIZE) {
+                // Consecutive invocations read consecutive features of a row ...
+                let r = e / TILE_R;
+                let ii = e % TILE_R;
+                let row = first + r;
+                var v = 0.0;
+                if row < p.n_rows && i0 + ii < p.d {
+                    v = x[p.x_offset + row * p.d + i0 + ii] - means[m_base + i0 + ii];
+                }
+                diff_tile[ii * TILE + r] = v;
+                // ... and consecutive columns of a row of Uₖ.
+                let ui = i0 + e / TILE;
+                let uj = j0 + e % TILE;
+                var w = 0.0;
+                if ui < p.d && uj < p.d {
+                    w = precisions[u_base + ui * p.d + uj];
+                }
+                u_tile[e] = w;
+            }
+            workgroupBarrier();
+            for (var ii = 0u; ii < TILE_R; ii++) {
+                var av: array<f32, 4>;
+                var bv: array<f32, 4>;
+                for (var i = 0u; i < 4u; i++) {
+                    av[i] = diff_tile[ii * TILE + ty + i * 16u];
+                    bv[i] = u_tile[ii * TILE + tx + i * 16u];
+                }
+                for (var i = 0u; i < 4u; i++) {
+                    for (var m = 0u; m < 4u; m++) {
+                        acc[i * 4u + m] = fma(av[i], bv[m], acc[i * 4u + m]);
+                    }
+                }
+            }
+            workgroupBarrier();
+        }
+        // Columns past D hold zeros (U padded with 0), so they add nothing.
+        for (var i = 0u; i < 4u; i++) {
+            var s = 0.0;
+            for (var m = 0u; m < 4u; m++) {
+                s = fma(acc[i * 4u + m], acc[i * 4u + m], s);
+            }
+            row_parts[(ty + i * 16u) * 16u + tx] = s;
+        }
+        workgroupBarrier();
+        if lid < TILE {
+            for (var c = 0u; c < 16u; c++) {
+                q += row_parts[lid * 16u + c];
+            }
+        }
+        workgroupBarrier();
+    }
+    if valid && lid < TILE {
+        let row = first + lid;
+        if row < p.n_rows {
+            resp[row * p.k + comp] = q;
+        }
+    }
+}
+
+@compute @workgroup_size(WG_SIZE)
+fn mahalanobis_diag(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+) {
+    let p = params;
+    let row = (wid.y * p.grid_x + wid.x) * WG_SIZE + lid;
+    if row >= p.n_rows {
+        return;
+    }
+    let base = p.x_offset + row * p.d;
+    for (var k0 = 0u; k0 < p.k; k0 += COMPONENTS_PER_PASS) {
+        var acc: array<f32, COMPONENTS_PER_PASS>;
+        // Past K, repeat the last component; those sums are not written.
+        var cbase: array<u32, COMPONENTS_PER_PASS>;
+        for (var c = 0u; c < COMPONENTS_PER_PASS; c++) {
+            cbase[c] = min(k0 + c, p.k - 1u) * p.d;
+        }
+        for (var j = 0u; j < p.d; j++) {
+            let xv = x[base + j];
+            for (var c = 0u; c < COMPONENTS_PER_PASS; c++) {
+                let t = (xv - means[cbase[c] + j]) * precisions[cbase[c] + j];
+                acc[c] = fma(t, t, acc[c]);
+            }
+        }
+        for (var c = 0u; c < COMPONENTS_PER_PASS; c++) {
+            if k0 + c < p.k {
+                resp[row * p.k + k0 + c] = acc[c];
+            }
+        }
+    }
+}
+
+// Turns the squared norms of each row into responsibilities (in place), writes log p(xᵢ)
+// and the most probable component (lowest index on ties), and the sum of log p over each
+// workgroup's rows (a tree in a fixed order) for the lower bound.
+@compute @workgroup_size(WG_SIZE)
+fn normalize_responsibilities(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+) {
+    let p = params;
+    let g = wid.y * p.grid_x + wid.x;
+    let row = g * WG_SIZE + lid;
+    var lse = 0.0;
+    if row < p.n_rows {
+        let base = row * p.k;
+        var best = 0u;
+        var top = log_const[0] - 0.5 * resp[base];
+        for (var c = 1u; c < p.k; c++) {
+            let a = log_const[c] - 0.5 * resp[base + c];
+            if a > top {
+                top = a;
+                best = c;
+            }
+        }
+        if top < -F32_MAX {
+            // Every aᵢₖ is −∞ (only with zero weights or overflowing norms): log p = −∞ and
+            // uniform responsibilities, as the reference.
+            lse = top;
+            for (var c = 0u; c < p.k; c++) {
+                resp[base + c] = 1.0 / f32(p.k);
+            }
+        } else {
+            var s = 0.0;
+            for (var c = 0u; c < p.k; c++) {
+                s += exp(log_const[c] - 0.5 * resp[base + c] - top);
+            }
+            lse = top + log(s);
+            for (var c = 0u; c < p.k; c++) {
+                resp[base + c] = exp(log_const[c] - 0.5 * resp[base + c] - lse);
+            }
+        }
+        log_density[p.row_offset + row] = lse;
+        labels[p.row_offset + row] = best;
+    }
+    block_sum[lid] = lse;
+    for (var half = WG_SIZE / 2u; half > 0u; half = half / 2u) {
+        workgroupBarrier();
+        if lid < half {
+            block_sum[lid] += block_sum[lid + half];
+        }
+    }
+    if lid == 0u && g * WG_SIZE < p.n_rows {
+        block_log_density[p.block_offset + g] = block_sum[0];
+    }
+}
+
+// One-hot responsibilities from given labels (the K-Means initialisation).
+@compute @workgroup_size(WG_SIZE)
+fn responsibilities_from_labels(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+) {
+    let p = params;
+    let row = (wid.y * p.grid_x + wid.x) * WG_SIZE + lid;
+    if row >= p.n_rows {
+        return;
+    }
+    let label = given_labels[row];
+    for (var c = 0u; c < p.k; c++) {
+        resp[row * p.k + c] = select(0.0, 1.0, c == label);
+    }
+}

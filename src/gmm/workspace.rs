@@ -1,0 +1,606 @@
+//! The device side of a Gaussian-mixture fit: the buffers of one data matrix, the E-step and
+//! M-step passes over it, and the EM loop (algorithm and formulas in the parent module).
+
+use rand::Rng;
+use rand_chacha::ChaCha8Rng;
+
+use super::{GaussianMixture, GmmEvaluation, GmmInit};
+use crate::error::{Error, Result};
+use crate::gmm::CovarianceType;
+use crate::gpu::buffer::{check_budget, Chunk};
+use crate::gpu::kernel::Batch;
+use crate::gpu::{Gpu, GpuMatrix, GpuVector};
+use crate::kernels::gmm_estep::{self, Components, RowOutputs, Segment, NORMALIZE_ROWS};
+use crate::kernels::gmm_mstep::{self, Blocks, Moment};
+use crate::kernels::{reduce, rows};
+use crate::reference::gmm as reference;
+
+/// Mixture parameters in f64 (layouts of the reference).
+#[derive(Debug, Clone)]
+pub(super) struct Parameters {
+    pub weights: Vec<f64>,
+    pub means: Vec<f64>,
+    pub covariances: Vec<f64>,
+    pub precisions_cholesky: Vec<f64>,
+}
+
+/// The outcome of one EM run.
+pub(super) struct Run {
+    pub parameters: Parameters,
+    pub converged: bool,
+    pub n_iter: usize,
+    pub lower_bound: f64,
+    pub history: Vec<f64>,
+}
+
+/// Rows of one data chunk whose N x K responsibilities fit one binding.
+struct SegmentBuffers {
+    chunk: usize,
+    first: usize,
+    n_rows: usize,
+    resp: wgpu::Buffer,
+    /// First global M-step block and first global log p block.
+    block_offset: usize,
+    log_block_offset: usize,
+}
+
+/// Bytes the per-block M-step sums may take (as K-Means): plenty of parallelism, small next
+/// to the data.
+const PARTIALS_TARGET_BYTES: u64 = 64 << 20;
+
+/// Rows per M-step block at least: enough work per invocation, few blocks to fold.
+const MIN_BLOCK_ROWS: usize = 256;
+
+/// Device buffers for evaluating or fitting a mixture on one data matrix.
+pub(super) struct Workspace<'a> {
+    gpu: &'a Gpu,
+    x: &'a GpuMatrix,
+    k: usize,
+    d: usize,
+    covariance_type: CovarianceType,
+    segments: Vec<SegmentBuffers>,
+    log_density: GpuVector<f32>,
+    labels: GpuVector<u32>,
+    block_rows: usize,
+    n_blocks: usize,
+    n_log_blocks: usize,
+    means: wgpu::Buffer,
+    precisions: wgpu::Buffer,
+    log_const: wgpu::Buffer,
+    shift: wgpu::Buffer,
+    partials: wgpu::Buffer,
+    totals: wgpu::Buffer,
+    block_log_density: wgpu::Buffer,
+}
+
+impl<'a> Workspace<'a> {
+    pub fn new(
+        gpu: &'a Gpu,
+        x: &'a GpuMatrix,
+        k: usize,
+        covariance_type: CovarianceType,
+    ) -> Result<Self> {
+        let (n, d) = (x.n_rows(), x.n_features());
+        let resp_bytes = (n as u64).saturating_mul(k as u64).saturating_mul(4);
+        check_budget(gpu, "the N x K responsibilities", resp_bytes)?;
+        let row_bytes = k as u64 * 4;
+        let seg_rows = (gpu.chunk_byte_limit() / row_bytes).max(1) as usize;
+
+        let max_moment = match covariance_type {
+            CovarianceType::Full | CovarianceType::Tied => Moment::Scatter,
+            _ => Moment::First,
+        };
+        let outputs = max_moment.outputs(k, d).max(Moment::First.outputs(k, d)) as u64;
+        let limit = gpu.binding_byte_limit().clamp(1, PARTIALS_TARGET_BYTES);
+        // Rows per block: at least MIN_BLOCK_ROWS, more when the per-block outputs are many,
+        // so that all partials fit one binding.
+        let block_rows =
+            (MIN_BLOCK_ROWS as u64).max((n as u64 * outputs * 4).div_ceil(limit) + 1) as usize;
+
+        let mut plan = Vec::new();
+        let (mut n_blocks, mut n_log_blocks) = (0, 0);
+        for (ci, c) in x.chunks().iter().enumerate() {
+            let mut first = 0;
+            while first < c.n_rows {
+                let rows = seg_rows.min(c.n_rows - first);
+                plan.push((ci, first, rows, n_blocks, n_log_blocks));
+                n_blocks += rows.div_ceil(block_rows);
+                n_log_blocks += rows.div_ceil(NORMALIZE_ROWS);
+                first += rows;
+            }
+        }
+        let partial_bytes = n_blocks as u64 * outputs * 4;
+        if partial_bytes > gpu.binding_byte_limit() {
+            return Err(Error::DeviceLimit {
+                what: format!("per-block mixture statistics for k = {k} ({partial_bytes} bytes)"),
+                requested: partial_bytes,
+                limit_name: "max_storage_buffer_binding_size",
+                limit: gpu.binding_byte_limit(),
+            });
+        }
+        let prec_values = match covariance_type {
+            CovarianceType::Full => k * d * d,
+            CovarianceType::Tied => d * d,
+            CovarianceType::Diag | CovarianceType::Spherical => k * d,
+        };
+        gpu.scoped("allocating the mixture workspace", || {
+            let segments = plan
+                .into_iter()
+                .map(
+                    |(chunk, first, n_rows, block_offset, log_block_offset)| SegmentBuffers {
+                        chunk,
+                        first,
+                        n_rows,
+                        resp: gpu.buffer_zeroed("responsibilities", n_rows as u64 * row_bytes),
+                        block_offset,
+                        log_block_offset,
+                    },
+                )
+                .collect();
+            Ok(Self {
+                gpu,
+                x,
+                k,
+                d,
+                covariance_type,
+                segments,
+                log_density: GpuVector::zeroed(gpu, x, "log densities"),
+                labels: GpuVector::zeroed(gpu, x, "mixture labels"),
+                block_rows,
+                n_blocks,
+                n_log_blocks,
+                means: gpu.buffer_zeroed("mixture means", (k * d * 4) as u64),
+                precisions: gpu.buffer_zeroed("precision factors", (prec_values * 4) as u64),
+                log_const: gpu.buffer_zeroed("log weights and normalisers", (k * 4) as u64),
+                shift: gpu.buffer_zeroed("moment shifts", (k * d * 4) as u64),
+                partials: gpu.buffer_zeroed("mixture partial sums", partial_bytes),
+                totals: gpu.buffer_zeroed("mixture sums", outputs * 4),
+                block_log_density: gpu
+                    .buffer_zeroed("log density block sums", n_log_blocks as u64 * 4),
+            })
+        })
+    }
+
+    fn segment<'s>(&'s self, s: &'s SegmentBuffers) -> Segment<'s> {
+        Segment {
+            chunk: &self.x.chunks()[s.chunk],
+            first: s.first,
+            n_rows: s.n_rows,
+            resp: &s.resp,
+        }
+    }
+
+    fn full(&self) -> bool {
+        matches!(
+            self.covariance_type,
+            CovarianceType::Full | CovarianceType::Tied
+        )
+    }
+
+    /// Sends means, precision factors and the constants cₖ = log πₖ − ½ D log 2π + log det Uₖ.
+    fn write_parameters(&self, p: &Parameters) {
+        let (k, d) = (self.k, self.d);
+        let u = &p.precisions_cholesky;
+        let log_det: Vec<f64> = (0..k)
+            .map(|c| match self.covariance_type {
+                CovarianceType::Full => (0..d).map(|j| u[c * d * d + j * d + j].ln()).sum(),
+                CovarianceType::Tied => (0..d).map(|j| u[j * d + j].ln()).sum(),
+                CovarianceType::Diag => u[c * d..(c + 1) * d].iter().map(|v| v.ln()).sum(),
+                CovarianceType::Spherical => d as f64 * u[c].ln(),
+            })
+            .collect();
+        let half_log_2pi_d = 0.5 * d as f64 * (2.0 * std::f64::consts::PI).ln();
+        let log_const: Vec<f32> = (0..k)
+            .map(|c| (p.weights[c].ln() - half_log_2pi_d + log_det[c]) as f32)
+            .collect();
+        let prec: Vec<f32> = match self.covariance_type {
+            // The shader reads K x D values; a spherical pₖ holds for every feature.
+            CovarianceType::Spherical => u
+                .iter()
+                .flat_map(|&v| std::iter::repeat_n(v as f32, d))
+                .collect(),
+            _ => u.iter().map(|&v| v as f32).collect(),
+        };
+        let means: Vec<f32> = p.means.iter().map(|&v| v as f32).collect();
+        let q = &self.gpu.queue;
+        q.write_buffer(&self.means, 0, bytemuck::cast_slice(&means));
+        q.write_buffer(&self.precisions, 0, bytemuck::cast_slice(&prec));
+        q.write_buffer(&self.log_const, 0, bytemuck::cast_slice(&log_const));
+    }
+
+    /// Records the E-step for the parameters last written.
+    fn record_estep(&self, batch: &mut Batch<'_>) -> Result<()> {
+        let (k, d) = (self.k, self.d);
+        let comps = Components {
+            means: &self.means,
+            precisions: &self.precisions,
+            prec_stride: match self.covariance_type {
+                CovarianceType::Full => d * d,
+                CovarianceType::Tied => 0,
+                CovarianceType::Diag | CovarianceType::Spherical => d,
+            },
+            full: self.full(),
+        };
+        for s in &self.segments {
+            let seg = self.segment(s);
+            gmm_estep::squared_mahalanobis(self.gpu, batch, &seg, d, k, &comps)?;
+            let out = RowOutputs {
+                log_density: &self.log_density.chunks[s.chunk],
+                labels: &self.labels.chunks[s.chunk],
+                block_log_density: &self.block_log_density,
+                block_offset: s.log_block_offset,
+            };
+            gmm_estep::normalize_responsibilities(self.gpu, batch, &seg, k, &self.log_const, &out)?;
+        }
+        Ok(())
+    }
+
+    /// Records the per-block sums of `moment` around the shifts in `self.shift`, folded into
+    /// `self.totals`.
+    fn record_moment(&self, batch: &mut Batch<'_>, moment: Moment) -> Result<()> {
+        let (k, d) = (self.k, self.d);
+        if moment == Moment::Scatter {
+            // Entries below the diagonal are never written: they must read as zero.
+            batch.clear(&self.partials);
+        }
+        for s in &self.segments {
+            let blocks = Blocks {
+                block_rows: self.block_rows,
+                block_offset: s.block_offset,
+                partials: &self.partials,
+            };
+            gmm_mstep::weighted_sums(
+                self.gpu,
+                batch,
+                &self.segment(s),
+                d,
+                k,
+                moment,
+                &self.shift,
+                &blocks,
+            )?;
+        }
+        reduce::sum_partial_columns_f32(
+            self.gpu,
+            batch,
+            &self.partials,
+            self.n_blocks,
+            moment.outputs(k, d),
+            &self.totals,
+        )
+    }
+
+    /// Reads the folded sums of `moment` (f64).
+    fn read_totals(&self, batch: &mut Batch<'_>, moment: Moment) -> crate::gpu::kernel::ReadHandle {
+        batch.read(&self.totals, 0, (moment.outputs(self.k, self.d) * 4) as u64)
+    }
+
+    fn write_shift(&self, shift: &[f64]) {
+        let s: Vec<f32> = shift.iter().map(|&v| v as f32).collect();
+        self.gpu
+            .queue
+            .write_buffer(&self.shift, 0, bytemuck::cast_slice(&s));
+    }
+
+    /// The mean of the per-block sums of log p, in f64.
+    fn mean_log_density(&self, block_sums: &[f32]) -> f64 {
+        block_sums.iter().map(|&v| v as f64).sum::<f64>() / self.x.n_rows() as f64
+    }
+
+    /// One submission: the E-step for `p`, then Σ r and Σ r (x − μ) around p's means.
+    /// Returns the mean log-likelihood and the first-moment sums (K x (D + 1)).
+    fn estep_and_first_moments(&self, p: &Parameters) -> Result<(f64, Vec<f64>)> {
+        let gpu = self.gpu;
+        gpu.scoped("mixture E-step", || {
+            self.write_parameters(p);
+            self.write_shift(&p.means);
+            let mut batch = Batch::new(gpu, "mixture E-step");
+            self.record_estep(&mut batch)?;
+            self.record_moment(&mut batch, Moment::First)?;
+            let h_log = batch.read(&self.block_log_density, 0, (self.n_log_blocks * 4) as u64);
+            let h_sums = self.read_totals(&mut batch, Moment::First);
+            let back = batch.finish()?;
+            let sums = back.f32s(h_sums).iter().map(|&v| v as f64).collect();
+            Ok((self.mean_log_density(&back.f32s(h_log)), sums))
+        })
+    }
+
+    /// Σ r and Σ r (x − shift) for the responsibilities on the device (K x (D + 1)).
+    fn first_moments(&self, shift: &[f64]) -> Result<Vec<f64>> {
+        let gpu = self.gpu;
+        gpu.scoped("mixture first moments", || {
+            self.write_shift(shift);
+            let mut batch = Batch::new(gpu, "mixture first moments");
+            self.record_moment(&mut batch, Moment::First)?;
+            let h = self.read_totals(&mut batch, Moment::First);
+            Ok(batch.finish()?.f32s(h).iter().map(|&v| v as f64).collect())
+        })
+    }
+
+    /// The centred second moments around `means`: K x D² scatter (Full, Tied) or K x (D + 1)
+    /// diagonal sums (Diag, Spherical).
+    fn second_moments(&self, means: &[f64]) -> Result<Vec<f64>> {
+        let gpu = self.gpu;
+        let moment = if self.full() {
+            Moment::Scatter
+        } else {
+            Moment::SecondDiagonal
+        };
+        gpu.scoped("mixture second moments", || {
+            self.write_shift(means);
+            let mut batch = Batch::new(gpu, "mixture second moments");
+            self.record_moment(&mut batch, moment)?;
+            let h = self.read_totals(&mut batch, moment);
+            Ok(batch.finish()?.f32s(h).iter().map(|&v| v as f64).collect())
+        })
+    }
+
+    /// The M-step from first-moment sums around `shift`: weights and means on the host, the
+    /// centred covariances from a second pass, then the precision factors.
+    fn mstep_from(&self, first: &[f64], shift: &[f64], reg_covar: f64) -> Result<Parameters> {
+        let (k, d) = (self.k, self.d);
+        let nk: Vec<f64> = (0..k)
+            .map(|c| first[c * (d + 1) + d].max(0.0) + 10.0 * f64::EPSILON)
+            .collect();
+        let total: f64 = nk.iter().sum();
+        let weights: Vec<f64> = nk.iter().map(|v| v / total).collect();
+        let means: Vec<f64> = (0..k * d)
+            .map(|e| {
+                let (c, j) = (e / d, e % d);
+                shift[e] + first[c * (d + 1) + j] / nk[c]
+            })
+            .collect();
+        let second = self.second_moments(&means)?;
+        let covariances = match self.covariance_type {
+            CovarianceType::Full | CovarianceType::Tied => {
+                // Mirror the upper triangle the kernel wrote.
+                let scatter = |c: usize, i: usize, j: usize| {
+                    let (a, b) = if j >= i { (i, j) } else { (j, i) };
+                    second[c * d * d + a * d + b]
+                };
+                if self.covariance_type == CovarianceType::Full {
+                    let mut cov = Vec::with_capacity(k * d * d);
+                    for (c, n) in nk.iter().enumerate() {
+                        for i in 0..d {
+                            for j in 0..d {
+                                let reg = if i == j { reg_covar } else { 0.0 };
+                                cov.push(scatter(c, i, j) / n + reg);
+                            }
+                        }
+                    }
+                    cov
+                } else {
+                    let mut cov = Vec::with_capacity(d * d);
+                    for i in 0..d {
+                        for j in 0..d {
+                            let s: f64 = (0..k).map(|c| scatter(c, i, j)).sum();
+                            let reg = if i == j { reg_covar } else { 0.0 };
+                            cov.push(s / total + reg);
+                        }
+                    }
+                    cov
+                }
+            }
+            CovarianceType::Diag | CovarianceType::Spherical => {
+                let var = |c: usize, j: usize| second[c * (d + 1) + j] / nk[c] + reg_covar;
+                if self.covariance_type == CovarianceType::Diag {
+                    (0..k * d).map(|e| var(e / d, e % d)).collect()
+                } else {
+                    (0..k)
+                        .map(|c| (0..d).map(|j| var(c, j)).sum::<f64>() / d as f64)
+                        .collect()
+                }
+            }
+        };
+        let precisions_cholesky = reference::precision_cholesky_impl(
+            &covariances,
+            self.covariance_type,
+            k,
+            d,
+            Some(reg_covar),
+        )?;
+        Ok(Parameters {
+            weights,
+            means,
+            covariances,
+            precisions_cholesky,
+        })
+    }
+
+    /// The M-step for the responsibilities on the device, shifting the first moments by
+    /// `shift` (K x D) or, without one, by the first row of the data for every component.
+    pub fn mstep(&self, shift: Option<&[f64]>, reg_covar: f64) -> Result<Parameters> {
+        let shift = match shift {
+            Some(s) => s.to_vec(),
+            None => {
+                let row = rows::read_rows(self.gpu, self.x, &[0])?;
+                (0..self.k)
+                    .flat_map(|_| row.iter().map(|&v| v as f64))
+                    .collect()
+            }
+        };
+        let first = self.first_moments(&shift)?;
+        self.mstep_from(&first, &shift, reg_covar)
+    }
+
+    /// Copies host responsibilities (N x K, row-major) to the device.
+    pub fn upload_responsibilities(&self, resp: &[f32]) -> Result<()> {
+        self.gpu.scoped("uploading responsibilities", || {
+            for s in &self.segments {
+                let start = (self.x.chunks()[s.chunk].row_start + s.first) * self.k;
+                let values = &resp[start..start + s.n_rows * self.k];
+                self.gpu
+                    .queue
+                    .write_buffer(&s.resp, 0, bytemuck::cast_slice(values));
+            }
+            Ok(())
+        })
+    }
+
+    /// One-hot responsibilities of host labels.
+    fn responsibilities_from_labels(&self, labels: &[u32]) -> Result<()> {
+        let gpu = self.gpu;
+        gpu.scoped("one-hot responsibilities", || {
+            let mut batch = Batch::new(gpu, "one-hot responsibilities");
+            for s in &self.segments {
+                let start = self.x.chunks()[s.chunk].row_start + s.first;
+                let part = gpu.buffer_from(
+                    "initial labels",
+                    &labels[start..start + s.n_rows],
+                    wgpu::BufferUsages::empty(),
+                );
+                gmm_estep::responsibilities_from_labels(
+                    gpu,
+                    &mut batch,
+                    &self.segment(s),
+                    self.k,
+                    &part,
+                )?;
+            }
+            batch.finish()?;
+            Ok(())
+        })
+    }
+
+    /// The starting parameters of one initialisation (module docs of the reference).
+    pub fn initial_parameters(
+        &self,
+        params: &GaussianMixture,
+        rng: &mut ChaCha8Rng,
+    ) -> Result<Parameters> {
+        let (k, d) = (self.k, self.d);
+        match &params.init {
+            GmmInit::KMeans => {
+                let km = crate::kmeans::KMeans::new(k)
+                    .n_init(1)
+                    .seed(rng.random::<u64>())
+                    .fit(self.gpu, self.x)?;
+                self.responsibilities_from_labels(km.labels())?;
+            }
+            GmmInit::KMeansPlusPlus => {
+                let seeds = crate::kmeans::plus_plus_seeds(self.gpu, self.x, k, rng)?;
+                let labels = crate::kmeans::KMeansModel::from_centroids(seeds, d)?
+                    .predict(self.gpu, self.x)?;
+                self.responsibilities_from_labels(&labels)?;
+            }
+            GmmInit::Random => {
+                // The reference's stream: N x K uniforms in row order, normalised per row;
+                // drawn segment by segment (segments are in row order) to bound host memory.
+                for s in &self.segments {
+                    let mut resp = Vec::with_capacity(s.n_rows * k);
+                    for _ in 0..s.n_rows {
+                        let row: Vec<f64> = (0..k).map(|_| rng.random::<f64>()).collect();
+                        let sum: f64 = row.iter().sum();
+                        resp.extend(row.iter().map(|v| {
+                            if sum > 0.0 {
+                                (v / sum) as f32
+                            } else {
+                                1.0 / k as f32
+                            }
+                        }));
+                    }
+                    self.gpu
+                        .queue
+                        .write_buffer(&s.resp, 0, bytemuck::cast_slice(&resp));
+                }
+            }
+            GmmInit::Given(g) => {
+                let covariances =
+                    reference::covariances_from_precisions(g, self.covariance_type, d)?;
+                let precisions_cholesky = reference::precision_cholesky_impl(
+                    &covariances,
+                    self.covariance_type,
+                    k,
+                    d,
+                    Some(params.reg_covar),
+                )?;
+                return Ok(Parameters {
+                    weights: g.weights.clone(),
+                    means: g.means.clone(),
+                    covariances,
+                    precisions_cholesky,
+                });
+            }
+        }
+        self.mstep(None, params.reg_covar)
+    }
+
+    /// EM from `start` until the lower bound changes by less than `tol` or `max_iter` runs out.
+    pub fn em(&self, start: Parameters, params: &GaussianMixture) -> Result<Run> {
+        let mut p = start;
+        let mut lower_bound = f64::NEG_INFINITY;
+        let mut history = Vec::new();
+        let mut converged = false;
+        let mut n_iter = 0;
+        for iter in 1..=params.max_iter {
+            let prev = lower_bound;
+            let (lb, first) = self.estep_and_first_moments(&p)?;
+            lower_bound = lb;
+            if !lower_bound.is_finite() {
+                return Err(Error::invalid(
+                    "x",
+                    "the log-likelihood is not finite (data of extreme scale?); rescale the data",
+                ));
+            }
+            p = self.mstep_from(&first, &p.means, params.reg_covar)?;
+            history.push(lower_bound);
+            n_iter = iter;
+            if (lower_bound - prev).abs() < params.tol {
+                converged = true;
+                break;
+            }
+        }
+        Ok(Run {
+            parameters: p,
+            converged,
+            n_iter,
+            lower_bound,
+            history,
+        })
+    }
+
+    /// Records and runs one E-step for `p`; returns the mean log-likelihood.
+    fn run_estep(&self, p: &Parameters) -> Result<f64> {
+        let gpu = self.gpu;
+        gpu.scoped("mixture evaluation", || {
+            self.write_parameters(p);
+            let mut batch = Batch::new(gpu, "mixture evaluation");
+            self.record_estep(&mut batch)?;
+            let h = batch.read(&self.block_log_density, 0, (self.n_log_blocks * 4) as u64);
+            let back = batch.finish()?;
+            Ok(self.mean_log_density(&back.f32s(h)))
+        })
+    }
+
+    /// The most probable component of every row under `p`.
+    pub fn labels(&self, p: &Parameters) -> Result<Vec<u32>> {
+        self.run_estep(p)?;
+        self.labels.to_host(self.gpu)
+    }
+
+    /// One E-step for `p`, its outputs left on the device.
+    pub fn evaluate(&self, p: &Parameters) -> Result<GmmEvaluation> {
+        let mean_log_likelihood = self.run_estep(p)?;
+        let chunks = self
+            .segments
+            .iter()
+            .map(|s| {
+                let bytes = (s.n_rows * self.k * 4) as u64;
+                Chunk {
+                    buffer: s.resp.clone(),
+                    bind_offset: 0,
+                    bind_size: bytes,
+                    x_offset: 0,
+                    row_start: self.x.chunks()[s.chunk].row_start + s.first,
+                    n_rows: s.n_rows,
+                }
+            })
+            .collect();
+        Ok(GmmEvaluation {
+            responsibilities: GpuMatrix::from_chunks(chunks, self.x.n_rows(), self.k),
+            log_density: self.log_density.clone(),
+            labels: self.labels.clone(),
+            mean_log_likelihood,
+        })
+    }
+}

@@ -1,0 +1,123 @@
+//! M-step sums of a Gaussian mixture (`shaders/gmm_mstep.wgsl`): per block of rows, the
+//! responsibility-weighted deviations Σ r (x − s)^p with Σ r, and the centred scatter
+//! Σ r (x − s)(x − s)ᵀ (upper triangle).
+
+use bytemuck::{Pod, Zeroable};
+
+use super::gmm_estep::Segment;
+use super::ROW_WG_SIZE;
+use crate::error::Result;
+use crate::gpu::kernel::{Batch, Bind, Shader};
+use crate::gpu::Gpu;
+
+/// Twin of `MstepParams` in shaders/gmm_mstep.wgsl.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Pod, Zeroable)]
+pub(crate) struct MstepParams {
+    n_rows: u32,
+    x_offset: u32,
+    d: u32,
+    k: u32,
+    block_rows: u32,
+    block_offset: u32,
+    n_blocks: u32,
+    n_outputs: u32,
+    power: u32,
+    grid_x: u32,
+    _pad0: u32,
+    _pad1: u32,
+}
+
+/// Where the per-block sums of a segment go.
+pub(crate) struct Blocks<'a> {
+    /// Rows per block.
+    pub block_rows: usize,
+    /// Global index of the segment's first block.
+    pub block_offset: usize,
+    /// [block][outputs] partial sums.
+    pub partials: &'a wgpu::Buffer,
+}
+
+/// The weighted sums a pass computes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Moment {
+    /// Σ r (x − s) and Σ r: K (D + 1) outputs per block.
+    First,
+    /// Σ r (x − s)² (per feature) and Σ r: K (D + 1) outputs per block.
+    SecondDiagonal,
+    /// Σ r (x − s)(x − s)ᵀ, upper triangle: K D² outputs per block.
+    Scatter,
+}
+
+impl Moment {
+    /// Outputs per block for K components of D features.
+    pub(crate) fn outputs(self, k: usize, d: usize) -> usize {
+        match self {
+            Moment::First | Moment::SecondDiagonal => k * (d + 1),
+            Moment::Scatter => k * d * d,
+        }
+    }
+}
+
+/// Records the per-block sums of `moment` over the rows of `seg` with the K x D `shift`.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn weighted_sums(
+    gpu: &Gpu,
+    batch: &mut Batch<'_>,
+    seg: &Segment<'_>,
+    d: usize,
+    k: usize,
+    moment: Moment,
+    shift: &wgpu::Buffer,
+    blocks: &Blocks<'_>,
+) -> Result<()> {
+    let n_blocks = seg.n_rows.div_ceil(blocks.block_rows);
+    let n_outputs = moment.outputs(k, d);
+    let grid = gpu.grid(((n_blocks * n_outputs) as u64).div_ceil(ROW_WG_SIZE as u64))?;
+    let params = MstepParams {
+        n_rows: seg.n_rows as u32,
+        x_offset: seg.chunk.x_offset + (seg.first * d) as u32,
+        d: d as u32,
+        k: k as u32,
+        block_rows: blocks.block_rows as u32,
+        block_offset: blocks.block_offset as u32,
+        n_blocks: n_blocks as u32,
+        n_outputs: n_outputs as u32,
+        power: if moment == Moment::SecondDiagonal {
+            2
+        } else {
+            1
+        },
+        grid_x: grid.x,
+        ..Zeroable::zeroed()
+    };
+    let entry = match moment {
+        Moment::First | Moment::SecondDiagonal => "weighted_deviation_sums",
+        Moment::Scatter => "weighted_scatter",
+    };
+    batch.dispatch(
+        Shader::GmmMstep,
+        entry,
+        ROW_WG_SIZE,
+        &params,
+        &[
+            (1, seg.chunk.bind()),
+            (2, Bind::Whole(seg.resp)),
+            (3, Bind::Whole(shift)),
+            (4, Bind::Whole(blocks.partials)),
+        ],
+        grid,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn params_match_the_wgsl_layout() {
+        let size = super::super::layout::wgsl_struct_size(
+            include_str!("../../shaders/gmm_mstep.wgsl"),
+            "MstepParams",
+        );
+        assert_eq!(size as usize, std::mem::size_of::<super::MstepParams>());
+    }
+}
