@@ -7,7 +7,7 @@
 // write qᵢₖ = ‖(xᵢ − μₖ)ᵀ Uₖ‖² into the N x K responsibilities buffer, then
 // normalize_responsibilities turns it into rᵢₖ in place, with
 //     aᵢₖ = cₖ − ½ qᵢₖ,  cₖ = log πₖ − ½ D log 2π + log det Uₖ   (host, f64 → f32)
-//     log p(xᵢ) = mᵢ + log Σₖ exp(aᵢₖ − mᵢ),  mᵢ = maxₖ aᵢₖ,   rᵢₖ = exp(aᵢₖ − log p(xᵢ)).
+//     log p(xᵢ) = mᵢ + log sᵢ,  sᵢ = Σₖ exp(aᵢₖ − mᵢ),  mᵢ = maxₖ aᵢₖ,   rᵢₖ = exp(aᵢₖ − mᵢ) / sᵢ.
 //
 // mahalanobis_full (Full and Tied: Uₖ upper triangular, D x D) is a tiled GEMM: a workgroup
 // owns 64 rows of one component and walks the output columns in tiles of 64; the difference
@@ -212,8 +212,11 @@ fn normalize_responsibilities(
                 s += exp(log_const[c] - 0.5 * resp[base + c] - top);
             }
             lse = top + log(s);
+            // exp(a − m) / s rather than exp(a − log p): the rounding of log p (of the order
+            // of ε |m|) would otherwise keep the row from summing to 1.
+            let inv = 1.0 / s;
             for (var c = 0u; c < p.k; c++) {
-                resp[base + c] = exp(log_const[c] - 0.5 * resp[base + c] - lse);
+                resp[base + c] = exp(log_const[c] - 0.5 * resp[base + c] - top) * inv;
             }
         }
         log_density[p.row_offset + row] = lse;

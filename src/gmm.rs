@@ -17,7 +17,7 @@
 //! ```text
 //! log N(x | μₖ, Σₖ) = −½ D log 2π + log det Uₖ − ½ ‖(x − μₖ)ᵀ Uₖ‖²
 //! log p(xᵢ) = mᵢ + log Σₖ exp(aᵢₖ − mᵢ),   aᵢₖ = log πₖ + log N(xᵢ | μₖ, Σₖ),  mᵢ = maxₖ aᵢₖ
-//! rᵢₖ = exp(aᵢₖ − log p(xᵢ))
+//! rᵢₖ = exp(aᵢₖ − mᵢ) / Σⱼ exp(aᵢⱼ − mᵢ)       (= exp(aᵢₖ − log p(xᵢ)), but summing to 1 in f32)
 //! ```
 //!
 //! The squared Mahalanobis norms are a tiled GEMM on the device: for `Full`/`Tied` the

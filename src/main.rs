@@ -1,4 +1,4 @@
-//! `wgpu-unsupervised`: K-Means and PCA on the GPU from the command line.
+//! `wgpu-unsupervised`: K-Means, PCA and Gaussian mixtures on the GPU from the command line.
 //!
 //! Commands:
 //!
@@ -10,6 +10,16 @@
 //!   labels as a 1-D `u4` `.npy` array to `--output` and the fitted model as JSON to
 //!   `--model`, when given. Parameters left out keep the library's defaults (see
 //!   [`wgpu_unsupervised::KMeans`]).
+//! * `wgpu-unsupervised gmm --input X --k 5 [--covariance full|tied|diag|spherical]
+//!   [--n-init N] [--max-iter N] [--tol F] [--reg-covar F] [--seed N]
+//!   [--init kmeans|kmeans++|random] [--output labels.npy] [--proba P.npy] [--model m.json]
+//!   [--json]`
+//!
+//!   Fits a Gaussian mixture by EM (see [`wgpu_unsupervised::GaussianMixture`]), then writes
+//!   the training labels (most probable component, `u4`) to `--output`, the N x K
+//!   responsibilities p(k | xᵢ) (`f4`, rows summing to 1) to `--proba` and the model to
+//!   `--model`, when given. The report gives the mean log-likelihood of the training rows
+//!   under the fitted model, the BIC and (human report) the AIC.
 //! * `wgpu-unsupervised pca --input X --components 50|0.95 [--whiten] [--no-center]
 //!   [--standardize] [--solver auto|full|power|matrix-free] [--tol F] [--max-iter N]
 //!   [--seed N] [--ddof 0|1] [--output Z.npy] [--model m.json] [--json]`
@@ -24,10 +34,13 @@
 //!
 //!   Projects every row of `--input` with a saved PCA model (N x M, `f4`); with `--inverse`,
 //!   reconstructs N x D rows from N x M projections.
-//! * `wgpu-unsupervised predict --model model.json --input X --output out.npy [--json]`
+//! * `wgpu-unsupervised predict --model model.json --input X --output out.npy [--proba P.npy]
+//!   [--json]`
 //!
 //!   Applies a saved model: a K-Means model assigns every row to its nearest centroid
-//!   (labels, `u4`); a PCA model projects the rows, as `transform` does.
+//!   (labels, `u4`); a Gaussian-mixture model assigns it to its most probable component
+//!   (labels, `u4`) and, with `--proba`, writes the N x K responsibilities (`f4`; `--proba`
+//!   is refused for other models); a PCA model projects the rows, as `transform` does.
 //! * `wgpu-unsupervised info [--json]`
 //!
 //!   Prints the adapter the program would use (name, backend, device type, driver) and the
@@ -44,11 +57,15 @@
 //! A model file is a JSON envelope `{"format":..,"version":1,"model":{..}}` around the serde
 //! form of the model: format `wgpu-unsupervised/kmeans` for
 //! [`wgpu_unsupervised::KMeansModel`], `wgpu-unsupervised/pca` for
-//! [`wgpu_unsupervised::PcaModel`]. `predict` and `transform` refuse other formats, other
-//! versions and models whose parts do not fit together.
+//! [`wgpu_unsupervised::PcaModel`], `wgpu-unsupervised/gmm` for
+//! [`wgpu_unsupervised::GaussianMixtureModel`]. `predict` and `transform` refuse other
+//! formats, other versions and models whose parts do not fit together (for a mixture:
+//! array sizes against K, D and the covariance type, finite values, weights summing to 1,
+//! positive-definite covariances and precision factors that match them).
 //!
 //! Exit status: 0 on success; 2 for usage errors, invalid parameters and unreadable or
-//! invalid input files (data or model); 1 for runtime failures (no adapter, GPU errors,
+//! invalid input files (data or model), and for a mixture whose covariance stops being
+//! positive definite (raise `--reg-covar`); 1 for runtime failures (no adapter, GPU errors,
 //! device lost, out of memory, a power iteration that did not converge, outputs that cannot
 //! be written). Errors are reported as one line, `error: <message>`, on stderr.
 
@@ -61,8 +78,8 @@ use clap::{Parser, Subcommand, ValueEnum};
 use serde::{Deserialize, Serialize};
 use wgpu_unsupervised::io::{self, Dataset};
 use wgpu_unsupervised::{
-    Components, Error, Gpu, GpuInfo, GpuMatrix, KMeans, KMeansInit, KMeansModel, Matrix, Pca,
-    PcaModel, PcaSolver,
+    Components, CovarianceType, Error, GaussianMixture, GaussianMixtureModel, GmmInit, Gpu,
+    GpuInfo, GpuMatrix, KMeans, KMeansInit, KMeansModel, Matrix, Pca, PcaModel, PcaSolver,
 };
 
 /// The `format` field of a K-Means model file.
@@ -70,6 +87,9 @@ const KMEANS_FORMAT: &str = "wgpu-unsupervised/kmeans";
 
 /// The `format` field of a PCA model file.
 const PCA_FORMAT: &str = "wgpu-unsupervised/pca";
+
+/// The `format` field of a Gaussian-mixture model file.
+const GMM_FORMAT: &str = "wgpu-unsupervised/gmm";
 
 /// The `version` field of a model file written by this program (the only one it reads).
 const MODEL_VERSION: u64 = 1;
@@ -85,11 +105,11 @@ const EXIT_RUNTIME: u8 = 1;
 #[command(
     name = "wgpu-unsupervised",
     version,
-    about = "K-Means clustering and PCA on any GPU through wgpu",
-    long_about = "K-Means clustering and PCA on any GPU through wgpu (Vulkan, Metal, DX12, GL \
-                  or the lavapipe software driver).\n\nExit status: 0 success, 2 invalid \
-                  arguments or input files, 1 runtime failure (GPU, a power iteration that did \
-                  not converge, writing outputs)."
+    about = "K-Means clustering, PCA and Gaussian mixtures on any GPU through wgpu",
+    long_about = "K-Means clustering, PCA and Gaussian mixtures on any GPU through wgpu \
+                  (Vulkan, Metal, DX12, GL or the lavapipe software driver).\n\nExit status: \
+                  0 success, 2 invalid arguments or input files, 1 runtime failure (GPU, a \
+                  power iteration that did not converge, writing outputs)."
 )]
 struct Cli {
     /// The command to run.
@@ -102,7 +122,11 @@ struct Cli {
 enum Command {
     /// Fit K-Means on a matrix; optionally save the labels and the model.
     Kmeans(KmeansArgs),
-    /// Apply a saved model: K-Means labels, or PCA projections.
+    /// Fit a Gaussian mixture by EM; optionally save the labels, the responsibilities and the
+    /// model.
+    Gmm(GmmArgs),
+    /// Apply a saved model: K-Means or Gaussian-mixture labels (and mixture
+    /// responsibilities), or PCA projections.
     Predict(PredictArgs),
     /// Fit PCA on a matrix; optionally save the projections and the model.
     Pca(PcaArgs),
@@ -147,18 +171,69 @@ struct KmeansArgs {
     json: bool,
 }
 
+/// Arguments of `gmm`.
+#[derive(Debug, clap::Args)]
+struct GmmArgs {
+    /// Input matrix, one row per sample: .npy (2-D, C order) or .csv (optional header).
+    #[arg(long, value_name = "FILE")]
+    input: PathBuf,
+    /// Number of mixture components.
+    #[arg(long, value_name = "K")]
+    k: usize,
+    /// Shape of the component covariances [default: full].
+    #[arg(long, value_enum, value_name = "TYPE")]
+    covariance: Option<CovarianceArg>,
+    /// Independent initialisations; the highest final log-likelihood bound wins
+    /// [default: 1].
+    #[arg(long, value_name = "N")]
+    n_init: Option<usize>,
+    /// Maximum EM iterations per initialisation [default: 100].
+    #[arg(long, value_name = "N")]
+    max_iter: Option<usize>,
+    /// Convergence threshold on the change of the mean per-sample log-likelihood bound
+    /// [default: 1e-3].
+    #[arg(long, value_name = "F", allow_negative_numbers = true)]
+    tol: Option<f64>,
+    /// Added to every covariance diagonal, keeping it positive definite [default: 1e-6].
+    #[arg(long, value_name = "F", allow_negative_numbers = true)]
+    reg_covar: Option<f64>,
+    /// Random seed; the same seed gives the same result on the same adapter [default: 0].
+    #[arg(long, value_name = "N")]
+    seed: Option<u64>,
+    /// Initial responsibilities [default: kmeans].
+    #[arg(long, value_enum, value_name = "METHOD")]
+    init: Option<GmmInitArg>,
+    /// Write the training labels (most probable component) here (.npy, dtype u4).
+    #[arg(long, value_name = "FILE")]
+    output: Option<PathBuf>,
+    /// Write the N x K responsibilities p(k | x) of the training rows here (.npy, dtype f4).
+    #[arg(long, value_name = "FILE")]
+    proba: Option<PathBuf>,
+    /// Write the fitted model here (JSON).
+    #[arg(long, value_name = "FILE")]
+    model: Option<PathBuf>,
+    /// Print one line of JSON instead of the human report.
+    #[arg(long)]
+    json: bool,
+}
+
 /// Arguments of `predict`.
 #[derive(Debug, clap::Args)]
 struct PredictArgs {
-    /// Model file written by `kmeans --model` or `pca --model`.
+    /// Model file written by `kmeans --model`, `gmm --model` or `pca --model`.
     #[arg(long, value_name = "FILE")]
     model: PathBuf,
     /// Input matrix with the model's number of features: .npy or .csv.
     #[arg(long, value_name = "FILE")]
     input: PathBuf,
-    /// Write the result here (.npy): labels (u4) for K-Means, N x M projections (f4) for PCA.
+    /// Write the result here (.npy): labels (u4) for K-Means and Gaussian mixtures, N x M
+    /// projections (f4) for PCA.
     #[arg(long, value_name = "FILE")]
     output: PathBuf,
+    /// Gaussian-mixture models only: also write the N x K responsibilities p(k | x) here
+    /// (.npy, dtype f4).
+    #[arg(long, value_name = "FILE")]
+    proba: Option<PathBuf>,
     /// Print one line of JSON instead of the human report.
     #[arg(long)]
     json: bool,
@@ -261,6 +336,55 @@ impl InitArg {
     }
 }
 
+/// The `gmm --covariance` choices.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum CovarianceArg {
+    /// Each component has its own full D x D covariance.
+    Full,
+    /// All components share one full D x D covariance.
+    Tied,
+    /// Each component has its own diagonal covariance (D variances).
+    Diag,
+    /// Each component has a single variance (σ² I).
+    Spherical,
+}
+
+impl CovarianceArg {
+    /// The library's covariance type for this choice.
+    fn to_type(self) -> CovarianceType {
+        match self {
+            CovarianceArg::Full => CovarianceType::Full,
+            CovarianceArg::Tied => CovarianceType::Tied,
+            CovarianceArg::Diag => CovarianceType::Diag,
+            CovarianceArg::Spherical => CovarianceType::Spherical,
+        }
+    }
+}
+
+/// The `gmm --init` choices.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum GmmInitArg {
+    /// Hard responsibilities from a K-Means fit.
+    #[value(name = "kmeans", alias = "k-means")]
+    KMeans,
+    /// Hard responsibilities from the nearest k-means++ seed.
+    #[value(name = "kmeans++", alias = "k-means++")]
+    KMeansPlusPlus,
+    /// Random responsibilities, normalised per sample.
+    Random,
+}
+
+impl GmmInitArg {
+    /// The library's initialisation for this choice.
+    fn to_init(self) -> GmmInit {
+        match self {
+            GmmInitArg::KMeans => GmmInit::KMeans,
+            GmmInitArg::KMeansPlusPlus => GmmInit::KMeansPlusPlus,
+            GmmInitArg::Random => GmmInit::Random,
+        }
+    }
+}
+
 /// The `--solver` choices.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum SolverArg {
@@ -351,7 +475,7 @@ type CliResult<T = ()> = Result<T, Failure>;
 /// The model file: a format envelope around the serialized model (borrowed for writing).
 #[derive(Serialize)]
 struct ModelFileOut<'a, M> {
-    /// [`KMEANS_FORMAT`] or [`PCA_FORMAT`].
+    /// [`KMEANS_FORMAT`], [`PCA_FORMAT`] or [`GMM_FORMAT`].
     format: &'static str,
     /// Always [`MODEL_VERSION`].
     version: u64,
@@ -362,7 +486,7 @@ struct ModelFileOut<'a, M> {
 /// The envelope of a model file as read, before its fields are checked.
 #[derive(Deserialize)]
 struct ModelFileIn {
-    /// Must be [`KMEANS_FORMAT`] or [`PCA_FORMAT`].
+    /// Must be [`KMEANS_FORMAT`], [`PCA_FORMAT`] or [`GMM_FORMAT`].
     format: Option<serde_json::Value>,
     /// Must be [`MODEL_VERSION`].
     version: Option<serde_json::Value>,
@@ -393,10 +517,39 @@ struct FitReport<'a> {
     adapter: &'a str,
 }
 
-/// The one-line `--json` report of `predict`.
+/// The one-line `--json` report of `gmm`.
+#[derive(Serialize)]
+struct GmmReport<'a> {
+    /// Always "gmm".
+    algorithm: &'static str,
+    /// Rows of the input.
+    n: usize,
+    /// Features of the input.
+    d: usize,
+    /// Number of components.
+    k: usize,
+    /// "full", "tied", "diag" or "spherical".
+    covariance: &'static str,
+    /// Mean per-sample log-likelihood (1/N) Σᵢ log p(xᵢ) of the training rows under the
+    /// fitted model.
+    log_likelihood: f64,
+    /// Bayesian information criterion −2 log L + p log N on the training rows.
+    bic: f64,
+    /// EM iterations of the kept initialisation.
+    n_iter: usize,
+    /// Whether the kept initialisation converged before `max_iter`.
+    converged: bool,
+    /// Wall time of the fit (data upload included, GPU start-up, scoring and file I/O
+    /// excluded).
+    fit_seconds: f64,
+    /// Adapter name.
+    adapter: &'a str,
+}
+
+/// The one-line `--json` report of `predict` with a K-Means or Gaussian-mixture model.
 #[derive(Serialize)]
 struct PredictReport<'a> {
-    /// Always "kmeans".
+    /// "kmeans" or "gmm".
     algorithm: &'static str,
     /// Always "predict".
     command: &'static str,
@@ -404,7 +557,7 @@ struct PredictReport<'a> {
     n: usize,
     /// Features of the input.
     d: usize,
-    /// Number of clusters of the model.
+    /// Number of clusters (components) of the model.
     k: usize,
     /// Adapter name.
     adapter: &'a str,
@@ -465,6 +618,8 @@ enum LoadedModel {
     KMeans(KMeansModel),
     /// Format [`PCA_FORMAT`].
     Pca(Box<PcaModel>),
+    /// Format [`GMM_FORMAT`].
+    Gmm(Box<GaussianMixtureModel>),
 }
 
 /// Parses the arguments, runs the command and turns any failure into one line on stderr.
@@ -490,6 +645,7 @@ fn main() -> ExitCode {
 fn run(cli: Cli) -> CliResult {
     match cli.command {
         Command::Kmeans(args) => kmeans(args),
+        Command::Gmm(args) => gmm(args),
         Command::Predict(args) => predict(args),
         Command::Pca(args) => pca(args),
         Command::Transform(args) => transform(args),
@@ -527,21 +683,47 @@ fn open_gpu() -> CliResult<Gpu> {
     Gpu::new().map_err(Failure::from)
 }
 
-/// Checks a fit's output paths (`.npy` data output, distinct from the model file, both
-/// writable) and reads its input matrix: all before the GPU starts.
+/// One `.npy` output of a fit: its flag, its path when given, and what it holds.
+struct NpyOutput<'a> {
+    /// The option that names it, e.g. `--output`.
+    flag: &'static str,
+    /// The path, when the option was given.
+    path: Option<&'a Path>,
+    /// What it holds (labels, projections, responsibilities), for the messages.
+    what: &'static str,
+}
+
+impl<'a> NpyOutput<'a> {
+    /// The `--output` file of a fit, holding `what`.
+    fn output(path: Option<&'a Path>, what: &'static str) -> Self {
+        Self {
+            flag: "--output",
+            path,
+            what,
+        }
+    }
+}
+
+/// Checks a fit's output paths (`.npy` data outputs, all distinct from each other and from
+/// the model file, all writable) and reads its input matrix: all before the GPU starts.
 fn read_fit_input(
     input: &Path,
-    output: Option<&Path>,
+    outputs: &[NpyOutput<'_>],
     model: Option<&Path>,
-    output_kind: &str,
 ) -> Result<Dataset, Failure> {
-    if let Some(output) = output {
-        check_npy_extension(output, output_kind)?;
+    for output in outputs {
+        if let Some(path) = output.path {
+            check_npy_extension_of(path, output.what, output.flag)?;
+        }
     }
-    check_distinct_outputs(output, model)?;
+    let mut named: Vec<(&str, Option<&Path>)> = outputs.iter().map(|o| (o.flag, o.path)).collect();
+    named.push(("--model", model));
+    check_distinct_outputs(&named)?;
     let data = read_input(input)?;
-    for path in [output, model].into_iter().flatten() {
-        check_writable(path)?;
+    for (_, path) in named {
+        if let Some(path) = path {
+            check_writable(path)?;
+        }
     }
     Ok(data)
 }
@@ -551,9 +733,15 @@ fn read_input(path: &Path) -> CliResult<Dataset> {
     io::read_matrix(path).map_err(Failure::input)
 }
 
-/// Checks an output path for `what` (labels, projections) before any work: it must end in
-/// `.npy` (exit 2).
+/// Checks an `--output` path for `what` (labels, projections) before any work: it must end
+/// in `.npy` (exit 2).
 fn check_npy_extension(path: &Path, what: &str) -> CliResult {
+    check_npy_extension_of(path, what, "--output")
+}
+
+/// Checks the path given to `flag` for `what` before any work: it must end in `.npy`
+/// (exit 2).
+fn check_npy_extension_of(path: &Path, what: &str, flag: &str) -> CliResult {
     let is_npy = path
         .extension()
         .and_then(|e| e.to_str())
@@ -562,7 +750,7 @@ fn check_npy_extension(path: &Path, what: &str) -> CliResult {
         Ok(())
     } else {
         Err(Failure::invalid(format!(
-            "{}: {what} are written as NumPy arrays; give --output a .npy file name",
+            "{}: {what} are written as NumPy arrays; give {flag} a .npy file name",
             path.display()
         )))
     }
@@ -591,15 +779,21 @@ fn check_writable(path: &Path) -> CliResult {
     Ok(())
 }
 
-/// Refuses `--output` and `--model` naming the same file (exit 2).
-fn check_distinct_outputs(output: Option<&Path>, model: Option<&Path>) -> CliResult {
-    match (output, model) {
-        (Some(output), Some(model)) if output == model => Err(Failure::invalid(format!(
-            "--output and --model name the same file ({})",
-            output.display()
-        ))),
-        _ => Ok(()),
+/// Refuses two outputs (flag, path when given) naming the same file, e.g. `--output` and
+/// `--model` (exit 2).
+fn check_distinct_outputs(outputs: &[(&str, Option<&Path>)]) -> CliResult {
+    for (i, (flag, path)) in outputs.iter().enumerate() {
+        let Some(path) = path else { continue };
+        for (other_flag, other) in &outputs[i + 1..] {
+            if *other == Some(*path) {
+                return Err(Failure::invalid(format!(
+                    "{flag} and {other_flag} name the same file ({})",
+                    path.display()
+                )));
+            }
+        }
     }
+    Ok(())
 }
 
 /// Writes `model` in its envelope to `path`, atomically (exit 1 on failure).
@@ -644,9 +838,8 @@ fn kmeans(args: KmeansArgs) -> CliResult {
     // Everything the user can get wrong is checked before the (slow) GPU start-up.
     let data = read_fit_input(
         &args.input,
-        args.output.as_deref(),
+        &[NpyOutput::output(args.output.as_deref(), "labels")],
         args.model.as_deref(),
-        "labels",
     )?;
     let x = Matrix::new(&data.data, data.n_features).map_err(Failure::input)?;
     params.validate(data.n_rows, data.n_features)?;
@@ -714,6 +907,185 @@ fn kmeans(args: KmeansArgs) -> CliResult {
     report.push(match &args.model {
         Some(p) => format!("model:      {}", p.display()),
         None => "model:      not written (use --model FILE.json)".to_string(),
+    });
+    emit(&report.join("\n"))
+}
+
+/// The command-line name of a covariance type.
+fn covariance_name(covariance_type: CovarianceType) -> &'static str {
+    match covariance_type {
+        CovarianceType::Full => "full",
+        CovarianceType::Tied => "tied",
+        CovarianceType::Diag => "diag",
+        CovarianceType::Spherical => "spherical",
+    }
+}
+
+/// The command-line name of a mixture initialisation.
+fn gmm_init_name(init: &GmmInit) -> &'static str {
+    match init {
+        GmmInit::KMeans => "kmeans",
+        GmmInit::KMeansPlusPlus => "kmeans++",
+        GmmInit::Random => "random",
+        GmmInit::Given(_) => "given parameters",
+    }
+}
+
+/// BIC and AIC of `model` on `n` rows whose mean log-likelihood is `mean_log_likelihood`:
+/// the formulas of [`GaussianMixtureModel::bic`] and [`GaussianMixtureModel::aic`]
+/// (−2 log L + p log N and −2 log L + 2p), without running their E-steps again.
+fn information_criteria(
+    model: &GaussianMixtureModel,
+    mean_log_likelihood: f64,
+    n: usize,
+) -> (f64, f64) {
+    let n = n as f64;
+    let log_l = mean_log_likelihood * n;
+    let p = model.n_parameters() as f64;
+    (-2.0 * log_l + p * n.ln(), -2.0 * log_l + 2.0 * p)
+}
+
+/// `gmm`: read, validate, fit, score, then write the outputs and report.
+fn gmm(args: GmmArgs) -> CliResult {
+    let mut params = GaussianMixture::new(args.k);
+    if let Some(covariance) = args.covariance {
+        params = params.covariance(covariance.to_type());
+    }
+    if let Some(n_init) = args.n_init {
+        params = params.n_init(n_init);
+    }
+    if let Some(max_iter) = args.max_iter {
+        params = params.max_iter(max_iter);
+    }
+    if let Some(tol) = args.tol {
+        params = params.tol(tol);
+    }
+    if let Some(reg_covar) = args.reg_covar {
+        params = params.reg_covar(reg_covar);
+    }
+    if let Some(seed) = args.seed {
+        params = params.seed(seed);
+    }
+    if let Some(init) = args.init {
+        params = params.init(init.to_init());
+    }
+    // Everything the user can get wrong is checked before the (slow) GPU start-up.
+    let data = read_fit_input(
+        &args.input,
+        &[
+            NpyOutput::output(args.output.as_deref(), "labels"),
+            NpyOutput {
+                flag: "--proba",
+                path: args.proba.as_deref(),
+                what: "responsibilities",
+            },
+        ],
+        args.model.as_deref(),
+    )?;
+    let x = Matrix::new(&data.data, data.n_features).map_err(Failure::input)?;
+    let (n, d) = (data.n_rows, data.n_features);
+    params.validate(n, d)?;
+
+    let gpu = open_gpu()?;
+    let start = Instant::now();
+    let xg = GpuMatrix::upload(&gpu, &x)?;
+    let model = params.fit(&gpu, &xg)?;
+    let fit_seconds = start.elapsed().as_secs_f64();
+
+    // One E-step with the final parameters gives the mean log-likelihood of the training
+    // rows (`model.score`), hence BIC and AIC, and the responsibilities (`predict_proba`).
+    let start = Instant::now();
+    let evaluation = model.evaluate_gpu(&gpu, &xg)?;
+    let log_likelihood = evaluation.mean_log_likelihood;
+    let (bic, aic) = information_criteria(&model, log_likelihood, n);
+    let k = model.k();
+    let proba = match &args.proba {
+        Some(_) => Some(evaluation.responsibilities.to_host(&gpu)?),
+        None => None,
+    };
+    let score_seconds = start.elapsed().as_secs_f64();
+
+    // Outputs only after the fit and the scoring succeeded; each write is atomic.
+    if let Some(path) = &args.model {
+        write_model(path, GMM_FORMAT, &model)?;
+    }
+    if let Some(path) = &args.output {
+        io::write_npy_u32(path, model.labels()).map_err(Failure::output)?;
+    }
+    if let (Some(path), Some(proba)) = (&args.proba, &proba) {
+        io::write_npy_f32(path, proba, &[n as u64, k as u64]).map_err(Failure::output)?;
+    }
+
+    let info = gpu.info();
+    let covariance = covariance_name(model.covariance_type());
+    if args.json {
+        return emit_json(&GmmReport {
+            algorithm: "gmm",
+            n,
+            d,
+            k,
+            covariance,
+            log_likelihood,
+            bic,
+            n_iter: model.n_iter(),
+            converged: model.converged(),
+            fit_seconds,
+            adapter: &info.name,
+        });
+    }
+    let weights: Vec<String> = model
+        .weights()
+        .iter()
+        .take(8)
+        .map(|w| format!("{w:.4}"))
+        .collect();
+    let more = if k > weights.len() { ", …" } else { "" };
+    let mut report = vec![
+        format!("adapter:        {info}"),
+        format!(
+            "input:          {} ({n} rows x {d} features)",
+            args.input.display()
+        ),
+        format!(
+            "gmm:            k = {}, covariance {covariance}, init {}, n_init {}, max_iter {}, \
+             tol {}, reg_covar {:e}, seed {}",
+            params.k,
+            gmm_init_name(&params.init),
+            params.n_init,
+            params.max_iter,
+            params.tol,
+            params.reg_covar,
+            params.seed
+        ),
+        format!(
+            "iterations:     {} ({})",
+            model.n_iter(),
+            if model.converged() {
+                "converged"
+            } else {
+                "not converged: max_iter reached"
+            }
+        ),
+        format!("log-likelihood: {log_likelihood} per sample (mean over the {n} training rows)"),
+        format!(
+            "BIC:            {bic} ({} free parameters)",
+            model.n_parameters()
+        ),
+        format!("AIC:            {aic}"),
+        format!("weights:        {}{more}", weights.join(", ")),
+        format!("fit time:       {fit_seconds:.3} s (scoring {score_seconds:.3} s)"),
+    ];
+    report.push(match &args.output {
+        Some(p) => format!("labels:         {}", p.display()),
+        None => "labels:         not written (use --output FILE.npy)".to_string(),
+    });
+    report.push(match &args.proba {
+        Some(p) => format!("proba:          {} ({n} x {k})", p.display()),
+        None => "proba:          not written (use --proba FILE.npy)".to_string(),
+    });
+    report.push(match &args.model {
+        Some(p) => format!("model:          {}", p.display()),
+        None => "model:          not written (use --model FILE.json)".to_string(),
     });
     emit(&report.join("\n"))
 }
@@ -791,9 +1163,8 @@ fn pca(args: PcaArgs) -> CliResult {
     // Everything the user can get wrong is checked before the (slow) GPU start-up.
     let data = read_fit_input(
         &args.input,
-        args.output.as_deref(),
+        &[NpyOutput::output(args.output.as_deref(), "projections")],
         args.model.as_deref(),
-        "projections",
     )?;
     let x = Matrix::new(&data.data, data.n_features).map_err(Failure::input)?;
     params.validate(data.n_rows, data.n_features)?;
@@ -924,9 +1295,13 @@ fn load_model(path: &Path) -> CliResult<LoadedModel> {
     })?;
     let envelope: ModelFileIn = serde_json::from_str(&text)
         .map_err(|e| bad(format!("not a model file: invalid JSON object ({e})")))?;
-    let expected = format!("expected \"{KMEANS_FORMAT}\" or \"{PCA_FORMAT}\"");
+    let expected = format!("expected \"{KMEANS_FORMAT}\", \"{PCA_FORMAT}\" or \"{GMM_FORMAT}\"");
     let format = match &envelope.format {
-        Some(serde_json::Value::String(f)) if f == KMEANS_FORMAT || f == PCA_FORMAT => f.clone(),
+        Some(serde_json::Value::String(f))
+            if f == KMEANS_FORMAT || f == PCA_FORMAT || f == GMM_FORMAT =>
+        {
+            f.clone()
+        }
         Some(other) => {
             return Err(bad(format!(
                 "not a model of this program: format is {other}, {expected}"
@@ -956,6 +1331,12 @@ fn load_model(path: &Path) -> CliResult<LoadedModel> {
             serde_json::from_value(value).map_err(|e| bad(format!("invalid PCA model: {e}")))?;
         check_pca_model(&model).map_err(|reason| bad(format!("inconsistent model: {reason}")))?;
         return Ok(LoadedModel::Pca(Box::new(model)));
+    }
+    if format == GMM_FORMAT {
+        let model: GaussianMixtureModel = serde_json::from_value(value)
+            .map_err(|e| bad(format!("invalid Gaussian-mixture model: {e}")))?;
+        check_gmm_model(&model).map_err(|reason| bad(format!("inconsistent model: {reason}")))?;
+        return Ok(LoadedModel::Gmm(Box::new(model)));
     }
     let model: KMeansModel =
         serde_json::from_value(value).map_err(|e| bad(format!("invalid model: {e}")))?;
@@ -1021,10 +1402,134 @@ fn check_pca_model(model: &PcaModel) -> Result<(), String> {
     Ok(())
 }
 
-/// `predict`: load the model, then labels (K-Means) or projections (PCA).
+/// Number of covariance (and precision-factor) values of a mixture of `k` components of `d`
+/// features, or `None` when it overflows (a model file can claim any sizes).
+fn gmm_covariance_len(covariance_type: CovarianceType, k: usize, d: usize) -> Option<usize> {
+    match covariance_type {
+        CovarianceType::Full => k.checked_mul(d)?.checked_mul(d),
+        CovarianceType::Tied => d.checked_mul(d),
+        CovarianceType::Diag => k.checked_mul(d),
+        CovarianceType::Spherical => Some(k),
+    }
+}
+
+/// Checks that the parts of a deserialized Gaussian-mixture model fit together (the serde
+/// form is not validated on the way in): array sizes against K, D and the covariance type,
+/// finite values, non-negative weights summing to 1, positive-definite covariances (rebuilt
+/// with [`GaussianMixtureModel::from_parameters`]) and stored precision factors that agree
+/// with the covariances.
+fn check_gmm_model(model: &GaussianMixtureModel) -> Result<(), String> {
+    let (k, d, covariance_type) = (model.k(), model.n_features(), model.covariance_type());
+    let kind = covariance_name(covariance_type);
+    if k == 0 || d == 0 {
+        return Err(format!("{k} components of {d} features"));
+    }
+    if model.params().k != k {
+        return Err(format!(
+            "fitted with k = {} but has {k} weights",
+            model.params().k
+        ));
+    }
+    let means = k.checked_mul(d);
+    let covariances = gmm_covariance_len(covariance_type, k, d);
+    let (Some(means), Some(covariances)) = (means, covariances) else {
+        return Err(format!("{k} components of {d} features: too large"));
+    };
+    let lengths = [
+        ("means", model.means().len(), means),
+        ("covariances", model.covariances().len(), covariances),
+        (
+            "precisions_cholesky",
+            model.precisions_cholesky().len(),
+            covariances,
+        ),
+    ];
+    for (name, found, expected) in lengths {
+        if found != expected {
+            return Err(format!(
+                "{name} has {found} values, expected {expected} for {k} components of {d} \
+                 features with {kind} covariances"
+            ));
+        }
+    }
+    let finite = |v: &[f64]| v.iter().all(|x| x.is_finite());
+    for (name, values) in [
+        ("weights", model.weights()),
+        ("means", model.means()),
+        ("covariances", model.covariances()),
+        ("precisions_cholesky", model.precisions_cholesky()),
+    ] {
+        if !finite(values) {
+            return Err(format!("non-finite {name}"));
+        }
+    }
+    let sum: f64 = model.weights().iter().sum();
+    if model.weights().iter().any(|w| *w < 0.0) || (sum - 1.0).abs() > 1e-6 {
+        return Err(format!(
+            "weights must be non-negative and sum to 1 (they sum to {sum})"
+        ));
+    }
+    if let Some(label) = model.labels().iter().find(|&&l| l as usize >= k) {
+        return Err(format!(
+            "training label {label} out of range for {k} components"
+        ));
+    }
+    // Rebuilding validates the covariances (positive definite) and recomputes their
+    // precision factors, which must match the stored ones (the ones predictions use).
+    let rebuilt = GaussianMixtureModel::from_parameters(
+        covariance_type,
+        model.weights().to_vec(),
+        model.means().to_vec(),
+        model.covariances().to_vec(),
+    )
+    .map_err(|e| e.to_string())?;
+    let block = match covariance_type {
+        CovarianceType::Full | CovarianceType::Tied => d * d,
+        CovarianceType::Diag => d,
+        CovarianceType::Spherical => 1,
+    };
+    let stored = model.precisions_cholesky().chunks_exact(block);
+    for (c, (stored, expected)) in stored
+        .zip(rebuilt.precisions_cholesky().chunks_exact(block))
+        .enumerate()
+    {
+        // Relative to the block's largest factor: rounding in an ill-conditioned Cholesky
+        // is far below this, an edited value is not.
+        let scale = expected.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+        if stored
+            .iter()
+            .zip(expected)
+            .any(|(a, b)| (a - b).abs() > 1e-4 * scale)
+        {
+            let which = match covariance_type {
+                CovarianceType::Tied => "the tied covariance".to_string(),
+                _ => format!("component {c}"),
+            };
+            return Err(format!(
+                "precisions_cholesky of {which} do not match its covariance"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// `predict`: load the model, then labels (K-Means, Gaussian mixture) or projections (PCA).
 fn predict(args: PredictArgs) -> CliResult {
-    let model = match load_model(&args.model)? {
+    let loaded = load_model(&args.model)?;
+    if let (Some(_), LoadedModel::KMeans(_) | LoadedModel::Pca(_)) = (&args.proba, &loaded) {
+        let (kind, format) = match &loaded {
+            LoadedModel::KMeans(_) => ("a K-Means model", KMEANS_FORMAT),
+            _ => ("a PCA model", PCA_FORMAT),
+        };
+        return Err(Failure::invalid(format!(
+            "{}: {kind} (format \"{format}\"); --proba writes the responsibilities of a \
+             Gaussian-mixture model (format \"{GMM_FORMAT}\", written by `gmm --model`)",
+            args.model.display()
+        )));
+    }
+    let model = match loaded {
         LoadedModel::KMeans(model) => model,
+        LoadedModel::Gmm(model) => return predict_gmm(&model, &args),
         LoadedModel::Pca(model) => {
             check_npy_extension(&args.output, "projections")?;
             return apply_pca(
@@ -1089,6 +1594,79 @@ fn predict(args: PredictArgs) -> CliResult {
     )
 }
 
+/// `predict` with a Gaussian-mixture model: labels, and responsibilities with `--proba`.
+fn predict_gmm(model: &GaussianMixtureModel, args: &PredictArgs) -> CliResult {
+    check_npy_extension(&args.output, "labels")?;
+    if let Some(proba) = &args.proba {
+        check_npy_extension_of(proba, "responsibilities", "--proba")?;
+    }
+    check_distinct_outputs(&[
+        ("--output", Some(args.output.as_path())),
+        ("--proba", args.proba.as_deref()),
+    ])?;
+    let data = read_input(&args.input)?;
+    let x = Matrix::new(&data.data, data.n_features).map_err(Failure::input)?;
+    if data.n_features != model.n_features() {
+        return Err(Failure::from(Error::FeatureMismatch {
+            expected: model.n_features(),
+            found: data.n_features,
+        }));
+    }
+    check_writable(&args.output)?;
+    if let Some(proba) = &args.proba {
+        check_writable(proba)?;
+    }
+
+    let gpu = open_gpu()?;
+    let start = Instant::now();
+    // One E-step gives both the labels (`predict`) and the responsibilities (`predict_proba`).
+    let evaluation = model.evaluate_gpu(&gpu, &x)?;
+    let labels = evaluation.labels.to_host(&gpu)?;
+    let proba = match &args.proba {
+        Some(_) => Some(evaluation.responsibilities.to_host(&gpu)?),
+        None => None,
+    };
+    let seconds = start.elapsed().as_secs_f64();
+    let (n, k) = (data.n_rows, model.k());
+    io::write_npy_u32(&args.output, &labels).map_err(Failure::output)?;
+    if let (Some(path), Some(proba)) = (&args.proba, &proba) {
+        io::write_npy_f32(path, proba, &[n as u64, k as u64]).map_err(Failure::output)?;
+    }
+
+    let info = gpu.info();
+    if args.json {
+        return emit_json(&PredictReport {
+            algorithm: "gmm",
+            command: "predict",
+            n,
+            d: data.n_features,
+            k,
+            adapter: &info.name,
+            seconds,
+        });
+    }
+    let mut report = vec![
+        format!("adapter:    {info}"),
+        format!(
+            "model:      {} (Gaussian mixture, k = {k}, d = {}, {} covariances)",
+            args.model.display(),
+            model.n_features(),
+            covariance_name(model.covariance_type())
+        ),
+        format!(
+            "input:      {} ({n} rows x {} features)",
+            args.input.display(),
+            data.n_features
+        ),
+        format!("time:       {seconds:.3} s"),
+        format!("labels:     {}", args.output.display()),
+    ];
+    if let Some(p) = &args.proba {
+        report.push(format!("proba:      {} ({n} x {k})", p.display()));
+    }
+    emit(&report.join("\n"))
+}
+
 /// `transform`: load a PCA model, then project (or reconstruct) the input.
 fn transform(args: TransformArgs) -> CliResult {
     let what = if args.inverse {
@@ -1103,6 +1681,14 @@ fn transform(args: TransformArgs) -> CliResult {
             return Err(Failure::invalid(format!(
                 "{}: a K-Means model (format \"{KMEANS_FORMAT}\"); transform needs a PCA model \
                  (format \"{PCA_FORMAT}\", written by `pca --model`); use predict for labels",
+                args.model.display()
+            )))
+        }
+        LoadedModel::Gmm(_) => {
+            return Err(Failure::invalid(format!(
+                "{}: a Gaussian-mixture model (format \"{GMM_FORMAT}\"); transform needs a PCA \
+                 model (format \"{PCA_FORMAT}\", written by `pca --model`); use predict for \
+                 labels and responsibilities",
                 args.model.display()
             )))
         }

@@ -1028,7 +1028,7 @@ fn transform_refuses_kmeans_models_and_wrong_shapes() {
 
     // An unknown format is refused by both commands, naming the formats it knows.
     let mut other: Value = serde_json::from_str(&std::fs::read_to_string(&model).unwrap()).unwrap();
-    other["format"] = "wgpu-unsupervised/gmm".into();
+    other["format"] = "wgpu-unsupervised/spectral".into();
     let foreign = dir.path().join("foreign.json");
     std::fs::write(&foreign, other.to_string()).unwrap();
     for command in ["transform", "predict"] {
@@ -1045,6 +1045,7 @@ fn transform_refuses_kmeans_models_and_wrong_shapes() {
             2,
         );
         assert!(line.contains("wgpu-unsupervised/pca"), "{line}");
+        assert!(line.contains("wgpu-unsupervised/gmm"), "{line}");
     }
     // An inconsistent PCA model is refused.
     let mut short: Value = serde_json::from_str(&std::fs::read_to_string(&model).unwrap()).unwrap();
@@ -1065,4 +1066,475 @@ fn transform_refuses_kmeans_models_and_wrong_shapes() {
     );
     assert!(line.contains("inconsistent model"), "{line}");
     assert!(!z.exists());
+}
+
+// ---------------------------------------------------------------------------------------
+// gmm, and predict with a Gaussian-mixture model
+// ---------------------------------------------------------------------------------------
+
+/// The bundled iris matrix (150 x 4).
+fn iris() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/iris_X.npy")
+}
+
+/// Sorted keys of a JSON object.
+fn sorted_keys(report: &Value) -> Vec<String> {
+    let mut keys: Vec<String> = report.as_object().unwrap().keys().cloned().collect();
+    keys.sort_unstable();
+    keys
+}
+
+/// Checks N x K responsibilities: in [0, 1], every row summing to 1 within 1e-4.
+fn check_responsibilities(proba: &[f32], n: usize, k: usize) {
+    assert_eq!(proba.len(), n * k);
+    for (i, row) in proba.chunks_exact(k).enumerate() {
+        assert!(
+            row.iter()
+                .all(|p| p.is_finite() && (0.0..=1.0 + 1e-6).contains(p)),
+            "row {i}: {row:?}"
+        );
+        let sum: f32 = row.iter().sum();
+        assert!((sum - 1.0).abs() <= 1e-4, "row {i} sums to {sum}: {row:?}");
+    }
+}
+
+#[test]
+fn gmm_iris_json_report_labels_and_proba() {
+    let dir = tempfile::tempdir().unwrap();
+    let labels = dir.path().join("labels.npy");
+    let proba = dir.path().join("proba.npy");
+    let report = json_line(&cli(&[
+        "gmm",
+        "--input",
+        s(&iris()),
+        "--k",
+        "3",
+        "--output",
+        s(&labels),
+        "--proba",
+        s(&proba),
+        "--json",
+    ]));
+    let mut expected = [
+        "algorithm",
+        "n",
+        "d",
+        "k",
+        "covariance",
+        "log_likelihood",
+        "bic",
+        "n_iter",
+        "converged",
+        "fit_seconds",
+        "adapter",
+    ];
+    expected.sort_unstable();
+    assert_eq!(sorted_keys(&report), expected, "{report}");
+    assert_eq!(report["algorithm"], "gmm");
+    assert_eq!(report["n"], 150);
+    assert_eq!(report["d"], 4);
+    assert_eq!(report["k"], 3);
+    // The defaults: full covariances, max_iter 100.
+    assert_eq!(report["covariance"], "full");
+    let n_iter = report["n_iter"].as_u64().unwrap();
+    assert!((1..=100).contains(&n_iter), "{report}");
+    assert!(report["converged"].is_boolean(), "{report}");
+    assert!(report["converged"] == true || n_iter == 100, "{report}");
+    let log_likelihood = report["log_likelihood"].as_f64().unwrap();
+    let bic = report["bic"].as_f64().unwrap();
+    assert!(log_likelihood.is_finite(), "{report}");
+    assert!(bic.is_finite(), "{report}");
+    // BIC = -2 N ll + p log N with p = 3 * 10 + 3 * 4 + 2 = 44 free parameters.
+    let expected_bic = -2.0 * 150.0 * log_likelihood + 44.0 * 150f64.ln();
+    assert!(
+        (bic - expected_bic).abs() <= 1e-6 * bic.abs().max(1.0),
+        "{report}"
+    );
+    assert!(report["fit_seconds"].as_f64().unwrap() >= 0.0, "{report}");
+    assert!(!report["adapter"].as_str().unwrap().is_empty(), "{report}");
+
+    let labels = io::read_labels(&labels).unwrap();
+    assert_eq!(labels.len(), 150);
+    assert!(labels.iter().all(|&l| l < 3), "{labels:?}");
+    // Setosa (the first 50 rows) is separated from the other species.
+    assert!(labels[..50].iter().all(|&l| l == labels[0]), "{labels:?}");
+    assert!(labels[50..].iter().all(|&l| l != labels[0]), "{labels:?}");
+
+    let proba = read_2d(&proba, 150, 3);
+    check_responsibilities(&proba, 150, 3);
+    // The labels are the most probable components.
+    for (i, row) in proba.chunks_exact(3).enumerate() {
+        let best = row[labels[i] as usize];
+        assert!(row.iter().all(|&p| p <= best + 1e-6), "row {i}: {row:?}");
+    }
+}
+
+#[test]
+fn gmm_every_covariance_type_and_a_human_report() {
+    let dir = tempfile::tempdir().unwrap();
+    for covariance in ["full", "tied", "diag", "spherical"] {
+        let proba = dir.path().join(format!("{covariance}.npy"));
+        let report = json_line(&cli(&[
+            "gmm",
+            "--input",
+            s(&iris()),
+            "--k",
+            "3",
+            "--covariance",
+            covariance,
+            "--max-iter",
+            "200",
+            "--seed",
+            "3",
+            "--proba",
+            s(&proba),
+            "--json",
+        ]));
+        assert_eq!(report["covariance"], covariance, "{report}");
+        assert_eq!(report["k"], 3, "{report}");
+        let n_iter = report["n_iter"].as_u64().unwrap();
+        assert!((1..=200).contains(&n_iter), "{report}");
+        assert!(report["converged"] == true || n_iter == 200, "{report}");
+        assert!(
+            report["log_likelihood"].as_f64().unwrap().is_finite(),
+            "{report}"
+        );
+        assert!(report["bic"].as_f64().unwrap().is_finite(), "{report}");
+        check_responsibilities(&read_2d(&proba, 150, 3), 150, 3);
+    }
+
+    // The human report, with the other options.
+    let labels = dir.path().join("labels.npy");
+    let model = dir.path().join("gmm.json");
+    let text = ok(&cli(&[
+        "gmm",
+        "--input",
+        s(&iris()),
+        "--k",
+        "2",
+        "--covariance",
+        "diag",
+        "--init",
+        "random",
+        "--n-init",
+        "2",
+        "--tol",
+        "1e-4",
+        "--reg-covar",
+        "1e-5",
+        "--output",
+        s(&labels),
+        "--model",
+        s(&model),
+    ]));
+    for word in [
+        "adapter",
+        "150 rows x 4 features",
+        "covariance diag",
+        "init random",
+        "n_init 2",
+        "iterations",
+        "log-likelihood",
+        "BIC",
+        "AIC",
+        "weights",
+        "fit time",
+        "not written (use --proba",
+    ] {
+        assert!(text.contains(word), "{word:?} missing from {text}");
+    }
+    assert!(text.contains(s(&labels)), "{text}");
+    assert!(text.contains(s(&model)), "{text}");
+    let labels = io::read_labels(&labels).unwrap();
+    assert_eq!(labels.len(), 150);
+    assert!(labels.iter().all(|&l| l < 2), "{labels:?}");
+}
+
+#[test]
+fn gmm_model_then_predict_gives_the_fit_labels_and_proba() {
+    let dir = tempfile::tempdir().unwrap();
+    let fit_labels = dir.path().join("fit.npy");
+    let fit_proba = dir.path().join("fit_proba.npy");
+    let model = dir.path().join("gmm.json");
+    ok(&cli(&[
+        "gmm",
+        "--input",
+        s(&iris()),
+        "--k",
+        "3",
+        "--init",
+        "kmeans++",
+        "--output",
+        s(&fit_labels),
+        "--proba",
+        s(&fit_proba),
+        "--model",
+        s(&model),
+    ]));
+    let file: Value = serde_json::from_str(&std::fs::read_to_string(&model).unwrap()).unwrap();
+    assert_eq!(file["format"], "wgpu-unsupervised/gmm");
+    assert_eq!(file["version"], 1);
+    assert!(file["model"].is_object());
+
+    let predicted = dir.path().join("predicted.npy");
+    let proba = dir.path().join("proba.npy");
+    let report = json_line(&cli(&[
+        "predict",
+        "--model",
+        s(&model),
+        "--input",
+        s(&iris()),
+        "--output",
+        s(&predicted),
+        "--proba",
+        s(&proba),
+        "--json",
+    ]));
+    assert_eq!(report["algorithm"], "gmm");
+    assert_eq!(report["command"], "predict");
+    assert_eq!(report["n"], 150);
+    assert_eq!(report["d"], 4);
+    assert_eq!(report["k"], 3);
+    assert!(report["adapter"].is_string());
+    assert!(report["seconds"].as_f64().unwrap() >= 0.0);
+    assert_eq!(
+        io::read_labels(&predicted).unwrap(),
+        io::read_labels(&fit_labels).unwrap()
+    );
+    let fit_proba = read_2d(&fit_proba, 150, 3);
+    let proba = read_2d(&proba, 150, 3);
+    check_responsibilities(&proba, 150, 3);
+    for (i, (p, q)) in proba.iter().zip(&fit_proba).enumerate() {
+        assert!((p - q).abs() <= 1e-5, "value {i}: {p} vs {q}");
+    }
+
+    // Without --proba only the labels are written; the human report names them.
+    let again = dir.path().join("again.npy");
+    let text = ok(&cli(&[
+        "predict",
+        "--model",
+        s(&model),
+        "--input",
+        s(&iris()),
+        "--output",
+        s(&again),
+    ]));
+    assert!(text.contains(s(&again)), "{text}");
+    assert!(text.contains("Gaussian mixture"), "{text}");
+    assert_eq!(
+        io::read_labels(&again).unwrap(),
+        io::read_labels(&fit_labels).unwrap()
+    );
+
+    // transform needs a PCA model; fewer features than the model's are refused.
+    let z = dir.path().join("z.npy");
+    let line = fails(
+        &cli(&[
+            "transform",
+            "--model",
+            s(&model),
+            "--input",
+            s(&iris()),
+            "--output",
+            s(&z),
+        ]),
+        2,
+    );
+    assert!(line.contains("PCA model"), "{line}");
+    let x2 = blobs_npy(dir.path(), "x2.npy", 20, 2, 2, 31);
+    let line = fails(
+        &cli(&[
+            "predict",
+            "--model",
+            s(&model),
+            "--input",
+            s(&x2),
+            "--output",
+            s(&z),
+        ]),
+        2,
+    );
+    assert!(line.contains("feature count mismatch"), "{line}");
+    assert!(!z.exists());
+}
+
+#[test]
+fn predict_proba_needs_a_gmm_model() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = fitted_model(dir.path());
+    let x = dir.path().join("train.npy");
+    let labels = dir.path().join("labels.npy");
+    let proba = dir.path().join("proba.npy");
+    let line = fails(
+        &cli(&[
+            "predict",
+            "--model",
+            s(&model),
+            "--input",
+            s(&x),
+            "--output",
+            s(&labels),
+            "--proba",
+            s(&proba),
+        ]),
+        2,
+    );
+    assert!(line.contains("--proba"), "{line}");
+    assert!(line.contains("K-Means"), "{line}");
+    assert!(line.contains("model.json"), "{line}");
+    assert!(!labels.exists() && !proba.exists());
+}
+
+#[test]
+fn corrupt_gmm_model_files_exit_2_naming_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = dir.path().join("gmm.json");
+    ok(&cli(&[
+        "gmm",
+        "--input",
+        s(&iris()),
+        "--k",
+        "3",
+        "--model",
+        s(&model),
+    ]));
+    let good: Value = serde_json::from_str(&std::fs::read_to_string(&model).unwrap()).unwrap();
+    let out = dir.path().join("labels.npy");
+    let predict_with = |edit: &dyn Fn(&mut Value)| {
+        let mut value = good.clone();
+        edit(&mut value["model"]);
+        let path = dir.path().join("edited.json");
+        std::fs::write(&path, value.to_string()).unwrap();
+        let line = fails(
+            &cli(&[
+                "predict",
+                "--model",
+                s(&path),
+                "--input",
+                s(&iris()),
+                "--output",
+                s(&out),
+            ]),
+            2,
+        );
+        assert!(line.contains("edited.json"), "{line}");
+        line
+    };
+
+    // A weights array of the wrong length.
+    let line = predict_with(&|m| {
+        m["weights"].as_array_mut().unwrap().pop();
+    });
+    assert!(
+        line.contains("inconsistent model") || line.contains("weights"),
+        "{line}"
+    );
+    // Weights that do not sum to 1.
+    let line = predict_with(&|m| m["weights"][0] = 0.9.into());
+    assert!(line.contains("weights"), "{line}");
+    // Means of the wrong length.
+    let line = predict_with(&|m| {
+        m["means"].as_array_mut().unwrap().truncate(5);
+    });
+    assert!(line.contains("means"), "{line}");
+    // Full covariances declared diagonal: the sizes no longer fit.
+    let line = predict_with(&|m| m["params"]["covariance_type"] = "Diag".into());
+    assert!(line.contains("covariances"), "{line}");
+    // A non-finite (null) mean.
+    predict_with(&|m| m["means"][0] = Value::Null);
+    // A covariance that is not positive definite.
+    let line = predict_with(&|m| m["covariances"][0] = (-1.0).into());
+    assert!(line.contains("inconsistent model"), "{line}");
+    // Precision factors that do not match the covariances.
+    let line = predict_with(&|m| {
+        let v = m["precisions_cholesky"][0].as_f64().unwrap();
+        m["precisions_cholesky"][0] = (2.0 * v).into();
+    });
+    assert!(line.contains("precisions_cholesky"), "{line}");
+    assert!(!out.exists());
+}
+
+#[test]
+fn gmm_invalid_arguments_exit_2_and_write_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let x = blobs_npy(dir.path(), "x.npy", 10, 2, 2, 32);
+    let labels = dir.path().join("labels.npy");
+    let proba = dir.path().join("proba.npy");
+    let model = dir.path().join("model.json");
+
+    // k > n names both.
+    let line = fails(
+        &cli(&[
+            "gmm",
+            "--input",
+            s(&x),
+            "--k",
+            "50",
+            "--output",
+            s(&labels),
+            "--proba",
+            s(&proba),
+            "--model",
+            s(&model),
+        ]),
+        2,
+    );
+    assert!(line.contains("k = 50"), "{line}");
+    assert!(line.contains("n = 10"), "{line}");
+
+    // Unknown choices are clap usage errors.
+    for (flag, value) in [("--covariance", "banded"), ("--init", "farthest")] {
+        let out = cli(&["gmm", "--input", s(&x), "--k", "2", flag, value]);
+        assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+        assert!(stderr(&out).contains(value), "{}", stderr(&out));
+        assert!(out.stdout.is_empty());
+    }
+
+    // Invalid parameters name themselves.
+    for (flag, value, name) in [
+        ("--k", "0", "k"),
+        ("--tol", "-1", "tol"),
+        ("--reg-covar", "-1", "reg_covar"),
+        ("--n-init", "0", "n_init"),
+        ("--max-iter", "0", "max_iter"),
+    ] {
+        let mut args = vec!["gmm", "--input", s(&x)];
+        if flag != "--k" {
+            args.extend(["--k", "2"]);
+        }
+        args.extend([flag, value]);
+        let line = fails(&cli(&args), 2);
+        assert!(line.contains(name), "{line}");
+    }
+
+    // Outputs: .npy only, and all distinct.
+    let line = fails(
+        &cli(&[
+            "gmm",
+            "--input",
+            s(&x),
+            "--k",
+            "2",
+            "--proba",
+            s(&dir.path().join("proba.csv")),
+        ]),
+        2,
+    );
+    assert!(line.contains("--proba") && line.contains(".npy"), "{line}");
+    let line = fails(
+        &cli(&[
+            "gmm",
+            "--input",
+            s(&x),
+            "--k",
+            "2",
+            "--output",
+            s(&labels),
+            "--proba",
+            s(&labels),
+        ]),
+        2,
+    );
+    assert!(line.contains("same file"), "{line}");
+    assert_eq!(files_in(dir.path()), ["x.npy"]);
 }
