@@ -5,9 +5,18 @@
 //! when there is no GPU at all. Every algorithm has a plain f64 CPU reference
 //! ([`reference`](mod@reference)) that the tests hold the GPU results against.
 //!
-//! Available now: **K-Means** ([`KMeans`]): Lloyd iterations with nearest-centroid assignment
-//! and centroid update on the GPU, greedy k-means++ or random init, restarts, empty-cluster
-//! repair, bitwise-reproducible results for a seed on a given adapter.
+//! Available now:
+//! - **K-Means** ([`KMeans`]): Lloyd iterations with nearest-centroid assignment and centroid
+//!   update on the GPU, greedy k-means++ or random init, restarts, empty-cluster repair;
+//! - **PCA** ([`Pca`]): covariance on the GPU, full eigendecomposition or block power
+//!   iteration (also matrix-free), transform, inverse transform, whitening, components by
+//!   variance fraction;
+//! - **Gaussian mixtures** ([`GaussianMixture`]): EM with the E-step (responsibilities through
+//!   precision Cholesky factors, log-sum-exp) and the M-step sums on the GPU, full, tied,
+//!   diagonal and spherical covariances, K-Means / k-means++ / random / given starts,
+//!   predict, probabilities, log-likelihood, sampling, BIC/AIC.
+//!
+//! Every result is bitwise reproducible for a seed on a given adapter.
 //!
 //! ```no_run
 //! use wgpu_unsupervised::{datasets, Gpu, KMeans, Matrix};
@@ -24,7 +33,8 @@
 //! ## Layout
 //! - [`gpu`]: the host layer, the only code touching wgpu ([`Gpu`], [`GpuMatrix`]);
 //! - `kernels` (private): one wrapper per WGSL file in `shaders/`, same name;
-//! - [`kmeans`]: the algorithm; [`reference`](mod@reference): the CPU oracle;
+//! - [`kmeans`], [`pca`], [`gmm`]: the algorithms; [`reference`](mod@reference): the CPU
+//!   oracle;
 //! - [`io`], [`datasets`]: files and bundled or generated data for the CLI and examples.
 //!
 //! ## Embedding

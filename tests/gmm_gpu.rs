@@ -594,3 +594,83 @@ fn gpu_input_fits_like_host_input_and_models_are_send_sync() {
         params.fit(&gpu, &xg).unwrap()
     );
 }
+
+#[test]
+fn a_callers_buffer_at_an_offset_fits_like_host_data() {
+    use wgpu::util::DeviceExt;
+    let gpu = gpu();
+    let (rows, _) = datasets::iris();
+    // 257 padding values before the data: the view starts off the binding alignment.
+    let mut padded = vec![7.0f32; 257];
+    padded.extend(&rows);
+    let buffer = gpu
+        .device()
+        .create_buffer_init(&wgpu::util::BufferInitDescriptor {
+            label: Some("caller's data"),
+            contents: bytemuck::cast_slice(&padded),
+            usage: wgpu::BufferUsages::STORAGE,
+        });
+    let xg = GpuMatrix::from_buffer(&gpu, &buffer, 257 * 4, 150, 4).unwrap();
+    let x = Matrix::new(&rows, 4).unwrap();
+    for t in TYPES {
+        let params = GaussianMixture::new(3).covariance(t).seed(1);
+        let host = params.fit(&gpu, &x).unwrap();
+        let view = params.fit(&gpu, &xg).unwrap();
+        assert_eq!(host, view, "{t:?}");
+        let p = view.predict_proba(&gpu, &xg).unwrap();
+        assert_eq!(p, host.predict_proba(&gpu, &x).unwrap());
+    }
+}
+
+#[test]
+fn a_component_without_weight_keeps_finite_parameters() {
+    let gpu = gpu();
+    let (rows, _) = datasets::iris();
+    let x = Matrix::new(&rows, 4).unwrap();
+    for t in [CovarianceType::Full, CovarianceType::Diag] {
+        // Component 2 starts far from every point, so it gets no responsibility at all.
+        let mut means = vec![5.0, 3.4, 1.5, 0.2, 6.3, 2.9, 5.0, 1.7];
+        means.extend([500.0, 500.0, 500.0, 500.0]);
+        let precisions = match t {
+            CovarianceType::Full => (0..3)
+                .flat_map(|_| (0..16).map(|e| if e % 5 == 0 { 4.0 } else { 0.0 }))
+                .collect(),
+            _ => vec![4.0; 12],
+        };
+        let init = InitialParameters {
+            weights: vec![0.4, 0.4, 0.2],
+            means,
+            precisions,
+        };
+        let m = GaussianMixture::new(3)
+            .covariance(t)
+            .init(GmmInit::Given(init))
+            .fit(&gpu, &x)
+            .unwrap();
+        let r = m.as_reference();
+        assert!(m.weights()[2] < 1e-12, "{t:?}: {:?}", m.weights());
+        assert!(m.weights().iter().all(|w| w.is_finite() && *w > 0.0));
+        assert!(m.means().iter().all(|v| v.is_finite()));
+        // Its covariance is reg_covar times the identity.
+        let cov2 = match t {
+            CovarianceType::Full => m.covariances()[32..48].to_vec(),
+            _ => m.covariances()[8..12].to_vec(),
+        };
+        let diag_only = |e: usize| t != CovarianceType::Full || e % 5 == 0;
+        for (e, v) in cov2.iter().enumerate() {
+            let want = if diag_only(e) { 1e-6 } else { 0.0 };
+            assert!((v - want).abs() < 1e-9, "{t:?}: {cov2:?}");
+        }
+        assert!(m.lower_bound().is_finite());
+        assert!(m.labels().iter().all(|&l| l < 2));
+        assert!(r.precisions_cholesky.iter().all(|v| v.is_finite()));
+        // Without regularisation that component cannot be evaluated: a clear error.
+        let err = GaussianMixture::new(3)
+            .covariance(t)
+            .reg_covar(0.0)
+            .init(m.params().init.clone())
+            .fit(&gpu, &x)
+            .unwrap_err();
+        assert!(err.to_string().contains("component 2"), "{err}");
+    }
+}
