@@ -14,9 +14,10 @@
 // With sₖ = the previous means, power 1 gives Nₖ(μₖ − sₖ) (new means without large
 // magnitudes in the f32 sums); with sₖ = the new means, power 2 gives the Diag/Spherical
 // variances and weighted_scatter the Full/Tied covariances, both centred: never
-// E[x xᵀ] − μ μᵀ. One invocation owns one output of one block and walks the block's rows in
-// order, so the sums are deterministic; invocations next to each other share the row and
-// read neighbouring features.
+// E[x xᵀ] − μ μᵀ. In weighted_deviation_sums and weighted_scatter one invocation owns one
+// output of one block and walks the block's rows in order (deterministic sums; neighbouring
+// invocations share the row and read neighbouring features). For D ≥ 24 the host uses
+// weighted_scatter_tiled instead (below), the same sums as a tiled GEMM.
 
 override WG_SIZE: u32 = 64u;
 
@@ -109,4 +110,104 @@ fn weighted_scatter(
         acc = fma(r * (x[base + i] - si), x[base + j] - sj, acc);
     }
     partials[(p.block_offset + block) * p.n_outputs + at.y] = acc;
+}
+
+// weighted_scatter as a tiled GEMM, for larger D: a workgroup owns one 64 x 64 tile on or
+// above the diagonal of one component's scatter in one block, stages TILE_R rows of
+// rᵢₖ (xᵢ − sₖ) and (xᵢ − sₖ) through workgroup memory (coalesced loads) and each invocation
+// accumulates a 4 x 4 register block, so each value read from workgroup memory feeds 4 FMAs
+// instead of the per-output loop's 2 loads per FMA. Tiles below the diagonal are not
+// written; a diagonal tile is written whole (it is symmetric).
+const TILE: u32 = 64u;   // output tile edge
+const TILE_R: u32 = 16u; // rows staged per step
+
+var<workgroup> a_tile: array<f32, 1024>; // TILE_R x TILE: r (x − s) of the tile's rows i
+var<workgroup> b_tile: array<f32, 1024>; // TILE_R x TILE: (x − s) of the tile's columns j
+
+@compute @workgroup_size(WG_SIZE)
+fn weighted_scatter_tiled(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+) {
+    let p = params;
+    let n_tiles = (p.d + TILE - 1u) / TILE;
+    let n_pairs = n_tiles * (n_tiles + 1u) / 2u;
+    let g = wid.y * p.grid_x + wid.x;
+    let valid = g < p.n_blocks * p.k * n_pairs;
+    let block = g / (p.k * n_pairs);
+    let comp = (g / n_pairs) % p.k;
+    // Pair index → (ta, tb) with tb ≥ ta: row ta of the upper triangle holds n_tiles − ta.
+    var rest = g % n_pairs;
+    var ta = 0u;
+    loop {
+        let in_row = n_tiles - ta;
+        if rest < in_row || in_row == 0u {
+            break;
+        }
+        rest -= in_row;
+        ta += 1u;
+    }
+    let col_a = ta * TILE;
+    let col_b = (ta + rest) * TILE;
+    let first = block * p.block_rows;
+    let last = min(first + p.block_rows, p.n_rows);
+    var steps = 0u;
+    if valid && last > first {
+        steps = (last - first + TILE_R - 1u) / TILE_R;
+    }
+    let tx = lid % 16u;
+    let ty = lid / 16u;
+    let s_base = comp * p.d;
+    var acc: array<f32, 16>;
+    for (var s = 0u; s < steps; s++) {
+        let r0 = first + s * TILE_R;
+        for (var e = lid; e < TILE_R * TILE; e += WG_SIZE) {
+            let rr = e / TILE;
+            let c = e % TILE;
+            let row = r0 + rr;
+            var va = 0.0;
+            var vb = 0.0;
+            if row < last {
+                let base = p.x_offset + row * p.d;
+                if col_a + c < p.d {
+                    va = resp[row * p.k + comp] * (x[base + col_a + c] - shift[s_base + col_a + c]);
+                }
+                if col_b + c < p.d {
+                    vb = x[base + col_b + c] - shift[s_base + col_b + c];
+                }
+            }
+            a_tile[e] = va;
+            b_tile[e] = vb;
+        }
+        workgroupBarrier();
+        for (var rr = 0u; rr < TILE_R; rr++) {
+            var av: array<f32, 4>;
+            var bv: array<f32, 4>;
+            for (var i = 0u; i < 4u; i++) {
+                av[i] = a_tile[rr * TILE + ty + i * 16u];
+                bv[i] = b_tile[rr * TILE + tx + i * 16u];
+            }
+            for (var i = 0u; i < 4u; i++) {
+                for (var m = 0u; m < 4u; m++) {
+                    acc[i * 4u + m] = fma(av[i], bv[m], acc[i * 4u + m]);
+                }
+            }
+        }
+        workgroupBarrier();
+    }
+    if !valid {
+        return;
+    }
+    let out = (p.block_offset + block) * p.n_outputs + comp * p.d * p.d;
+    for (var i = 0u; i < 4u; i++) {
+        let ia = col_a + ty + i * 16u;
+        if ia < p.d {
+            for (var m = 0u; m < 4u; m++) {
+                let jb = col_b + tx + m * 16u;
+                if jb < p.d {
+                    partials[out + ia * p.d + jb] = acc[i * 4u + m];
+                }
+            }
+        }
+    }
 }

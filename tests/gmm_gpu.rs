@@ -145,7 +145,15 @@ fn estep_is_the_same_when_the_data_is_split_in_chunks() {
 #[test]
 fn mstep_matches_reference_for_random_responsibilities() {
     let gpu = gpu();
-    let cases = [(1037, 3, 5), (300, 1, 1), (517, 67, 3), (700, 5, 70)];
+    // D = 30 and 67 take the tiled scatter (one and two 64-wide tiles), the others the
+    // per-output loop.
+    let cases = [
+        (1037, 3, 5),
+        (300, 1, 1),
+        (517, 67, 3),
+        (700, 5, 70),
+        (600, 30, 9),
+    ];
     for (seed, &(n, d, k)) in cases.iter().enumerate() {
         // Data away from the origin: the centred sums must not lose it.
         let rows: Vec<f32> = random_matrix(n, d, 200 + seed as u64, -2.0, 2.0)

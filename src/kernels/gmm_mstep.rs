@@ -10,6 +10,14 @@ use crate::error::Result;
 use crate::gpu::kernel::{Batch, Bind, Shader};
 use crate::gpu::Gpu;
 
+/// From this many features on, the scatter runs as a tiled GEMM (`weighted_scatter_tiled`):
+/// below it most of a 64-wide tile would be padding, and the per-output loop is cheaper.
+pub(crate) const TILED_SCATTER_MIN_D: usize = 24;
+/// `weighted_scatter_tiled`'s workgroup: 16 x 16 invocations of 4 x 4 outputs.
+const TILED_WG_SIZE: u32 = 256;
+/// Output tile edge of `weighted_scatter_tiled` (`TILE` in the shader).
+const TILE: usize = 64;
+
 /// Twin of `MstepParams` in shaders/gmm_mstep.wgsl.
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Pod, Zeroable)]
@@ -73,7 +81,29 @@ pub(crate) fn weighted_sums(
 ) -> Result<()> {
     let n_blocks = seg.n_rows.div_ceil(blocks.block_rows);
     let n_outputs = moment.outputs(k, d);
-    let grid = gpu.grid(((n_blocks * n_outputs) as u64).div_ceil(ROW_WG_SIZE as u64))?;
+    let tiled = moment == Moment::Scatter && d >= TILED_SCATTER_MIN_D;
+    let (entry, wg_size, groups) = match moment {
+        Moment::First | Moment::SecondDiagonal => (
+            "weighted_deviation_sums",
+            ROW_WG_SIZE,
+            ((n_blocks * n_outputs) as u64).div_ceil(ROW_WG_SIZE as u64),
+        ),
+        Moment::Scatter if tiled => {
+            let tiles = d.div_ceil(TILE);
+            let pairs = tiles * (tiles + 1) / 2;
+            (
+                "weighted_scatter_tiled",
+                TILED_WG_SIZE,
+                (n_blocks * k * pairs) as u64,
+            )
+        }
+        Moment::Scatter => (
+            "weighted_scatter",
+            ROW_WG_SIZE,
+            ((n_blocks * n_outputs) as u64).div_ceil(ROW_WG_SIZE as u64),
+        ),
+    };
+    let grid = gpu.grid(groups)?;
     let params = MstepParams {
         n_rows: seg.n_rows as u32,
         x_offset: seg.chunk.x_offset + (seg.first * d) as u32,
@@ -91,14 +121,10 @@ pub(crate) fn weighted_sums(
         grid_x: grid.x,
         ..Zeroable::zeroed()
     };
-    let entry = match moment {
-        Moment::First | Moment::SecondDiagonal => "weighted_deviation_sums",
-        Moment::Scatter => "weighted_scatter",
-    };
     batch.dispatch(
         Shader::GmmMstep,
         entry,
-        ROW_WG_SIZE,
+        wg_size,
         &params,
         &[
             (1, seg.chunk.bind()),
@@ -112,6 +138,12 @@ pub(crate) fn weighted_sums(
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn constants_match_the_shader() {
+        let src = include_str!("../../shaders/gmm_mstep.wgsl");
+        assert!(src.contains(&format!("const TILE: u32 = {}u;", super::TILE)));
+    }
+
     #[test]
     fn params_match_the_wgsl_layout() {
         let size = super::super::layout::wgsl_struct_size(
