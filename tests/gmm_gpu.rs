@@ -664,7 +664,7 @@ fn a_component_without_weight_keeps_finite_parameters() {
             CovarianceType::Full => m.covariances()[32..48].to_vec(),
             _ => m.covariances()[8..12].to_vec(),
         };
-        let diag_only = |e: usize| t != CovarianceType::Full || e % 5 == 0;
+        let diag_only = |e: usize| t != CovarianceType::Full || e.is_multiple_of(5);
         for (e, v) in cov2.iter().enumerate() {
             let want = if diag_only(e) { 1e-6 } else { 0.0 };
             assert!((v - want).abs() < 1e-9, "{t:?}: {cov2:?}");
