@@ -583,6 +583,15 @@ fn bad_inputs_give_errors() {
         Matrix::new(&[1.0, f32::NAN], 2),
         Err(Error::NonFinite { .. })
     ));
+
+    // The N x K responsibilities must fit the memory budget: a clear error, not a crash.
+    let tight = common::gpu();
+    let xg = GpuMatrix::upload(&tight, &x).unwrap();
+    tight.set_memory_budget(150 * 3 * 4 - 1);
+    assert!(matches!(
+        GaussianMixture::new(3).fit(&tight, &xg),
+        Err(Error::OutOfDeviceMemory { .. })
+    ));
 }
 
 #[test]
