@@ -20,11 +20,15 @@
 // repeats pₖ over j on the host) has no D x D work: one invocation per row accumulates
 // Σⱼ ((xⱼ − μₖⱼ) pₖⱼ)² for COMPONENTS_PER_PASS components at a time in registers; the
 // component parameters are read at the same address across the workgroup (a broadcast).
+//
+// For D <= SMALL_D, Full and Tied use mahalanobis_full_small_d (one row per invocation) rather
+// than the tiles, which would be mostly padding.
 
 override WG_SIZE: u32 = 256u; // mahalanobis_full: must be 256 (16 x 16 invocations)
 const TILE: u32 = 64u;        // rows and output columns per tile (mahalanobis_full)
 const TILE_R: u32 = 16u;      // features staged per step (mahalanobis_full)
 const COMPONENTS_PER_PASS: u32 = 8u; // mahalanobis_diag register accumulators
+const SMALL_D: u32 = 16u;     // mahalanobis_full_small_d: largest D (registers per row)
 const MAX_NORMALIZE_WG: u32 = 256u;  // normalize_responsibilities: WG_SIZE at most this
 const F32_MAX: f32 = 3.4028235e38;
 
@@ -140,6 +144,43 @@ fn mahalanobis_full(
         if row < p.n_rows {
             resp[row * p.k + comp] = q;
         }
+    }
+}
+
+// mahalanobis_full for D <= SMALL_D: one invocation per row, the row kept in registers
+// (loaded once for all components), y = (x − μₖ)ᵀ Uₖ by forward accumulation over the upper
+// triangle. With so few features a 64 x 64 tile would be almost all padding; here every
+// multiply is useful and Uₖ, μₖ are read at the same address across the workgroup.
+@compute @workgroup_size(WG_SIZE)
+fn mahalanobis_full_small_d(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+) {
+    let p = params;
+    let row = (wid.y * p.grid_x + wid.x) * WG_SIZE + lid;
+    if row >= p.n_rows {
+        return;
+    }
+    var xr: array<f32, SMALL_D>;
+    for (var i = 0u; i < p.d; i++) {
+        xr[i] = x[p.x_offset + row * p.d + i];
+    }
+    for (var comp = 0u; comp < p.k; comp++) {
+        let m_base = comp * p.d;
+        let u_base = comp * p.prec_stride;
+        var diff: array<f32, SMALL_D>;
+        for (var i = 0u; i < p.d; i++) {
+            diff[i] = xr[i] - means[m_base + i];
+        }
+        var q = 0.0;
+        for (var j = 0u; j < p.d; j++) {
+            var y = 0.0;
+            for (var i = 0u; i <= j; i++) {
+                y = fma(diff[i], precisions[u_base + i * p.d + j], y);
+            }
+            q = fma(y, y, q);
+        }
+        resp[row * p.k + comp] = q;
     }
 }
 

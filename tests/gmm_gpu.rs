@@ -60,8 +60,17 @@ fn scaled_err(a: &[f64], b: &[f64], floor: f64) -> f64 {
 fn estep_matches_reference_for_random_parameters() {
     let gpu = gpu();
     // Awkward sizes: N not a multiple of any workgroup, D = 1, D > 64 (several column tiles),
-    // K = 1, K > 64 (and not a multiple of the diag kernel's 8 components per pass).
-    let cases = [(1037, 3, 5), (300, 1, 1), (517, 67, 3), (700, 5, 70)];
+    // K = 1, K > 64 (and not a multiple of the diag kernel's 8 components per pass). Full and
+    // Tied take the one-row-per-invocation kernel up to D = 16, the tiles above (D = 20: one
+    // column tile, D = 67: two).
+    let cases = [
+        (1037, 3, 5),
+        (300, 1, 1),
+        (517, 67, 3),
+        (700, 5, 70),
+        (400, 20, 6),
+        (333, 16, 2),
+    ];
     for (seed, &(n, d, k)) in cases.iter().enumerate() {
         for t in TYPES {
             let model = random_model(t, k, d, seed as u64 + 1);

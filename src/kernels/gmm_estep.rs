@@ -14,6 +14,9 @@ use crate::gpu::Gpu;
 const FULL_WG_SIZE: u32 = 256;
 /// Rows per mahalanobis_full tile (`TILE` in the shader).
 const FULL_TILE_ROWS: u64 = 64;
+/// Largest D that Full/Tied evaluate one row per invocation (`SMALL_D` in the shader); above
+/// it they use the tiled GEMM.
+pub(crate) const SMALL_D: usize = 16;
 /// Rows per normalize_responsibilities workgroup, hence per block of log p sums (a power of
 /// two, at most the shader's `MAX_NORMALIZE_WG`).
 pub(crate) const NORMALIZE_ROWS: usize = 256;
@@ -84,7 +87,10 @@ pub(crate) fn squared_mahalanobis(
     k: usize,
     comps: &Components<'_>,
 ) -> Result<()> {
-    let (entry, wg_size, groups) = if comps.full {
+    let (entry, wg_size, groups) = if comps.full && d <= SMALL_D {
+        let groups = (seg.n_rows as u64).div_ceil(ROW_WG_SIZE as u64);
+        ("mahalanobis_full_small_d", ROW_WG_SIZE, groups)
+    } else if comps.full {
         let tiles = (seg.n_rows as u64).div_ceil(FULL_TILE_ROWS);
         ("mahalanobis_full", FULL_WG_SIZE, tiles * k as u64)
     } else {
@@ -192,6 +198,7 @@ mod tests {
         let src = include_str!("../../shaders/gmm_estep.wgsl");
         assert!(src.contains("const TILE: u32 = 64u;"));
         assert!(src.contains("const MAX_NORMALIZE_WG: u32 = 256u;"));
+        assert!(src.contains(&format!("const SMALL_D: u32 = {}u;", super::SMALL_D)));
         assert!(super::NORMALIZE_ROWS.is_power_of_two() && super::NORMALIZE_ROWS <= 256);
         assert_eq!(super::FULL_TILE_ROWS, 64);
     }

@@ -1,0 +1,172 @@
+//! Criterion benchmarks of Gaussian-mixture EM on the GPU: a fit of 5 EM iterations from
+//! given parameters (tol = 0, so exactly 5 E- and M-steps, plus the final labelling E-step)
+//! and one E-step alone (`GaussianMixtureModel::score`), for N = 10,000 points,
+//! D ∈ {2, 16}, K ∈ {4, 16} and the four covariance types. The data is uploaded once
+//! (`GpuMatrix`), so transfers of the input are not timed.
+//!
+//! ```text
+//! cargo bench --bench gmm                    # everything
+//! cargo bench --bench gmm -- gmm_score       # the E-step group only
+//! cargo bench --bench gmm -- 'diag|spherical' # some covariance types only
+//! ```
+//!
+//! Sizes are modest so that the suite also runs on a software adapter: about 10 minutes on
+//! lavapipe with 2 cores, most of it in the full and tied fits with K = 16 (3 to 5 s per fit
+//! there, so criterion stretches its 2 s measurement window). The comparison with the f64
+//! reference over a larger grid is `benches/gmm_table.rs`.
+
+use std::time::Duration;
+
+use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
+use wgpu_unsupervised::gmm::InitialParameters;
+use wgpu_unsupervised::{
+    datasets, CovarianceType, GaussianMixture, GaussianMixtureModel, GmmInit, Gpu, GpuMatrix,
+    Matrix,
+};
+
+/// Rows of the benchmark data.
+const N: usize = 10_000;
+/// Feature counts.
+const DS: [usize; 2] = [2, 16];
+/// Component counts.
+const KS: [usize; 2] = [4, 16];
+/// EM iterations per timed fit.
+const ITERS: usize = 5;
+/// All covariance types.
+const TYPES: [CovarianceType; 4] = [
+    CovarianceType::Full,
+    CovarianceType::Tied,
+    CovarianceType::Diag,
+    CovarianceType::Spherical,
+];
+
+fn gpu() -> Gpu {
+    Gpu::new().unwrap_or_else(|e| panic!("benchmarks need a GPU adapter: {e}"))
+}
+
+/// Lower-case name of a covariance type.
+fn type_name(t: CovarianceType) -> &'static str {
+    match t {
+        CovarianceType::Full => "full",
+        CovarianceType::Tied => "tied",
+        CovarianceType::Diag => "diag",
+        CovarianceType::Spherical => "spherical",
+    }
+}
+
+/// Blob data (16 interleaved clusters), on the host and uploaded.
+fn data(gpu: &Gpu, d: usize) -> (Vec<f32>, GpuMatrix) {
+    let (x, _, _) = datasets::make_blobs(N, d, 16, 1.0, (-10.0, 10.0), 11).unwrap();
+    let xg = GpuMatrix::upload(gpu, &Matrix::new(&x, d).unwrap()).unwrap();
+    (x, xg)
+}
+
+/// Deterministic starting parameters: equal weights, the first K rows as means (the blobs
+/// are interleaved, so they fall in different clusters), and the covariance s²·I with s² the
+/// mean per-feature variance of the data. Returns the `Given` parameters (precisions) and
+/// the covariances, both in the layout of `t`.
+fn start(x: &[f32], d: usize, k: usize, t: CovarianceType) -> (InitialParameters, Vec<f64>) {
+    let n = x.len() / d;
+    let mut mean = vec![0.0f64; d];
+    for row in x.chunks_exact(d) {
+        for (m, &v) in mean.iter_mut().zip(row) {
+            *m += v as f64;
+        }
+    }
+    mean.iter_mut().for_each(|m| *m /= n as f64);
+    let mut var = 0.0f64;
+    for row in x.chunks_exact(d) {
+        for (m, &v) in mean.iter().zip(row) {
+            var += (v as f64 - m) * (v as f64 - m);
+        }
+    }
+    let s2 = (var / (n * d) as f64).max(1e-12);
+    let scaled_identity = |value: f64, blocks: usize| -> Vec<f64> {
+        (0..blocks * d * d)
+            .map(|e| {
+                let (i, j) = ((e / d) % d, e % d);
+                if i == j {
+                    value
+                } else {
+                    0.0
+                }
+            })
+            .collect()
+    };
+    let layout = |value: f64| match t {
+        CovarianceType::Full => scaled_identity(value, k),
+        CovarianceType::Tied => scaled_identity(value, 1),
+        CovarianceType::Diag => vec![value; k * d],
+        CovarianceType::Spherical => vec![value; k],
+    };
+    let given = InitialParameters {
+        weights: vec![1.0 / k as f64; k],
+        means: x[..k * d].iter().map(|&v| v as f64).collect(),
+        precisions: layout(1.0 / s2),
+    };
+    (given, layout(s2))
+}
+
+/// A fit of `ITERS` EM iterations from given parameters.
+fn fit(c: &mut Criterion) {
+    let gpu = gpu();
+    let mut group = c.benchmark_group(format!("gmm_fit_{ITERS}iter/{}", gpu.info().name));
+    group
+        .sample_size(10)
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(2));
+    for d in DS {
+        let (x, xg) = data(&gpu, d);
+        for k in KS {
+            for t in TYPES {
+                let (given, _) = start(&x, d, k, t);
+                let params = GaussianMixture::new(k)
+                    .covariance(t)
+                    .max_iter(ITERS)
+                    .tol(0.0)
+                    .init(GmmInit::Given(given));
+                group.bench_with_input(
+                    BenchmarkId::new(format!("{}_n{N}_d{d}", type_name(t)), k),
+                    &k,
+                    |b, _| b.iter(|| params.fit(&gpu, &xg).unwrap()),
+                );
+            }
+        }
+    }
+    group.finish();
+}
+
+/// One E-step: responsibilities, log-densities, labels and the mean log-likelihood.
+fn score(c: &mut Criterion) {
+    let gpu = gpu();
+    let mut group = c.benchmark_group(format!("gmm_score/{}", gpu.info().name));
+    group
+        .sample_size(10)
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(2))
+        .throughput(Throughput::Elements(N as u64));
+    for d in DS {
+        let (x, xg) = data(&gpu, d);
+        for k in KS {
+            for t in TYPES {
+                let (given, covariances) = start(&x, d, k, t);
+                let model = GaussianMixtureModel::from_parameters(
+                    t,
+                    given.weights,
+                    given.means,
+                    covariances,
+                )
+                .unwrap();
+                group.bench_with_input(
+                    BenchmarkId::new(format!("{}_n{N}_d{d}", type_name(t)), k),
+                    &k,
+                    |b, _| b.iter(|| model.score(&gpu, &xg).unwrap()),
+                );
+            }
+        }
+    }
+    group.finish();
+}
+
+criterion_group!(benches, score, fit);
+criterion_main!(benches);
