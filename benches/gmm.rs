@@ -18,7 +18,10 @@
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
-use wgpu_unsupervised::gmm::InitialParameters;
+#[path = "common/gmm_start.rs"]
+mod gmm_start;
+
+use gmm_start::start;
 use wgpu_unsupervised::{
     datasets, CovarianceType, GaussianMixture, GaussianMixtureModel, GmmInit, Gpu, GpuMatrix,
     Matrix,
@@ -32,26 +35,8 @@ const DS: [usize; 2] = [2, 16];
 const KS: [usize; 2] = [4, 16];
 /// EM iterations per timed fit.
 const ITERS: usize = 5;
-/// All covariance types.
-const TYPES: [CovarianceType; 4] = [
-    CovarianceType::Full,
-    CovarianceType::Tied,
-    CovarianceType::Diag,
-    CovarianceType::Spherical,
-];
-
 fn gpu() -> Gpu {
     Gpu::new().unwrap_or_else(|e| panic!("benchmarks need a GPU adapter: {e}"))
-}
-
-/// Lower-case name of a covariance type.
-fn type_name(t: CovarianceType) -> &'static str {
-    match t {
-        CovarianceType::Full => "full",
-        CovarianceType::Tied => "tied",
-        CovarianceType::Diag => "diag",
-        CovarianceType::Spherical => "spherical",
-    }
 }
 
 /// Blob data (16 interleaved clusters), on the host and uploaded.
@@ -59,52 +44,6 @@ fn data(gpu: &Gpu, d: usize) -> (Vec<f32>, GpuMatrix) {
     let (x, _, _) = datasets::make_blobs(N, d, 16, 1.0, (-10.0, 10.0), 11).unwrap();
     let xg = GpuMatrix::upload(gpu, &Matrix::new(&x, d).unwrap()).unwrap();
     (x, xg)
-}
-
-/// Deterministic starting parameters: equal weights, the first K rows as means (the blobs
-/// are interleaved, so they fall in different clusters), and the covariance s²·I with s² the
-/// mean per-feature variance of the data. Returns the `Given` parameters (precisions) and
-/// the covariances, both in the layout of `t`.
-fn start(x: &[f32], d: usize, k: usize, t: CovarianceType) -> (InitialParameters, Vec<f64>) {
-    let n = x.len() / d;
-    let mut mean = vec![0.0f64; d];
-    for row in x.chunks_exact(d) {
-        for (m, &v) in mean.iter_mut().zip(row) {
-            *m += v as f64;
-        }
-    }
-    mean.iter_mut().for_each(|m| *m /= n as f64);
-    let mut var = 0.0f64;
-    for row in x.chunks_exact(d) {
-        for (m, &v) in mean.iter().zip(row) {
-            var += (v as f64 - m) * (v as f64 - m);
-        }
-    }
-    let s2 = (var / (n * d) as f64).max(1e-12);
-    let scaled_identity = |value: f64, blocks: usize| -> Vec<f64> {
-        (0..blocks * d * d)
-            .map(|e| {
-                let (i, j) = ((e / d) % d, e % d);
-                if i == j {
-                    value
-                } else {
-                    0.0
-                }
-            })
-            .collect()
-    };
-    let layout = |value: f64| match t {
-        CovarianceType::Full => scaled_identity(value, k),
-        CovarianceType::Tied => scaled_identity(value, 1),
-        CovarianceType::Diag => vec![value; k * d],
-        CovarianceType::Spherical => vec![value; k],
-    };
-    let given = InitialParameters {
-        weights: vec![1.0 / k as f64; k],
-        means: x[..k * d].iter().map(|&v| v as f64).collect(),
-        precisions: layout(1.0 / s2),
-    };
-    (given, layout(s2))
 }
 
 /// A fit of `ITERS` EM iterations from given parameters.
@@ -118,7 +57,7 @@ fn fit(c: &mut Criterion) {
     for d in DS {
         let (x, xg) = data(&gpu, d);
         for k in KS {
-            for t in TYPES {
+            for t in CovarianceType::ALL {
                 let (given, _) = start(&x, d, k, t);
                 let params = GaussianMixture::new(k)
                     .covariance(t)
@@ -126,7 +65,7 @@ fn fit(c: &mut Criterion) {
                     .tol(0.0)
                     .init(GmmInit::Given(given));
                 group.bench_with_input(
-                    BenchmarkId::new(format!("{}_n{N}_d{d}", type_name(t)), k),
+                    BenchmarkId::new(format!("{}_n{N}_d{d}", t.name()), k),
                     &k,
                     |b, _| b.iter(|| params.fit(&gpu, &xg).unwrap()),
                 );
@@ -148,7 +87,7 @@ fn score(c: &mut Criterion) {
     for d in DS {
         let (x, xg) = data(&gpu, d);
         for k in KS {
-            for t in TYPES {
+            for t in CovarianceType::ALL {
                 let (given, covariances) = start(&x, d, k, t);
                 let model = GaussianMixtureModel::from_parameters(
                     t,
@@ -158,7 +97,7 @@ fn score(c: &mut Criterion) {
                 )
                 .unwrap();
                 group.bench_with_input(
-                    BenchmarkId::new(format!("{}_n{N}_d{d}", type_name(t)), k),
+                    BenchmarkId::new(format!("{}_n{N}_d{d}", t.name()), k),
                     &k,
                     |b, _| b.iter(|| model.score(&gpu, &xg).unwrap()),
                 );

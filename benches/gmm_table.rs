@@ -50,7 +50,10 @@
 
 use std::time::Instant;
 
-use wgpu_unsupervised::gmm::InitialParameters;
+#[path = "common/gmm_start.rs"]
+mod gmm_start;
+
+use gmm_start::start;
 use wgpu_unsupervised::reference::gmm as refg;
 use wgpu_unsupervised::{
     datasets, CovarianceType, GaussianMixture, GaussianMixtureModel, GmmInit, Gpu, GpuMatrix,
@@ -61,24 +64,6 @@ use wgpu_unsupervised::{
 const NS: [usize; 3] = [10_000, 100_000, 1_000_000];
 const DS: [usize; 3] = [2, 16, 64];
 const KS: [usize; 3] = [4, 16, 64];
-/// All covariance types, in table order.
-const TYPES: [CovarianceType; 4] = [
-    CovarianceType::Full,
-    CovarianceType::Tied,
-    CovarianceType::Diag,
-    CovarianceType::Spherical,
-];
-
-/// Lower-case name of a covariance type.
-fn type_name(t: CovarianceType) -> &'static str {
-    match t {
-        CovarianceType::Full => "full",
-        CovarianceType::Tied => "tied",
-        CovarianceType::Diag => "diag",
-        CovarianceType::Spherical => "spherical",
-    }
-}
-
 struct Options {
     min_n: usize,
     max_n: Option<usize>,
@@ -103,10 +88,10 @@ fn parse_covs(s: &str) -> Result<Vec<CovarianceType>, String> {
     s.split(',')
         .filter(|n| !n.is_empty())
         .map(|name| {
-            TYPES
+            CovarianceType::ALL
                 .iter()
                 .copied()
-                .find(|&t| type_name(t) == name.trim().to_ascii_lowercase())
+                .find(|&t| t.name() == name.trim().to_ascii_lowercase())
                 .ok_or_else(|| {
                     format!("--cov: unknown covariance type {name:?} (full, tied, diag, spherical)")
                 })
@@ -124,7 +109,7 @@ fn options() -> Result<Options, String> {
         max_n: None,
         iters: 10,
         ref_iters: 2,
-        covs: TYPES.to_vec(),
+        covs: CovarianceType::ALL.to_vec(),
         max_ref_cost: 1e9,
         reps: 5,
         max_d: usize::MAX,
@@ -164,50 +149,6 @@ fn options() -> Result<Options, String> {
         i += 2;
     }
     Ok(o)
-}
-
-/// Deterministic starting parameters (module docs). Returns the `Given` parameters
-/// (precisions) and the covariances, both in the layout of `t`.
-fn start(x: &[f32], d: usize, k: usize, t: CovarianceType) -> (InitialParameters, Vec<f64>) {
-    let n = x.len() / d;
-    let mut mean = vec![0.0f64; d];
-    for row in x.chunks_exact(d) {
-        for (m, &v) in mean.iter_mut().zip(row) {
-            *m += v as f64;
-        }
-    }
-    mean.iter_mut().for_each(|m| *m /= n as f64);
-    let mut var = 0.0f64;
-    for row in x.chunks_exact(d) {
-        for (m, &v) in mean.iter().zip(row) {
-            var += (v as f64 - m) * (v as f64 - m);
-        }
-    }
-    let s2 = (var / (n * d) as f64).max(1e-12);
-    let scaled_identity = |value: f64, blocks: usize| -> Vec<f64> {
-        (0..blocks * d * d)
-            .map(|e| {
-                let (i, j) = ((e / d) % d, e % d);
-                if i == j {
-                    value
-                } else {
-                    0.0
-                }
-            })
-            .collect()
-    };
-    let layout = |value: f64| match t {
-        CovarianceType::Full => scaled_identity(value, k),
-        CovarianceType::Tied => scaled_identity(value, 1),
-        CovarianceType::Diag => vec![value; k * d],
-        CovarianceType::Spherical => vec![value; k],
-    };
-    let given = InitialParameters {
-        weights: vec![1.0 / k as f64; k],
-        means: x[..k * d].iter().map(|&v| v as f64).collect(),
-        precisions: layout(1.0 / s2),
-    };
-    (given, layout(s2))
 }
 
 /// Runs `f` `reps` times and returns the median time in milliseconds and the last result.
@@ -369,7 +310,7 @@ fn main() {
                         .covariance(t)
                         .tol(0.0)
                         .init(GmmInit::Given(given));
-                    let lead = format!("| {n} | {d} | {k} | {} |", type_name(t));
+                    let lead = format!("| {n} | {d} | {k} | {} |", t.name());
                     let g = match gpu_side(&gpu, &xg, &model, &params, &opts) {
                         Ok(g) => g,
                         Err(e) => {

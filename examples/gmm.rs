@@ -48,13 +48,6 @@ use wgpu_unsupervised::{
 
 /// Largest number of components tried.
 const K_MAX: usize = 8;
-/// The covariance types, in table order.
-const TYPES: [CovarianceType; 4] = [
-    CovarianceType::Full,
-    CovarianceType::Tied,
-    CovarianceType::Diag,
-    CovarianceType::Spherical,
-];
 /// A point is "uncertain" when its largest responsibility is below this.
 const CERTAIN: f32 = 0.9;
 /// How many of the most uncertain points are printed.
@@ -74,16 +67,6 @@ const COLORS: [RGBColor; 10] = [
     RGBColor(188, 189, 34),
     RGBColor(23, 190, 207),
 ];
-
-/// Lower-case name of a covariance type.
-fn type_name(t: CovarianceType) -> &'static str {
-    match t {
-        CovarianceType::Full => "full",
-        CovarianceType::Tied => "tied",
-        CovarianceType::Diag => "diag",
-        CovarianceType::Spherical => "spherical",
-    }
-}
 
 /// One fitted candidate.
 struct Fitted {
@@ -119,8 +102,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     // Every k and covariance type: fits[t][k - 1].
     let start = Instant::now();
-    let mut fits: Vec<Vec<Fitted>> = Vec::with_capacity(TYPES.len());
-    for &t in &TYPES {
+    let mut fits: Vec<Vec<Fitted>> = Vec::with_capacity(CovarianceType::ALL.len());
+    for &t in &CovarianceType::ALL {
         let mut row = Vec::with_capacity(K_MAX);
         for k in 1..=K_MAX {
             let model = GaussianMixture::new(k)
@@ -137,7 +120,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!(
         "fitted {} mixtures (k = 1..={K_MAX} x 4 covariance types, 3 restarts each) in {:.2} s \
          (includes compiling the compute shaders)",
-        TYPES.len() * K_MAX,
+        CovarianceType::ALL.len() * K_MAX,
         start.elapsed().as_secs_f64()
     );
 
@@ -150,19 +133,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!(
         "\nlowest BIC: k = {}, {} covariances (BIC {:.2}); lowest AIC: k = {}, {} (AIC {:.2})",
         bk + 1,
-        type_name(TYPES[bt]),
+        CovarianceType::ALL[bt].name(),
         fits[bt][bk].bic,
         ak + 1,
-        type_name(TYPES[at]),
+        CovarianceType::ALL[at].name(),
         fits[at][ak].aic
     );
-    for (t, row) in TYPES.iter().zip(&fits) {
+    for (t, row) in CovarianceType::ALL.iter().zip(&fits) {
         let (_, k) = argmin(std::slice::from_ref(row), |f| f.bic);
-        println!(
-            "  best k by BIC with {} covariances: {}",
-            type_name(*t),
-            k + 1
-        );
+        println!("  best k by BIC with {} covariances: {}", t.name(), k + 1);
     }
 
     // The BIC choice, and for comparison the mixture with one component per species (same
@@ -243,7 +222,7 @@ fn describe(
     println!(
         "\n{title}: k = {k}, {} covariances, {} EM iterations, converged: {}, \
          mean log-likelihood {:.4}",
-        type_name(model.covariance_type()),
+        model.covariance_type().name(),
         model.n_iter(),
         model.converged(),
         model.lower_bound()
@@ -329,7 +308,7 @@ fn describe(
     Ok(Panel {
         caption: format!(
             "Iris (PC1, PC2): k = {k}, {} covariances, {}",
-            type_name(model.covariance_type()),
+            model.covariance_type().name(),
             caption
         ),
         points,
@@ -342,9 +321,9 @@ fn describe(
 /// column's lowest value with `*`.
 fn print_table(name: &str, fits: &[Vec<Fitted>], value: impl Fn(&Fitted) -> f64) {
     println!("\n{name} (lower is better; * marks the lowest of each column)");
-    let header: String = TYPES
+    let header: String = CovarianceType::ALL
         .iter()
-        .map(|&t| format!("  {:>11}", type_name(t)))
+        .map(|&t| format!("  {:>11}", t.name()))
         .collect();
     println!("  k{header}");
     let best: Vec<usize> = fits
@@ -600,7 +579,7 @@ fn draw_criterion(
             .collect();
         chart
             .draw_series(LineSeries::new(curve.clone(), color.stroke_width(2)))?
-            .label(type_name(TYPES[t]))
+            .label(CovarianceType::ALL[t].name())
             .legend(move |(x, y)| PathElement::new([(x, y), (x + 16, y)], color.stroke_width(2)));
         chart.draw_series(curve.iter().map(|&p| Circle::new(p, 3, color.filled())))?;
     }
@@ -611,7 +590,11 @@ fn draw_criterion(
             8,
             BLACK.stroke_width(2),
         )))?
-        .label(format!("lowest: k = {}, {}", k + 1, type_name(TYPES[t])))
+        .label(format!(
+            "lowest: k = {}, {}",
+            k + 1,
+            CovarianceType::ALL[t].name()
+        ))
         .legend(|(x, y)| Circle::new((x + 8, y), 5, BLACK.stroke_width(2)));
     chart
         .configure_series_labels()

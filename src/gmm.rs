@@ -83,6 +83,49 @@ pub enum CovarianceType {
     Spherical,
 }
 
+impl CovarianceType {
+    /// All four types, in the order Full, Tied, Diag, Spherical.
+    pub const ALL: [CovarianceType; 4] = [
+        CovarianceType::Full,
+        CovarianceType::Tied,
+        CovarianceType::Diag,
+        CovarianceType::Spherical,
+    ];
+
+    /// The lower-case name scikit-learn uses: "full", "tied", "diag" or "spherical".
+    pub fn name(self) -> &'static str {
+        match self {
+            CovarianceType::Full => "full",
+            CovarianceType::Tied => "tied",
+            CovarianceType::Diag => "diag",
+            CovarianceType::Spherical => "spherical",
+        }
+    }
+}
+
+impl std::fmt::Display for CovarianceType {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for CovarianceType {
+    type Err = Error;
+
+    /// Parses a [`CovarianceType::name`], ignoring ASCII case.
+    fn from_str(s: &str) -> Result<Self> {
+        CovarianceType::ALL
+            .into_iter()
+            .find(|t| t.name().eq_ignore_ascii_case(s))
+            .ok_or_else(|| {
+                Error::invalid(
+                    "covariance_type",
+                    format!("unknown covariance type {s:?} (full, tied, diag or spherical)"),
+                )
+            })
+    }
+}
+
 /// Starting parameters given by the caller (or a previous fit: warm start).
 #[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
@@ -349,21 +392,7 @@ pub fn estimate_gaussian_parameters(
     let (n, _) = x.shape();
     Error::require_count("k", k)?;
     Error::require_non_negative("reg_covar", reg_covar)?;
-    if resp.len() != n.saturating_mul(k) {
-        return Err(Error::invalid(
-            "resp",
-            format!(
-                "expected {n} x {k} responsibilities, got {} values",
-                resp.len()
-            ),
-        ));
-    }
-    if resp.iter().any(|r| !(r.is_finite() && *r >= 0.0)) {
-        return Err(Error::invalid(
-            "resp",
-            "responsibilities must be finite and >= 0",
-        ));
-    }
+    check_responsibilities(resp, n, k)?;
     let xg = x.on_gpu(gpu)?;
     let ws = Workspace::new(gpu, &xg, k, covariance_type)?;
     ws.upload_responsibilities(resp)?;
@@ -373,6 +402,34 @@ pub fn estimate_gaussian_parameters(
         means: p.means,
         covariances: p.covariances,
     })
+}
+
+/// Checks that `resp` holds N x K finite, non-negative responsibilities (f32 from the caller
+/// of the GPU M-step, f64 in the reference).
+pub(crate) fn check_responsibilities<T: Copy + Into<f64>>(
+    resp: &[T],
+    n: usize,
+    k: usize,
+) -> Result<()> {
+    if resp.len() != n.saturating_mul(k) {
+        return Err(Error::invalid(
+            "resp",
+            format!(
+                "expected {n} x {k} responsibilities, got {} values",
+                resp.len()
+            ),
+        ));
+    }
+    if resp.iter().any(|&r| {
+        let r: f64 = r.into();
+        !(r.is_finite() && r >= 0.0)
+    }) {
+        return Err(Error::invalid(
+            "resp",
+            "responsibilities must be finite and >= 0",
+        ));
+    }
+    Ok(())
 }
 
 /// A fitted Gaussian mixture. Parameters are kept in f64 (the host algebra's precision) and
@@ -695,5 +752,33 @@ impl GaussianMixtureModel {
     /// Errors: [`Error::InvalidParameter`] for n = 0 or an inconsistent model.
     pub fn sample(&self, n: usize, seed: u64) -> Result<(Vec<f64>, Vec<u32>)> {
         crate::reference::gmm::sample(&self.as_reference(), n, seed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn covariance_names_round_trip() {
+        for t in CovarianceType::ALL {
+            assert_eq!(t.name().parse::<CovarianceType>().unwrap(), t);
+            assert_eq!(
+                t.to_string()
+                    .to_uppercase()
+                    .parse::<CovarianceType>()
+                    .unwrap(),
+                t
+            );
+        }
+        assert!("banded".parse::<CovarianceType>().is_err());
+    }
+
+    #[test]
+    fn responsibilities_are_checked() {
+        assert!(check_responsibilities(&[0.5f32, 0.5, 1.0, 0.0], 2, 2).is_ok());
+        assert!(check_responsibilities(&[0.5f32, 0.5, 1.0], 2, 2).is_err());
+        assert!(check_responsibilities(&[0.5f64, -0.1, 1.0, 0.0], 2, 2).is_err());
+        assert!(check_responsibilities(&[f32::NAN, 0.5, 1.0, 0.0], 2, 2).is_err());
     }
 }

@@ -911,16 +911,6 @@ fn kmeans(args: KmeansArgs) -> CliResult {
     emit(&report.join("\n"))
 }
 
-/// The command-line name of a covariance type.
-fn covariance_name(covariance_type: CovarianceType) -> &'static str {
-    match covariance_type {
-        CovarianceType::Full => "full",
-        CovarianceType::Tied => "tied",
-        CovarianceType::Diag => "diag",
-        CovarianceType::Spherical => "spherical",
-    }
-}
-
 /// The command-line name of a mixture initialisation.
 fn gmm_init_name(init: &GmmInit) -> &'static str {
     match init {
@@ -1017,7 +1007,7 @@ fn gmm(args: GmmArgs) -> CliResult {
     }
 
     let info = gpu.info();
-    let covariance = covariance_name(model.covariance_type());
+    let covariance = model.covariance_type().name();
     if args.json {
         return emit_json(&GmmReport {
             algorithm: "gmm",
@@ -1420,7 +1410,7 @@ fn gmm_covariance_len(covariance_type: CovarianceType, k: usize, d: usize) -> Op
 /// with the covariances.
 fn check_gmm_model(model: &GaussianMixtureModel) -> Result<(), String> {
     let (k, d, covariance_type) = (model.k(), model.n_features(), model.covariance_type());
-    let kind = covariance_name(covariance_type);
+    let kind = covariance_type.name();
     if k == 0 || d == 0 {
         return Err(format!("{k} components of {d} features"));
     }
@@ -1651,7 +1641,7 @@ fn predict_gmm(model: &GaussianMixtureModel, args: &PredictArgs) -> CliResult {
             "model:      {} (Gaussian mixture, k = {k}, d = {}, {} covariances)",
             args.model.display(),
             model.n_features(),
-            covariance_name(model.covariance_type())
+            model.covariance_type().name()
         ),
         format!(
             "input:      {} ({n} rows x {} features)",

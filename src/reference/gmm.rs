@@ -418,21 +418,7 @@ pub fn mstep(
     if k == 0 {
         return Err(Error::invalid("k", "must be at least 1"));
     }
-    if resp.len() != n.saturating_mul(k) {
-        return Err(Error::invalid(
-            "resp",
-            format!(
-                "expected {n} x {k} responsibilities, got {} values",
-                resp.len()
-            ),
-        ));
-    }
-    if resp.iter().any(|r| !(r.is_finite() && *r >= 0.0)) {
-        return Err(Error::invalid(
-            "resp",
-            "responsibilities must be finite and >= 0",
-        ));
-    }
+    crate::gmm::check_responsibilities(resp, n, k)?;
     if !(reg_covar.is_finite() && reg_covar >= 0.0) {
         return Err(Error::invalid(
             "reg_covar",
