@@ -53,6 +53,7 @@ pub mod io;
 pub(crate) mod kernels;
 pub mod kmeans;
 pub mod linalg;
+pub mod metrics;
 pub mod pca;
 pub mod reference;
 

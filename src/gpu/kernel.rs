@@ -19,6 +19,7 @@ pub(crate) enum Shader {
     Projection,
     GmmEstep,
     GmmMstep,
+    Silhouette,
 }
 
 impl Shader {
@@ -33,6 +34,7 @@ impl Shader {
             Shader::Projection => "projection.wgsl",
             Shader::GmmEstep => "gmm_estep.wgsl",
             Shader::GmmMstep => "gmm_mstep.wgsl",
+            Shader::Silhouette => "silhouette.wgsl",
         }
     }
 
@@ -47,6 +49,7 @@ impl Shader {
             Shader::Projection => include_str!("../../shaders/projection.wgsl"),
             Shader::GmmEstep => include_str!("../../shaders/gmm_estep.wgsl"),
             Shader::GmmMstep => include_str!("../../shaders/gmm_mstep.wgsl"),
+            Shader::Silhouette => include_str!("../../shaders/silhouette.wgsl"),
         }
     }
 }

@@ -12,6 +12,7 @@ pub(crate) mod kmeans_pp;
 pub(crate) mod projection;
 pub(crate) mod reduce;
 pub(crate) mod rows;
+pub(crate) mod silhouette;
 
 /// Workgroup size for kernels that give one invocation to each row.
 pub(crate) const ROW_WG_SIZE: u32 = 64;

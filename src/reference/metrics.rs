@@ -1,4 +1,8 @@
-//! Agreement between two labellings: the Rand index and the adjusted Rand index.
+//! Clustering criteria in plain f64: agreement between two labellings (Rand index, adjusted
+//! Rand index) and internal criteria (silhouette, Calinski–Harabasz, Davies–Bouldin, inertia;
+//! formulas below).
+//!
+//! **Agreement.**
 //!
 //! Both look at the `C(n, 2)` unordered pairs of points. Let `n_ij` be the contingency table
 //! (points with label i in `a` and j in `b`), `a_i = Σ_j n_ij` and `b_j = Σ_i n_ij` its
@@ -22,6 +26,27 @@
 //! the label values), about 0 for independent ones, and can be negative. Both indices are
 //! symmetric in `a` and `b`. When no pair is split differently (FN = FP = 0, e.g. both
 //! labellings put everything in one cluster) both are defined as 1, as in scikit-learn.
+//!
+//! **Internal criteria.**
+//!
+//! With clusters C_1..C_K of sizes n_c, centroids μ_c, the overall mean μ and d the Euclidean
+//! distance:
+//!
+//! ```text
+//!   a(i) = Σ_{j ∈ C(i), j ≠ i} d(i, j) / (n_{C(i)} − 1)       mean distance within i's cluster
+//!   b(i) = min_{c ≠ C(i)} Σ_{j ∈ C_c} d(i, j) / n_c            nearest other cluster
+//!   s(i) = (b − a) / max(a, b),   s(i) = 0 when n_{C(i)} = 1    (Rousseeuw 1987)
+//!
+//!   CH = [Σ_c n_c ‖μ_c − μ‖² / (K − 1)] / [Σ_i ‖x_i − μ_{C(i)}‖² / (N − K)]
+//!                                                              (Caliński & Harabasz 1974)
+//!   DB = (1/K) Σ_c max_{c' ≠ c} (S_c + S_c') / ‖μ_c − μ_c'‖,  S_c = mean_{i ∈ C_c} ‖x_i − μ_c‖
+//!                                                              (Davies & Bouldin 1979)
+//!   inertia = Σ_i ‖x_i − μ_{C(i)}‖²
+//! ```
+//!
+//! as scikit-learn's silhouette_samples, calinski_harabasz_score and davies_bouldin_score
+//! (labels are used as given: cluster ids are the distinct values, K their count; CH is 1 and
+//! DB 0 when every within-cluster distance is zero, as there).
 
 use std::collections::HashMap;
 
@@ -186,4 +211,179 @@ mod tests {
         assert!(ari.abs() < 0.001, "{ari}");
         assert_eq!(adjusted_rand_index(&a, &a).unwrap(), 1.0);
     }
+}
+
+/// Distinct labels in increasing order and each point's index among them.
+fn clusters(labels: &[u32]) -> (Vec<u32>, Vec<usize>) {
+    let mut ids: Vec<u32> = labels.to_vec();
+    ids.sort_unstable();
+    ids.dedup();
+    let index = labels
+        .iter()
+        .map(|l| ids.binary_search(l).expect("label present"))
+        .collect();
+    (ids, index)
+}
+
+/// Checks `x` (N x D, finite) against `labels` (N values) and returns N.
+fn check_labelled(x: &[f64], d: usize, labels: &[u32]) -> Result<usize> {
+    crate::data::validate_row_major(x, d)?;
+    let n = x.len() / d;
+    if labels.len() != n {
+        return Err(Error::invalid(
+            "labels",
+            format!("{} labels for {n} rows", labels.len()),
+        ));
+    }
+    Ok(n)
+}
+
+/// The number of distinct labels must be between 2 and N − 1 (scikit-learn's rule for the
+/// silhouette, Calinski–Harabasz and Davies–Bouldin).
+fn check_cluster_count(k: usize, n: usize) -> Result<()> {
+    if k < 2 || k >= n {
+        return Err(Error::invalid(
+            "labels",
+            format!("the criterion needs 2 <= clusters <= N - 1; got {k} clusters for N = {n}"),
+        ));
+    }
+    Ok(())
+}
+
+/// Cluster sizes and centroids (K x D) of `index` (cluster of each row).
+fn centroids(x: &[f64], d: usize, index: &[usize], k: usize) -> (Vec<usize>, Vec<f64>) {
+    let mut counts = vec![0usize; k];
+    let mut sums = vec![0.0; k * d];
+    for (row, &c) in x.chunks_exact(d).zip(index) {
+        counts[c] += 1;
+        for (s, v) in sums[c * d..(c + 1) * d].iter_mut().zip(row) {
+            *s += v;
+        }
+    }
+    for c in 0..k {
+        for s in &mut sums[c * d..(c + 1) * d] {
+            *s /= counts[c] as f64;
+        }
+    }
+    (counts, sums)
+}
+
+fn distance(a: &[f64], b: &[f64]) -> f64 {
+    a.iter()
+        .zip(b)
+        .map(|(x, y)| (x - y) * (x - y))
+        .sum::<f64>()
+        .sqrt()
+}
+
+/// Silhouette coefficient s(i) of every row (formulas above), O(N² D).
+///
+/// Errors: bad `x` ([`Error::EmptyData`], [`Error::Shape`], [`Error::NonFinite`]); labels of
+/// the wrong length or with fewer than 2 or more than N − 1 distinct values
+/// ([`Error::InvalidParameter`]).
+pub fn silhouette_samples(x: &[f64], d: usize, labels: &[u32]) -> Result<Vec<f64>> {
+    let n = check_labelled(x, d, labels)?;
+    let (ids, index) = clusters(labels);
+    let k = ids.len();
+    check_cluster_count(k, n)?;
+    let mut sizes = vec![0usize; k];
+    index.iter().for_each(|&c| sizes[c] += 1);
+    let rows: Vec<&[f64]> = x.chunks_exact(d).collect();
+    let mut out = Vec::with_capacity(n);
+    let mut sums = vec![0.0; k];
+    for (i, xi) in rows.iter().enumerate() {
+        sums.fill(0.0);
+        for (xj, &c) in rows.iter().zip(&index) {
+            sums[c] += distance(xi, xj);
+        }
+        let own = index[i];
+        if sizes[own] == 1 {
+            out.push(0.0);
+            continue;
+        }
+        let a = sums[own] / (sizes[own] - 1) as f64;
+        let b = (0..k)
+            .filter(|&c| c != own)
+            .map(|c| sums[c] / sizes[c] as f64)
+            .fold(f64::INFINITY, f64::min);
+        let m = a.max(b);
+        out.push(if m > 0.0 { (b - a) / m } else { 0.0 });
+    }
+    Ok(out)
+}
+
+/// Mean silhouette coefficient over all rows (scikit-learn's `silhouette_score`).
+pub fn silhouette_score(x: &[f64], d: usize, labels: &[u32]) -> Result<f64> {
+    let s = silhouette_samples(x, d, labels)?;
+    Ok(s.iter().sum::<f64>() / s.len() as f64)
+}
+
+/// Calinski–Harabasz index (between- over within-cluster dispersion, higher is better).
+pub fn calinski_harabasz(x: &[f64], d: usize, labels: &[u32]) -> Result<f64> {
+    let n = check_labelled(x, d, labels)?;
+    let (ids, index) = clusters(labels);
+    let k = ids.len();
+    check_cluster_count(k, n)?;
+    let (counts, mu) = centroids(x, d, &index, k);
+    let mean: Vec<f64> = (0..d)
+        .map(|j| x.iter().skip(j).step_by(d).sum::<f64>() / n as f64)
+        .collect();
+    let between: f64 = (0..k)
+        .map(|c| counts[c] as f64 * distance(&mu[c * d..(c + 1) * d], &mean).powi(2))
+        .sum();
+    let within: f64 = x
+        .chunks_exact(d)
+        .zip(&index)
+        .map(|(row, &c)| distance(row, &mu[c * d..(c + 1) * d]).powi(2))
+        .sum();
+    if within == 0.0 {
+        return Ok(1.0);
+    }
+    Ok(between * (n - k) as f64 / (within * (k - 1) as f64))
+}
+
+/// Davies–Bouldin index (mean worst-case similarity between clusters, lower is better).
+pub fn davies_bouldin(x: &[f64], d: usize, labels: &[u32]) -> Result<f64> {
+    let n = check_labelled(x, d, labels)?;
+    let (ids, index) = clusters(labels);
+    let k = ids.len();
+    check_cluster_count(k, n)?;
+    let (counts, mu) = centroids(x, d, &index, k);
+    let mut scatter = vec![0.0; k];
+    for (row, &c) in x.chunks_exact(d).zip(&index) {
+        scatter[c] += distance(row, &mu[c * d..(c + 1) * d]);
+    }
+    for c in 0..k {
+        scatter[c] /= counts[c] as f64;
+    }
+    if scatter.iter().all(|&s| s == 0.0) {
+        return Ok(0.0);
+    }
+    let mut total = 0.0;
+    for c in 0..k {
+        let worst = (0..k)
+            .filter(|&o| o != c)
+            .map(|o| {
+                let sep = distance(&mu[c * d..(c + 1) * d], &mu[o * d..(o + 1) * d]);
+                if sep == 0.0 {
+                    f64::INFINITY
+                } else {
+                    (scatter[c] + scatter[o]) / sep
+                }
+            })
+            .fold(0.0, f64::max);
+        total += worst;
+    }
+    Ok(total / k as f64)
+}
+
+/// Within-cluster sum of squares Σᵢ ‖xᵢ − μ_{C(i)}‖² around the clusters' means.
+pub fn inertia(x: &[f64], d: usize, labels: &[u32]) -> Result<f64> {
+    check_labelled(x, d, labels)?;
+    let (ids, index) = clusters(labels);
+    let (_, mu) = centroids(x, d, &index, ids.len());
+    Ok(x.chunks_exact(d)
+        .zip(&index)
+        .map(|(row, &c)| distance(row, &mu[c * d..(c + 1) * d]).powi(2))
+        .sum())
 }

@@ -1,0 +1,91 @@
+//! Sums of distances from query rows to a run of data rows (`shaders/silhouette.wgsl`), the
+//! O(N²) part of the silhouette coefficient.
+
+use bytemuck::{Pod, Zeroable};
+
+use crate::error::Result;
+use crate::gpu::buffer::Chunk;
+use crate::gpu::kernel::{Batch, Bind, Shader};
+use crate::gpu::Gpu;
+
+/// The shader's 16 x 16 layout needs exactly 256 invocations.
+const SUMS_WG_SIZE: u32 = 256;
+/// Queries per workgroup (`TILE` in the shader).
+const TILE: usize = 64;
+
+/// Twin of `DistanceSumParams` in shaders/silhouette.wgsl.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Pod, Zeroable)]
+pub(crate) struct DistanceSumParams {
+    n_queries: u32,
+    q_offset: u32,
+    n_data: u32,
+    x_offset: u32,
+    d: u32,
+    out_offset: u32,
+    grid_x: u32,
+    _pad0: u32,
+}
+
+/// Rows `first .. first + n_rows` of a chunk.
+pub(crate) struct Rows<'a> {
+    pub chunk: &'a Chunk,
+    pub first: usize,
+    pub n_rows: usize,
+}
+
+/// Records `sums[out_offset + q] = Σ_j ‖query_q − data_j‖` for every query row q.
+pub(crate) fn cluster_distance_sums(
+    gpu: &Gpu,
+    batch: &mut Batch<'_>,
+    d: usize,
+    queries: &Rows<'_>,
+    data: &Rows<'_>,
+    sums: &wgpu::Buffer,
+    out_offset: usize,
+) -> Result<()> {
+    let grid = gpu.grid(queries.n_rows.div_ceil(TILE) as u64)?;
+    let params = DistanceSumParams {
+        n_queries: queries.n_rows as u32,
+        q_offset: queries.chunk.x_offset + (queries.first * d) as u32,
+        n_data: data.n_rows as u32,
+        x_offset: data.chunk.x_offset + (data.first * d) as u32,
+        d: d as u32,
+        out_offset: out_offset as u32,
+        grid_x: grid.x,
+        _pad0: 0,
+    };
+    batch.dispatch(
+        Shader::Silhouette,
+        "cluster_distance_sums",
+        SUMS_WG_SIZE,
+        &params,
+        &[
+            (1, queries.chunk.bind()),
+            (2, data.chunk.bind()),
+            (3, Bind::Whole(sums)),
+        ],
+        grid,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn params_match_the_wgsl_layout() {
+        let size = super::super::layout::wgsl_struct_size(
+            include_str!("../../shaders/silhouette.wgsl"),
+            "DistanceSumParams",
+        );
+        assert_eq!(
+            size as usize,
+            std::mem::size_of::<super::DistanceSumParams>()
+        );
+    }
+
+    #[test]
+    fn constants_match_the_shader() {
+        let src = include_str!("../../shaders/silhouette.wgsl");
+        assert!(src.contains(&format!("const TILE: u32 = {}u;", super::TILE)));
+    }
+}

@@ -1,0 +1,359 @@
+//! Judging a clustering: internal criteria (silhouette, Calinski–Harabasz, Davies–Bouldin,
+//! inertia) and agreement with a reference labelling (Rand index, adjusted Rand index).
+//!
+//! The formulas are those of [`crate::reference::metrics`] (scikit-learn's definitions). The
+//! silhouette coefficient of Rousseeuw (1987),
+//!
+//! ```text
+//! a(i) = mean distance from i to the other members of its cluster
+//! b(i) = min over the other clusters c of the mean distance from i to the members of c
+//! s(i) = (b(i) − a(i)) / max(a(i), b(i))      (0 for a point alone in its cluster)
+//! ```
+//!
+//! needs the distance between every pair of points, O(N² D) work: [`silhouette`] does it on
+//! the GPU without ever holding the N x N distances. The rows are sorted by cluster on the
+//! device, each cluster is cut into pieces of at most 2048 rows, and a tiled kernel
+//! (`shaders/silhouette.wgsl`) sums the Euclidean distances from every point to every piece;
+//! the host adds the pieces of each cluster in f64 and forms a(i), b(i) and s(i). With
+//! `sample_size`, as scikit-learn, the coefficient is that of a random subset of the rows
+//! (drawn with a seeded ChaCha8 generator), which bounds the work for very large N.
+//!
+//! The other criteria are one pass over the data (O(N D)) and run on the host in f64 from a
+//! host [`Matrix`].
+
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+
+use crate::data::Matrix;
+use crate::error::{Error, Result};
+use crate::gpu::buffer::{check_budget, Chunk};
+use crate::gpu::kernel::Batch;
+use crate::gpu::{Gpu, GpuMatrix};
+use crate::kernels::{rows, silhouette as kernel};
+use crate::kmeans::GpuInput;
+use crate::reference::metrics as reference;
+
+/// Rows of one cluster summed by one dispatch at most: bounds the f32 sums of distances.
+const PIECE_ROWS: usize = 2048;
+
+/// Bytes of per-piece distance sums one query batch may read back.
+const SUMS_TARGET_BYTES: u64 = 64 << 20;
+
+/// Silhouette coefficients of a clustering.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Silhouette {
+    /// Mean s(i) over the evaluated rows (scikit-learn's `silhouette_score`).
+    pub score: f64,
+    /// The rows evaluated, in increasing order: all rows, or the random sample.
+    pub rows: Vec<usize>,
+    /// s(i) of each evaluated row, in the order of `rows`.
+    pub samples: Vec<f64>,
+    /// The distinct labels among the evaluated rows, in increasing order.
+    pub clusters: Vec<u32>,
+    /// Mean s(i) over the evaluated rows of each cluster, in the order of `clusters`.
+    pub per_cluster: Vec<f64>,
+}
+
+/// Distinct labels in increasing order and each label's position among them.
+fn cluster_index(labels: &[u32]) -> (Vec<u32>, Vec<usize>) {
+    let mut ids = labels.to_vec();
+    ids.sort_unstable();
+    ids.dedup();
+    let index = labels
+        .iter()
+        .map(|l| ids.binary_search(l).unwrap_or(0))
+        .collect();
+    (ids, index)
+}
+
+/// The silhouette coefficient of every row (or of a random sample of `sample_size` rows,
+/// drawn with `seed`), computed on the GPU (module docs).
+///
+/// Errors: [`Error::InvalidParameter`] for labels of the wrong length, fewer than 2 or more
+/// than N − 1 distinct labels (among the sampled rows), or a `sample_size` below 2;
+/// [`Error::OutOfDeviceMemory`] when the sorted copy of the data does not fit the budget;
+/// the errors of the upload and the kernels.
+pub fn silhouette(
+    gpu: &Gpu,
+    x: &impl GpuInput,
+    labels: &[u32],
+    sample_size: Option<usize>,
+    seed: u64,
+) -> Result<Silhouette> {
+    let (n, _) = x.shape();
+    if labels.len() != n {
+        return Err(Error::invalid(
+            "labels",
+            format!("{} labels for {n} rows", labels.len()),
+        ));
+    }
+    let rows: Vec<usize> = match sample_size {
+        Some(m) if m < 2 => {
+            return Err(Error::invalid(
+                "sample_size",
+                format!("must be at least 2, got {m}"),
+            ))
+        }
+        Some(m) if m < n => {
+            let mut rng = ChaCha8Rng::seed_from_u64(seed);
+            let mut picked = rand::seq::index::sample(&mut rng, n, m).into_vec();
+            picked.sort_unstable();
+            picked
+        }
+        _ => (0..n).collect(),
+    };
+    let m = rows.len();
+    let sub_labels: Vec<u32> = rows.iter().map(|&r| labels[r]).collect();
+    let (clusters, index) = cluster_index(&sub_labels);
+    let k = clusters.len();
+    if k < 2 || k >= m {
+        return Err(Error::invalid(
+            "labels",
+            format!("the silhouette needs 2 <= clusters <= N - 1; got {k} clusters for N = {m}"),
+        ));
+    }
+    // Positions in `rows`, ordered by cluster (stable, so by row within a cluster).
+    let mut order: Vec<usize> = (0..m).collect();
+    order.sort_by_key(|&i| index[i]);
+    let mut sizes = vec![0usize; k];
+    index.iter().for_each(|&c| sizes[c] += 1);
+    let sorted_rows: Vec<usize> = order.iter().map(|&i| rows[i]).collect();
+
+    let xg = x.on_gpu(gpu)?;
+    let sorted = sorted_copy(gpu, &xg, &sorted_rows)?;
+    let sums = cluster_sums(gpu, &sorted, &sizes)?;
+
+    // s for each sorted position, then back to the order of `rows`.
+    let mut samples = vec![0.0; m];
+    let mut start = 0;
+    let mut cluster_of_sorted = Vec::with_capacity(m);
+    for (c, &size) in sizes.iter().enumerate() {
+        cluster_of_sorted.extend(std::iter::repeat_n(c, size));
+        start += size;
+    }
+    debug_assert_eq!(start, m);
+    for (pos, &own) in cluster_of_sorted.iter().enumerate() {
+        let s = &sums[pos * k..(pos + 1) * k];
+        samples[order[pos]] = if sizes[own] == 1 {
+            0.0
+        } else {
+            let a = s[own] / (sizes[own] - 1) as f64;
+            let b = (0..k)
+                .filter(|&c| c != own)
+                .map(|c| s[c] / sizes[c] as f64)
+                .fold(f64::INFINITY, f64::min);
+            let top = a.max(b);
+            if top > 0.0 {
+                (b - a) / top
+            } else {
+                0.0
+            }
+        };
+    }
+    let mut per_cluster = vec![0.0; k];
+    for (s, &c) in samples.iter().zip(&index) {
+        per_cluster[c] += s;
+    }
+    for (v, &size) in per_cluster.iter_mut().zip(&sizes) {
+        *v /= size as f64;
+    }
+    Ok(Silhouette {
+        score: samples.iter().sum::<f64>() / m as f64,
+        rows,
+        samples,
+        clusters,
+        per_cluster,
+    })
+}
+
+/// The rows `order` of `x`, gathered on the device into a new matrix (chunked to the
+/// device's limits).
+fn sorted_copy(gpu: &Gpu, x: &GpuMatrix, order: &[usize]) -> Result<GpuMatrix> {
+    let d = x.n_features();
+    check_budget(
+        gpu,
+        "the cluster-sorted copy of the data",
+        order.len() as u64 * d as u64 * 4,
+    )?;
+    let per_chunk = (gpu.chunk_byte_limit() / (d as u64 * 4)).max(1) as usize;
+    gpu.scoped("sorting rows by cluster", || {
+        let mut batch = Batch::new(gpu, "sorting rows by cluster");
+        let mut chunks = Vec::new();
+        for (i, part) in order.chunks(per_chunk).enumerate() {
+            let bytes = (part.len() * d * 4) as u64;
+            let buffer = gpu.buffer_zeroed("cluster-sorted rows", bytes);
+            rows::gather_rows(gpu, &mut batch, x, part, &buffer)?;
+            chunks.push(Chunk {
+                buffer,
+                bind_offset: 0,
+                bind_size: bytes,
+                x_offset: 0,
+                row_start: i * per_chunk,
+                n_rows: part.len(),
+            });
+        }
+        batch.finish()?;
+        Ok(GpuMatrix::from_chunks(chunks, order.len(), d))
+    })
+}
+
+/// A run of rows of one cluster inside one chunk.
+struct Piece {
+    chunk: usize,
+    first: usize,
+    n_rows: usize,
+    cluster: usize,
+}
+
+/// For rows sorted by cluster (cluster c holds `sizes[c]` consecutive rows), the M x K sums
+/// Σ_{j ∈ c} ‖x_i − x_j‖ (f64).
+fn cluster_sums(gpu: &Gpu, x: &GpuMatrix, sizes: &[usize]) -> Result<Vec<f64>> {
+    let (m, d, k) = (x.n_rows(), x.n_features(), sizes.len());
+    // Cut each cluster at chunk boundaries and into pieces of at most PIECE_ROWS.
+    let mut pieces = Vec::new();
+    let mut start = 0;
+    for (cluster, &size) in sizes.iter().enumerate() {
+        let end = start + size;
+        let mut row = start;
+        while row < end {
+            let (ci, chunk) = x
+                .chunks()
+                .iter()
+                .enumerate()
+                .find(|(_, c)| row < c.row_start + c.n_rows)
+                .expect("rows lie in a chunk");
+            let first = row - chunk.row_start;
+            let n_rows = PIECE_ROWS.min(end - row).min(chunk.n_rows - first);
+            pieces.push(Piece {
+                chunk: ci,
+                first,
+                n_rows,
+                cluster,
+            });
+            row += n_rows;
+        }
+        start = end;
+    }
+    let p = pieces.len();
+    let limit = gpu.binding_byte_limit().clamp(4, SUMS_TARGET_BYTES);
+    let batch_rows = ((limit / (p as u64 * 4)).max(1) as usize).min(m);
+    let sums = gpu.scoped("allocating distance sums", || {
+        Ok(gpu.buffer_zeroed("distance sums", (p * batch_rows * 4) as u64))
+    })?;
+
+    let mut out = vec![0.0f64; m * k];
+    let mut q0 = 0;
+    while q0 < m {
+        let q1 = (q0 + batch_rows).min(m);
+        let len = q1 - q0;
+        let back = gpu.scoped("silhouette distance sums", || {
+            let mut batch = Batch::new(gpu, "silhouette distance sums");
+            for chunk in x.chunks() {
+                // The part of this query batch inside this chunk.
+                let lo = q0.max(chunk.row_start);
+                let hi = q1.min(chunk.row_start + chunk.n_rows);
+                if lo >= hi {
+                    continue;
+                }
+                let queries = kernel::Rows {
+                    chunk,
+                    first: lo - chunk.row_start,
+                    n_rows: hi - lo,
+                };
+                for (pi, piece) in pieces.iter().enumerate() {
+                    let data = kernel::Rows {
+                        chunk: &x.chunks()[piece.chunk],
+                        first: piece.first,
+                        n_rows: piece.n_rows,
+                    };
+                    kernel::cluster_distance_sums(
+                        gpu,
+                        &mut batch,
+                        d,
+                        &queries,
+                        &data,
+                        &sums,
+                        pi * len + (lo - q0),
+                    )?;
+                }
+            }
+            let h = batch.read(&sums, 0, (p * len * 4) as u64);
+            Ok(batch.finish()?.f32s(h))
+        })?;
+        for (pi, piece) in pieces.iter().enumerate() {
+            for q in 0..len {
+                out[(q0 + q) * k + piece.cluster] += back[pi * len + q] as f64;
+            }
+        }
+        q0 = q1;
+    }
+    Ok(out)
+}
+
+/// Calinski–Harabasz index of a labelling of `x` (higher is better), in f64 on the host.
+///
+/// Errors: labels of the wrong length, fewer than 2 or more than N − 1 clusters.
+pub fn calinski_harabasz(x: &Matrix<'_>, labels: &[u32]) -> Result<f64> {
+    reference::calinski_harabasz(&x.to_f64(), x.n_features(), labels)
+}
+
+/// Davies–Bouldin index of a labelling of `x` (lower is better), in f64 on the host.
+///
+/// Errors: labels of the wrong length, fewer than 2 or more than N − 1 clusters.
+pub fn davies_bouldin(x: &Matrix<'_>, labels: &[u32]) -> Result<f64> {
+    reference::davies_bouldin(&x.to_f64(), x.n_features(), labels)
+}
+
+/// Within-cluster sum of squares Σᵢ ‖xᵢ − μ_{C(i)}‖² around the clusters' means, in f64.
+///
+/// Errors: labels of the wrong length.
+pub fn inertia(x: &Matrix<'_>, labels: &[u32]) -> Result<f64> {
+    reference::inertia(&x.to_f64(), x.n_features(), labels)
+}
+
+pub use reference::{adjusted_rand_index, rand_index};
+
+/// The criteria of one labelling, as the CLI's `evaluate` prints them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Evaluation {
+    /// Mean silhouette coefficient (GPU).
+    pub silhouette: f64,
+    /// Calinski–Harabasz index.
+    pub calinski_harabasz: f64,
+    /// Davies–Bouldin index.
+    pub davies_bouldin: f64,
+    /// Within-cluster sum of squares around the clusters' means.
+    pub inertia: f64,
+    /// Rand index against the given truth, if any.
+    pub rand_index: Option<f64>,
+    /// Adjusted Rand index against the given truth, if any.
+    pub adjusted_rand_index: Option<f64>,
+}
+
+/// All criteria of `labels` on `x`, and the agreement with `truth` when given; the
+/// silhouette on at most `sample_size` rows when given (seeded by `seed`).
+pub fn evaluate(
+    gpu: &Gpu,
+    x: &Matrix<'_>,
+    labels: &[u32],
+    truth: Option<&[u32]>,
+    sample_size: Option<usize>,
+    seed: u64,
+) -> Result<Evaluation> {
+    let silhouette = silhouette(gpu, x, labels, sample_size, seed)?.score;
+    let (rand_index, adjusted_rand_index) = match truth {
+        Some(t) => (
+            Some(reference::rand_index(t, labels)?),
+            Some(reference::adjusted_rand_index(t, labels)?),
+        ),
+        None => (None, None),
+    };
+    Ok(Evaluation {
+        silhouette,
+        calinski_harabasz: calinski_harabasz(x, labels)?,
+        davies_bouldin: davies_bouldin(x, labels)?,
+        inertia: inertia(x, labels)?,
+        rand_index,
+        adjusted_rand_index,
+    })
+}

@@ -1,0 +1,236 @@
+//! Clustering criteria: the GPU silhouette against the f64 reference, every criterion against
+//! hand-computed cases.
+
+mod common;
+
+use common::{gpu, random_matrix, to_f64};
+use wgpu_unsupervised::reference::metrics as refm;
+use wgpu_unsupervised::{datasets, metrics, Error, GpuMatrix, Matrix};
+
+/// Labels 0..k in a random order (a random labelling, every cluster non-empty).
+fn random_labels(n: usize, k: usize, seed: u64) -> Vec<u32> {
+    random_matrix(n, 1, seed, 0.0, 1.0)
+        .iter()
+        .enumerate()
+        .map(|(i, u)| {
+            if i < k {
+                i as u32
+            } else {
+                (u * k as f32) as u32 % k as u32
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn hand_computed_small_case() {
+    let gpu = gpu();
+    let rows = [0.0f32, 1.0, 10.0, 11.0];
+    let labels = [0u32, 0, 1, 1];
+    let x = Matrix::new(&rows, 1).unwrap();
+    let s = metrics::silhouette(&gpu, &x, &labels, None, 0).unwrap();
+    let want = [9.5 / 10.5, 8.5 / 9.5, 8.5 / 9.5, 9.5 / 10.5];
+    for (a, b) in s.samples.iter().zip(want) {
+        assert!((a - b).abs() < 1e-6, "{:?}", s.samples);
+    }
+    assert!((s.score - (9.5 / 10.5 + 8.5 / 9.5) / 2.0).abs() < 1e-6);
+    assert_eq!(s.clusters, vec![0, 1]);
+    assert_eq!(s.rows, vec![0, 1, 2, 3]);
+    assert!((metrics::calinski_harabasz(&x, &labels).unwrap() - 200.0).abs() < 1e-9);
+    assert!((metrics::davies_bouldin(&x, &labels).unwrap() - 0.1).abs() < 1e-12);
+    assert!((metrics::inertia(&x, &labels).unwrap() - 1.0).abs() < 1e-12);
+    // Agreement: {0,1}{2,3} against {0}{1,2,3}: TP = 1, FN = 1, FP = 2, TN = 2 of 6 pairs.
+    let other = [5u32, 7, 7, 7];
+    assert!((metrics::rand_index(&labels, &other).unwrap() - 0.5).abs() < 1e-12);
+    // ARI = 2 (TP·TN − FN·FP) / ((TP + FN)(FN + TN) + (TP + FP)(FP + TN)) = 0 / 18.
+    assert!(metrics::adjusted_rand_index(&labels, &other).unwrap().abs() < 1e-12);
+}
+
+#[test]
+fn silhouette_matches_reference_on_5000_points() {
+    let gpu = gpu();
+    let (n, d) = (5000, 8);
+    for seed in [1u64, 2] {
+        let (rows, truth, _) = datasets::make_blobs(n, d, 6, 2.5, (-6.0, 6.0), seed).unwrap();
+        // The true labels and a noisy labelling (some points moved to another cluster).
+        let noisy: Vec<u32> = truth
+            .iter()
+            .zip(random_labels(n, 6, seed + 10))
+            .enumerate()
+            .map(|(i, (&t, r))| if i % 7 == 0 { r } else { t })
+            .collect();
+        let x = Matrix::new(&rows, d).unwrap();
+        let x64 = to_f64(&rows);
+        for labels in [&truth, &noisy] {
+            let got = metrics::silhouette(&gpu, &x, labels, None, 0).unwrap();
+            let want = refm::silhouette_samples(&x64, d, labels).unwrap();
+            let err = got
+                .samples
+                .iter()
+                .zip(&want)
+                .map(|(a, b)| (a - b).abs())
+                .fold(0.0, f64::max);
+            assert!(err < 1e-5, "seed {seed}: max |s_gpu − s_ref| = {err:e}");
+            let score = refm::silhouette_score(&x64, d, labels).unwrap();
+            assert!((got.score - score).abs() < 1e-6, "{} vs {score}", got.score);
+            // Per cluster: the mean of the reference's values over the cluster.
+            for (c, &id) in got.clusters.iter().enumerate() {
+                let members: Vec<f64> = want
+                    .iter()
+                    .zip(labels.iter())
+                    .filter(|(_, &l)| l == id)
+                    .map(|(s, _)| *s)
+                    .collect();
+                let mean = members.iter().sum::<f64>() / members.len() as f64;
+                assert!((got.per_cluster[c] - mean).abs() < 1e-5);
+            }
+        }
+    }
+}
+
+#[test]
+fn awkward_shapes_chunks_and_singletons() {
+    let gpu = gpu();
+    // D = 1, D = 67 (several feature tiles), K = 70 (many pieces), singleton clusters.
+    for (n, d, k, seed) in [(300, 1, 3, 3u64), (257, 67, 5, 4), (700, 3, 70, 5)] {
+        let rows = random_matrix(n, d, seed, -3.0, 3.0);
+        let mut labels = random_labels(n, k, seed + 1);
+        labels[n - 1] = k as u32 + 7; // a cluster of one point, with a gap in the ids
+        let x = Matrix::new(&rows, d).unwrap();
+        let got = metrics::silhouette(&gpu, &x, &labels, None, 0).unwrap();
+        let want = refm::silhouette_samples(&to_f64(&rows), d, &labels).unwrap();
+        assert_eq!(got.samples[n - 1], 0.0);
+        for (a, b) in got.samples.iter().zip(&want) {
+            assert!((a - b).abs() < 1e-5, "n={n} d={d} k={k}: {a} vs {b}");
+        }
+        // The same through small chunks: rows split across chunks and pieces.
+        let small = common::gpu();
+        small.set_max_chunk_bytes((37 * d * 4) as u64);
+        let xg = GpuMatrix::upload(&small, &x).unwrap();
+        assert!(xg.n_chunks() > 5);
+        let split = metrics::silhouette(&small, &xg, &labels, None, 0).unwrap();
+        for (a, b) in split.samples.iter().zip(&want) {
+            assert!((a - b).abs() < 1e-5);
+        }
+    }
+}
+
+#[test]
+fn separated_clusters_score_near_one_random_labels_near_zero() {
+    let gpu = gpu();
+    let (rows, truth, _) = datasets::make_blobs(3000, 4, 4, 0.3, (-50.0, 50.0), 9).unwrap();
+    let x = Matrix::new(&rows, 4).unwrap();
+    let good = metrics::silhouette(&gpu, &x, &truth, None, 0).unwrap();
+    assert!(good.score > 0.9, "{}", good.score);
+    let random = random_labels(3000, 4, 77);
+    let bad = metrics::silhouette(&gpu, &x, &random, None, 0).unwrap();
+    assert!(bad.score.abs() < 0.05, "{}", bad.score);
+    // Permuted label values: ARI and RI exactly 1.
+    let permuted: Vec<u32> = truth.iter().map(|&l| (l + 1) % 4 + 10).collect();
+    assert_eq!(
+        metrics::adjusted_rand_index(&truth, &permuted).unwrap(),
+        1.0
+    );
+    assert_eq!(metrics::rand_index(&truth, &permuted).unwrap(), 1.0);
+    assert!(metrics::adjusted_rand_index(&truth, &random).unwrap().abs() < 0.01);
+    // The better labelling is better on every criterion.
+    let ch_good = metrics::calinski_harabasz(&x, &truth).unwrap();
+    let ch_bad = metrics::calinski_harabasz(&x, &random).unwrap();
+    assert!(ch_good > 100.0 * ch_bad);
+    let db_good = metrics::davies_bouldin(&x, &truth).unwrap();
+    let db_bad = metrics::davies_bouldin(&x, &random).unwrap();
+    assert!(db_good < 0.1 && db_bad > 1.0, "{db_good} {db_bad}");
+}
+
+#[test]
+fn sampled_silhouette_is_the_reference_on_the_sample_and_repeatable() {
+    let gpu = gpu();
+    let (rows, truth, _) = datasets::make_blobs(4000, 5, 5, 2.0, (-5.0, 5.0), 3).unwrap();
+    let x = Matrix::new(&rows, 5).unwrap();
+    let a = metrics::silhouette(&gpu, &x, &truth, Some(600), 11).unwrap();
+    let b = metrics::silhouette(&gpu, &x, &truth, Some(600), 11).unwrap();
+    assert_eq!(a, b);
+    let c = metrics::silhouette(&gpu, &x, &truth, Some(600), 12).unwrap();
+    assert_ne!(a.rows, c.rows);
+    assert_eq!(a.rows.len(), 600);
+    assert!(a.rows.windows(2).all(|w| w[0] < w[1]));
+    let sub: Vec<f64> = a
+        .rows
+        .iter()
+        .flat_map(|&r| rows[r * 5..(r + 1) * 5].iter().map(|&v| v as f64))
+        .collect();
+    let sub_labels: Vec<u32> = a.rows.iter().map(|&r| truth[r]).collect();
+    let want = refm::silhouette_score(&sub, 5, &sub_labels).unwrap();
+    assert!((a.score - want).abs() < 1e-6);
+    // A sample as large as the data is the whole data.
+    let all = metrics::silhouette(&gpu, &x, &truth, Some(4000), 1).unwrap();
+    assert_eq!(all.rows.len(), 4000);
+}
+
+#[test]
+fn criteria_match_reference_and_evaluate_collects_them() {
+    let gpu = gpu();
+    let (rows, species) = datasets::iris();
+    let x = Matrix::new(&rows, 4).unwrap();
+    let x64 = to_f64(&rows);
+    let labels = wgpu_unsupervised::KMeans::new(3)
+        .seed(1)
+        .fit(&gpu, &x)
+        .unwrap()
+        .labels()
+        .to_vec();
+    let e = metrics::evaluate(&gpu, &x, &labels, Some(&species), None, 0).unwrap();
+    let close = |a: f64, b: f64| (a - b).abs() <= 1e-6 * b.abs().max(1.0);
+    assert!(close(
+        e.silhouette,
+        refm::silhouette_score(&x64, 4, &labels).unwrap()
+    ));
+    assert!(close(
+        e.calinski_harabasz,
+        refm::calinski_harabasz(&x64, 4, &labels).unwrap()
+    ));
+    assert!(close(
+        e.davies_bouldin,
+        refm::davies_bouldin(&x64, 4, &labels).unwrap()
+    ));
+    assert!(close(e.inertia, refm::inertia(&x64, 4, &labels).unwrap()));
+    assert!(e.adjusted_rand_index.unwrap() > 0.6 && e.rand_index.unwrap() > 0.8);
+    // scikit-learn on Iris with its K-Means labels: silhouette ≈ 0.553, CH ≈ 561.6,
+    // DB ≈ 0.662, inertia ≈ 78.85.
+    assert!((e.silhouette - 0.553).abs() < 0.01, "{}", e.silhouette);
+    assert!(
+        (e.calinski_harabasz - 561.6).abs() < 2.0,
+        "{}",
+        e.calinski_harabasz
+    );
+    assert!(
+        (e.davies_bouldin - 0.662).abs() < 0.01,
+        "{}",
+        e.davies_bouldin
+    );
+    assert!((e.inertia - 78.85).abs() < 0.1, "{}", e.inertia);
+    let without = metrics::evaluate(&gpu, &x, &labels, None, None, 0).unwrap();
+    assert_eq!(without.rand_index, None);
+}
+
+#[test]
+fn bad_labellings_give_errors() {
+    let gpu = gpu();
+    let rows = random_matrix(50, 2, 1, 0.0, 1.0);
+    let x = Matrix::new(&rows, 2).unwrap();
+    let one = vec![0u32; 50];
+    let each: Vec<u32> = (0..50).collect();
+    let short = vec![0u32; 49];
+    for labels in [&one, &each, &short] {
+        assert!(matches!(
+            metrics::silhouette(&gpu, &x, labels, None, 0),
+            Err(Error::InvalidParameter { .. })
+        ));
+        assert!(metrics::calinski_harabasz(&x, labels).is_err());
+        assert!(metrics::davies_bouldin(&x, labels).is_err());
+    }
+    let two = random_labels(50, 2, 3);
+    assert!(metrics::silhouette(&gpu, &x, &two, Some(1), 0).is_err());
+    assert!(metrics::inertia(&x, &short).is_err());
+    assert!(metrics::rand_index(&two, &short).is_err());
+}
