@@ -14,7 +14,14 @@
 //! - **Gaussian mixtures** ([`GaussianMixture`]): EM with the E-step (responsibilities through
 //!   precision Cholesky factors, log-sum-exp) and the M-step sums on the GPU, full, tied,
 //!   diagonal and spherical covariances, K-Means / k-means++ / random / given starts,
-//!   predict, probabilities, log-likelihood, sampling, BIC/AIC.
+//!   predict, probabilities, log-likelihood, sampling, BIC/AIC;
+//! - **evaluation** ([`metrics`]): silhouette (its O(N²) distance sums on the GPU),
+//!   Calinski–Harabasz, Davies–Bouldin, inertia, Rand and adjusted Rand indices;
+//! - **model selection** ([`selection`]): elbow, gap statistic, BIC/AIC over k, PCA spectrum.
+//! - **Evaluation and model selection** ([`metrics`], [`selection`]): silhouette (GPU),
+//!   Calinski–Harabasz, Davies–Bouldin, (adjusted) Rand index; elbow and gap-statistic
+//!   curves for K-Means, BIC/AIC curves for mixtures, the PCA spectrum; SVG plots of them
+//!   with the `cli` feature (`plot`).
 //!
 //! Every result is bitwise reproducible for a seed on a given adapter.
 //!
@@ -33,8 +40,8 @@
 //! ## Layout
 //! - [`gpu`]: the host layer, the only code touching wgpu ([`Gpu`], [`GpuMatrix`]);
 //! - `kernels` (private): one wrapper per WGSL file in `shaders/`, same name;
-//! - [`kmeans`], [`pca`], [`gmm`]: the algorithms; [`reference`](mod@reference): the CPU
-//!   oracle;
+//! - [`kmeans`], [`pca`], [`gmm`]: the algorithms; [`metrics`] and [`selection`]: judging a
+//!   clustering and choosing k, K or M; [`reference`](mod@reference): the CPU oracle;
 //! - [`io`], [`datasets`]: files and bundled or generated data for the CLI and examples.
 //!
 //! ## Embedding
@@ -55,7 +62,10 @@ pub mod kmeans;
 pub mod linalg;
 pub mod metrics;
 pub mod pca;
+#[cfg(feature = "cli")]
+pub mod plot;
 pub mod reference;
+pub mod selection;
 
 pub use data::Matrix;
 pub use error::{Error, Result};
@@ -63,6 +73,7 @@ pub use gmm::{CovarianceType, GaussianMixture, GaussianMixtureModel, GmmInit};
 pub use gpu::{Gpu, GpuInfo, GpuMatrix, GpuVector};
 pub use kmeans::{GpuInput, KMeans, KMeansInit, KMeansModel};
 pub use pca::{Components, Pca, PcaModel, PcaSolver};
+pub use selection::{Criterion, Curve, GapCurve, Spectrum};
 
 /// README.md's example, compiled and run as a doctest so it cannot rot.
 #[cfg(doctest)]

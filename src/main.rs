@@ -22,14 +22,15 @@
 //!   under the fitted model, the BIC and (human report) the AIC.
 //! * `wgpu-unsupervised pca --input X --components 50|0.95 [--whiten] [--no-center]
 //!   [--standardize] [--solver auto|full|power|matrix-free] [--tol F] [--max-iter N]
-//!   [--seed N] [--ddof 0|1] [--output Z.npy] [--model m.json] [--json]`
+//!   [--seed N] [--ddof 0|1] [--output Z.npy] [--model m.json] [--plot spectrum.svg] [--json]`
 //!
 //!   Fits PCA (see [`wgpu_unsupervised::Pca`]), then writes the N x M projections of the
 //!   training rows as a 2-D `f4` `.npy` array to `--output` and the model to `--model`.
 //!   `--components` written as an integer (`50`) keeps exactly that many components; written
 //!   with a decimal point or an exponent (`0.95`, `1.0`, `5e-1`) it is a fraction of the
 //!   variance in (0, 1]: the fewest components whose cumulative explained-variance ratio
-//!   exceeds it (`1.0` keeps all min(N, D)).
+//!   exceeds it (`1.0` keeps all min(N, D)). `--plot` draws the explained-variance ratio of
+//!   the kept components and its cumulative sum as SVG.
 //! * `wgpu-unsupervised transform --model m.json --input X --output Z.npy [--inverse] [--json]`
 //!
 //!   Projects every row of `--input` with a saved PCA model (N x M, `f4`); with `--inverse`,
@@ -41,6 +42,32 @@
 //!   (labels, `u4`); a Gaussian-mixture model assigns it to its most probable component
 //!   (labels, `u4`) and, with `--proba`, writes the N x K responsibilities (`f4`; `--proba`
 //!   is refused for other models); a PCA model projects the rows, as `transform` does.
+//! * `wgpu-unsupervised evaluate --input X --labels y.npy [--truth t.npy] [--sample-size N]
+//!   [--seed N] [--json]`
+//!
+//!   Judges a labelling of `--input` (one integer label per row, `.npy` 1-D or `.csv`, read
+//!   by [`wgpu_unsupervised::io::read_labels`]) with
+//!   [`wgpu_unsupervised::metrics::evaluate`]: the silhouette (on the GPU; on a random
+//!   sample of `--sample-size` rows drawn with `--seed` when given), Calinski–Harabasz,
+//!   Davies–Bouldin and the inertia around the clusters' means, and with `--truth` the Rand
+//!   and adjusted Rand indices. The labels need 2 ≤ clusters ≤ N − 1. `--json` keys: `n`,
+//!   `d`, `k`, `silhouette`, `calinski_harabasz`, `davies_bouldin`, `inertia`,
+//!   (`rand_index`, `adjusted_rand_index` with `--truth`), `silhouette_rows`, `seconds`,
+//!   `adapter`.
+//! * `wgpu-unsupervised select-k --input X --algorithm kmeans|gmm [--k-min 1] [--k-max 15]
+//!   [--criterion elbow|gap|bic|aic] [--covariance full|tied|diag|spherical] [--n-refs B]
+//!   [--n-init N] [--max-iter N] [--seed N] [--plot curve.svg] [--json]`
+//!
+//!   Fits the model for every k in `--k-min..=--k-max` (data uploaded once; K-Means with 3
+//!   restarts per fit unless `--n-init` says otherwise, as one poor local optimum can bend
+//!   a curve) and prints the
+//!   curve and the suggested k (see [`wgpu_unsupervised::selection`]): for `kmeans` the gap
+//!   statistic (default; `--n-refs` uniform reference sets, default 10: the smallest k with
+//!   Gap(k) ≥ Gap(k+1) − s_{k+1}) or the elbow (the largest second difference of
+//!   log inertia); for `gmm` the BIC (default) or AIC (lowest wins). `--plot` draws the curve
+//!   and the suggested k as SVG. `--json` keys: `algorithm`, `criterion`, `n`, `d`, `k`
+//!   (array), `values` (array: inertia for elbow and gap, BIC or AIC), with gap also `gap`,
+//!   `s_k` (arrays) and `n_refs`, then `suggested_k`, `seconds`, `adapter`.
 //! * `wgpu-unsupervised info [--json]`
 //!
 //!   Prints the adapter the program would use (name, backend, device type, driver) and the
@@ -78,8 +105,9 @@ use clap::{Parser, Subcommand, ValueEnum};
 use serde::{Deserialize, Serialize};
 use wgpu_unsupervised::io::{self, Dataset};
 use wgpu_unsupervised::{
-    Components, CovarianceType, Error, GaussianMixture, GaussianMixtureModel, GmmInit, Gpu,
-    GpuInfo, GpuMatrix, KMeans, KMeansInit, KMeansModel, Matrix, Pca, PcaModel, PcaSolver,
+    metrics, plot, selection, Components, CovarianceType, Criterion, Error, GaussianMixture,
+    GaussianMixtureModel, GmmInit, Gpu, GpuInfo, GpuMatrix, KMeans, KMeansInit, KMeansModel,
+    Matrix, Pca, PcaModel, PcaSolver,
 };
 
 /// The `format` field of a K-Means model file.
@@ -134,6 +162,12 @@ enum Command {
     Transform(TransformArgs),
     /// Show the GPU adapter and its limits.
     Info(InfoArgs),
+    /// Judge a labelling of a matrix: silhouette, Calinski–Harabasz, Davies–Bouldin,
+    /// inertia, and the (adjusted) Rand index against true labels.
+    Evaluate(EvaluateArgs),
+    /// Choose the number of clusters or components: elbow or gap statistic for K-Means,
+    /// BIC or AIC for Gaussian mixtures, over a range of k.
+    SelectK(SelectKArgs),
 }
 
 /// Arguments of `kmeans`.
@@ -283,9 +317,113 @@ struct PcaArgs {
     /// Write the fitted model here (JSON).
     #[arg(long, value_name = "FILE")]
     model: Option<PathBuf>,
+    /// Draw the explained-variance ratio of the kept components and its cumulative sum
+    /// here (.svg).
+    #[arg(long, value_name = "FILE")]
+    plot: Option<PathBuf>,
     /// Print one line of JSON instead of the human report.
     #[arg(long)]
     json: bool,
+}
+
+/// Arguments of `evaluate`.
+#[derive(Debug, clap::Args)]
+struct EvaluateArgs {
+    /// Input matrix, one row per sample: .npy (2-D, C order) or .csv (optional header).
+    #[arg(long, value_name = "FILE")]
+    input: PathBuf,
+    /// The labelling to judge, one integer label per row (.npy 1-D integer, or .csv).
+    #[arg(long, value_name = "FILE")]
+    labels: PathBuf,
+    /// True labels, one per row: adds the Rand index and the adjusted Rand index.
+    #[arg(long, value_name = "FILE")]
+    truth: Option<PathBuf>,
+    /// Silhouette on a random sample of this many rows (at least 2) instead of all rows.
+    #[arg(long, value_name = "N")]
+    sample_size: Option<usize>,
+    /// Seed of the silhouette's random sample [default: 0].
+    #[arg(long, value_name = "N")]
+    seed: Option<u64>,
+    /// Print one line of JSON instead of the human report.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Arguments of `select-k`.
+#[derive(Debug, clap::Args)]
+struct SelectKArgs {
+    /// Input matrix, one row per sample: .npy (2-D, C order) or .csv (optional header).
+    #[arg(long, value_name = "FILE")]
+    input: PathBuf,
+    /// The model fitted for each k.
+    #[arg(long, value_enum, value_name = "ALGORITHM")]
+    algorithm: AlgorithmArg,
+    /// Smallest k tried.
+    #[arg(long, value_name = "K", default_value_t = 1)]
+    k_min: usize,
+    /// Largest k tried (at most the number of rows).
+    #[arg(long, value_name = "K", default_value_t = 15)]
+    k_max: usize,
+    /// Criterion: elbow or gap for kmeans, bic or aic for gmm [default: gap for kmeans, bic
+    /// for gmm].
+    #[arg(long, value_enum, value_name = "CRITERION")]
+    criterion: Option<CriterionArg>,
+    /// gmm only: shape of the component covariances [default: full].
+    #[arg(long, value_enum, value_name = "TYPE")]
+    covariance: Option<CovarianceArg>,
+    /// gap only: number B of uniform reference data sets [default: 10].
+    #[arg(long, value_name = "B")]
+    n_refs: Option<usize>,
+    /// Restarts (kmeans) or initialisations (gmm) of every fit [default: 3 for kmeans, whose
+    /// curves a poor local optimum at one k can mislead; 1 for gmm].
+    #[arg(long, value_name = "N")]
+    n_init: Option<usize>,
+    /// Iteration cap of every fit [default: 300 for kmeans, 100 for gmm].
+    #[arg(long, value_name = "N")]
+    max_iter: Option<usize>,
+    /// Seed of the fits and of the gap statistic's reference sets [default: 0].
+    #[arg(long, value_name = "N")]
+    seed: Option<u64>,
+    /// Draw the curve and the suggested k here (.svg).
+    #[arg(long, value_name = "FILE")]
+    plot: Option<PathBuf>,
+    /// Print one line of JSON instead of the human report.
+    #[arg(long)]
+    json: bool,
+}
+
+/// The `select-k --algorithm` choices.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum AlgorithmArg {
+    /// K-Means (criteria elbow, gap).
+    Kmeans,
+    /// Gaussian mixtures (criteria bic, aic).
+    Gmm,
+}
+
+/// The `select-k --criterion` choices.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum CriterionArg {
+    /// K-Means inertia; the suggested k maximises the second difference of log inertia.
+    Elbow,
+    /// Gap statistic (Tibshirani, Walther & Hastie 2001).
+    Gap,
+    /// Bayesian information criterion of a Gaussian mixture.
+    Bic,
+    /// Akaike information criterion of a Gaussian mixture.
+    Aic,
+}
+
+impl CriterionArg {
+    /// The library's criterion for this choice.
+    fn to_criterion(self) -> Criterion {
+        match self {
+            CriterionArg::Elbow => Criterion::Elbow,
+            CriterionArg::Gap => Criterion::Gap,
+            CriterionArg::Bic => Criterion::Bic,
+            CriterionArg::Aic => Criterion::Aic,
+        }
+    }
 }
 
 /// Arguments of `transform`.
@@ -650,6 +788,8 @@ fn run(cli: Cli) -> CliResult {
         Command::Pca(args) => pca(args),
         Command::Transform(args) => transform(args),
         Command::Info(args) => info(args),
+        Command::Evaluate(args) => evaluate(args),
+        Command::SelectK(args) => select_k(args),
     }
 }
 
@@ -1151,6 +1291,15 @@ fn pca(args: PcaArgs) -> CliResult {
         }
     }
     // Everything the user can get wrong is checked before the (slow) GPU start-up.
+    if let Some(plot) = &args.plot {
+        check_svg_extension(plot)?;
+        check_distinct_outputs(&[
+            ("--plot", Some(plot)),
+            ("--output", args.output.as_deref()),
+            ("--model", args.model.as_deref()),
+        ])?;
+        check_writable(plot)?;
+    }
     let data = read_fit_input(
         &args.input,
         &[NpyOutput::output(args.output.as_deref(), "projections")],
@@ -1180,6 +1329,9 @@ fn pca(args: PcaArgs) -> CliResult {
     }
     if let (Some(path), Some((z, _))) = (&args.output, &projected) {
         io::write_npy_f32(path, z, &[n as u64, m as u64]).map_err(Failure::output)?;
+    }
+    if let Some(path) = &args.plot {
+        plot::write_spectrum(path, &selection::pca_spectrum(&model)).map_err(Failure::output)?;
     }
 
     let info = gpu.info();
@@ -1259,6 +1411,9 @@ fn pca(args: PcaArgs) -> CliResult {
         Some(p) => format!("model:       {}", p.display()),
         None => "model:       not written (use --model FILE.json)".to_string(),
     });
+    if let Some(p) = &args.plot {
+        report.push(format!("plot:        {}", p.display()));
+    }
     emit(&report.join("\n"))
 }
 
@@ -1816,4 +1971,388 @@ fn info(args: InfoArgs) -> CliResult {
         ]
         .join("\n"),
     )
+}
+
+/// Checks a `--plot` path before any work: it must end in `.svg` (exit 2).
+fn check_svg_extension(path: &Path) -> CliResult {
+    let is_svg = path
+        .extension()
+        .and_then(|e| e.to_str())
+        .is_some_and(|e| e.eq_ignore_ascii_case("svg"));
+    if is_svg {
+        Ok(())
+    } else {
+        Err(Failure::invalid(format!(
+            "{}: plots are written as SVG; give --plot a .svg file name",
+            path.display()
+        )))
+    }
+}
+
+/// Reads a labels file given to `flag` and checks it has one label per row (exit 2).
+fn read_row_labels(path: &Path, flag: &str, n: usize) -> CliResult<Vec<u32>> {
+    let labels = io::read_labels(path).map_err(Failure::input)?;
+    if labels.len() != n {
+        return Err(Failure::invalid(format!(
+            "{}: {flag} has {} labels but the input has {n} rows",
+            path.display(),
+            labels.len()
+        )));
+    }
+    Ok(labels)
+}
+
+/// The one-line `--json` report of `evaluate`.
+#[derive(Serialize)]
+struct EvaluateReport<'a> {
+    /// Rows of the input.
+    n: usize,
+    /// Features of the input.
+    d: usize,
+    /// Distinct labels in `--labels`.
+    k: usize,
+    /// Mean silhouette coefficient (over the sample with `--sample-size`).
+    silhouette: f64,
+    /// Calinski–Harabasz index (higher is better).
+    calinski_harabasz: f64,
+    /// Davies–Bouldin index (lower is better).
+    davies_bouldin: f64,
+    /// Within-cluster sum of squares around the clusters' means.
+    inertia: f64,
+    /// Rand index against `--truth` (only with it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    rand_index: Option<f64>,
+    /// Adjusted Rand index against `--truth` (only with it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    adjusted_rand_index: Option<f64>,
+    /// Rows the silhouette was computed on.
+    silhouette_rows: usize,
+    /// Wall time of the metrics (upload included, GPU start-up and file I/O excluded).
+    seconds: f64,
+    /// Adapter name.
+    adapter: &'a str,
+}
+
+/// `evaluate`: read and check the matrix and the labels, then compute the metrics.
+fn evaluate(args: EvaluateArgs) -> CliResult {
+    // Everything the user can get wrong is checked before the (slow) GPU start-up.
+    let data = read_input(&args.input)?;
+    let (n, d) = (data.n_rows, data.n_features);
+    let labels = read_row_labels(&args.labels, "--labels", n)?;
+    let truth = match &args.truth {
+        Some(path) => Some(read_row_labels(path, "--truth", n)?),
+        None => None,
+    };
+    let mut distinct = labels.clone();
+    distinct.sort_unstable();
+    distinct.dedup();
+    let k = distinct.len();
+    if k < 2 || k >= n {
+        return Err(Failure::invalid(format!(
+            "{}: the metrics need 2 <= clusters <= N - 1; the labels have {k} clusters for N = {n}",
+            args.labels.display()
+        )));
+    }
+    if let Some(m) = args.sample_size {
+        if m < 2 {
+            return Err(Failure::invalid(format!(
+                "--sample-size must be at least 2, got {m}"
+            )));
+        }
+    }
+    let silhouette_rows = args.sample_size.map_or(n, |m| m.min(n));
+    let x = Matrix::new(&data.data, d).map_err(Failure::input)?;
+
+    let gpu = open_gpu()?;
+    let start = Instant::now();
+    let e = metrics::evaluate(
+        &gpu,
+        &x,
+        &labels,
+        truth.as_deref(),
+        args.sample_size,
+        args.seed.unwrap_or(0),
+    )?;
+    let seconds = start.elapsed().as_secs_f64();
+
+    let info = gpu.info();
+    if args.json {
+        return emit_json(&EvaluateReport {
+            n,
+            d,
+            k,
+            silhouette: e.silhouette,
+            calinski_harabasz: e.calinski_harabasz,
+            davies_bouldin: e.davies_bouldin,
+            inertia: e.inertia,
+            rand_index: e.rand_index,
+            adjusted_rand_index: e.adjusted_rand_index,
+            silhouette_rows,
+            seconds,
+            adapter: &info.name,
+        });
+    }
+    let mut report = vec![
+        format!("adapter:             {info}"),
+        format!(
+            "input:               {} ({n} rows x {d} features)",
+            args.input.display()
+        ),
+        format!(
+            "labels:              {} ({k} clusters)",
+            args.labels.display()
+        ),
+        format!(
+            "silhouette:          {} (on {silhouette_rows} of {n} rows; in [-1, 1], higher is \
+             better)",
+            e.silhouette
+        ),
+        format!(
+            "calinski-harabasz:   {} (higher is better)",
+            e.calinski_harabasz
+        ),
+        format!(
+            "davies-bouldin:      {} (lower is better)",
+            e.davies_bouldin
+        ),
+        format!("inertia:             {}", e.inertia),
+    ];
+    if let (Some(ri), Some(ari), Some(path)) = (e.rand_index, e.adjusted_rand_index, &args.truth) {
+        report.push(format!("truth:               {}", path.display()));
+        report.push(format!("rand index:          {ri}"));
+        report.push(format!("adjusted rand index: {ari}"));
+    }
+    report.push(format!("time:                {seconds:.3} s"));
+    emit(&report.join("\n"))
+}
+
+/// The one-line `--json` report of `select-k`.
+#[derive(Serialize)]
+struct SelectKReport<'a> {
+    /// "kmeans" or "gmm".
+    algorithm: &'static str,
+    /// "elbow", "gap", "bic" or "aic".
+    criterion: &'static str,
+    /// Rows of the input.
+    n: usize,
+    /// Features of the input.
+    d: usize,
+    /// The candidate k, k_min..=k_max.
+    k: &'a [usize],
+    /// The curve at each k: inertia (elbow, and W_k for gap), BIC or AIC.
+    values: &'a [f64],
+    /// Gap(k) (gap only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    gap: Option<&'a [f64]>,
+    /// s_k = sd_k √(1 + 1/B) (gap only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    s_k: Option<&'a [f64]>,
+    /// Number of reference sets B (gap only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    n_refs: Option<usize>,
+    /// The suggested k.
+    suggested_k: usize,
+    /// Wall time of all the fits (uploads included, GPU start-up and file I/O excluded).
+    seconds: f64,
+    /// Adapter name.
+    adapter: &'a str,
+}
+
+/// A curve computed by `select-k`.
+enum Selected {
+    /// Elbow, BIC or AIC.
+    Curve(selection::Curve),
+    /// Gap statistic.
+    Gap(selection::GapCurve),
+}
+
+/// `select-k`: check everything, fit the model for every k, then report and plot the curve.
+fn select_k(args: SelectKArgs) -> CliResult {
+    let algorithm = args.algorithm;
+    let criterion = args
+        .criterion
+        .map(CriterionArg::to_criterion)
+        .unwrap_or(match algorithm {
+            AlgorithmArg::Kmeans => Criterion::Gap,
+            AlgorithmArg::Gmm => Criterion::Bic,
+        });
+    let algorithm_name = match algorithm {
+        AlgorithmArg::Kmeans => "kmeans",
+        AlgorithmArg::Gmm => "gmm",
+    };
+    match (algorithm, criterion) {
+        (AlgorithmArg::Kmeans, Criterion::Elbow | Criterion::Gap)
+        | (AlgorithmArg::Gmm, Criterion::Bic | Criterion::Aic) => {}
+        _ => {
+            return Err(Failure::invalid(format!(
+                "--criterion {criterion} does not apply to --algorithm {algorithm_name} \
+                 (kmeans: elbow or gap; gmm: bic or aic)"
+            )))
+        }
+    }
+    if args.covariance.is_some() && algorithm != AlgorithmArg::Gmm {
+        return Err(Failure::invalid(
+            "--covariance applies only to --algorithm gmm",
+        ));
+    }
+    if args.n_refs.is_some() && criterion != Criterion::Gap {
+        return Err(Failure::invalid("--n-refs applies only to --criterion gap"));
+    }
+    let n_refs = args.n_refs.unwrap_or(10);
+    if n_refs == 0 {
+        return Err(Failure::invalid("--n-refs must be at least 1"));
+    }
+    if args.k_min == 0 {
+        return Err(Failure::invalid("--k-min must be at least 1"));
+    }
+    if args.k_min > args.k_max {
+        return Err(Failure::invalid(format!(
+            "--k-min {} is larger than --k-max {}",
+            args.k_min, args.k_max
+        )));
+    }
+    if let Some(plot) = &args.plot {
+        check_svg_extension(plot)?;
+    }
+    let seed = args.seed.unwrap_or(0);
+    let mut kmeans = KMeans::new(args.k_max).seed(seed).n_init(3);
+    let mut mixture = GaussianMixture::new(args.k_max).seed(seed);
+    if let Some(covariance) = args.covariance {
+        mixture = mixture.covariance(covariance.to_type());
+    }
+    if let Some(n_init) = args.n_init {
+        kmeans = kmeans.n_init(n_init);
+        mixture = mixture.n_init(n_init);
+    }
+    if let Some(max_iter) = args.max_iter {
+        kmeans = kmeans.max_iter(max_iter);
+        mixture = mixture.max_iter(max_iter);
+    }
+
+    let data = read_input(&args.input)?;
+    let (n, d) = (data.n_rows, data.n_features);
+    if args.k_max > n {
+        return Err(Failure::invalid(format!(
+            "--k-max {} is larger than the number of rows ({n}) of {}",
+            args.k_max,
+            args.input.display()
+        )));
+    }
+    match algorithm {
+        AlgorithmArg::Kmeans => kmeans.validate(n, d)?,
+        AlgorithmArg::Gmm => mixture.validate(n, d)?,
+    }
+    if let Some(plot) = &args.plot {
+        check_writable(plot)?;
+    }
+    let x = Matrix::new(&data.data, d).map_err(Failure::input)?;
+    let ks = args.k_min..=args.k_max;
+
+    let gpu = open_gpu()?;
+    let start = Instant::now();
+    let selected = match criterion {
+        Criterion::Gap => Selected::Gap(selection::gap_statistic(
+            &gpu, &x, ks, &kmeans, n_refs, seed,
+        )?),
+        Criterion::Elbow => {
+            let xg = GpuMatrix::upload(&gpu, &x)?;
+            Selected::Curve(selection::elbow(&gpu, &xg, ks, &kmeans)?)
+        }
+        Criterion::Bic | Criterion::Aic => {
+            let xg = GpuMatrix::upload(&gpu, &x)?;
+            Selected::Curve(selection::gmm_criterion_curve(
+                &gpu, &xg, ks, &mixture, criterion,
+            )?)
+        }
+    };
+    let seconds = start.elapsed().as_secs_f64();
+
+    if let Some(path) = &args.plot {
+        match &selected {
+            Selected::Curve(curve) => plot::write_curve(path, curve),
+            Selected::Gap(gap) => plot::write_gap(path, gap),
+        }
+        .map_err(Failure::output)?;
+    }
+
+    let (k, values, suggested_k) = match &selected {
+        Selected::Curve(c) => (&c.k, &c.values, c.suggested_k),
+        Selected::Gap(g) => (&g.k, &g.inertia, g.suggested_k),
+    };
+    let gap = match &selected {
+        Selected::Gap(g) => Some(g),
+        Selected::Curve(_) => None,
+    };
+    let info = gpu.info();
+    if args.json {
+        return emit_json(&SelectKReport {
+            algorithm: algorithm_name,
+            criterion: criterion.name(),
+            n,
+            d,
+            k,
+            values,
+            gap: gap.map(|g| g.gap.as_slice()),
+            s_k: gap.map(|g| g.s_k.as_slice()),
+            n_refs: gap.map(|g| g.n_refs),
+            suggested_k,
+            seconds,
+            adapter: &info.name,
+        });
+    }
+    let value_name = match criterion {
+        Criterion::Elbow | Criterion::Gap => "inertia",
+        Criterion::Bic => "BIC",
+        Criterion::Aic => "AIC",
+    };
+    let rule = match criterion {
+        Criterion::Elbow => "largest second difference of log inertia".to_string(),
+        Criterion::Gap => {
+            format!("smallest k with Gap(k) >= Gap(k+1) - s(k+1), {n_refs} uniform reference sets")
+        }
+        _ => format!("lowest {value_name}"),
+    };
+    let mut report = vec![
+        format!("adapter:     {info}"),
+        format!(
+            "input:       {} ({n} rows x {d} features)",
+            args.input.display()
+        ),
+        format!(
+            "selection:   {algorithm_name}, criterion {criterion} ({rule}), k = {}..={}, seed \
+             {seed}",
+            args.k_min, args.k_max
+        ),
+        String::new(),
+    ];
+    match gap {
+        Some(g) => {
+            report.push(format!(
+                "{:>5}  {:>16}  {:>12}  {:>12}",
+                "k", value_name, "gap", "s_k"
+            ));
+            for i in 0..g.k.len() {
+                let star = if g.k[i] == suggested_k { " *" } else { "" };
+                report.push(format!(
+                    "{:>5}  {:>16.6e}  {:>12.6}  {:>12.6}{star}",
+                    g.k[i], g.inertia[i], g.gap[i], g.s_k[i]
+                ));
+            }
+        }
+        None => {
+            report.push(format!("{:>5}  {:>16}", "k", value_name));
+            for (k, v) in k.iter().zip(values) {
+                let star = if *k == suggested_k { " *" } else { "" };
+                report.push(format!("{k:>5}  {v:>16.6e}{star}"));
+            }
+        }
+    }
+    report.push(String::new());
+    report.push(format!("suggested k: {suggested_k}"));
+    report.push(format!("time:        {seconds:.3} s"));
+    report.push(match &args.plot {
+        Some(p) => format!("plot:        {}", p.display()),
+        None => "plot:        not written (use --plot FILE.svg)".to_string(),
+    });
+    emit(&report.join("\n"))
 }

@@ -1538,3 +1538,318 @@ fn gmm_invalid_arguments_exit_2_and_write_nothing() {
     assert!(line.contains("same file"), "{line}");
     assert_eq!(files_in(dir.path()), ["x.npy"]);
 }
+
+/// The bundled iris species (150 labels, 3 classes).
+fn iris_labels() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/iris_y.npy")
+}
+
+/// Checks that `path` holds one well-formed SVG document: an `<svg` root closed at the end,
+/// balanced tags, and some text (axis labels).
+fn check_svg(path: &Path) {
+    let text = std::fs::read_to_string(path).unwrap();
+    let start = text.find("<svg").expect("an <svg> element");
+    assert!(text[..start].trim().is_empty() || text[..start].trim().starts_with("<?xml"));
+    assert!(
+        text.trim_end().ends_with("</svg>"),
+        "{}",
+        &text[text.len() - 80..]
+    );
+    assert_eq!(text.matches("<svg").count(), text.matches("</svg>").count());
+    assert!(text.contains("<text"), "no text in the plot");
+    assert_eq!(text.matches('<').count(), text.matches('>').count());
+}
+
+#[test]
+fn evaluate_iris_json_keys_with_and_without_truth() {
+    let y = iris_labels();
+    let report = json_line(&cli(&[
+        "evaluate",
+        "--input",
+        s(&iris()),
+        "--labels",
+        s(&y),
+        "--json",
+    ]));
+    assert_eq!(
+        sorted_keys(&report),
+        [
+            "adapter",
+            "calinski_harabasz",
+            "d",
+            "davies_bouldin",
+            "inertia",
+            "k",
+            "n",
+            "seconds",
+            "silhouette",
+            "silhouette_rows",
+        ]
+    );
+    assert_eq!(report["n"], 150);
+    assert_eq!(report["k"], 3);
+    let sil = report["silhouette"].as_f64().unwrap();
+    // scikit-learn: silhouette_score(iris, species) = 0.50347...
+    assert!((sil - 0.5035).abs() < 1e-3, "{sil}");
+    assert!(report["calinski_harabasz"].as_f64().unwrap() > 0.0);
+
+    let report = json_line(&cli(&[
+        "evaluate",
+        "--input",
+        s(&iris()),
+        "--labels",
+        s(&y),
+        "--truth",
+        s(&y),
+        "--sample-size",
+        "60",
+        "--seed",
+        "4",
+        "--json",
+    ]));
+    for key in ["rand_index", "adjusted_rand_index"] {
+        assert_eq!(report[key].as_f64(), Some(1.0), "{key}: {report}");
+    }
+    assert_eq!(report["silhouette_rows"], 60);
+}
+
+#[test]
+fn evaluate_human_report_of_kmeans_labels() {
+    let dir = tempfile::tempdir().unwrap();
+    let labels = dir.path().join("labels.npy");
+    ok(&cli(&[
+        "kmeans",
+        "--input",
+        s(&iris()),
+        "--k",
+        "3",
+        "--output",
+        s(&labels),
+    ]));
+    let text = ok(&cli(&[
+        "evaluate",
+        "--input",
+        s(&iris()),
+        "--labels",
+        s(&labels),
+        "--truth",
+        s(&iris_labels()),
+    ]));
+    for word in ["silhouette:", "davies-bouldin:", "adjusted rand index:"] {
+        assert!(text.contains(word), "{text}");
+    }
+}
+
+#[test]
+fn evaluate_bad_labels_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let short = dir.path().join("short.npy");
+    io::write_npy_u32(&short, &[0, 1, 0, 1]).unwrap();
+    let line = fails(
+        &cli(&["evaluate", "--input", s(&iris()), "--labels", s(&short)]),
+        2,
+    );
+    assert!(
+        line.contains("4 labels") && line.contains("150 rows"),
+        "{line}"
+    );
+    let line = fails(
+        &cli(&[
+            "evaluate",
+            "--input",
+            s(&iris()),
+            "--labels",
+            s(&iris_labels()),
+            "--truth",
+            s(&short),
+        ]),
+        2,
+    );
+    assert!(line.contains("--truth"), "{line}");
+    let one = dir.path().join("one.npy");
+    io::write_npy_u32(&one, &[7; 150]).unwrap();
+    let line = fails(
+        &cli(&["evaluate", "--input", s(&iris()), "--labels", s(&one)]),
+        2,
+    );
+    assert!(line.contains("1 clusters"), "{line}");
+    fails(
+        &cli(&["evaluate", "--input", s(&iris()), "--labels", s(&iris())]),
+        2,
+    );
+}
+
+#[test]
+fn select_k_gap_json_and_plot() {
+    let dir = tempfile::tempdir().unwrap();
+    let x = blobs_npy(dir.path(), "x.npy", 300, 2, 3, 5);
+    let plot = dir.path().join("gap.svg");
+    let report = json_line(&cli(&[
+        "select-k",
+        "--input",
+        s(&x),
+        "--algorithm",
+        "kmeans",
+        "--k-min",
+        "1",
+        "--k-max",
+        "5",
+        "--n-refs",
+        "3",
+        "--seed",
+        "2",
+        "--plot",
+        s(&plot),
+        "--json",
+    ]));
+    assert_eq!(report["algorithm"], "kmeans");
+    assert_eq!(report["criterion"], "gap");
+    assert_eq!(report["k"], serde_json::json!([1, 2, 3, 4, 5]));
+    for key in ["values", "gap", "s_k"] {
+        assert_eq!(report[key].as_array().unwrap().len(), 5, "{key}: {report}");
+    }
+    assert_eq!(report["n_refs"], 3);
+    let k = report["suggested_k"].as_u64().unwrap();
+    assert!((1..=5).contains(&k), "{report}");
+    check_svg(&plot);
+}
+
+#[test]
+fn select_k_elbow_bic_and_human_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let plot = dir.path().join("bic.svg");
+    let report = json_line(&cli(&[
+        "select-k",
+        "--input",
+        s(&iris()),
+        "--algorithm",
+        "gmm",
+        "--k-max",
+        "4",
+        "--covariance",
+        "diag",
+        "--plot",
+        s(&plot),
+        "--json",
+    ]));
+    assert_eq!(report["criterion"], "bic");
+    assert_eq!(report["values"].as_array().unwrap().len(), 4);
+    assert!(report.get("gap").is_none() && report.get("s_k").is_none());
+    check_svg(&plot);
+
+    let report = json_line(&cli(&[
+        "select-k",
+        "--input",
+        s(&iris()),
+        "--algorithm",
+        "kmeans",
+        "--criterion",
+        "elbow",
+        "--k-min",
+        "2",
+        "--k-max",
+        "6",
+        "--n-init",
+        "3",
+        "--json",
+    ]));
+    assert_eq!(report["criterion"], "elbow");
+    let values: Vec<f64> = report["values"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_f64().unwrap())
+        .collect();
+    assert_eq!(values.len(), 5);
+    assert!(values[0] > values[4], "{values:?}");
+
+    let text = ok(&cli(&[
+        "select-k",
+        "--input",
+        s(&iris()),
+        "--algorithm",
+        "gmm",
+        "--criterion",
+        "aic",
+        "--k-max",
+        "3",
+    ]));
+    assert!(
+        text.contains("suggested k:") && text.contains("AIC"),
+        "{text}"
+    );
+}
+
+#[test]
+fn pca_plot_writes_the_spectrum() {
+    let dir = tempfile::tempdir().unwrap();
+    let plot = dir.path().join("spectrum.svg");
+    ok(&cli(&[
+        "pca",
+        "--input",
+        s(&iris()),
+        "--components",
+        "4",
+        "--plot",
+        s(&plot),
+    ]));
+    check_svg(&plot);
+    let line = fails(
+        &cli(&[
+            "pca",
+            "--input",
+            s(&iris()),
+            "--components",
+            "2",
+            "--plot",
+            s(&dir.path().join("spectrum.png")),
+        ]),
+        2,
+    );
+    assert!(line.contains(".svg"), "{line}");
+}
+
+#[test]
+fn select_k_bad_arguments_exit_2_and_write_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let plot = dir.path().join("plot.svg");
+    let x = iris();
+    let base = ["select-k", "--input", s(&x), "--plot", s(&plot)];
+    let run = |extra: &[&str]| {
+        let mut args = base.to_vec();
+        args.extend_from_slice(extra);
+        cli(&args)
+    };
+    let line = fails(
+        &run(&["--algorithm", "kmeans", "--k-min", "5", "--k-max", "3"]),
+        2,
+    );
+    assert!(
+        line.contains("--k-min") && line.contains("--k-max"),
+        "{line}"
+    );
+    let line = fails(&run(&["--algorithm", "kmeans", "--k-max", "151"]), 2);
+    assert!(line.contains("--k-max") && line.contains("150"), "{line}");
+    fails(&run(&["--algorithm", "kmeans", "--k-min", "0"]), 2);
+    let line = fails(&run(&["--algorithm", "kmeans", "--criterion", "bic"]), 2);
+    assert!(line.contains("bic"), "{line}");
+    fails(&run(&["--algorithm", "gmm", "--criterion", "gap"]), 2);
+    fails(&run(&["--algorithm", "kmeans", "--covariance", "diag"]), 2);
+    fails(&run(&["--algorithm", "gmm", "--n-refs", "3"]), 2);
+    fails(&run(&["--algorithm", "kmeans", "--n-refs", "0"]), 2);
+    assert_eq!(run(&["--algorithm", "spectral"]).status.code(), Some(2));
+    let line = fails(
+        &cli(&[
+            "select-k",
+            "--input",
+            s(&iris()),
+            "--algorithm",
+            "kmeans",
+            "--plot",
+            s(&dir.path().join("plot.png")),
+        ]),
+        2,
+    );
+    assert!(line.contains(".svg"), "{line}");
+    assert!(files_in(dir.path()).is_empty());
+}

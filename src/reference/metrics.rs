@@ -139,80 +139,6 @@ pub fn adjusted_rand_index(a: &[u32], b: &[u32]) -> Result<f64> {
     Ok(num as f64 / den as f64)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use rand::{Rng, SeedableRng};
-
-    #[test]
-    fn identical_and_permuted() {
-        let a = [0, 0, 1, 1, 2, 2, 2];
-        assert_eq!(adjusted_rand_index(&a, &a).unwrap(), 1.0);
-        assert_eq!(rand_index(&a, &a).unwrap(), 1.0);
-        let b = [7, 7, 0, 0, 3, 3, 3];
-        assert_eq!(adjusted_rand_index(&a, &b).unwrap(), 1.0);
-        assert_eq!(rand_index(&b, &a).unwrap(), 1.0);
-    }
-
-    #[test]
-    fn scikit_learn_doc_example() {
-        let a = [0, 0, 1, 1];
-        let b = [0, 0, 1, 2];
-        assert!((adjusted_rand_index(&a, &b).unwrap() - 0.5714285714285715).abs() < 1e-15);
-        assert!((adjusted_rand_index(&b, &a).unwrap() - 0.5714285714285715).abs() < 1e-15);
-        assert!((rand_index(&a, &b).unwrap() - 0.8333333333333334).abs() < 1e-15);
-        // Every point in its own cluster against two pairs: sklearn gives 0.
-        assert_eq!(
-            adjusted_rand_index(&[0, 0, 1, 1], &[0, 1, 2, 3]).unwrap(),
-            0.0
-        );
-        // Perfectly split: sklearn gives -0.5.
-        assert_eq!(
-            adjusted_rand_index(&[0, 0, 1, 1], &[0, 1, 0, 1]).unwrap(),
-            -0.5
-        );
-    }
-
-    #[test]
-    fn degenerate_partitions() {
-        assert_eq!(adjusted_rand_index(&[0, 0, 0], &[5, 5, 5]).unwrap(), 1.0);
-        assert_eq!(adjusted_rand_index(&[0, 1, 2], &[2, 0, 1]).unwrap(), 1.0);
-        assert_eq!(adjusted_rand_index(&[4], &[9]).unwrap(), 1.0);
-        assert_eq!(rand_index(&[4], &[9]).unwrap(), 1.0);
-        // One cluster against all singletons: no agreement beyond chance.
-        assert_eq!(adjusted_rand_index(&[0, 0, 0], &[0, 1, 2]).unwrap(), 0.0);
-        assert_eq!(rand_index(&[0, 0, 0], &[0, 1, 2]).unwrap(), 0.0);
-    }
-
-    #[test]
-    fn errors() {
-        assert!(matches!(
-            adjusted_rand_index(&[0, 1], &[0]),
-            Err(Error::InvalidParameter { .. })
-        ));
-        assert!(matches!(rand_index(&[], &[]), Err(Error::EmptyData { .. })));
-        assert!(matches!(
-            adjusted_rand_index(&[], &[]),
-            Err(Error::EmptyData { .. })
-        ));
-    }
-
-    #[test]
-    fn random_labelings_are_near_zero() {
-        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(5);
-        let a: Vec<u32> = (0..5000).map(|_| rng.random_range(0..4)).collect();
-        let b: Vec<u32> = (0..5000).map(|_| rng.random_range(0..6)).collect();
-        let ari = adjusted_rand_index(&a, &b).unwrap();
-        assert!(ari.abs() < 0.01, "{ari}");
-        // Large n: pair counts need 64 bits, their products 128.
-        let a: Vec<u32> = (0..200_000).map(|_| rng.random_range(0..3)).collect();
-        let b: Vec<u32> = (0..200_000).map(|_| rng.random_range(0..3)).collect();
-        let ari = adjusted_rand_index(&a, &b).unwrap();
-        assert!(ari.abs() < 0.001, "{ari}");
-        assert_eq!(adjusted_rand_index(&a, &a).unwrap(), 1.0);
-    }
-}
-
 /// Distinct labels in increasing order and each point's index among them.
 fn clusters(labels: &[u32]) -> (Vec<u32>, Vec<usize>) {
     let mut ids: Vec<u32> = labels.to_vec();
@@ -386,4 +312,78 @@ pub fn inertia(x: &[f64], d: usize, labels: &[u32]) -> Result<f64> {
         .zip(&index)
         .map(|(row, &c)| distance(row, &mu[c * d..(c + 1) * d]).powi(2))
         .sum())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::{Rng, SeedableRng};
+
+    #[test]
+    fn identical_and_permuted() {
+        let a = [0, 0, 1, 1, 2, 2, 2];
+        assert_eq!(adjusted_rand_index(&a, &a).unwrap(), 1.0);
+        assert_eq!(rand_index(&a, &a).unwrap(), 1.0);
+        let b = [7, 7, 0, 0, 3, 3, 3];
+        assert_eq!(adjusted_rand_index(&a, &b).unwrap(), 1.0);
+        assert_eq!(rand_index(&b, &a).unwrap(), 1.0);
+    }
+
+    #[test]
+    fn scikit_learn_doc_example() {
+        let a = [0, 0, 1, 1];
+        let b = [0, 0, 1, 2];
+        assert!((adjusted_rand_index(&a, &b).unwrap() - 0.5714285714285715).abs() < 1e-15);
+        assert!((adjusted_rand_index(&b, &a).unwrap() - 0.5714285714285715).abs() < 1e-15);
+        assert!((rand_index(&a, &b).unwrap() - 0.8333333333333334).abs() < 1e-15);
+        // Every point in its own cluster against two pairs: sklearn gives 0.
+        assert_eq!(
+            adjusted_rand_index(&[0, 0, 1, 1], &[0, 1, 2, 3]).unwrap(),
+            0.0
+        );
+        // Perfectly split: sklearn gives -0.5.
+        assert_eq!(
+            adjusted_rand_index(&[0, 0, 1, 1], &[0, 1, 0, 1]).unwrap(),
+            -0.5
+        );
+    }
+
+    #[test]
+    fn degenerate_partitions() {
+        assert_eq!(adjusted_rand_index(&[0, 0, 0], &[5, 5, 5]).unwrap(), 1.0);
+        assert_eq!(adjusted_rand_index(&[0, 1, 2], &[2, 0, 1]).unwrap(), 1.0);
+        assert_eq!(adjusted_rand_index(&[4], &[9]).unwrap(), 1.0);
+        assert_eq!(rand_index(&[4], &[9]).unwrap(), 1.0);
+        // One cluster against all singletons: no agreement beyond chance.
+        assert_eq!(adjusted_rand_index(&[0, 0, 0], &[0, 1, 2]).unwrap(), 0.0);
+        assert_eq!(rand_index(&[0, 0, 0], &[0, 1, 2]).unwrap(), 0.0);
+    }
+
+    #[test]
+    fn errors() {
+        assert!(matches!(
+            adjusted_rand_index(&[0, 1], &[0]),
+            Err(Error::InvalidParameter { .. })
+        ));
+        assert!(matches!(rand_index(&[], &[]), Err(Error::EmptyData { .. })));
+        assert!(matches!(
+            adjusted_rand_index(&[], &[]),
+            Err(Error::EmptyData { .. })
+        ));
+    }
+
+    #[test]
+    fn random_labelings_are_near_zero() {
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(5);
+        let a: Vec<u32> = (0..5000).map(|_| rng.random_range(0..4)).collect();
+        let b: Vec<u32> = (0..5000).map(|_| rng.random_range(0..6)).collect();
+        let ari = adjusted_rand_index(&a, &b).unwrap();
+        assert!(ari.abs() < 0.01, "{ari}");
+        // Large n: pair counts need 64 bits, their products 128.
+        let a: Vec<u32> = (0..200_000).map(|_| rng.random_range(0..3)).collect();
+        let b: Vec<u32> = (0..200_000).map(|_| rng.random_range(0..3)).collect();
+        let ari = adjusted_rand_index(&a, &b).unwrap();
+        assert!(ari.abs() < 0.001, "{ari}");
+        assert_eq!(adjusted_rand_index(&a, &a).unwrap(), 1.0);
+    }
 }
