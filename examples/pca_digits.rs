@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use plotters::prelude::*;
-use wgpu_unsupervised::{datasets, io, Components, Gpu, Matrix, Pca};
+use wgpu_unsupervised::{datasets, io, plot, selection, Components, Gpu, Matrix, Pca};
 
 /// Pixels per image, the features.
 const D: usize = 64;
@@ -101,10 +101,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     let scatter = out_dir.join("digits_pca_scatter.svg");
     write_svg(&scatter, (800, 700), |root| draw_scatter(root, &points))?;
+    // The spectrum plot is the library's (the CLI's `pca --plot` draws the same).
     let spectrum = out_dir.join("digits_pca_spectrum.svg");
-    write_svg(&spectrum, (900, 500), |root| {
-        draw_spectrum(root, ratios, &cumulative)
-    })?;
+    plot::write_spectrum(&spectrum, &selection::pca_spectrum(&model))?;
     println!(
         "\nwrote {}\nwrote {}",
         scatter.display(),
@@ -179,80 +178,6 @@ fn draw_scatter(root: &Svg, points: &[(f64, f64, u32)]) -> Result<(), Box<dyn st
     chart
         .configure_series_labels()
         .position(SeriesLabelPosition::UpperRight)
-        .background_style(WHITE.mix(0.9))
-        .border_style(BLACK)
-        .label_font(("sans-serif", 14))
-        .draw()?;
-    Ok(())
-}
-
-/// Explained-variance ratio per component (bars, left axis) and the cumulative ratio (line,
-/// right axis).
-fn draw_spectrum(
-    root: &Svg,
-    ratios: &[f64],
-    cumulative: &[f64],
-) -> Result<(), Box<dyn std::error::Error>> {
-    let m = ratios.len();
-    let top = ratios.iter().copied().fold(0.0, f64::max) * 1.1;
-    let x_range = 0.5..m as f64 + 0.5;
-
-    let mut chart = ChartBuilder::on(root)
-        .caption(
-            "Handwritten digits: variance explained by each principal component",
-            ("sans-serif", 22),
-        )
-        .margin(15)
-        .x_label_area_size(45)
-        .y_label_area_size(65)
-        .right_y_label_area_size(65)
-        .build_cartesian_2d(x_range.clone(), 0.0..top)?
-        .set_secondary_coord(x_range, 0.0..1.05);
-    chart
-        .configure_mesh()
-        .x_desc("component")
-        .x_label_formatter(&|c| format!("{c:.0}"))
-        .y_desc("explained-variance ratio")
-        .light_line_style(WHITE)
-        .draw()?;
-    chart
-        .configure_secondary_axes()
-        .y_desc("cumulative ratio")
-        .draw()?;
-
-    let bar_color = DIGIT_COLORS[0];
-    chart
-        .draw_series(ratios.iter().enumerate().map(|(i, &r)| {
-            let c = (i + 1) as f64;
-            Rectangle::new([(c - 0.4, 0.0), (c + 0.4, r)], bar_color.filled())
-        }))?
-        .label("per component (left axis)")
-        .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 16, y + 5)], bar_color.filled()));
-
-    let line_color = DIGIT_COLORS[3];
-    let curve = cumulative
-        .iter()
-        .enumerate()
-        .map(|(i, &c)| ((i + 1) as f64, c));
-    chart
-        .draw_secondary_series(LineSeries::new(curve, line_color.stroke_width(2)))?
-        .label("cumulative (right axis)")
-        .legend(move |(x, y)| PathElement::new([(x, y), (x + 16, y)], line_color.stroke_width(2)));
-    let guide_style = BLACK.mix(0.6).stroke_width(1);
-    for level in [0.90, 0.95] {
-        let ends = [(0.5, level), (m as f64 + 0.5, level)];
-        let guide = DashedLineSeries::new(ends, 6, 4, guide_style);
-        let series = chart.draw_secondary_series(guide)?;
-        if level == 0.90 {
-            series
-                .label("90% and 95% levels")
-                .legend(move |(x, y)| PathElement::new([(x, y), (x + 16, y)], guide_style));
-        }
-    }
-
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::MiddleRight)
         .background_style(WHITE.mix(0.9))
         .border_style(BLACK)
         .label_font(("sans-serif", 14))
