@@ -35,14 +35,14 @@
 //! units here, AIC only 2, so AIC usually prefers a larger k (here k = 3). Each SVG is rendered into a
 //! string and written atomically.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Instant;
 
 use plotters::prelude::*;
 use wgpu_unsupervised::linalg::symmetric_eigen;
 use wgpu_unsupervised::reference::metrics::adjusted_rand_index;
 use wgpu_unsupervised::{
-    datasets, io, Components, CovarianceType, GaussianMixture, GaussianMixtureModel, Gpu,
+    datasets, plot, Components, CovarianceType, GaussianMixture, GaussianMixtureModel, Gpu,
     GpuMatrix, Matrix, Pca,
 };
 
@@ -169,7 +169,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         )?);
     }
     let ellipse_path = out_dir.join("gmm_ellipses.svg");
-    write_svg(&ellipse_path, (760 * panels.len() as u32, 620), |root| {
+    plot::write_svg(&ellipse_path, (760 * panels.len() as u32, 620), |root| {
         for (area, panel) in root.split_evenly((1, panels.len())).iter().zip(&panels) {
             draw_ellipses(area, panel)?;
         }
@@ -184,7 +184,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .map(|r| r.iter().map(|f| f.aic).collect())
         .collect();
     let bic_path = out_dir.join("gmm_bic.svg");
-    write_svg(&bic_path, (1100, 500), |root| {
+    plot::write_svg(&bic_path, (1100, 500), |root| {
         let panels = root.split_evenly((1, 2));
         draw_criterion(&panels[0], "BIC", &bic, (bt, bk))?;
         draw_criterion(&panels[1], "AIC", &aic, (at, ak))
@@ -399,35 +399,6 @@ struct Point {
     uncertain: bool,
 }
 
-/// The drawing area that the plots draw on: an SVG document rendered into a string.
-type Svg<'a> = DrawingArea<SVGBackend<'a>, plotters::coord::Shift>;
-
-/// Renders a plot into a string, then writes it to `path` atomically.
-fn write_svg(
-    path: &Path,
-    size: (u32, u32),
-    draw: impl FnOnce(&Svg) -> Result<(), Box<dyn std::error::Error>>,
-) -> Result<(), Box<dyn std::error::Error>> {
-    let mut svg = String::new();
-    {
-        let root = SVGBackend::with_string(&mut svg, size).into_drawing_area();
-        root.fill(&WHITE)?;
-        draw(&root)?;
-        root.present()?;
-    }
-    io::write_string(path, &svg)?;
-    Ok(())
-}
-
-/// The smallest range holding `values`, widened by 5% on each side.
-fn padded_range(values: impl Iterator<Item = f64>) -> std::ops::Range<f64> {
-    let (lo, hi) = values.fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), v| {
-        (lo.min(v), hi.max(v))
-    });
-    let pad = 0.05 * (hi - lo).max(f64::EPSILON);
-    (lo - pad)..(hi + pad)
-}
-
 /// Widens the shorter of two ranges about its centre so that both get the same data units
 /// per pixel on a plotting area of `width` x `height` pixels.
 fn equal_scale(
@@ -449,7 +420,7 @@ fn equal_scale(
 }
 
 /// Points coloured by component, uncertain ones ringed, means and 1-σ / 2-σ ellipses.
-fn draw_ellipses(root: &Svg, panel: &Panel) -> Result<(), Box<dyn std::error::Error>> {
+fn draw_ellipses(root: &plot::Svg, panel: &Panel) -> Result<(), Box<dyn std::error::Error>> {
     let Panel {
         caption,
         points,
@@ -470,8 +441,8 @@ fn draw_ellipses(root: &Svg, panel: &Panel) -> Result<(), Box<dyn std::error::Er
         .chain(ellipses.iter().flat_map(|e| e.two.iter().map(|p| p.1)));
     let (w, h) = root.dim_in_pixel();
     let (x_range, y_range) = equal_scale(
-        padded_range(xs),
-        padded_range(ys),
+        plot::padded_range(xs),
+        plot::padded_range(ys),
         (w - 2 * MARGIN - Y_LABELS) as f64,
         (h - 2 * MARGIN - X_LABELS - CAPTION) as f64,
     );
@@ -547,12 +518,12 @@ fn draw_ellipses(root: &Svg, panel: &Panel) -> Result<(), Box<dyn std::error::Er
 
 /// One criterion against k, a line per covariance type, `best` (type, k index) circled.
 fn draw_criterion(
-    area: &Svg,
+    area: &plot::Svg,
     name: &str,
     values: &[Vec<f64>],
     best: (usize, usize),
 ) -> Result<(), Box<dyn std::error::Error>> {
-    let y_range = padded_range(values.iter().flatten().copied());
+    let y_range = plot::padded_range(values.iter().flatten().copied());
     let mut chart = ChartBuilder::on(area)
         .caption(
             format!("Iris (PC1, PC2): {name} against k"),

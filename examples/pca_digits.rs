@@ -19,11 +19,11 @@
 //! Each SVG is rendered into a string and written atomically, so a reader never sees half a
 //! file.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Instant;
 
 use plotters::prelude::*;
-use wgpu_unsupervised::{datasets, io, plot, selection, Components, Gpu, Matrix, Pca};
+use wgpu_unsupervised::{datasets, plot, selection, Components, Gpu, Matrix, Pca};
 
 /// Pixels per image, the features.
 const D: usize = 64;
@@ -100,7 +100,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .collect();
 
     let scatter = out_dir.join("digits_pca_scatter.svg");
-    write_svg(&scatter, (800, 700), |root| draw_scatter(root, &points))?;
+    plot::write_svg(&scatter, (800, 700), |root| draw_scatter(root, &points))?;
     // The spectrum plot is the library's (the CLI's `pca --plot` draws the same).
     let spectrum = out_dir.join("digits_pca_spectrum.svg");
     plot::write_spectrum(&spectrum, &selection::pca_spectrum(&model))?;
@@ -112,40 +112,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     Ok(())
 }
 
-/// The drawing area that the plots draw on: an SVG document rendered into a string.
-type Svg<'a> = DrawingArea<SVGBackend<'a>, plotters::coord::Shift>;
-
-/// Renders a plot into a string, then writes it to `path` atomically.
-fn write_svg(
-    path: &Path,
-    size: (u32, u32),
-    draw: impl FnOnce(&Svg) -> Result<(), Box<dyn std::error::Error>>,
-) -> Result<(), Box<dyn std::error::Error>> {
-    let mut svg = String::new();
-    {
-        let root = SVGBackend::with_string(&mut svg, size).into_drawing_area();
-        root.fill(&WHITE)?;
-        draw(&root)?;
-        root.present()?;
-    }
-    io::write_string(path, &svg)?;
-    Ok(())
-}
-
-/// The smallest range holding `values`, widened by 5% on each side.
-fn padded_range(values: impl Iterator<Item = f64>) -> std::ops::Range<f64> {
-    let (lo, hi) = values.fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), v| {
-        (lo.min(v), hi.max(v))
-    });
-    let pad = 0.05 * (hi - lo).max(f64::EPSILON);
-    (lo - pad)..(hi + pad)
-}
-
 /// PC1 against PC2, one colour per digit, with a legend.
-fn draw_scatter(root: &Svg, points: &[(f64, f64, u32)]) -> Result<(), Box<dyn std::error::Error>> {
-    let x_range = padded_range(points.iter().map(|p| p.0));
+fn draw_scatter(
+    root: &plot::Svg,
+    points: &[(f64, f64, u32)],
+) -> Result<(), Box<dyn std::error::Error>> {
+    let x_range = plot::padded_range(points.iter().map(|p| p.0));
     // Headroom at the top for the legend.
-    let y_range = padded_range(points.iter().map(|p| p.1));
+    let y_range = plot::padded_range(points.iter().map(|p| p.1));
     let y_range = y_range.start..y_range.end + 0.1 * (y_range.end - y_range.start);
 
     let mut chart = ChartBuilder::on(root)

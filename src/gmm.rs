@@ -323,7 +323,7 @@ impl GaussianMixture {
         let (n, d) = x.shape();
         self.validate(n, d)?;
         let xg = x.on_gpu(gpu)?;
-        let ws = Workspace::new(gpu, &xg, self.k, self.covariance_type)?;
+        let ws = Workspace::new(gpu, &xg, self.k, self.covariance_type, true)?;
         let mut rng = ChaCha8Rng::seed_from_u64(self.seed);
         let runs = match self.init {
             GmmInit::Given(_) => 1,
@@ -394,7 +394,7 @@ pub fn estimate_gaussian_parameters(
     Error::require_non_negative("reg_covar", reg_covar)?;
     check_responsibilities(resp, n, k)?;
     let xg = x.on_gpu(gpu)?;
-    let ws = Workspace::new(gpu, &xg, k, covariance_type)?;
+    let ws = Workspace::new(gpu, &xg, k, covariance_type, true)?;
     ws.upload_responsibilities(resp)?;
     let p = ws.mstep(None, reg_covar)?;
     Ok(GaussianParameters {
@@ -684,7 +684,7 @@ impl GaussianMixtureModel {
     pub fn evaluate_gpu(&self, gpu: &Gpu, x: &impl GpuInput) -> Result<GmmEvaluation> {
         let p = self.check(x)?;
         let xg = x.on_gpu(gpu)?;
-        let ws = Workspace::new(gpu, &xg, self.k(), self.covariance_type())?;
+        let ws = Workspace::new(gpu, &xg, self.k(), self.covariance_type(), false)?;
         ws.evaluate(&p)
     }
 
@@ -729,18 +729,26 @@ impl GaussianMixtureModel {
         crate::reference::gmm::n_parameters(&self.as_reference(), self.n_features)
     }
 
+    /// BIC −2 log L + p log N and AIC −2 log L + 2p of N rows whose mean log-likelihood
+    /// (1/N) log L is `mean_log_likelihood` (e.g. from [`GaussianMixtureModel::evaluate_gpu`],
+    /// so that one E-step gives the responsibilities and both criteria).
+    pub fn information_criteria(&self, mean_log_likelihood: f64, n: usize) -> (f64, f64) {
+        let n = n as f64;
+        let log_l = mean_log_likelihood * n;
+        let p = self.n_parameters() as f64;
+        (-2.0 * log_l + p * n.ln(), -2.0 * log_l + 2.0 * p)
+    }
+
     /// Bayesian information criterion −2 log L + p log N on `x` (lower is better).
     pub fn bic(&self, gpu: &Gpu, x: &impl GpuInput) -> Result<f64> {
-        let n = x.shape().0 as f64;
-        let ll = self.score(gpu, x)? * n;
-        Ok(-2.0 * ll + self.n_parameters() as f64 * n.ln())
+        let score = self.score(gpu, x)?;
+        Ok(self.information_criteria(score, x.shape().0).0)
     }
 
     /// Akaike information criterion −2 log L + 2p on `x` (lower is better).
     pub fn aic(&self, gpu: &Gpu, x: &impl GpuInput) -> Result<f64> {
-        let n = x.shape().0 as f64;
-        let ll = self.score(gpu, x)? * n;
-        Ok(-2.0 * ll + 2.0 * self.n_parameters() as f64)
+        let score = self.score(gpu, x)?;
+        Ok(self.information_criteria(score, x.shape().0).1)
     }
 
     /// Draws `n` samples with a ChaCha8 generator seeded with `seed`: components from the

@@ -1061,20 +1061,6 @@ fn gmm_init_name(init: &GmmInit) -> &'static str {
     }
 }
 
-/// BIC and AIC of `model` on `n` rows whose mean log-likelihood is `mean_log_likelihood`:
-/// the formulas of [`GaussianMixtureModel::bic`] and [`GaussianMixtureModel::aic`]
-/// (−2 log L + p log N and −2 log L + 2p), without running their E-steps again.
-fn information_criteria(
-    model: &GaussianMixtureModel,
-    mean_log_likelihood: f64,
-    n: usize,
-) -> (f64, f64) {
-    let n = n as f64;
-    let log_l = mean_log_likelihood * n;
-    let p = model.n_parameters() as f64;
-    (-2.0 * log_l + p * n.ln(), -2.0 * log_l + 2.0 * p)
-}
-
 /// `gmm`: read, validate, fit, score, then write the outputs and report.
 fn gmm(args: GmmArgs) -> CliResult {
     let mut params = GaussianMixture::new(args.k);
@@ -1127,7 +1113,7 @@ fn gmm(args: GmmArgs) -> CliResult {
     let start = Instant::now();
     let evaluation = model.evaluate_gpu(&gpu, &xg)?;
     let log_likelihood = evaluation.mean_log_likelihood;
-    let (bic, aic) = information_criteria(&model, log_likelihood, n);
+    let (bic, aic) = model.information_criteria(log_likelihood, n);
     let k = model.k();
     let proba = match &args.proba {
         Some(_) => Some(evaluation.responsibilities.to_host(&gpu)?),

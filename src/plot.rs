@@ -4,7 +4,8 @@
 //! use.
 //!
 //! Every function renders the whole document in memory, then writes it atomically
-//! ([`crate::io::write_string`]), so a failure never leaves a partial file.
+//! ([`crate::io::write_string`]), so a failure never leaves a partial file. [`write_svg`] and
+//! [`padded_range`] are public so that the examples draw their own plots the same way.
 
 use std::ops::Range;
 use std::path::Path;
@@ -25,7 +26,7 @@ const LINE: RGBColor = RGBColor(31, 119, 180);
 const MARK: RGBColor = RGBColor(214, 39, 40);
 
 /// The drawing area the plots draw on: an SVG document rendered into a string.
-type Svg<'a> = DrawingArea<SVGBackend<'a>, Shift>;
+pub type Svg<'a> = DrawingArea<SVGBackend<'a>, Shift>;
 
 /// A drawing failure, reported as an I/O error on `path`.
 fn draw_err(path: &Path, e: impl std::fmt::Display) -> Error {
@@ -35,14 +36,19 @@ fn draw_err(path: &Path, e: impl std::fmt::Display) -> Error {
     }
 }
 
-/// Renders with `draw` into an SVG string, then writes it to `path` atomically.
-fn write_svg(
+/// Renders `draw` into an SVG document of `size` pixels (white background), then writes it to
+/// `path` atomically.
+///
+/// Errors: [`Error::Io`] naming `path` when drawing or writing fails; the old file is then
+/// untouched.
+pub fn write_svg(
     path: &Path,
+    size: (u32, u32),
     draw: impl FnOnce(&Svg) -> std::result::Result<(), Box<dyn std::error::Error>>,
 ) -> Result<()> {
     let mut svg = String::new();
     {
-        let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
+        let root = SVGBackend::with_string(&mut svg, size).into_drawing_area();
         root.fill(&WHITE).map_err(|e| draw_err(path, e))?;
         draw(&root).map_err(|e| draw_err(path, e))?;
         root.present().map_err(|e| draw_err(path, e))?;
@@ -50,8 +56,9 @@ fn write_svg(
     crate::io::write_string(path, &svg)
 }
 
-/// The smallest range holding the finite `values`, widened by 5% on each side.
-fn padded_range(values: impl Iterator<Item = f64>) -> Range<f64> {
+/// The smallest range holding the finite `values`, widened by 5% on each side (0..1 when
+/// there are none).
+pub fn padded_range(values: impl Iterator<Item = f64>) -> Range<f64> {
     let (lo, hi) = values
         .filter(|v| v.is_finite())
         .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), v| {
@@ -165,7 +172,7 @@ pub fn write_curve(path: &Path, curve: &Curve) -> Result<()> {
         Criterion::Bic => ("Gaussian mixture: BIC against k", "BIC"),
         Criterion::Aic => ("Gaussian mixture: AIC against k", "AIC"),
     };
-    write_svg(path, |root| {
+    write_svg(path, SIZE, |root| {
         draw_k_curve(
             root,
             title,
@@ -183,7 +190,7 @@ pub fn write_curve(path: &Path, curve: &Curve) -> Result<()> {
 /// Errors: [`Error::Io`] when drawing or writing fails; the old file is then untouched.
 pub fn write_gap(path: &Path, gap: &GapCurve) -> Result<()> {
     let title = format!("Gap statistic against k ({} reference sets)", gap.n_refs);
-    write_svg(path, |root| {
+    write_svg(path, SIZE, |root| {
         draw_k_curve(
             root,
             &title,
@@ -201,7 +208,7 @@ pub fn write_gap(path: &Path, gap: &GapCurve) -> Result<()> {
 ///
 /// Errors: [`Error::Io`] when drawing or writing fails; the old file is then untouched.
 pub fn write_spectrum(path: &Path, spectrum: &Spectrum) -> Result<()> {
-    write_svg(path, |root| draw_spectrum(root, spectrum))
+    write_svg(path, SIZE, |root| draw_spectrum(root, spectrum))
 }
 
 /// The body of [`write_spectrum`].

@@ -74,11 +74,14 @@ pub(super) struct Workspace<'a> {
 }
 
 impl<'a> Workspace<'a> {
+    /// Buffers for `x` and K components: responsibilities, per-row outputs, parameters, and
+    /// with `with_mstep` (fits) the per-block M-step sums, which evaluation does not need.
     pub fn new(
         gpu: &'a Gpu,
         x: &'a GpuMatrix,
         k: usize,
         covariance_type: CovarianceType,
+        with_mstep: bool,
     ) -> Result<Self> {
         let (n, d) = (x.n_rows(), x.n_features());
         let resp_bytes = (n as u64).saturating_mul(k as u64).saturating_mul(4);
@@ -90,7 +93,12 @@ impl<'a> Workspace<'a> {
             CovarianceType::Full | CovarianceType::Tied => Moment::Scatter,
             _ => Moment::First,
         };
-        let outputs = max_moment.outputs(k, d).max(Moment::First.outputs(k, d)) as u64;
+        // Evaluation (predict, scores) needs no M-step sums: no partial buffers to allocate.
+        let outputs = if with_mstep {
+            max_moment.outputs(k, d).max(Moment::First.outputs(k, d)) as u64
+        } else {
+            0
+        };
         let limit = gpu.binding_byte_limit().clamp(1, PARTIALS_TARGET_BYTES);
         // Rows per block: at least MIN_BLOCK_ROWS, more when the per-block outputs are many,
         // so that all partials fit one binding.
