@@ -3,12 +3,10 @@
 // Host wrapper: src/kernels/assign.rs.
 //
 // Distances to all centroids are a GEMM-shaped computation (N x D against K x D), so the
-// kernel is tiled like one: a workgroup owns a tile of up to 64 rows and walks the centroids
-// in tiles of 64; both tiles are staged through workgroup memory TILE_D features at a time
-// with coalesced loads, and each invocation accumulates a 4 x 4 register block (4 rows x 4
-// centroids), so every value read from workgroup memory feeds 4 FMAs. The workgroup is a
-// 16 x (WG_SIZE / 16) grid of invocations: 16 along the centroids, WG_SIZE / 16 (at most 16)
-// along the rows.
+// kernel is tiled like one (shared/tile.wgsl, shared/distance_tile.wgsl): a workgroup owns a
+// tile of TILE rows and walks the centroids in tiles of TILE; both are staged through
+// workgroup memory TILE_K features at a time with coalesced loads, and each invocation
+// accumulates a 4 x 4 register block of squared distances (4 rows x 4 centroids).
 //
 // For K <= SMALL_K a second entry point, assign_nearest_centroid_small_k, skips the tiling:
 // one invocation per row, the few centroids read straight from the storage buffer (the same
@@ -19,12 +17,11 @@
 // when the data sit far from the origin, so labels and distances match the f64 reference up
 // to rounding. Ties go to the lowest centroid index.
 
-override WG_SIZE: u32 = 256u; // a multiple of 16, at most 256
-const TILE_D: u32 = 16u;      // features per staging step
-const TILE_C: u32 = 64u;      // centroids per tile (16 invocations x 4)
-const MAX_ROWS: u32 = 64u;    // rows per tile at WG_SIZE = 256 (16 invocations x 4)
-const SMALL_K: u32 = 16u;     // centroids handled by assign_nearest_centroid_small_k
-const F32_MAX: f32 = 3.4028235e38;
+#import constants
+#import grid
+#import distance_tile
+
+const SMALL_K: u32 = 16u; // centroids handled by assign_nearest_centroid_small_k
 
 // Twin: AssignParams in src/kernels/assign.rs.
 struct AssignParams {
@@ -46,117 +43,83 @@ struct AssignParams {
 @group(0) @binding(5) var<storage, read_write> changed: atomic<u32>;
 @group(0) @binding(6) var<storage, read_write> distances: array<f32>;
 
-// Feature-major tiles: x_tile[j * MAX_ROWS + r], c_tile[j * TILE_C + c]. Reused for the final
-// cross-invocation argmin.
-var<workgroup> x_tile: array<f32, 1024>; // TILE_D * MAX_ROWS
-var<workgroup> c_tile: array<f32, 1024>; // TILE_D * TILE_C
-
-struct Tile {
-    first_row: u32,   // first row of the workgroup's tile
-    tile_rows: u32,   // rows per tile: WG_SIZE / 4
-    tx: u32,          // invocation's column among the 16 along the centroids
-    ty: u32,          // invocation's row among the WG_SIZE / 16 along the rows
-}
-
-fn tile_of(lid: u32, wid: vec3<u32>) -> Tile {
-    let tile_rows = WG_SIZE / 4u;
-    let group = wid.y * params.grid_x + wid.x;
-    return Tile(group * tile_rows, tile_rows, lid % 16u, lid / 16u);
-}
-
-// Squared distances from the invocation's 4 rows (ty + i * WG_SIZE / 16) to its 4
-// centroids (k0 + tx + 16 m) as acc[i * 4 + m]. Zero padding past N, D and K adds nothing.
-// Uniform control flow only: it synchronises the workgroup.
-fn block_sq_distances(t: Tile, k0: u32, lid: u32) -> array<f32, 16> {
-    var acc: array<f32, 16>;
-    let row_step = WG_SIZE / 16u;
-    for (var d0 = 0u; d0 < params.d; d0 += TILE_D) {
+// Squared distances from the invocation's 4 rows (first + lane_row(i)) to its 4 centroids
+// (k0 + lane_col(m)) as acc[i * 4 + m]. Zero padding past N, D and K adds nothing. Uniform
+// control flow only: it synchronises the workgroup.
+fn block_sq_distances(first: u32, k0: u32, lid: u32, lane: Lane) -> array<f32, TILE_REGS> {
+    var acc: array<f32, TILE_REGS>;
+    for (var d0 = 0u; d0 < params.d; d0 += TILE_K) {
         workgroupBarrier();
-        // Coalesced staging: consecutive invocations read consecutive features of a row.
-        for (var e = lid; e < TILE_D * MAX_ROWS; e += WG_SIZE) {
-            let r = e / TILE_D;
-            let j = e % TILE_D;
-            let row = t.first_row + r;
+        for (var e = lid; e < TILE_STEP; e += TILE_WG_SIZE) {
+            let s = item_major_slot(e);
+            let row = first + s.item;
             var v = 0.0;
-            if r < t.tile_rows && row < params.n_rows && d0 + j < params.d {
-                v = x[params.x_offset + row * params.d + d0 + j];
+            if row < params.n_rows && d0 + s.k < params.d {
+                v = x[params.x_offset + row * params.d + d0 + s.k];
             }
-            x_tile[j * MAX_ROWS + r] = v;
+            tile_a[s.at] = v;
         }
-        for (var e = lid; e < TILE_D * TILE_C; e += WG_SIZE) {
-            let c = e / TILE_D;
-            let j = e % TILE_D;
+        for (var e = lid; e < TILE_STEP; e += TILE_WG_SIZE) {
+            let s = item_major_slot(e);
             var v = 0.0;
-            if k0 + c < params.k && d0 + j < params.d {
-                v = centroids[(k0 + c) * params.d + d0 + j];
+            if k0 + s.item < params.k && d0 + s.k < params.d {
+                v = centroids[(k0 + s.item) * params.d + d0 + s.k];
             }
-            c_tile[j * TILE_C + c] = v;
+            tile_b[s.at] = v;
         }
         workgroupBarrier();
-        for (var j = 0u; j < TILE_D; j++) {
-            var xv: array<f32, 4>;
-            var cv: array<f32, 4>;
-            for (var i = 0u; i < 4u; i++) {
-                xv[i] = x_tile[j * MAX_ROWS + t.ty + i * row_step];
-                cv[i] = c_tile[j * TILE_C + t.tx + i * 16u];
-            }
-            for (var i = 0u; i < 4u; i++) {
-                for (var m = 0u; m < 4u; m++) {
-                    let diff = xv[i] - cv[m];
-                    acc[i * 4u + m] = fma(diff, diff, acc[i * 4u + m]);
-                }
-            }
-        }
+        accumulate_sq_distances(lane, &acc);
     }
     return acc;
 }
 
 // Writes the nearest centroid (ties: lowest index) and its squared distance for every row,
 // and counts rows whose label differs from the one already stored.
-@compute @workgroup_size(WG_SIZE)
+@compute @workgroup_size(TILE_WG_SIZE)
 fn assign_nearest_centroid(
     @builtin(local_invocation_index) lid: u32,
     @builtin(workgroup_id) wid: vec3<u32>,
 ) {
-    let t = tile_of(lid, wid);
-    let row_step = WG_SIZE / 16u;
-    var best: array<f32, 4>;
-    var best_k: array<u32, 4>;
-    for (var i = 0u; i < 4u; i++) {
+    let first = workgroup_index(wid, params.grid_x) * TILE;
+    let lane = tile_lane(lid);
+    var best: array<f32, TILE_BLOCK>;
+    var best_k: array<u32, TILE_BLOCK>;
+    for (var i = 0u; i < TILE_BLOCK; i++) {
         best[i] = F32_MAX;
         best_k[i] = 0xffffffffu;
     }
-    for (var k0 = 0u; k0 < params.k; k0 += TILE_C) {
-        let acc = block_sq_distances(t, k0, lid);
+    for (var k0 = 0u; k0 < params.k; k0 += TILE) {
+        let acc = block_sq_distances(first, k0, lid, lane);
         // Centroids are visited in increasing order, so `<` keeps the lowest index on ties.
-        for (var m = 0u; m < 4u; m++) {
-            let c = k0 + t.tx + m * 16u;
+        for (var m = 0u; m < TILE_BLOCK; m++) {
+            let c = k0 + lane_col(lane, m);
             if c < params.k {
-                for (var i = 0u; i < 4u; i++) {
-                    if acc[i * 4u + m] < best[i] {
-                        best[i] = acc[i * 4u + m];
+                for (var i = 0u; i < TILE_BLOCK; i++) {
+                    if acc[i * TILE_BLOCK + m] < best[i] {
+                        best[i] = acc[i * TILE_BLOCK + m];
                         best_k[i] = c;
                     }
                 }
             }
         }
     }
-    // Argmin across the 16 invocations sharing each row, through workgroup memory.
+    // Argmin across the TILE_LANES invocations sharing each row, through the (now free)
+    // staging tiles: distances in tile_a, centroid indices (as bits) in tile_b.
     workgroupBarrier();
-    for (var i = 0u; i < 4u; i++) {
-        let r = t.ty + i * row_step;
-        x_tile[r * 16u + t.tx] = best[i];
-        c_tile[r * 16u + t.tx] = bitcast<f32>(best_k[i]);
+    for (var i = 0u; i < TILE_BLOCK; i++) {
+        let r = lane_row(lane, i);
+        tile_a[r * TILE_LANES + lane.tx] = best[i];
+        tile_b[r * TILE_LANES + lane.tx] = bitcast<f32>(best_k[i]);
     }
     workgroupBarrier();
-    if lid < t.tile_rows {
-        let row = t.first_row + lid;
+    if lid < TILE {
+        let row = first + lid;
         if row < params.n_rows {
             var d_min = F32_MAX;
             var k_min = 0xffffffffu;
-            for (var c = 0u; c < 16u; c++) {
-                let dv = x_tile[lid * 16u + c];
-                let kv = bitcast<u32>(c_tile[lid * 16u + c]);
+            for (var c = 0u; c < TILE_LANES; c++) {
+                let dv = tile_a[lid * TILE_LANES + c];
+                let kv = bitcast<u32>(tile_b[lid * TILE_LANES + c]);
                 if dv < d_min || (dv == d_min && kv < k_min) {
                     d_min = dv;
                     k_min = kv;
@@ -191,12 +154,12 @@ fn register_sq_distances(k0: u32, row: u32) -> array<f32, SMALL_K> {
 }
 
 // assign_nearest_centroid for K <= SMALL_K, one invocation per row, no workgroup memory.
-@compute @workgroup_size(WG_SIZE)
+@compute @workgroup_size(ROW_WG_SIZE)
 fn assign_nearest_centroid_small_k(
     @builtin(local_invocation_index) lid: u32,
     @builtin(workgroup_id) wid: vec3<u32>,
 ) {
-    let row = (wid.y * params.grid_x + wid.x) * WG_SIZE + lid;
+    let row = invocation_index(wid, params.grid_x, ROW_WG_SIZE, lid);
     if row >= params.n_rows {
         return;
     }
@@ -217,22 +180,22 @@ fn assign_nearest_centroid_small_k(
 }
 
 // Writes the N x K matrix of distances (squared or not) from each row to each centroid.
-@compute @workgroup_size(WG_SIZE)
+@compute @workgroup_size(TILE_WG_SIZE)
 fn pairwise_distances(
     @builtin(local_invocation_index) lid: u32,
     @builtin(workgroup_id) wid: vec3<u32>,
 ) {
-    let t = tile_of(lid, wid);
-    let row_step = WG_SIZE / 16u;
-    for (var k0 = 0u; k0 < params.k; k0 += TILE_C) {
-        let acc = block_sq_distances(t, k0, lid);
-        for (var i = 0u; i < 4u; i++) {
-            let row = t.first_row + t.ty + i * row_step;
+    let first = workgroup_index(wid, params.grid_x) * TILE;
+    let lane = tile_lane(lid);
+    for (var k0 = 0u; k0 < params.k; k0 += TILE) {
+        let acc = block_sq_distances(first, k0, lid, lane);
+        for (var i = 0u; i < TILE_BLOCK; i++) {
+            let row = first + lane_row(lane, i);
             if row < params.n_rows {
-                for (var m = 0u; m < 4u; m++) {
-                    let c = k0 + t.tx + m * 16u;
+                for (var m = 0u; m < TILE_BLOCK; m++) {
+                    let c = k0 + lane_col(lane, m);
                     if c < params.k {
-                        var v = acc[i * 4u + m];
+                        var v = acc[i * TILE_BLOCK + m];
                         if params.sqrt_output != 0u {
                             v = sqrt(v);
                         }

@@ -5,10 +5,11 @@
 // The rows are cut into blocks of `block_rows`; one workgroup owns one block and writes that
 // block's partial statistics: for each cluster c and feature j the sum of (x_j − old_c_j),
 // the member count and the sum of squared distances. Invocations own features (stride
-// WG_SIZE), and walk the block's rows in order, so every partial has exactly one writer and a
-// fixed summation order: results are bitwise reproducible. Summing deviations from the old
-// centroid instead of raw values keeps the f32 partials small when the data sit far from the
-// origin. sum_partial_columns (reduce.wgsl) then folds the blocks together.
+// FEATURE_WG_SIZE, which the host picks from D) and walk the block's rows in order, so every
+// partial has exactly one writer and a fixed summation order: results are bitwise
+// reproducible. Summing deviations from the old centroid instead of raw values keeps the f32
+// partials small when the data sit far from the origin. sum_partial_columns (reduce.wgsl)
+// then folds the blocks together.
 //
 // When K x D <= SHARED_SUMS and K <= SHARED_CLUSTERS (`in_workgroup_memory`, decided on the
 // host) the running sums live in workgroup memory and reach the storage buffers once per block
@@ -17,7 +18,9 @@
 //
 // The partial buffers must be zeroed before the dispatch (the host clears them).
 
-override WG_SIZE: u32 = 64u;
+#import constants
+#import grid
+
 const SHARED_SUMS: u32 = 2048u;    // K x D values
 const SHARED_CLUSTERS: u32 = 512u; // K counts and squared-distance sums
 
@@ -45,16 +48,16 @@ struct AccumulateParams {
 // [block][cluster]
 @group(0) @binding(7) var<storage, read_write> partial_sq_dist: array<f32>;
 
-var<workgroup> shared_sums: array<f32, 2048>;     // SHARED_SUMS
-var<workgroup> shared_counts: array<u32, 512>;    // SHARED_CLUSTERS
-var<workgroup> shared_sq_dist: array<f32, 512>;   // SHARED_CLUSTERS
+var<workgroup> shared_sums: array<f32, SHARED_SUMS>;
+var<workgroup> shared_counts: array<u32, SHARED_CLUSTERS>;
+var<workgroup> shared_sq_dist: array<f32, SHARED_CLUSTERS>;
 
-@compute @workgroup_size(WG_SIZE)
+@compute @workgroup_size(FEATURE_WG_SIZE)
 fn accumulate_cluster_partials(
     @builtin(local_invocation_index) lid: u32,
     @builtin(workgroup_id) wid: vec3<u32>,
 ) {
-    let block = wid.y * params.grid_x + wid.x;
+    let block = workgroup_index(wid, params.grid_x);
     let first = block * params.block_rows;
     if first >= params.n_rows {
         return;
@@ -65,7 +68,7 @@ fn accumulate_cluster_partials(
     let k = params.k;
     if params.in_workgroup_memory != 0u {
         for (var c = 0u; c < k; c++) {
-            for (var j = lid; j < d; j += WG_SIZE) {
+            for (var j = lid; j < d; j += FEATURE_WG_SIZE) {
                 shared_sums[c * d + j] = 0.0;
             }
             if lid == 0u {
@@ -76,7 +79,7 @@ fn accumulate_cluster_partials(
         for (var r = first; r < last; r++) {
             let c = labels[r];
             let xrow = params.x_offset + r * d;
-            for (var j = lid; j < d; j += WG_SIZE) {
+            for (var j = lid; j < d; j += FEATURE_WG_SIZE) {
                 shared_sums[c * d + j] += x[xrow + j] - old_centroids[c * d + j];
             }
             if lid == 0u {
@@ -86,7 +89,7 @@ fn accumulate_cluster_partials(
         }
         for (var c = 0u; c < k; c++) {
             let out = (gblock * k + c) * d;
-            for (var j = lid; j < d; j += WG_SIZE) {
+            for (var j = lid; j < d; j += FEATURE_WG_SIZE) {
                 partial_sums[out + j] = shared_sums[c * d + j];
             }
             if lid == 0u {
@@ -100,7 +103,7 @@ fn accumulate_cluster_partials(
         let c = labels[r];
         let xrow = params.x_offset + r * d;
         let out = (gblock * k + c) * d;
-        for (var j = lid; j < d; j += WG_SIZE) {
+        for (var j = lid; j < d; j += FEATURE_WG_SIZE) {
             partial_sums[out + j] += x[xrow + j] - old_centroids[c * d + j];
         }
         if lid == 0u {

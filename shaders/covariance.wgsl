@@ -4,18 +4,17 @@
 //
 // gram_partials computes, for each block of `block_rows` rows of a chunk,
 //     G_blk[i][j] = Σ_{r ∈ blk} (A[r][i] − a_shift[i]) · (B[r][j] − b_shift[j])
-// as a tiled GEMM reduced over rows: a workgroup owns one 64 x 64 output tile of one block,
-// stages TILE_R rows of both operands through workgroup memory (coalesced loads), and each
-// invocation accumulates a 4 x 4 register block. Uses:
+// as a tiled GEMM reduced over rows (shared/tile.wgsl): a workgroup owns one TILE x TILE
+// output tile of one block, stages TILE_K rows of both operands through workgroup memory
+// (coalesced loads), and each invocation accumulates a 4 x 4 register block. Uses:
 //   - covariance: A = B = X, shifts = μ, only the tiles on or above the diagonal
 //     (`upper_only`); the host mirrors them;
 //   - the matrix-free power iteration: A = X (shift μ), B = P = Xc·V (no shift).
 // Blocks bound every f32 sum; the host folds the blocks together (sum_partial_columns_f32,
 // Kahan) and finishes in f64.
 
-override WG_SIZE: u32 = 256u; // must be 256: 16 x 16 invocations of 4 x 4 outputs
-const TILE: u32 = 64u;        // output tile edge
-const TILE_R: u32 = 16u;      // rows staged per step
+#import grid
+#import tile
 
 // Twin: GramParams in src/kernels/covariance.rs.
 struct GramParams {
@@ -27,8 +26,8 @@ struct GramParams {
     block_rows: u32,
     block_offset: u32, // global index of this chunk's first block
     n_blocks: u32,     // blocks in this chunk
-    n_tiles_a: u32,    // ceil(a_cols / 64)
-    n_tiles_b: u32,    // ceil(b_cols / 64)
+    n_tiles_a: u32,    // ceil(a_cols / TILE)
+    n_tiles_b: u32,    // ceil(b_cols / TILE)
     upper_only: u32,   // 1: only tiles with tile_b >= tile_a (symmetric products)
     grid_x: u32,
 }
@@ -41,29 +40,15 @@ struct GramParams {
 // [block][a_cols][b_cols]
 @group(0) @binding(5) var<storage, read_write> partials: array<f32>;
 
-var<workgroup> a_tile: array<f32, 1024>; // TILE_R * TILE, row-major
-var<workgroup> b_tile: array<f32, 1024>;
-
-// The (tile_a, tile_b) pair of workgroup-tile index `pair`.
+// The (row tile, column tile) of workgroup-tile index `pair`.
 fn tile_pair(pair: u32) -> vec2<u32> {
     if params.upper_only == 0u {
         return vec2<u32>(pair / params.n_tiles_b, pair % params.n_tiles_b);
     }
-    // Row ta of the upper triangle holds n_tiles - ta pairs.
-    var rest = pair;
-    var ta = 0u;
-    loop {
-        let in_row = params.n_tiles_a - ta;
-        if rest < in_row || in_row == 0u {
-            break;
-        }
-        rest -= in_row;
-        ta += 1u;
-    }
-    return vec2<u32>(ta, ta + rest);
+    return upper_tile_pair(pair, params.n_tiles_a);
 }
 
-@compute @workgroup_size(WG_SIZE)
+@compute @workgroup_size(TILE_WG_SIZE)
 fn gram_partials(
     @builtin(local_invocation_index) lid: u32,
     @builtin(workgroup_id) wid: vec3<u32>,
@@ -72,7 +57,7 @@ fn gram_partials(
     if params.upper_only != 0u {
         n_pairs = params.n_tiles_a * (params.n_tiles_a + 1u) / 2u;
     }
-    let g = wid.y * params.grid_x + wid.x;
+    let g = workgroup_index(wid, params.grid_x);
     // Workgroups past the end still run the loops (uniform barriers) but write nothing.
     let valid = g < n_pairs * params.n_blocks;
     let block = g / n_pairs;
@@ -83,19 +68,18 @@ fn gram_partials(
     let last = min(first + params.block_rows, params.n_rows);
     var steps = 0u;
     if valid && last > first {
-        steps = (last - first + TILE_R - 1u) / TILE_R;
+        steps = (last - first + TILE_K - 1u) / TILE_K;
     }
     // `steps` depends only on the workgroup id and the parameters, so the barriers inside the
     // loop are in uniform control flow.
-    let tx = lid % 16u;
-    let ty = lid / 16u;
-    var acc: array<f32, 16>;
+    let lane = tile_lane(lid);
+    var acc: array<f32, TILE_REGS>;
     for (var s = 0u; s < steps; s++) {
-        let r0 = first + s * TILE_R;
-        for (var e = lid; e < TILE_R * TILE; e += WG_SIZE) {
-            let rr = e / TILE;
-            let c = e % TILE;
-            let row = r0 + rr;
+        let r0 = first + s * TILE_K;
+        for (var e = lid; e < TILE_STEP; e += TILE_WG_SIZE) {
+            let slot = depth_major_slot(e);
+            let row = r0 + slot.k;
+            let c = slot.item;
             var va = 0.0;
             var vb = 0.0;
             if row < last {
@@ -106,36 +90,24 @@ fn gram_partials(
                     vb = b[params.b_offset + row * params.b_cols + col_b + c] - b_shift[col_b + c];
                 }
             }
-            a_tile[e] = va;
-            b_tile[e] = vb;
+            tile_a[slot.at] = va;
+            tile_b[slot.at] = vb;
         }
         workgroupBarrier();
-        for (var rr = 0u; rr < TILE_R; rr++) {
-            var av: array<f32, 4>;
-            var bv: array<f32, 4>;
-            for (var i = 0u; i < 4u; i++) {
-                av[i] = a_tile[rr * TILE + ty + i * 16u];
-                bv[i] = b_tile[rr * TILE + tx + i * 16u];
-            }
-            for (var i = 0u; i < 4u; i++) {
-                for (var m = 0u; m < 4u; m++) {
-                    acc[i * 4u + m] = fma(av[i], bv[m], acc[i * 4u + m]);
-                }
-            }
-        }
+        accumulate_products(lane, &acc);
         workgroupBarrier();
     }
     if !valid {
         return;
     }
     let gblock = params.block_offset + block;
-    for (var i = 0u; i < 4u; i++) {
-        let ia = col_a + ty + i * 16u;
+    for (var i = 0u; i < TILE_BLOCK; i++) {
+        let ia = col_a + lane_row(lane, i);
         if ia < params.a_cols {
-            for (var m = 0u; m < 4u; m++) {
-                let jb = col_b + tx + m * 16u;
+            for (var m = 0u; m < TILE_BLOCK; m++) {
+                let jb = col_b + lane_col(lane, m);
                 if jb < params.b_cols {
-                    partials[(gblock * params.a_cols + ia) * params.b_cols + jb] = acc[i * 4u + m];
+                    partials[(gblock * params.a_cols + ia) * params.b_cols + jb] = acc[i * TILE_BLOCK + m];
                 }
             }
         }

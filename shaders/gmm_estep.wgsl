@@ -9,12 +9,13 @@
 //     aᵢₖ = cₖ − ½ qᵢₖ,  cₖ = log πₖ − ½ D log 2π + log det Uₖ   (host, f64 → f32)
 //     log p(xᵢ) = mᵢ + log sᵢ,  sᵢ = Σₖ exp(aᵢₖ − mᵢ),  mᵢ = maxₖ aᵢₖ,   rᵢₖ = exp(aᵢₖ − mᵢ) / sᵢ.
 //
-// mahalanobis_full (Full and Tied: Uₖ upper triangular, D x D) is a tiled GEMM: a workgroup
-// owns 64 rows of one component and walks the output columns in tiles of 64; the difference
-// x − μₖ is formed while staging (no x·U − μ·U expansion, so no cancellation for data far
-// from the origin), TILE_R features at a time, and only rows i ≤ j of Uₖ are visited. Each
-// invocation accumulates a 4 x 4 register block of y = (x − μₖ)ᵀ Uₖ, squares it, and the 16
-// invocations sharing a row add their parts in a fixed order.
+// mahalanobis_full (Full and Tied: Uₖ upper triangular, D x D) is a tiled GEMM
+// (shared/tile.wgsl): a workgroup owns TILE rows of one component and walks the output
+// columns in tiles of TILE; the difference x − μₖ is formed while staging (no x·U − μ·U
+// expansion, so no cancellation for data far from the origin), TILE_K features at a time,
+// and only rows i ≤ j of Uₖ are visited. Each invocation accumulates a 4 x 4 register block
+// of y = (x − μₖ)ᵀ Uₖ, squares it, and the TILE_LANES invocations sharing a row add their
+// parts in a fixed order.
 //
 // mahalanobis_diag (Diag and Spherical: Uₖ diagonal, given as K x D values pₖⱼ; Spherical
 // repeats pₖ over j on the host) has no D x D work: one invocation per row accumulates
@@ -24,13 +25,15 @@
 // For D <= SMALL_D, Full and Tied use mahalanobis_full_small_d (one row per invocation) rather
 // than the tiles, which would be mostly padding.
 
-override WG_SIZE: u32 = 256u; // mahalanobis_full: must be 256 (16 x 16 invocations)
-const TILE: u32 = 64u;        // rows and output columns per tile (mahalanobis_full)
-const TILE_R: u32 = 16u;      // features staged per step (mahalanobis_full)
+#import constants
+#import grid
+#import tile
+
 const COMPONENTS_PER_PASS: u32 = 8u; // mahalanobis_diag register accumulators
-const SMALL_D: u32 = 16u;     // mahalanobis_full_small_d: largest D (registers per row)
-const MAX_NORMALIZE_WG: u32 = 256u;  // normalize_responsibilities: WG_SIZE at most this
-const F32_MAX: f32 = 3.4028235e38;
+const SMALL_D: u32 = 16u;            // mahalanobis_full_small_d: largest D (registers per row)
+// normalize_responsibilities: rows per workgroup, hence per block of log p sums (a power of
+// two: the block sum is a tree).
+const NORMALIZE_WG_SIZE: u32 = 256u;
 
 // Twin: EstepParams in src/kernels/gmm_estep.rs.
 struct EstepParams {
@@ -56,27 +59,23 @@ struct EstepParams {
 @group(0) @binding(8) var<storage, read_write> block_log_density: array<f32>;
 @group(0) @binding(9) var<storage, read> given_labels: array<u32>; // n_rows values
 
-var<workgroup> diff_tile: array<f32, 1024>; // TILE_R x TILE: diff_tile[ii * TILE + r]
-var<workgroup> u_tile: array<f32, 1024>;    // TILE_R x TILE: u_tile[ii * TILE + c]
-var<workgroup> row_parts: array<f32, 1024>; // TILE x 16 partial squared norms
-var<workgroup> block_sum: array<f32, MAX_NORMALIZE_WG>;
+var<workgroup> block_sum: array<f32, NORMALIZE_WG_SIZE>;
 
-@compute @workgroup_size(WG_SIZE)
+@compute @workgroup_size(TILE_WG_SIZE)
 fn mahalanobis_full(
     @builtin(local_invocation_index) lid: u32,
     @builtin(workgroup_id) wid: vec3<u32>,
 ) {
     let p = params;
     let n_row_tiles = (p.n_rows + TILE - 1u) / TILE;
-    let g = wid.y * p.grid_x + wid.x;
+    let g = workgroup_index(wid, p.grid_x);
     // Workgroups past the end run no loop iterations (uniform barriers) and write nothing.
     let valid = g < n_row_tiles * p.k;
     let comp = g / max(n_row_tiles, 1u);
     let first = (g % max(n_row_tiles, 1u)) * TILE;
     let u_base = comp * p.prec_stride;
     let m_base = comp * p.d;
-    let tx = lid % 16u;
-    let ty = lid / 16u;
+    let lane = tile_lane(lid);
     var n_col_tiles = 0u;
     if valid {
         n_col_tiles = (p.d + TILE - 1u) / TILE;
@@ -86,56 +85,44 @@ fn mahalanobis_full(
         let j0 = ct * TILE;
         // Uₖ is upper triangular: rows i > j contribute nothing to columns j < j0 + TILE.
         let i_end = min(p.d, j0 + TILE);
-        var acc: array<f32, 16>;
-        for (var i0 = 0u; i0 < i_end; i0 += TILE_R) {
-            for (var e = lid; e < TILE_R * TILE; e += WG_SIZE) {
+        var acc: array<f32, TILE_REGS>;
+        for (var i0 = 0u; i0 < i_end; i0 += TILE_K) {
+            for (var e = lid; e < TILE_STEP; e += TILE_WG_SIZE) {
                 // Consecutive invocations read consecutive features of a row ...
-                let r = e / TILE_R;
-                let ii = e % TILE_R;
-                let row = first + r;
+                let xs = item_major_slot(e);
+                let row = first + xs.item;
                 var v = 0.0;
-                if row < p.n_rows && i0 + ii < p.d {
-                    v = x[p.x_offset + row * p.d + i0 + ii] - means[m_base + i0 + ii];
+                if row < p.n_rows && i0 + xs.k < p.d {
+                    v = x[p.x_offset + row * p.d + i0 + xs.k] - means[m_base + i0 + xs.k];
                 }
-                diff_tile[ii * TILE + r] = v;
+                tile_a[xs.at] = v;
                 // ... and consecutive columns of a row of Uₖ.
-                let ui = i0 + e / TILE;
-                let uj = j0 + e % TILE;
+                let us = depth_major_slot(e);
+                let ui = i0 + us.k;
+                let uj = j0 + us.item;
                 var w = 0.0;
                 if ui < p.d && uj < p.d {
                     w = precisions[u_base + ui * p.d + uj];
                 }
-                u_tile[e] = w;
+                tile_b[us.at] = w;
             }
             workgroupBarrier();
-            for (var ii = 0u; ii < TILE_R; ii++) {
-                var av: array<f32, 4>;
-                var bv: array<f32, 4>;
-                for (var i = 0u; i < 4u; i++) {
-                    av[i] = diff_tile[ii * TILE + ty + i * 16u];
-                    bv[i] = u_tile[ii * TILE + tx + i * 16u];
-                }
-                for (var i = 0u; i < 4u; i++) {
-                    for (var m = 0u; m < 4u; m++) {
-                        acc[i * 4u + m] = fma(av[i], bv[m], acc[i * 4u + m]);
-                    }
-                }
-            }
+            accumulate_products(lane, &acc);
             workgroupBarrier();
         }
         // Columns past D hold zeros (U padded with 0), so they add nothing.
-        for (var i = 0u; i < 4u; i++) {
+        var parts: array<f32, TILE_BLOCK>;
+        for (var i = 0u; i < TILE_BLOCK; i++) {
             var s = 0.0;
-            for (var m = 0u; m < 4u; m++) {
-                s = fma(acc[i * 4u + m], acc[i * 4u + m], s);
+            for (var m = 0u; m < TILE_BLOCK; m++) {
+                s = fma(acc[i * TILE_BLOCK + m], acc[i * TILE_BLOCK + m], s);
             }
-            row_parts[(ty + i * 16u) * 16u + tx] = s;
+            parts[i] = s;
         }
+        store_row_parts(lane, parts);
         workgroupBarrier();
         if lid < TILE {
-            for (var c = 0u; c < 16u; c++) {
-                q += row_parts[lid * 16u + c];
-            }
+            q = add_row_parts(lid, q);
         }
         workgroupBarrier();
     }
@@ -151,13 +138,13 @@ fn mahalanobis_full(
 // (loaded once for all components), y = (x − μₖ)ᵀ Uₖ by forward accumulation over the upper
 // triangle. With so few features a 64 x 64 tile would be almost all padding; here every
 // multiply is useful and Uₖ, μₖ are read at the same address across the workgroup.
-@compute @workgroup_size(WG_SIZE)
+@compute @workgroup_size(ROW_WG_SIZE)
 fn mahalanobis_full_small_d(
     @builtin(local_invocation_index) lid: u32,
     @builtin(workgroup_id) wid: vec3<u32>,
 ) {
     let p = params;
-    let row = (wid.y * p.grid_x + wid.x) * WG_SIZE + lid;
+    let row = invocation_index(wid, p.grid_x, ROW_WG_SIZE, lid);
     if row >= p.n_rows {
         return;
     }
@@ -184,13 +171,13 @@ fn mahalanobis_full_small_d(
     }
 }
 
-@compute @workgroup_size(WG_SIZE)
+@compute @workgroup_size(ROW_WG_SIZE)
 fn mahalanobis_diag(
     @builtin(local_invocation_index) lid: u32,
     @builtin(workgroup_id) wid: vec3<u32>,
 ) {
     let p = params;
-    let row = (wid.y * p.grid_x + wid.x) * WG_SIZE + lid;
+    let row = invocation_index(wid, p.grid_x, ROW_WG_SIZE, lid);
     if row >= p.n_rows {
         return;
     }
@@ -220,14 +207,14 @@ fn mahalanobis_diag(
 // Turns the squared norms of each row into responsibilities (in place), writes log p(xᵢ)
 // and the most probable component (lowest index on ties), and the sum of log p over each
 // workgroup's rows (a tree in a fixed order) for the lower bound.
-@compute @workgroup_size(WG_SIZE)
+@compute @workgroup_size(NORMALIZE_WG_SIZE)
 fn normalize_responsibilities(
     @builtin(local_invocation_index) lid: u32,
     @builtin(workgroup_id) wid: vec3<u32>,
 ) {
     let p = params;
-    let g = wid.y * p.grid_x + wid.x;
-    let row = g * WG_SIZE + lid;
+    let g = workgroup_index(wid, p.grid_x);
+    let row = g * NORMALIZE_WG_SIZE + lid;
     var lse = 0.0;
     if row < p.n_rows {
         let base = row * p.k;
@@ -264,25 +251,25 @@ fn normalize_responsibilities(
         labels[p.row_offset + row] = best;
     }
     block_sum[lid] = lse;
-    for (var half = WG_SIZE / 2u; half > 0u; half = half / 2u) {
+    for (var half = NORMALIZE_WG_SIZE / 2u; half > 0u; half = half / 2u) {
         workgroupBarrier();
         if lid < half {
             block_sum[lid] += block_sum[lid + half];
         }
     }
-    if lid == 0u && g * WG_SIZE < p.n_rows {
+    if lid == 0u && g * NORMALIZE_WG_SIZE < p.n_rows {
         block_log_density[p.block_offset + g] = block_sum[0];
     }
 }
 
 // One-hot responsibilities from given labels (the K-Means initialisation).
-@compute @workgroup_size(WG_SIZE)
+@compute @workgroup_size(ROW_WG_SIZE)
 fn responsibilities_from_labels(
     @builtin(local_invocation_index) lid: u32,
     @builtin(workgroup_id) wid: vec3<u32>,
 ) {
     let p = params;
-    let row = (wid.y * p.grid_x + wid.x) * WG_SIZE + lid;
+    let row = invocation_index(wid, p.grid_x, ROW_WG_SIZE, lid);
     if row >= p.n_rows {
         return;
     }

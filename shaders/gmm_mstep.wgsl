@@ -19,7 +19,9 @@
 // invocations share the row and read neighbouring features). For D ≥ 24 the host uses
 // weighted_scatter_tiled instead (below), the same sums as a tiled GEMM.
 
-override WG_SIZE: u32 = 64u;
+#import constants
+#import grid
+#import tile
 
 // Twin: MstepParams in src/kernels/gmm_mstep.rs.
 struct MstepParams {
@@ -45,11 +47,11 @@ struct MstepParams {
 
 // The (block, output) of this invocation, or block = n_blocks past the end.
 fn output_of(lid: u32, wid: vec3<u32>) -> vec2<u32> {
-    let flat = (wid.y * params.grid_x + wid.x) * WG_SIZE + lid;
+    let flat = invocation_index(wid, params.grid_x, ROW_WG_SIZE, lid);
     return vec2<u32>(flat / params.n_outputs, flat % params.n_outputs);
 }
 
-@compute @workgroup_size(WG_SIZE)
+@compute @workgroup_size(ROW_WG_SIZE)
 fn weighted_deviation_sums(
     @builtin(local_invocation_index) lid: u32,
     @builtin(workgroup_id) wid: vec3<u32>,
@@ -84,7 +86,7 @@ fn weighted_deviation_sums(
     partials[(p.block_offset + block) * p.n_outputs + at.y] = acc;
 }
 
-@compute @workgroup_size(WG_SIZE)
+@compute @workgroup_size(ROW_WG_SIZE)
 fn weighted_scatter(
     @builtin(local_invocation_index) lid: u32,
     @builtin(workgroup_id) wid: vec3<u32>,
@@ -112,19 +114,14 @@ fn weighted_scatter(
     partials[(p.block_offset + block) * p.n_outputs + at.y] = acc;
 }
 
-// weighted_scatter as a tiled GEMM, for larger D: a workgroup owns one 64 x 64 tile on or
-// above the diagonal of one component's scatter in one block, stages TILE_R rows of
-// rᵢₖ (xᵢ − sₖ) and (xᵢ − sₖ) through workgroup memory (coalesced loads) and each invocation
-// accumulates a 4 x 4 register block, so each value read from workgroup memory feeds 4 FMAs
-// instead of the per-output loop's 2 loads per FMA. Tiles below the diagonal are not
-// written; a diagonal tile is written whole (it is symmetric).
-const TILE: u32 = 64u;   // output tile edge
-const TILE_R: u32 = 16u; // rows staged per step
-
-var<workgroup> a_tile: array<f32, 1024>; // TILE_R x TILE: r (x − s) of the tile's rows i
-var<workgroup> b_tile: array<f32, 1024>; // TILE_R x TILE: (x − s) of the tile's columns j
-
-@compute @workgroup_size(WG_SIZE)
+// weighted_scatter as a tiled GEMM (shared/tile.wgsl), for larger D: a workgroup owns one
+// TILE x TILE tile on or above the diagonal of one component's scatter in one block, stages
+// TILE_K rows of rᵢₖ (xᵢ − sₖ) (tile_a) and (xᵢ − sₖ) (tile_b) through workgroup memory
+// (coalesced loads) and each invocation accumulates a 4 x 4 register block, so each value
+// read from workgroup memory feeds 4 FMAs instead of the per-output loop's 2 loads per FMA.
+// Tiles below the diagonal are not written; a diagonal tile is written whole (it is
+// symmetric).
+@compute @workgroup_size(TILE_WG_SIZE)
 fn weighted_scatter_tiled(
     @builtin(local_invocation_index) lid: u32,
     @builtin(workgroup_id) wid: vec3<u32>,
@@ -132,39 +129,28 @@ fn weighted_scatter_tiled(
     let p = params;
     let n_tiles = (p.d + TILE - 1u) / TILE;
     let n_pairs = n_tiles * (n_tiles + 1u) / 2u;
-    let g = wid.y * p.grid_x + wid.x;
+    let g = workgroup_index(wid, p.grid_x);
     let valid = g < p.n_blocks * p.k * n_pairs;
     let block = g / (p.k * n_pairs);
     let comp = (g / n_pairs) % p.k;
-    // Pair index → (ta, tb) with tb ≥ ta: row ta of the upper triangle holds n_tiles − ta.
-    var rest = g % n_pairs;
-    var ta = 0u;
-    loop {
-        let in_row = n_tiles - ta;
-        if rest < in_row || in_row == 0u {
-            break;
-        }
-        rest -= in_row;
-        ta += 1u;
-    }
-    let col_a = ta * TILE;
-    let col_b = (ta + rest) * TILE;
+    let tiles = upper_tile_pair(g % n_pairs, n_tiles);
+    let col_a = tiles.x * TILE;
+    let col_b = tiles.y * TILE;
     let first = block * p.block_rows;
     let last = min(first + p.block_rows, p.n_rows);
     var steps = 0u;
     if valid && last > first {
-        steps = (last - first + TILE_R - 1u) / TILE_R;
+        steps = (last - first + TILE_K - 1u) / TILE_K;
     }
-    let tx = lid % 16u;
-    let ty = lid / 16u;
+    let lane = tile_lane(lid);
     let s_base = comp * p.d;
-    var acc: array<f32, 16>;
+    var acc: array<f32, TILE_REGS>;
     for (var s = 0u; s < steps; s++) {
-        let r0 = first + s * TILE_R;
-        for (var e = lid; e < TILE_R * TILE; e += WG_SIZE) {
-            let rr = e / TILE;
-            let c = e % TILE;
-            let row = r0 + rr;
+        let r0 = first + s * TILE_K;
+        for (var e = lid; e < TILE_STEP; e += TILE_WG_SIZE) {
+            let slot = depth_major_slot(e);
+            let row = r0 + slot.k;
+            let c = slot.item;
             var va = 0.0;
             var vb = 0.0;
             if row < last {
@@ -176,36 +162,24 @@ fn weighted_scatter_tiled(
                     vb = x[base + col_b + c] - shift[s_base + col_b + c];
                 }
             }
-            a_tile[e] = va;
-            b_tile[e] = vb;
+            tile_a[slot.at] = va;
+            tile_b[slot.at] = vb;
         }
         workgroupBarrier();
-        for (var rr = 0u; rr < TILE_R; rr++) {
-            var av: array<f32, 4>;
-            var bv: array<f32, 4>;
-            for (var i = 0u; i < 4u; i++) {
-                av[i] = a_tile[rr * TILE + ty + i * 16u];
-                bv[i] = b_tile[rr * TILE + tx + i * 16u];
-            }
-            for (var i = 0u; i < 4u; i++) {
-                for (var m = 0u; m < 4u; m++) {
-                    acc[i * 4u + m] = fma(av[i], bv[m], acc[i * 4u + m]);
-                }
-            }
-        }
+        accumulate_products(lane, &acc);
         workgroupBarrier();
     }
     if !valid {
         return;
     }
     let out = (p.block_offset + block) * p.n_outputs + comp * p.d * p.d;
-    for (var i = 0u; i < 4u; i++) {
-        let ia = col_a + ty + i * 16u;
+    for (var i = 0u; i < TILE_BLOCK; i++) {
+        let ia = col_a + lane_row(lane, i);
         if ia < p.d {
-            for (var m = 0u; m < 4u; m++) {
-                let jb = col_b + tx + m * 16u;
+            for (var m = 0u; m < TILE_BLOCK; m++) {
+                let jb = col_b + lane_col(lane, m);
                 if jb < p.d {
-                    partials[out + ia * p.d + jb] = acc[i * 4u + m];
+                    partials[out + ia * p.d + jb] = acc[i * TILE_BLOCK + m];
                 }
             }
         }

@@ -11,7 +11,9 @@
 //     variant keeps the candidate with the smallest one).
 // The per-block partials are then folded by sum_partial_columns_f32 (reduce.wgsl).
 
-override WG_SIZE: u32 = 64u;
+#import constants
+#import grid
+
 const BLOCK_ROWS: u32 = 32u;
 
 // Twin: KmeansPpParams in src/kernels/kmeans_pp.rs.
@@ -44,12 +46,12 @@ fn sq_distance_to_candidate(row: u32, t: u32) -> f32 {
     return acc;
 }
 
-@compute @workgroup_size(WG_SIZE)
+@compute @workgroup_size(ROW_WG_SIZE)
 fn kmeanspp_update_min_distance(
     @builtin(local_invocation_index) lid: u32,
     @builtin(workgroup_id) wid: vec3<u32>,
 ) {
-    let block = (wid.y * params.grid_x + wid.x) * WG_SIZE + lid;
+    let block = invocation_index(wid, params.grid_x, ROW_WG_SIZE, lid);
     let first = block * BLOCK_ROWS;
     if first >= params.n_rows {
         return;
@@ -67,12 +69,12 @@ fn kmeanspp_update_min_distance(
     block_sums[params.block_offset + block] = sum;
 }
 
-@compute @workgroup_size(WG_SIZE)
+@compute @workgroup_size(ROW_WG_SIZE)
 fn kmeanspp_trial_potentials(
     @builtin(local_invocation_index) lid: u32,
     @builtin(workgroup_id) wid: vec3<u32>,
 ) {
-    let block = (wid.y * params.grid_x + wid.x) * WG_SIZE + lid;
+    let block = invocation_index(wid, params.grid_x, ROW_WG_SIZE, lid);
     let first = block * BLOCK_ROWS;
     if first >= params.n_rows {
         return;

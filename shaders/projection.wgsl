@@ -7,13 +7,13 @@
 //   - PCA inverse transform:  X̂ = Z · (√λ · U · σ) + μ           (out_shift = μ)
 //   - power iteration:        W  = S · V  (S is D x D on the device)
 //   - matrix-free iteration:  P  = (X − μ) · V
-// W is K x C row-major (K = input columns, C = output columns). Tiled like a GEMM: a
-// workgroup owns 64 rows x 64 output columns, stages TILE_K input columns of both operands
-// through workgroup memory, each invocation accumulates 4 x 4 outputs.
+// W is K x C row-major (K = input columns, C = output columns). Tiled like a GEMM
+// (shared/tile.wgsl): a workgroup owns TILE rows x TILE output columns, stages TILE_K input
+// columns of both operands through workgroup memory, each invocation accumulates 4 x 4
+// outputs.
 
-override WG_SIZE: u32 = 256u; // must be 256: 16 x 16 invocations of 4 x 4 outputs
-const TILE: u32 = 64u;
-const TILE_K: u32 = 16u;
+#import grid
+#import tile
 
 // Twin: AffineParams in src/kernels/projection.rs.
 struct AffineParams {
@@ -21,7 +21,7 @@ struct AffineParams {
     in_offset: u32,   // index of the first input value inside the bound range of `input`
     in_cols: u32,     // K
     out_cols: u32,    // C
-    n_col_tiles: u32, // ceil(C / 64)
+    n_col_tiles: u32, // ceil(C / TILE)
     grid_x: u32,
     _pad0: u32,
     _pad1: u32,
@@ -34,65 +34,47 @@ struct AffineParams {
 @group(0) @binding(4) var<storage, read> out_shift: array<f32>;
 @group(0) @binding(5) var<storage, read_write> output: array<f32>;
 
-var<workgroup> in_tile: array<f32, 1024>; // [TILE_K][TILE rows]
-var<workgroup> w_tile: array<f32, 1024>;  // [TILE_K][TILE cols]
-
-@compute @workgroup_size(WG_SIZE)
+@compute @workgroup_size(TILE_WG_SIZE)
 fn affine_matmul(
     @builtin(local_invocation_index) lid: u32,
     @builtin(workgroup_id) wid: vec3<u32>,
 ) {
-    let g = wid.y * params.grid_x + wid.x;
+    let g = workgroup_index(wid, params.grid_x);
     let row0 = (g / params.n_col_tiles) * TILE;
     let col0 = (g % params.n_col_tiles) * TILE;
-    let tx = lid % 16u;
-    let ty = lid / 16u;
-    var acc: array<f32, 16>;
+    let lane = tile_lane(lid);
+    var acc: array<f32, TILE_REGS>;
     for (var k0 = 0u; k0 < params.in_cols; k0 += TILE_K) {
         workgroupBarrier();
         // Input rows: consecutive invocations read consecutive columns of a row.
-        for (var e = lid; e < TILE_K * TILE; e += WG_SIZE) {
-            let r = e / TILE_K;
-            let kk = e % TILE_K;
+        for (var e = lid; e < TILE_STEP; e += TILE_WG_SIZE) {
+            let s = item_major_slot(e);
             var v = 0.0;
-            if row0 + r < params.n_rows && k0 + kk < params.in_cols {
-                v = input[params.in_offset + (row0 + r) * params.in_cols + k0 + kk]
-                    - in_shift[k0 + kk];
+            if row0 + s.item < params.n_rows && k0 + s.k < params.in_cols {
+                v = input[params.in_offset + (row0 + s.item) * params.in_cols + k0 + s.k]
+                    - in_shift[k0 + s.k];
             }
-            in_tile[kk * TILE + r] = v;
+            tile_a[s.at] = v;
         }
         // Weights: consecutive invocations read consecutive output columns.
-        for (var e = lid; e < TILE_K * TILE; e += WG_SIZE) {
-            let kk = e / TILE;
-            let c = e % TILE;
+        for (var e = lid; e < TILE_STEP; e += TILE_WG_SIZE) {
+            let s = depth_major_slot(e);
             var v = 0.0;
-            if k0 + kk < params.in_cols && col0 + c < params.out_cols {
-                v = weights[(k0 + kk) * params.out_cols + col0 + c];
+            if k0 + s.k < params.in_cols && col0 + s.item < params.out_cols {
+                v = weights[(k0 + s.k) * params.out_cols + col0 + s.item];
             }
-            w_tile[kk * TILE + c] = v;
+            tile_b[s.at] = v;
         }
         workgroupBarrier();
-        for (var kk = 0u; kk < TILE_K; kk++) {
-            var iv: array<f32, 4>;
-            var wv: array<f32, 4>;
-            for (var i = 0u; i < 4u; i++) {
-                iv[i] = in_tile[kk * TILE + ty + i * 16u];
-                wv[i] = w_tile[kk * TILE + tx + i * 16u];
-            }
-            for (var i = 0u; i < 4u; i++) {
-                for (var m = 0u; m < 4u; m++) {
-                    acc[i * 4u + m] = fma(iv[i], wv[m], acc[i * 4u + m]);
-                }
-            }
-        }
+        accumulate_products(lane, &acc);
     }
-    for (var i = 0u; i < 4u; i++) {
-        let row = row0 + ty + i * 16u;
+    for (var i = 0u; i < TILE_BLOCK; i++) {
+        let row = row0 + lane_row(lane, i);
         if row < params.n_rows {
-            for (var m = 0u; m < 4u; m++) {
-                let c = col0 + tx + m * 16u;
+            for (var m = 0u; m < TILE_BLOCK; m++) {
+                let c = col0 + lane_col(lane, m);
                 if c < params.out_cols {
-                    output[row * params.out_cols + c] = acc[i * 4u + m] + out_shift[c];
+                    output[row * params.out_cols + c] = acc[i * TILE_BLOCK + m] + out_shift[c];
                 }
             }
         }

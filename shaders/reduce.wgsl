@@ -10,7 +10,8 @@
 // folded into n_cols totals, one invocation per column walking the blocks in order. The f32
 // version uses Kahan compensation so the error does not grow with the number of blocks.
 
-override WG_SIZE: u32 = 64u;
+#import constants
+#import grid
 
 // Twin: ColumnSumParams in src/kernels/reduce.rs.
 struct ColumnSumParams {
@@ -26,12 +27,12 @@ struct ColumnSumParams {
 @group(0) @binding(3) var<storage, read> partials_u32: array<u32>;
 @group(0) @binding(4) var<storage, read_write> totals_u32: array<u32>;
 
-@compute @workgroup_size(WG_SIZE)
+@compute @workgroup_size(ROW_WG_SIZE)
 fn sum_partial_columns_f32(
     @builtin(local_invocation_index) lid: u32,
     @builtin(workgroup_id) wid: vec3<u32>,
 ) {
-    let col = (wid.y * params.grid_x + wid.x) * WG_SIZE + lid;
+    let col = invocation_index(wid, params.grid_x, ROW_WG_SIZE, lid);
     if col >= params.n_cols {
         return;
     }
@@ -46,12 +47,12 @@ fn sum_partial_columns_f32(
     totals_f32[col] = sum;
 }
 
-@compute @workgroup_size(WG_SIZE)
+@compute @workgroup_size(ROW_WG_SIZE)
 fn sum_partial_columns_u32(
     @builtin(local_invocation_index) lid: u32,
     @builtin(workgroup_id) wid: vec3<u32>,
 ) {
-    let col = (wid.y * params.grid_x + wid.x) * WG_SIZE + lid;
+    let col = invocation_index(wid, params.grid_x, ROW_WG_SIZE, lid);
     if col >= params.n_cols {
         return;
     }
@@ -69,7 +70,7 @@ struct MomentParams {
     d: u32,
     block_rows: u32,
     block_offset: u32, // global index of this chunk's first block
-    n_col_groups: u32, // ceil(d / WG_SIZE)
+    n_col_groups: u32, // ceil(d / FEATURE_WG_SIZE)
     grid_x: u32,
     _pad0: u32,
 }
@@ -81,15 +82,15 @@ struct MomentParams {
 @group(0) @binding(8) var<storage, read_write> partial_sum: array<f32>;
 @group(0) @binding(9) var<storage, read_write> partial_sum_sq: array<f32>;
 
-@compute @workgroup_size(WG_SIZE)
+@compute @workgroup_size(FEATURE_WG_SIZE)
 fn column_moments(
     @builtin(local_invocation_index) lid: u32,
     @builtin(workgroup_id) wid: vec3<u32>,
 ) {
     let p = moment_params;
-    let g = wid.y * p.grid_x + wid.x;
+    let g = workgroup_index(wid, p.grid_x);
     let block = g / p.n_col_groups;
-    let j = (g % p.n_col_groups) * WG_SIZE + lid;
+    let j = (g % p.n_col_groups) * FEATURE_WG_SIZE + lid;
     let first = block * p.block_rows;
     if j >= p.d || first >= p.n_rows {
         return;

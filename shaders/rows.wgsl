@@ -6,7 +6,8 @@
 // repair) so a caller's buffer needs only STORAGE usage, never COPY_SRC.
 // find_non_finite validates data that never passed through the host (GpuMatrix::from_buffer).
 
-override WG_SIZE: u32 = 64u;
+#import constants
+#import grid
 
 // Twin: RowsParams in src/kernels/rows.rs.
 struct RowsParams {
@@ -27,12 +28,12 @@ struct RowsParams {
 @group(0) @binding(3) var<storage, read_write> gathered: array<f32>;
 @group(0) @binding(4) var<storage, read_write> first_non_finite: atomic<u32>;
 
-@compute @workgroup_size(WG_SIZE)
+@compute @workgroup_size(ROW_WG_SIZE)
 fn gather_rows(
     @builtin(local_invocation_index) lid: u32,
     @builtin(workgroup_id) wid: vec3<u32>,
 ) {
-    let e = (wid.y * params.grid_x + wid.x) * WG_SIZE + lid;
+    let e = invocation_index(wid, params.grid_x, ROW_WG_SIZE, lid);
     let i = e / params.d;
     if i >= params.n_indices {
         return;
@@ -43,12 +44,12 @@ fn gather_rows(
 }
 
 // Records the smallest flat index (within the chunk) holding a NaN or infinity.
-@compute @workgroup_size(WG_SIZE)
+@compute @workgroup_size(ROW_WG_SIZE)
 fn find_non_finite(
     @builtin(local_invocation_index) lid: u32,
     @builtin(workgroup_id) wid: vec3<u32>,
 ) {
-    let e = (wid.y * params.grid_x + wid.x) * WG_SIZE + lid;
+    let e = invocation_index(wid, params.grid_x, ROW_WG_SIZE, lid);
     if e >= params.n_rows * params.d {
         return;
     }

@@ -1,9 +1,11 @@
-//! [`Gpu`]: adapter choice, device and queue, limits, error handling and the pipeline cache.
+//! [`Gpu`]: adapter choice, device and queue, limits, error handling, and the per-device
+//! caches (kernels in `pipeline`, parameter pages in `uniforms`).
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
+use super::pipeline::KernelCache;
+use super::uniforms::PagePool;
 use crate::error::{Error, Result};
 
 /// What the library knows about the device it runs on.
@@ -46,14 +48,14 @@ impl std::fmt::Display for GpuInfo {
 /// A GPU device ready for this crate's kernels.
 ///
 /// Make one with [`Gpu::new`] (the best adapter on the machine) or wrap a device you already
-/// have with [`Gpu::from_wgpu`]. Cheap to share by reference; pipelines are compiled once and
-/// cached.
+/// have with [`Gpu::from_wgpu`]. Cheap to share by reference; pipelines and their layouts are
+/// made once per device and cached.
 pub struct Gpu {
     pub(crate) device: wgpu::Device,
     pub(crate) queue: wgpu::Queue,
     info: GpuInfo,
-    pipelines: Mutex<HashMap<(&'static str, &'static str, u32), wgpu::ComputePipeline>>,
-    modules: Mutex<HashMap<&'static str, wgpu::ShaderModule>>,
+    pub(crate) cache: KernelCache,
+    pub(crate) uniform_pages: PagePool,
     lost: Arc<Mutex<Option<String>>>,
     uncaptured: Arc<Mutex<Option<String>>>,
     memory_budget: AtomicU64,
@@ -197,8 +199,8 @@ impl Gpu {
             device,
             queue,
             info,
-            pipelines: Mutex::new(HashMap::new()),
-            modules: Mutex::new(HashMap::new()),
+            cache: KernelCache::default(),
+            uniform_pages: PagePool::default(),
             lost,
             uncaptured: Arc::new(Mutex::new(None)),
             memory_budget: AtomicU64::new(u64::MAX),
@@ -294,50 +296,5 @@ impl Gpu {
             return Err(Error::Gpu(format!("{what}: {e}")));
         }
         result
-    }
-
-    /// A cached compute pipeline for `entry` of `shader` with workgroup size `wg_size`.
-    pub(crate) fn pipeline(
-        &self,
-        shader: super::kernel::Shader,
-        entry: &'static str,
-        wg_size: u32,
-    ) -> Result<wgpu::ComputePipeline> {
-        let key = (shader.file_name(), entry, wg_size);
-        if let Some(p) = self.pipelines.lock().unwrap().get(&key) {
-            return Ok(p.clone());
-        }
-        let pipeline = self.scoped(&format!("building {}::{entry}", shader.file_name()), || {
-            let module = {
-                let mut modules = self.modules.lock().unwrap();
-                modules
-                    .entry(shader.file_name())
-                    .or_insert_with(|| {
-                        self.device
-                            .create_shader_module(wgpu::ShaderModuleDescriptor {
-                                label: Some(shader.file_name()),
-                                source: wgpu::ShaderSource::Wgsl(shader.source().into()),
-                            })
-                    })
-                    .clone()
-            };
-            let constants = [("WG_SIZE", wg_size as f64)];
-            Ok(self
-                .device
-                .create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-                    label: Some(entry),
-                    layout: None,
-                    module: &module,
-                    entry_point: Some(entry),
-                    compilation_options: wgpu::PipelineCompilationOptions {
-                        constants: &constants,
-                        // Every kernel writes workgroup memory before reading it.
-                        zero_initialize_workgroup_memory: false,
-                    },
-                    cache: None,
-                }))
-        })?;
-        self.pipelines.lock().unwrap().insert(key, pipeline.clone());
-        Ok(pipeline)
     }
 }

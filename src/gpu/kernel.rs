@@ -1,58 +1,15 @@
-//! Loading WGSL, building pipelines with `override` constants, binding, dispatching, reading
-//! back. Every kernel wrapper in `src/kernels/` goes through this one path.
+//! Recording GPU work: `Batch` (dispatch by binding name, clears, copies) with the one
+//! readback path, dispatch grids and storage buffers. Every kernel wrapper in `src/kernels/`
+//! goes through `Batch::dispatch`.
 
 use bytemuck::Pod;
 use wgpu::util::DeviceExt;
 
 use super::context::Gpu;
+use super::pipeline::list;
+use super::shaders::{BindingKind, EntryPoint};
+use super::uniforms::Uniforms;
 use crate::error::{Error, Result};
-
-/// The WGSL kernel families, one file each under `shaders/`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub(crate) enum Shader {
-    Assign,
-    CentroidUpdate,
-    KmeansPp,
-    Reduce,
-    Rows,
-    Covariance,
-    Projection,
-    GmmEstep,
-    GmmMstep,
-    Silhouette,
-}
-
-impl Shader {
-    pub(crate) fn file_name(self) -> &'static str {
-        match self {
-            Shader::Assign => "assign.wgsl",
-            Shader::CentroidUpdate => "centroid_update.wgsl",
-            Shader::KmeansPp => "kmeans_pp.wgsl",
-            Shader::Reduce => "reduce.wgsl",
-            Shader::Rows => "rows.wgsl",
-            Shader::Covariance => "covariance.wgsl",
-            Shader::Projection => "projection.wgsl",
-            Shader::GmmEstep => "gmm_estep.wgsl",
-            Shader::GmmMstep => "gmm_mstep.wgsl",
-            Shader::Silhouette => "silhouette.wgsl",
-        }
-    }
-
-    pub(crate) fn source(self) -> &'static str {
-        match self {
-            Shader::Assign => include_str!("../../shaders/assign.wgsl"),
-            Shader::CentroidUpdate => include_str!("../../shaders/centroid_update.wgsl"),
-            Shader::KmeansPp => include_str!("../../shaders/kmeans_pp.wgsl"),
-            Shader::Reduce => include_str!("../../shaders/reduce.wgsl"),
-            Shader::Rows => include_str!("../../shaders/rows.wgsl"),
-            Shader::Covariance => include_str!("../../shaders/covariance.wgsl"),
-            Shader::Projection => include_str!("../../shaders/projection.wgsl"),
-            Shader::GmmEstep => include_str!("../../shaders/gmm_estep.wgsl"),
-            Shader::GmmMstep => include_str!("../../shaders/gmm_mstep.wgsl"),
-            Shader::Silhouette => include_str!("../../shaders/silhouette.wgsl"),
-        }
-    }
-}
 
 /// A dispatch grid: `x * y` workgroups, with `x` no larger than the device's per-dimension
 /// limit. Kernels linearise `workgroup_id` as `y * grid_x + x` and ignore the overhang.
@@ -171,6 +128,7 @@ impl Readback {
 pub(crate) struct Batch<'g> {
     gpu: &'g Gpu,
     encoder: wgpu::CommandEncoder,
+    uniforms: Uniforms<'g>,
     reads: Vec<(wgpu::Buffer, u64, u64)>,
 }
 
@@ -182,51 +140,39 @@ impl<'g> Batch<'g> {
         Self {
             gpu,
             encoder,
+            uniforms: Uniforms::new(&gpu.uniform_pages, &gpu.device),
             reads: Vec::new(),
         }
     }
 
-    /// Records `shader::entry` over `grid` with `params` as the uniform at binding 0 and
-    /// `binds` at their binding numbers.
+    /// Records `entry` over `grid`: `params` (the `#[repr(C)]` twin of its uniform struct) as
+    /// its uniform, each buffer of `binds` at the binding of that name, and `overrides` (name,
+    /// value) for every override it depends on.
+    ///
+    /// Errors ([`Error::Gpu`], before anything is recorded): a name the entry point does not
+    /// use, one it uses but not given, one given twice, parameters whose size differs from
+    /// the uniform struct's, a missing or unknown override.
     pub(crate) fn dispatch<P: Pod>(
         &mut self,
-        shader: Shader,
-        entry: &'static str,
-        wg_size: u32,
+        entry: &'static EntryPoint,
+        overrides: &[(&'static str, u32)],
         params: &P,
-        binds: &[(u32, Bind<'_>)],
+        binds: &[(&str, Bind<'_>)],
         grid: Grid,
     ) -> Result<()> {
-        self.dispatch_with_uniform_at(shader, entry, wg_size, 0, params, binds, grid)
-    }
-
-    /// [`Batch::dispatch`] with the uniform at binding `uniform_binding` (for shader files
-    /// whose entry points take different parameter structs).
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn dispatch_with_uniform_at<P: Pod>(
-        &mut self,
-        shader: Shader,
-        entry: &'static str,
-        wg_size: u32,
-        uniform_binding: u32,
-        params: &P,
-        binds: &[(u32, Bind<'_>)],
-        grid: Grid,
-    ) -> Result<()> {
-        let pipeline = self.gpu.pipeline(shader, entry, wg_size)?;
-        let uniform = self
-            .gpu
-            .device
-            .create_buffer_init(&wgpu::util::BufferInitDescriptor {
-                label: Some(entry),
-                contents: bytemuck::bytes_of(params),
-                usage: wgpu::BufferUsages::UNIFORM,
-            });
+        let resources = resolve(entry, binds)?;
+        let uniform = uniform_of(entry, std::mem::size_of::<P>())?;
+        let kernel = self.gpu.kernel(entry, overrides)?;
+        let (page, offset) = self.uniforms.push(bytemuck::bytes_of(params));
         let mut entries = vec![wgpu::BindGroupEntry {
-            binding: uniform_binding,
-            resource: uniform.as_entire_binding(),
+            binding: uniform.0,
+            resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+                buffer: &page,
+                offset,
+                size: wgpu::BufferSize::new(uniform.1),
+            }),
         }];
-        entries.extend(binds.iter().map(|&(binding, b)| wgpu::BindGroupEntry {
+        entries.extend(resources.iter().map(|&(binding, b)| wgpu::BindGroupEntry {
             binding,
             resource: b.resource(),
         }));
@@ -234,17 +180,17 @@ impl<'g> Batch<'g> {
             .gpu
             .device
             .create_bind_group(&wgpu::BindGroupDescriptor {
-                label: Some(entry),
-                layout: &pipeline.get_bind_group_layout(0),
+                label: Some(entry.name),
+                layout: &kernel.bind_group_layout,
                 entries: &entries,
             });
         let mut pass = self
             .encoder
             .begin_compute_pass(&wgpu::ComputePassDescriptor {
-                label: Some(entry),
+                label: Some(entry.name),
                 timestamp_writes: None,
             });
-        pass.set_pipeline(&pipeline);
+        pass.set_pipeline(&kernel.pipeline);
         pass.set_bind_group(0, &bind_group, &[]);
         pass.dispatch_workgroups(grid.x, grid.y, 1);
         Ok(())
@@ -293,6 +239,7 @@ impl<'g> Batch<'g> {
                 at += size;
             }
         }
+        self.uniforms.flush(&self.gpu.queue);
         self.gpu.queue.submit([self.encoder.finish()]);
         let Some(staging) = staging else {
             return Ok(Readback::default());
@@ -326,5 +273,64 @@ impl<'g> Batch<'g> {
         }
         staging.unmap();
         Ok(Readback { parts })
+    }
+}
+
+/// The binding number of each buffer in `binds`, checked against the buffers `entry` uses.
+fn resolve<'a>(entry: &EntryPoint, binds: &[(&str, Bind<'a>)]) -> Result<Vec<(u32, Bind<'a>)>> {
+    let buffers = || {
+        entry
+            .bindings
+            .iter()
+            .filter(|b| matches!(b.kind, BindingKind::Storage { .. }))
+    };
+    let mut resolved = Vec::with_capacity(binds.len());
+    for (i, &(name, bind)) in binds.iter().enumerate() {
+        if binds[..i].iter().any(|(n, _)| *n == name) {
+            return Err(Error::Gpu(format!(
+                "{}: buffer `{name}` bound twice",
+                entry.label()
+            )));
+        }
+        let Some(b) = buffers().find(|b| b.name == name) else {
+            return Err(Error::Gpu(format!(
+                "{} has no buffer `{name}` (it uses: {})",
+                entry.label(),
+                list(buffers().map(|b| b.name))
+            )));
+        };
+        resolved.push((b.binding, bind));
+    }
+    if let Some(missing) = buffers().find(|b| !binds.iter().any(|(n, _)| *n == b.name)) {
+        return Err(Error::Gpu(format!(
+            "{} needs buffer `{}`, which was not given",
+            entry.label(),
+            missing.name
+        )));
+    }
+    Ok(resolved)
+}
+
+/// The binding number and size of `entry`'s uniform, checked against parameters of
+/// `params_size` bytes.
+fn uniform_of(entry: &EntryPoint, params_size: usize) -> Result<(u32, u64)> {
+    match entry.uniform() {
+        Some(&super::shaders::Binding {
+            binding,
+            kind: BindingKind::Uniform { struct_name, size },
+            ..
+        }) => {
+            if params_size as u64 != size {
+                return Err(Error::Gpu(format!(
+                    "{}: parameters of {params_size} bytes for `{struct_name}`, which has {size}",
+                    entry.label()
+                )));
+            }
+            Ok((binding, size))
+        }
+        _ => Err(Error::Gpu(format!(
+            "{} takes no uniform parameters",
+            entry.label()
+        ))),
     }
 }

@@ -1,15 +1,48 @@
 //! The host layer: the only code that touches wgpu.
 //!
-//! - [`context`]: [`Gpu`], the adapter and device, error scopes, device-loss tracking,
-//!   the pipeline cache;
+//! - [`context`]: [`Gpu`], the adapter and device, error scopes, device-loss tracking;
 //! - [`buffer`]: [`GpuMatrix`] (N x D rows on the device, in chunks that respect the device's
 //!   binding limits) and [`GpuVector`] (per-row results kept on the device);
-//! - [`kernel`]: loading WGSL with `override` constants, binding, dispatch sizing (2-D grids
-//!   past `max_compute_workgroups_per_dimension`) and the one readback path.
+//! - `shaders`: the table `build.rs` generates from the composed WGSL (below);
+//! - `pipeline`: shader modules, bind-group and pipeline layouts and pipelines, made once per
+//!   device from that table and cached;
+//! - [`kernel`]: `Batch`, which records dispatches (buffers bound by name), clears and copies
+//!   into one submission with the one readback path, and dispatch grids (2-D past
+//!   `max_compute_workgroups_per_dimension`);
+//! - `uniforms`: the per-device pool of pages that hold per-dispatch parameters.
+//!
+//! # Shaders
+//!
+//! Each kernel family is one file `shaders/NAME.wgsl` with a wrapper `src/kernels/NAME.rs`.
+//! Code that several kernels share lives once in `shaders/shared/` (constants such as the
+//! row workgroup size, the grid index, the 64 x 64 tile with 4 x 4 register blocks, the
+//! distance tile) and is pulled in with `#import name` lines. At build time `build.rs`
+//! expands the imports, validates every composed module with naga (a shader error fails the
+//! build and names the original file and line) and reflects it into a table: per entry point
+//! the buffers it uses, by name, with their binding numbers and kinds, the size of its
+//! parameter struct, its workgroup size and overrides; per file its `u32` constants. So a
+//! wrapper binds `("x", chunk)` rather than binding 1, takes tile sizes from the shader, and
+//! its `#[repr(C)]` parameter struct is checked against the shader's at compile time.
+//!
+//! Workgroup sizes are `const`s, except `FEATURE_WG_SIZE`, an `override` for the kernels that
+//! stride over a row's features: the host picks it from D, and every value it may pick is
+//! compiled and run by the tests.
+//!
+//! # Dispatch
+//!
+//! Pipelines and bind-group layouts are made once per device and entry point (per override
+//! value for pipelines). Per-dispatch parameters take a slot in a pooled uniform page written
+//! once per batch, so recording a dispatch creates one bind group and no buffer.
 
 pub mod buffer;
 pub mod context;
 pub mod kernel;
+pub(crate) mod pipeline;
+pub(crate) mod shaders;
+pub(crate) mod uniforms;
 
 pub use buffer::{GpuMatrix, GpuVector};
 pub use context::{Gpu, GpuInfo};
+
+#[cfg(test)]
+pub(crate) mod tests;

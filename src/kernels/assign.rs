@@ -5,21 +5,15 @@ use bytemuck::{Pod, Zeroable};
 use super::ROW_WG_SIZE;
 use crate::error::Result;
 use crate::gpu::buffer::Chunk;
-use crate::gpu::kernel::{Batch, Bind, Shader};
+use crate::gpu::kernel::{Batch, Bind};
+use crate::gpu::shaders::{assign as wgsl, check_params};
 use crate::gpu::Gpu;
 
-/// Workgroup size: a multiple of 16 up to 256 (see the shader); 256 gives 64-row tiles.
-pub(crate) const ASSIGN_WG_SIZE: u32 = 256;
+/// Rows per workgroup of the tiled entry points (`TILE` in the shader).
+const ROWS_PER_WORKGROUP: u64 = wgsl::TILE as u64;
 
-// The shader lays the workgroup out as 16 invocations along the centroids by WG_SIZE / 16
-// (at most 16) along the rows.
-const _: () = assert!(ASSIGN_WG_SIZE.is_multiple_of(16) && ASSIGN_WG_SIZE <= 256);
-
-/// Rows per workgroup tile: `WG_SIZE / 4` in the shader.
-const ROWS_PER_WORKGROUP: u64 = ASSIGN_WG_SIZE as u64 / 4;
-
-/// Largest K for the untiled kernel: `SMALL_K` in the shader.
-pub(crate) const SMALL_K: usize = 16;
+/// Largest K for the untiled kernel (`SMALL_K` in the shader).
+pub(crate) const SMALL_K: usize = wgsl::SMALL_K as usize;
 
 /// Twin of `AssignParams` in shaders/assign.wgsl.
 #[repr(C)]
@@ -34,6 +28,8 @@ pub(crate) struct AssignParams {
     _pad0: u32,
     _pad1: u32,
 }
+
+const _: () = check_params::<AssignParams>(wgsl::ENTRY_POINTS);
 
 /// Records the assignment of every row of `chunk` to its nearest of the `k` centroids:
 /// writes `labels` and `min_sq_dist` (one per chunk row) and adds the number of changed
@@ -51,18 +47,10 @@ pub(crate) fn assign_nearest_centroid(
     changed: &wgpu::Buffer,
 ) -> Result<()> {
     // Few centroids: one invocation per row, no tiling (see the shader).
-    let (entry, wg_size, rows_per_group) = if k <= SMALL_K {
-        (
-            "assign_nearest_centroid_small_k",
-            ROW_WG_SIZE,
-            ROW_WG_SIZE as u64,
-        )
+    let (entry, rows_per_group) = if k <= SMALL_K {
+        (wgsl::ASSIGN_NEAREST_CENTROID_SMALL_K, ROW_WG_SIZE as u64)
     } else {
-        (
-            "assign_nearest_centroid",
-            ASSIGN_WG_SIZE,
-            ROWS_PER_WORKGROUP,
-        )
+        (wgsl::ASSIGN_NEAREST_CENTROID, ROWS_PER_WORKGROUP)
     };
     let grid = gpu.grid((chunk.n_rows as u64).div_ceil(rows_per_group))?;
     let params = AssignParams {
@@ -74,16 +62,15 @@ pub(crate) fn assign_nearest_centroid(
         ..Zeroable::zeroed()
     };
     batch.dispatch(
-        Shader::Assign,
         entry,
-        wg_size,
+        &[],
         &params,
         &[
-            (1, chunk.bind()),
-            (2, Bind::Whole(centroids)),
-            (3, Bind::Whole(labels)),
-            (4, Bind::Whole(min_sq_dist)),
-            (5, Bind::Whole(changed)),
+            ("x", chunk.bind()),
+            ("centroids", Bind::Whole(centroids)),
+            ("labels", Bind::Whole(labels)),
+            ("min_sq_dist", Bind::Whole(min_sq_dist)),
+            ("changed", Bind::Whole(changed)),
         ],
         grid,
     )
@@ -115,33 +102,14 @@ pub(crate) fn pairwise_distances(
         ..Zeroable::zeroed()
     };
     batch.dispatch(
-        Shader::Assign,
-        "pairwise_distances",
-        ASSIGN_WG_SIZE,
+        wgsl::PAIRWISE_DISTANCES,
+        &[],
         &params,
         &[
-            (1, chunk.bind()),
-            (2, Bind::Whole(centroids)),
-            (6, Bind::Whole(out)),
+            ("x", chunk.bind()),
+            ("centroids", Bind::Whole(centroids)),
+            ("distances", Bind::Whole(out)),
         ],
         grid,
     )
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn constants_match_the_shader() {
-        let src = include_str!("../../shaders/assign.wgsl");
-        assert!(src.contains(&format!("const SMALL_K: u32 = {}u;", super::SMALL_K)));
-    }
-
-    #[test]
-    fn params_match_the_wgsl_layout() {
-        let size = super::super::layout::wgsl_struct_size(
-            include_str!("../../shaders/assign.wgsl"),
-            "AssignParams",
-        );
-        assert_eq!(size as usize, std::mem::size_of::<super::AssignParams>());
-    }
 }

@@ -2,10 +2,11 @@
 
 use bytemuck::{Pod, Zeroable};
 
-use super::feature_wg_size;
+use super::{feature_wg_size, FEATURE_WG_SIZE};
 use crate::error::Result;
 use crate::gpu::buffer::Chunk;
-use crate::gpu::kernel::{Batch, Bind, Shader};
+use crate::gpu::kernel::{Batch, Bind};
+use crate::gpu::shaders::{centroid_update as wgsl, check_params};
 use crate::gpu::Gpu;
 
 /// Twin of `AccumulateParams` in shaders/centroid_update.wgsl.
@@ -22,10 +23,12 @@ pub(crate) struct AccumulateParams {
     in_workgroup_memory: u32,
 }
 
+const _: () = check_params::<AccumulateParams>(wgsl::ENTRY_POINTS);
+
 /// Largest K x D accumulated in workgroup memory (`SHARED_SUMS` in the shader).
-const SHARED_SUMS: usize = 2048;
+const SHARED_SUMS: usize = wgsl::SHARED_SUMS as usize;
 /// Largest K accumulated in workgroup memory (`SHARED_CLUSTERS` in the shader).
-const SHARED_CLUSTERS: usize = 512;
+const SHARED_CLUSTERS: usize = wgsl::SHARED_CLUSTERS as usize;
 
 /// Output buffers of [`accumulate_cluster_partials`], sized for `n_blocks` blocks.
 pub(crate) struct ClusterPartials<'a> {
@@ -53,6 +56,39 @@ pub(crate) fn accumulate_cluster_partials(
     old_centroids: &wgpu::Buffer,
     out: &ClusterPartials<'_>,
 ) -> Result<()> {
+    accumulate_cluster_partials_at(
+        gpu,
+        batch,
+        chunk,
+        d,
+        k,
+        block_rows,
+        block_offset,
+        labels,
+        min_sq_dist,
+        old_centroids,
+        out,
+        feature_wg_size(d),
+    )
+}
+
+/// [`accumulate_cluster_partials`] with workgroups of `wg_size`, any of
+/// [`feature_wg_sizes`](super::feature_wg_sizes): the tests run each.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn accumulate_cluster_partials_at(
+    gpu: &Gpu,
+    batch: &mut Batch<'_>,
+    chunk: &Chunk,
+    d: usize,
+    k: usize,
+    block_rows: usize,
+    block_offset: usize,
+    labels: &wgpu::Buffer,
+    min_sq_dist: &wgpu::Buffer,
+    old_centroids: &wgpu::Buffer,
+    out: &ClusterPartials<'_>,
+    wg_size: u32,
+) -> Result<()> {
     let grid = gpu.grid(chunk.n_rows.div_ceil(block_rows) as u64)?;
     let params = AccumulateParams {
         n_rows: chunk.n_rows as u32,
@@ -65,49 +101,18 @@ pub(crate) fn accumulate_cluster_partials(
         in_workgroup_memory: (k * d <= SHARED_SUMS && k <= SHARED_CLUSTERS) as u32,
     };
     batch.dispatch(
-        Shader::CentroidUpdate,
-        "accumulate_cluster_partials",
-        feature_wg_size(d),
+        wgsl::ACCUMULATE_CLUSTER_PARTIALS,
+        &[(FEATURE_WG_SIZE, wg_size)],
         &params,
         &[
-            (1, chunk.bind()),
-            (2, Bind::Whole(labels)),
-            (3, Bind::Whole(min_sq_dist)),
-            (4, Bind::Whole(old_centroids)),
-            (5, Bind::Whole(out.sums)),
-            (6, Bind::Whole(out.counts)),
-            (7, Bind::Whole(out.sq_dist)),
+            ("x", chunk.bind()),
+            ("labels", Bind::Whole(labels)),
+            ("min_sq_dist", Bind::Whole(min_sq_dist)),
+            ("old_centroids", Bind::Whole(old_centroids)),
+            ("partial_sums", Bind::Whole(out.sums)),
+            ("partial_counts", Bind::Whole(out.counts)),
+            ("partial_sq_dist", Bind::Whole(out.sq_dist)),
         ],
         grid,
     )
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn shared_sizes_match_the_shader() {
-        let src = include_str!("../../shaders/centroid_update.wgsl");
-        assert!(src.contains(&format!(
-            "const SHARED_SUMS: u32 = {}u;",
-            super::SHARED_SUMS
-        )));
-        assert!(src.contains(&format!(
-            "const SHARED_CLUSTERS: u32 = {}u;",
-            super::SHARED_CLUSTERS
-        )));
-        assert!(src.contains(&format!("array<f32, {}>", super::SHARED_SUMS)));
-        assert!(src.contains(&format!("array<u32, {}>", super::SHARED_CLUSTERS)));
-    }
-
-    #[test]
-    fn params_match_the_wgsl_layout() {
-        let size = super::super::layout::wgsl_struct_size(
-            include_str!("../../shaders/centroid_update.wgsl"),
-            "AccumulateParams",
-        );
-        assert_eq!(
-            size as usize,
-            std::mem::size_of::<super::AccumulateParams>()
-        );
-    }
 }

@@ -3,13 +3,12 @@
 use bytemuck::{Pod, Zeroable};
 
 use crate::error::Result;
-use crate::gpu::kernel::{Batch, Bind, Shader};
+use crate::gpu::kernel::{Batch, Bind};
+use crate::gpu::shaders::{check_params, covariance as wgsl};
 use crate::gpu::Gpu;
 
-/// Workgroup size: the shader's 16 x 16 layout needs exactly 256.
-const GRAM_WG_SIZE: u32 = 256;
 /// Output tile edge (`TILE` in the shader).
-const TILE: usize = 64;
+const TILE: usize = wgsl::TILE as usize;
 
 /// Twin of `GramParams` in shaders/covariance.wgsl.
 #[repr(C)]
@@ -28,6 +27,8 @@ pub(crate) struct GramParams {
     upper_only: u32,
     grid_x: u32,
 }
+
+const _: () = check_params::<GramParams>(wgsl::ENTRY_POINTS);
 
 /// One operand of [`gram_partials`]: rows bound from a buffer range, and a per-column shift.
 pub(crate) struct Operand<'a> {
@@ -81,29 +82,16 @@ pub(crate) fn gram_partials(
         grid_x: grid.x,
     };
     batch.dispatch(
-        Shader::Covariance,
-        "gram_partials",
-        GRAM_WG_SIZE,
+        wgsl::GRAM_PARTIALS,
+        &[],
         &params,
         &[
-            (1, a.bind),
-            (2, b.bind),
-            (3, Bind::Whole(a.shift)),
-            (4, Bind::Whole(b.shift)),
-            (5, Bind::Whole(partials)),
+            ("a", a.bind),
+            ("b", b.bind),
+            ("a_shift", Bind::Whole(a.shift)),
+            ("b_shift", Bind::Whole(b.shift)),
+            ("partials", Bind::Whole(partials)),
         ],
         grid,
     )
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn params_match_the_wgsl_layout() {
-        let size = super::super::layout::wgsl_struct_size(
-            include_str!("../../shaders/covariance.wgsl"),
-            "GramParams",
-        );
-        assert_eq!(size as usize, std::mem::size_of::<super::GramParams>());
-    }
 }

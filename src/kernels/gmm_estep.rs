@@ -7,19 +7,18 @@ use bytemuck::{Pod, Zeroable};
 use super::ROW_WG_SIZE;
 use crate::error::Result;
 use crate::gpu::buffer::Chunk;
-use crate::gpu::kernel::{Batch, Bind, Shader};
+use crate::gpu::kernel::{Batch, Bind};
+use crate::gpu::shaders::{check_params, gmm_estep as wgsl};
 use crate::gpu::Gpu;
 
-/// mahalanobis_full's workgroup: 16 x 16 invocations of 4 x 4 outputs (the shader needs 256).
-const FULL_WG_SIZE: u32 = 256;
 /// Rows per mahalanobis_full tile (`TILE` in the shader).
-const FULL_TILE_ROWS: u64 = 64;
+const FULL_TILE_ROWS: u64 = wgsl::TILE as u64;
 /// Largest D that Full/Tied evaluate one row per invocation (`SMALL_D` in the shader); above
 /// it they use the tiled GEMM.
-pub(crate) const SMALL_D: usize = 16;
-/// Rows per normalize_responsibilities workgroup, hence per block of log p sums (a power of
-/// two, at most the shader's `MAX_NORMALIZE_WG`).
-pub(crate) const NORMALIZE_ROWS: usize = 256;
+pub(crate) const SMALL_D: usize = wgsl::SMALL_D as usize;
+/// Rows per normalize_responsibilities workgroup, hence per block of log p sums
+/// (`NORMALIZE_WG_SIZE` in the shader).
+pub(crate) const NORMALIZE_ROWS: usize = wgsl::NORMALIZE_WG_SIZE as usize;
 
 /// Twin of `EstepParams` in shaders/gmm_estep.wgsl.
 #[repr(C)]
@@ -34,6 +33,8 @@ pub(crate) struct EstepParams {
     row_offset: u32,
     block_offset: u32,
 }
+
+const _: () = check_params::<EstepParams>(wgsl::ENTRY_POINTS);
 
 /// Rows `first .. first + n_rows` of a data chunk, with their N x K responsibilities buffer.
 pub(crate) struct Segment<'a> {
@@ -87,15 +88,14 @@ pub(crate) fn squared_mahalanobis(
     k: usize,
     comps: &Components<'_>,
 ) -> Result<()> {
-    let (entry, wg_size, groups) = if comps.full && d <= SMALL_D {
-        let groups = (seg.n_rows as u64).div_ceil(ROW_WG_SIZE as u64);
-        ("mahalanobis_full_small_d", ROW_WG_SIZE, groups)
+    let row_groups = (seg.n_rows as u64).div_ceil(ROW_WG_SIZE as u64);
+    let (entry, groups) = if comps.full && d <= SMALL_D {
+        (wgsl::MAHALANOBIS_FULL_SMALL_D, row_groups)
     } else if comps.full {
         let tiles = (seg.n_rows as u64).div_ceil(FULL_TILE_ROWS);
-        ("mahalanobis_full", FULL_WG_SIZE, tiles * k as u64)
+        (wgsl::MAHALANOBIS_FULL, tiles * k as u64)
     } else {
-        let groups = (seg.n_rows as u64).div_ceil(ROW_WG_SIZE as u64);
-        ("mahalanobis_diag", ROW_WG_SIZE, groups)
+        (wgsl::MAHALANOBIS_DIAG, row_groups)
     };
     let grid = gpu.grid(groups)?;
     let params = EstepParams {
@@ -108,15 +108,14 @@ pub(crate) fn squared_mahalanobis(
         ..Zeroable::zeroed()
     };
     batch.dispatch(
-        Shader::GmmEstep,
         entry,
-        wg_size,
+        &[],
         &params,
         &[
-            (1, seg.chunk.bind()),
-            (2, Bind::Whole(comps.means)),
-            (3, Bind::Whole(comps.precisions)),
-            (4, Bind::Whole(seg.resp)),
+            ("x", seg.chunk.bind()),
+            ("means", Bind::Whole(comps.means)),
+            ("precisions", Bind::Whole(comps.precisions)),
+            ("resp", Bind::Whole(seg.resp)),
         ],
         grid,
     )
@@ -142,16 +141,15 @@ pub(crate) fn normalize_responsibilities(
         ..Zeroable::zeroed()
     };
     batch.dispatch(
-        Shader::GmmEstep,
-        "normalize_responsibilities",
-        NORMALIZE_ROWS as u32,
+        wgsl::NORMALIZE_RESPONSIBILITIES,
+        &[],
         &params,
         &[
-            (4, Bind::Whole(seg.resp)),
-            (5, Bind::Whole(log_const)),
-            (6, Bind::Whole(out.log_density)),
-            (7, Bind::Whole(out.labels)),
-            (8, Bind::Whole(out.block_log_density)),
+            ("resp", Bind::Whole(seg.resp)),
+            ("log_const", Bind::Whole(log_const)),
+            ("log_density", Bind::Whole(out.log_density)),
+            ("labels", Bind::Whole(out.labels)),
+            ("block_log_density", Bind::Whole(out.block_log_density)),
         ],
         grid,
     )
@@ -173,33 +171,13 @@ pub(crate) fn responsibilities_from_labels(
         ..Zeroable::zeroed()
     };
     batch.dispatch(
-        Shader::GmmEstep,
-        "responsibilities_from_labels",
-        ROW_WG_SIZE,
+        wgsl::RESPONSIBILITIES_FROM_LABELS,
+        &[],
         &params,
-        &[(4, Bind::Whole(seg.resp)), (9, Bind::Whole(labels))],
+        &[
+            ("resp", Bind::Whole(seg.resp)),
+            ("given_labels", Bind::Whole(labels)),
+        ],
         grid,
     )
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn params_match_the_wgsl_layout() {
-        let size = super::super::layout::wgsl_struct_size(
-            include_str!("../../shaders/gmm_estep.wgsl"),
-            "EstepParams",
-        );
-        assert_eq!(size as usize, std::mem::size_of::<super::EstepParams>());
-    }
-
-    #[test]
-    fn constants_match_the_shader() {
-        let src = include_str!("../../shaders/gmm_estep.wgsl");
-        assert!(src.contains("const TILE: u32 = 64u;"));
-        assert!(src.contains("const MAX_NORMALIZE_WG: u32 = 256u;"));
-        assert!(src.contains(&format!("const SMALL_D: u32 = {}u;", super::SMALL_D)));
-        assert!(super::NORMALIZE_ROWS.is_power_of_two() && super::NORMALIZE_ROWS <= 256);
-        assert_eq!(super::FULL_TILE_ROWS, 64);
-    }
 }

@@ -7,16 +7,15 @@ use bytemuck::{Pod, Zeroable};
 use super::gmm_estep::Segment;
 use super::ROW_WG_SIZE;
 use crate::error::Result;
-use crate::gpu::kernel::{Batch, Bind, Shader};
+use crate::gpu::kernel::{Batch, Bind};
+use crate::gpu::shaders::{check_params, gmm_mstep as wgsl};
 use crate::gpu::Gpu;
 
 /// From this many features on, the scatter runs as a tiled GEMM (`weighted_scatter_tiled`):
 /// below it most of a 64-wide tile would be padding, and the per-output loop is cheaper.
 pub(crate) const TILED_SCATTER_MIN_D: usize = 24;
-/// `weighted_scatter_tiled`'s workgroup: 16 x 16 invocations of 4 x 4 outputs.
-const TILED_WG_SIZE: u32 = 256;
 /// Output tile edge of `weighted_scatter_tiled` (`TILE` in the shader).
-const TILE: usize = 64;
+const TILE: usize = wgsl::TILE as usize;
 
 /// Twin of `MstepParams` in shaders/gmm_mstep.wgsl.
 #[repr(C)]
@@ -35,6 +34,8 @@ pub(crate) struct MstepParams {
     _pad0: u32,
     _pad1: u32,
 }
+
+const _: () = check_params::<MstepParams>(wgsl::ENTRY_POINTS);
 
 /// Where the per-block sums of a segment go.
 pub(crate) struct Blocks<'a> {
@@ -82,24 +83,18 @@ pub(crate) fn weighted_sums(
     let n_blocks = seg.n_rows.div_ceil(blocks.block_rows);
     let n_outputs = moment.outputs(k, d);
     let tiled = moment == Moment::Scatter && d >= TILED_SCATTER_MIN_D;
-    let (entry, wg_size, groups) = match moment {
+    let (entry, groups) = match moment {
         Moment::First | Moment::SecondDiagonal => (
-            "weighted_deviation_sums",
-            ROW_WG_SIZE,
+            wgsl::WEIGHTED_DEVIATION_SUMS,
             ((n_blocks * n_outputs) as u64).div_ceil(ROW_WG_SIZE as u64),
         ),
         Moment::Scatter if tiled => {
             let tiles = d.div_ceil(TILE);
             let pairs = tiles * (tiles + 1) / 2;
-            (
-                "weighted_scatter_tiled",
-                TILED_WG_SIZE,
-                (n_blocks * k * pairs) as u64,
-            )
+            (wgsl::WEIGHTED_SCATTER_TILED, (n_blocks * k * pairs) as u64)
         }
         Moment::Scatter => (
-            "weighted_scatter",
-            ROW_WG_SIZE,
+            wgsl::WEIGHTED_SCATTER,
             ((n_blocks * n_outputs) as u64).div_ceil(ROW_WG_SIZE as u64),
         ),
     };
@@ -122,34 +117,15 @@ pub(crate) fn weighted_sums(
         ..Zeroable::zeroed()
     };
     batch.dispatch(
-        Shader::GmmMstep,
         entry,
-        wg_size,
+        &[],
         &params,
         &[
-            (1, seg.chunk.bind()),
-            (2, Bind::Whole(seg.resp)),
-            (3, Bind::Whole(shift)),
-            (4, Bind::Whole(blocks.partials)),
+            ("x", seg.chunk.bind()),
+            ("resp", Bind::Whole(seg.resp)),
+            ("shift", Bind::Whole(shift)),
+            ("partials", Bind::Whole(blocks.partials)),
         ],
         grid,
     )
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn constants_match_the_shader() {
-        let src = include_str!("../../shaders/gmm_mstep.wgsl");
-        assert!(src.contains(&format!("const TILE: u32 = {}u;", super::TILE)));
-    }
-
-    #[test]
-    fn params_match_the_wgsl_layout() {
-        let size = super::super::layout::wgsl_struct_size(
-            include_str!("../../shaders/gmm_mstep.wgsl"),
-            "MstepParams",
-        );
-        assert_eq!(size as usize, std::mem::size_of::<super::MstepParams>());
-    }
 }

@@ -5,11 +5,12 @@ use bytemuck::{Pod, Zeroable};
 use super::ROW_WG_SIZE;
 use crate::error::Result;
 use crate::gpu::buffer::Chunk;
-use crate::gpu::kernel::{Batch, Bind, Shader};
+use crate::gpu::kernel::{Batch, Bind};
+use crate::gpu::shaders::{check_params, kmeans_pp as wgsl};
 use crate::gpu::Gpu;
 
 /// Rows per block: `BLOCK_ROWS` in the shader (one invocation sums one block).
-pub(crate) const KMEANSPP_BLOCK_ROWS: usize = 32;
+pub(crate) const KMEANSPP_BLOCK_ROWS: usize = wgsl::BLOCK_ROWS as usize;
 
 /// Twin of `KmeansPpParams` in shaders/kmeans_pp.wgsl.
 #[repr(C)]
@@ -24,6 +25,8 @@ pub(crate) struct KmeansPpParams {
     first: u32,
     _pad0: u32,
 }
+
+const _: () = check_params::<KmeansPpParams>(wgsl::ENTRY_POINTS);
 
 /// Blocks of [`KMEANSPP_BLOCK_ROWS`] rows in a chunk.
 pub(crate) fn blocks_in(chunk: &Chunk) -> usize {
@@ -56,15 +59,14 @@ pub(crate) fn kmeanspp_update_min_distance(
         _pad0: 0,
     };
     batch.dispatch(
-        Shader::KmeansPp,
-        "kmeanspp_update_min_distance",
-        ROW_WG_SIZE,
+        wgsl::KMEANSPP_UPDATE_MIN_DISTANCE,
+        &[],
         &params,
         &[
-            (1, chunk.bind()),
-            (2, Bind::Whole(centre)),
-            (3, Bind::Whole(min_sq_dist)),
-            (4, Bind::Whole(block_sums)),
+            ("x", chunk.bind()),
+            ("candidates", Bind::Whole(centre)),
+            ("min_sq_dist", Bind::Whole(min_sq_dist)),
+            ("block_sums", Bind::Whole(block_sums)),
         ],
         grid,
     )
@@ -96,38 +98,15 @@ pub(crate) fn kmeanspp_trial_potentials(
         _pad0: 0,
     };
     batch.dispatch(
-        Shader::KmeansPp,
-        "kmeanspp_trial_potentials",
-        ROW_WG_SIZE,
+        wgsl::KMEANSPP_TRIAL_POTENTIALS,
+        &[],
         &params,
         &[
-            (1, chunk.bind()),
-            (2, Bind::Whole(candidates)),
-            (3, Bind::Whole(min_sq_dist)),
-            (4, Bind::Whole(block_sums)),
+            ("x", chunk.bind()),
+            ("candidates", Bind::Whole(candidates)),
+            ("min_sq_dist", Bind::Whole(min_sq_dist)),
+            ("block_sums", Bind::Whole(block_sums)),
         ],
         grid,
     )
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn block_rows_match_the_shader() {
-        assert!(
-            include_str!("../../shaders/kmeans_pp.wgsl").contains(&format!(
-                "const BLOCK_ROWS: u32 = {}u;",
-                super::KMEANSPP_BLOCK_ROWS
-            ))
-        );
-    }
-
-    #[test]
-    fn params_match_the_wgsl_layout() {
-        let size = super::super::layout::wgsl_struct_size(
-            include_str!("../../shaders/kmeans_pp.wgsl"),
-            "KmeansPpParams",
-        );
-        assert_eq!(size as usize, std::mem::size_of::<super::KmeansPpParams>());
-    }
 }

@@ -1,7 +1,10 @@
 //! Host wrappers of the WGSL kernels: one file per shader, same name
 //! (`assign.rs` <-> `shaders/assign.wgsl`). Each holds the `#[repr(C)]` twin of its shader's
-//! parameter struct (a test checks the sizes against naga's layout) and functions that record
-//! dispatches into a [`Batch`](crate::gpu::kernel::Batch).
+//! parameter struct, checked at compile time against the size naga reflected
+//! ([`check_params`](crate::gpu::shaders::check_params)), and functions that record
+//! dispatches into a [`Batch`](crate::gpu::kernel::Batch), binding buffers by their WGSL
+//! names. Sizes the shaders decide (tiles, blocks, workgroup sizes) come from the generated
+//! table in [`crate::gpu::shaders`], never written twice.
 
 pub(crate) mod assign;
 pub(crate) mod centroid_update;
@@ -14,27 +17,29 @@ pub(crate) mod reduce;
 pub(crate) mod rows;
 pub(crate) mod silhouette;
 
-/// Workgroup size for kernels that give one invocation to each row.
-pub(crate) const ROW_WG_SIZE: u32 = 64;
+#[cfg(test)]
+mod tests;
 
-/// Workgroup size for kernels whose invocations stride over the D features of a row:
-/// the smallest power of two covering D, between 32 and 256.
+use crate::gpu::shaders::shared::constants;
+
+/// Workgroup size for kernels that give one invocation to each row (`ROW_WG_SIZE` in
+/// `shaders/shared/constants.wgsl`).
+pub(crate) const ROW_WG_SIZE: u32 = constants::ROW_WG_SIZE;
+
+/// Name of the `override` that sets the workgroup size of the kernels whose invocations
+/// stride over the D features of a row.
+pub(crate) const FEATURE_WG_SIZE: &str = "FEATURE_WG_SIZE";
+
+/// `FEATURE_WG_SIZE` for rows of `d` features: the smallest power of two covering D, from
+/// `FEATURE_WG_MIN` to `FEATURE_WG_MAX` (`shaders/shared/constants.wgsl`).
 pub(crate) fn feature_wg_size(d: usize) -> u32 {
-    (d.next_power_of_two() as u32).clamp(32, 256)
+    (d.min(1 << 30).next_power_of_two() as u32)
+        .clamp(constants::FEATURE_WG_MIN, constants::FEATURE_WG_MAX)
 }
 
+/// Every value [`feature_wg_size`] may return (the tests run the kernels at each).
 #[cfg(test)]
-pub(crate) mod layout {
-    /// Size in bytes of the WGSL struct `name` in `source`, as naga lays it out.
-    pub(crate) fn wgsl_struct_size(source: &str, name: &str) -> u32 {
-        let module = naga::front::wgsl::parse_str(source).expect("shader parses");
-        let size = module
-            .types
-            .iter()
-            .find_map(|(_, ty)| match (&ty.name, &ty.inner) {
-                (Some(n), naga::TypeInner::Struct { span, .. }) if n == name => Some(*span),
-                _ => None,
-            });
-        size.unwrap_or_else(|| panic!("no struct {name}"))
-    }
+pub(crate) fn feature_wg_sizes() -> impl Iterator<Item = u32> {
+    std::iter::successors(Some(constants::FEATURE_WG_MIN), |&w| w.checked_mul(2))
+        .take_while(|&w| w <= constants::FEATURE_WG_MAX)
 }

@@ -3,13 +3,12 @@
 use bytemuck::{Pod, Zeroable};
 
 use crate::error::Result;
-use crate::gpu::kernel::{Batch, Bind, Shader};
+use crate::gpu::kernel::{Batch, Bind};
+use crate::gpu::shaders::{check_params, projection as wgsl};
 use crate::gpu::Gpu;
 
-/// Workgroup size: the shader's 16 x 16 layout needs exactly 256.
-const AFFINE_WG_SIZE: u32 = 256;
 /// Output tile edge (`TILE` in the shader).
-const TILE: usize = 64;
+const TILE: usize = wgsl::TILE as usize;
 
 /// Twin of `AffineParams` in shaders/projection.wgsl.
 #[repr(C)]
@@ -24,6 +23,8 @@ pub(crate) struct AffineParams {
     _pad0: u32,
     _pad1: u32,
 }
+
+const _: () = check_params::<AffineParams>(wgsl::ENTRY_POINTS);
 
 /// Records `output = (input − in_shift)·weights + out_shift` for `n_rows` rows of `in_cols`
 /// values starting at value `in_offset` of the `input` binding; `weights` is
@@ -55,29 +56,16 @@ pub(crate) fn affine_matmul(
         _pad1: 0,
     };
     batch.dispatch(
-        Shader::Projection,
-        "affine_matmul",
-        AFFINE_WG_SIZE,
+        wgsl::AFFINE_MATMUL,
+        &[],
         &params,
         &[
-            (1, input),
-            (2, Bind::Whole(in_shift)),
-            (3, Bind::Whole(weights)),
-            (4, Bind::Whole(out_shift)),
-            (5, Bind::Whole(output)),
+            ("input", input),
+            ("in_shift", Bind::Whole(in_shift)),
+            ("weights", Bind::Whole(weights)),
+            ("out_shift", Bind::Whole(out_shift)),
+            ("output", Bind::Whole(output)),
         ],
         grid,
     )
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn params_match_the_wgsl_layout() {
-        let size = super::super::layout::wgsl_struct_size(
-            include_str!("../../shaders/projection.wgsl"),
-            "AffineParams",
-        );
-        assert_eq!(size as usize, std::mem::size_of::<super::AffineParams>());
-    }
 }

@@ -2,9 +2,11 @@
 
 use bytemuck::{Pod, Zeroable};
 
-use super::ROW_WG_SIZE;
+use super::{feature_wg_size, FEATURE_WG_SIZE, ROW_WG_SIZE};
 use crate::error::Result;
-use crate::gpu::kernel::{Batch, Bind, Shader};
+use crate::gpu::buffer::Chunk;
+use crate::gpu::kernel::{Batch, Bind};
+use crate::gpu::shaders::{check_params, reduce as wgsl, EntryPoint};
 use crate::gpu::Gpu;
 
 /// Twin of `ColumnSumParams` in shaders/reduce.wgsl.
@@ -17,12 +19,18 @@ pub(crate) struct ColumnSumParams {
     _pad0: u32,
 }
 
+const _: () = check_params::<ColumnSumParams>(&[
+    wgsl::SUM_PARTIAL_COLUMNS_F32,
+    wgsl::SUM_PARTIAL_COLUMNS_U32,
+]);
+
+/// Records `entry` over the buffers named `names` (partials, totals).
 #[allow(clippy::too_many_arguments)]
 fn sum_columns(
     gpu: &Gpu,
     batch: &mut Batch<'_>,
-    entry: &'static str,
-    bindings: (u32, u32),
+    entry: &'static EntryPoint,
+    names: (&str, &str),
     partials: &wgpu::Buffer,
     n_blocks: usize,
     n_cols: usize,
@@ -36,13 +44,12 @@ fn sum_columns(
         _pad0: 0,
     };
     batch.dispatch(
-        Shader::Reduce,
         entry,
-        ROW_WG_SIZE,
+        &[],
         &params,
         &[
-            (bindings.0, Bind::Whole(partials)),
-            (bindings.1, Bind::Whole(totals)),
+            (names.0, Bind::Whole(partials)),
+            (names.1, Bind::Whole(totals)),
         ],
         grid,
     )
@@ -60,8 +67,8 @@ pub(crate) fn sum_partial_columns_f32(
     sum_columns(
         gpu,
         batch,
-        "sum_partial_columns_f32",
-        (1, 2),
+        wgsl::SUM_PARTIAL_COLUMNS_F32,
+        ("partials_f32", "totals_f32"),
         partials,
         n_blocks,
         n_cols,
@@ -81,8 +88,8 @@ pub(crate) fn sum_partial_columns_u32(
     sum_columns(
         gpu,
         batch,
-        "sum_partial_columns_u32",
-        (3, 4),
+        wgsl::SUM_PARTIAL_COLUMNS_U32,
+        ("partials_u32", "totals_u32"),
         partials,
         n_blocks,
         n_cols,
@@ -104,6 +111,8 @@ pub(crate) struct MomentParams {
     _pad0: u32,
 }
 
+const _: () = check_params::<MomentParams>(&[wgsl::COLUMN_MOMENTS]);
+
 /// Records, per block of `block_rows` rows of `chunk` (numbered from `block_offset`) and per
 /// column j, Σ (x − shift_j) into `partial_sum` and Σ (x − shift_j)² into `partial_sum_sq`
 /// (both [block][d]).
@@ -111,7 +120,7 @@ pub(crate) struct MomentParams {
 pub(crate) fn column_moments(
     gpu: &Gpu,
     batch: &mut Batch<'_>,
-    chunk: &crate::gpu::buffer::Chunk,
+    chunk: &Chunk,
     d: usize,
     block_rows: usize,
     block_offset: usize,
@@ -119,7 +128,36 @@ pub(crate) fn column_moments(
     partial_sum: &wgpu::Buffer,
     partial_sum_sq: &wgpu::Buffer,
 ) -> Result<()> {
-    let wg = super::feature_wg_size(d);
+    let wg = feature_wg_size(d);
+    column_moments_at(
+        gpu,
+        batch,
+        chunk,
+        d,
+        block_rows,
+        block_offset,
+        shift,
+        partial_sum,
+        partial_sum_sq,
+        wg,
+    )
+}
+
+/// [`column_moments`] with workgroups of `wg`, any of
+/// [`feature_wg_sizes`](super::feature_wg_sizes): the tests run each.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn column_moments_at(
+    gpu: &Gpu,
+    batch: &mut Batch<'_>,
+    chunk: &Chunk,
+    d: usize,
+    block_rows: usize,
+    block_offset: usize,
+    shift: &wgpu::Buffer,
+    partial_sum: &wgpu::Buffer,
+    partial_sum_sq: &wgpu::Buffer,
+    wg: u32,
+) -> Result<()> {
     let n_col_groups = d.div_ceil(wg as usize);
     let n_blocks = chunk.n_rows.div_ceil(block_rows);
     let grid = gpu.grid((n_blocks * n_col_groups) as u64)?;
@@ -133,39 +171,16 @@ pub(crate) fn column_moments(
         grid_x: grid.x,
         _pad0: 0,
     };
-    batch.dispatch_with_uniform_at(
-        Shader::Reduce,
-        "column_moments",
-        wg,
-        5,
+    batch.dispatch(
+        wgsl::COLUMN_MOMENTS,
+        &[(FEATURE_WG_SIZE, wg)],
         &params,
         &[
-            (6, chunk.bind()),
-            (7, Bind::Whole(shift)),
-            (8, Bind::Whole(partial_sum)),
-            (9, Bind::Whole(partial_sum_sq)),
+            ("x", chunk.bind()),
+            ("shift", Bind::Whole(shift)),
+            ("partial_sum", Bind::Whole(partial_sum)),
+            ("partial_sum_sq", Bind::Whole(partial_sum_sq)),
         ],
         grid,
     )
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn moment_params_match_the_wgsl_layout() {
-        let size = super::super::layout::wgsl_struct_size(
-            include_str!("../../shaders/reduce.wgsl"),
-            "MomentParams",
-        );
-        assert_eq!(size as usize, std::mem::size_of::<super::MomentParams>());
-    }
-
-    #[test]
-    fn params_match_the_wgsl_layout() {
-        let size = super::super::layout::wgsl_struct_size(
-            include_str!("../../shaders/reduce.wgsl"),
-            "ColumnSumParams",
-        );
-        assert_eq!(size as usize, std::mem::size_of::<super::ColumnSumParams>());
-    }
 }

@@ -5,7 +5,8 @@ use bytemuck::{Pod, Zeroable};
 use super::ROW_WG_SIZE;
 use crate::error::Result;
 use crate::gpu::buffer::{Chunk, GpuMatrix};
-use crate::gpu::kernel::{Batch, Bind, Shader};
+use crate::gpu::kernel::{Batch, Bind, Grid};
+use crate::gpu::shaders::{check_params, rows as wgsl};
 use crate::gpu::Gpu;
 
 /// Twin of `RowsParams` in shaders/rows.wgsl.
@@ -22,7 +23,9 @@ pub(crate) struct RowsParams {
     _pad2: u32,
 }
 
-fn element_grid(gpu: &Gpu, elements: u64) -> Result<crate::gpu::kernel::Grid> {
+const _: () = check_params::<RowsParams>(wgsl::ENTRY_POINTS);
+
+fn element_grid(gpu: &Gpu, elements: u64) -> Result<Grid> {
     gpu.grid(elements.div_ceil(ROW_WG_SIZE as u64))
 }
 
@@ -71,14 +74,13 @@ fn gather_chunk_rows(
         ..Zeroable::zeroed()
     };
     batch.dispatch(
-        Shader::Rows,
-        "gather_rows",
-        ROW_WG_SIZE,
+        wgsl::GATHER_ROWS,
+        &[],
         &params,
         &[
-            (1, chunk.bind()),
-            (2, Bind::Whole(indices)),
-            (3, Bind::Whole(out)),
+            ("x", chunk.bind()),
+            ("indices", Bind::Whole(indices)),
+            ("gathered", Bind::Whole(out)),
         ],
         grid,
     )
@@ -114,11 +116,13 @@ pub(crate) fn find_non_finite(gpu: &Gpu, m: &GpuMatrix) -> Result<Option<(usize,
                 ..Zeroable::zeroed()
             };
             batch.dispatch(
-                Shader::Rows,
-                "find_non_finite",
-                ROW_WG_SIZE,
+                wgsl::FIND_NON_FINITE,
+                &[],
                 &params,
-                &[(1, chunk.bind()), (4, Bind::Whole(&first))],
+                &[
+                    ("x", chunk.bind()),
+                    ("first_non_finite", Bind::Whole(&first)),
+                ],
                 grid,
             )?;
             handles.push((chunk.row_start, batch.read(&first, 0, 4)));
@@ -129,16 +133,4 @@ pub(crate) fn find_non_finite(gpu: &Gpu, m: &GpuMatrix) -> Result<Option<(usize,
             (e != u32::MAX).then(|| (row_start + e as usize / d, e as usize % d))
         }))
     })
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn params_match_the_wgsl_layout() {
-        let size = super::super::layout::wgsl_struct_size(
-            include_str!("../../shaders/rows.wgsl"),
-            "RowsParams",
-        );
-        assert_eq!(size as usize, std::mem::size_of::<super::RowsParams>());
-    }
 }

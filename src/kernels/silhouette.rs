@@ -5,13 +5,12 @@ use bytemuck::{Pod, Zeroable};
 
 use crate::error::Result;
 use crate::gpu::buffer::Chunk;
-use crate::gpu::kernel::{Batch, Bind, Shader};
+use crate::gpu::kernel::{Batch, Bind};
+use crate::gpu::shaders::{check_params, silhouette as wgsl};
 use crate::gpu::Gpu;
 
-/// The shader's 16 x 16 layout needs exactly 256 invocations.
-const SUMS_WG_SIZE: u32 = 256;
 /// Queries per workgroup (`TILE` in the shader).
-const TILE: usize = 64;
+const TILE: usize = wgsl::TILE as usize;
 
 /// Twin of `DistanceSumParams` in shaders/silhouette.wgsl.
 #[repr(C)]
@@ -26,6 +25,8 @@ pub(crate) struct DistanceSumParams {
     grid_x: u32,
     _pad0: u32,
 }
+
+const _: () = check_params::<DistanceSumParams>(wgsl::ENTRY_POINTS);
 
 /// Rows `first .. first + n_rows` of a chunk.
 pub(crate) struct Rows<'a> {
@@ -56,36 +57,14 @@ pub(crate) fn cluster_distance_sums(
         _pad0: 0,
     };
     batch.dispatch(
-        Shader::Silhouette,
-        "cluster_distance_sums",
-        SUMS_WG_SIZE,
+        wgsl::CLUSTER_DISTANCE_SUMS,
+        &[],
         &params,
         &[
-            (1, queries.chunk.bind()),
-            (2, data.chunk.bind()),
-            (3, Bind::Whole(sums)),
+            ("queries", queries.chunk.bind()),
+            ("data", data.chunk.bind()),
+            ("sums", Bind::Whole(sums)),
         ],
         grid,
     )
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn params_match_the_wgsl_layout() {
-        let size = super::super::layout::wgsl_struct_size(
-            include_str!("../../shaders/silhouette.wgsl"),
-            "DistanceSumParams",
-        );
-        assert_eq!(
-            size as usize,
-            std::mem::size_of::<super::DistanceSumParams>()
-        );
-    }
-
-    #[test]
-    fn constants_match_the_shader() {
-        let src = include_str!("../../shaders/silhouette.wgsl");
-        assert!(src.contains(&format!("const TILE: u32 = {}u;", super::TILE)));
-    }
 }

@@ -1,0 +1,131 @@
+//! The kernels whose workgroup size the host picks (`FEATURE_WG_SIZE`), run at every value
+//! it may pick and held against sums computed here on the host, for D below, at and above
+//! each size (so invocations both idle and stride), on both paths of the centroid update.
+
+use super::centroid_update::{accumulate_cluster_partials_at, ClusterPartials};
+use super::reduce::column_moments_at;
+use super::{feature_wg_size, feature_wg_sizes};
+use crate::data::Matrix;
+use crate::gpu::kernel::Batch;
+use crate::gpu::tests::{gpu, random};
+use crate::gpu::GpuMatrix;
+
+const FEATURE_COUNTS: [usize; 6] = [1, 5, 33, 100, 257, 300];
+
+#[test]
+fn feature_wg_size_picks_only_the_values_the_tests_run() {
+    let values: Vec<u32> = feature_wg_sizes().collect();
+    assert_eq!(values, [32, 64, 128, 256]);
+    for d in (1..=4096).chain([1 << 20, usize::MAX]) {
+        let wg = feature_wg_size(d);
+        assert!(values.contains(&wg), "d = {d}: {wg}");
+        assert!(wg as usize >= d.min(256), "d = {d}: {wg} does not cover it");
+    }
+}
+
+fn assert_close(what: &str, gpu: &[f32], host: &[f64]) {
+    assert_eq!(gpu.len(), host.len(), "{what}");
+    for (i, (&g, &h)) in gpu.iter().zip(host).enumerate() {
+        let tol = 1e-5 * h.abs().max(1.0);
+        assert!((g as f64 - h).abs() <= tol, "{what}[{i}]: {g} vs {h}");
+    }
+}
+
+#[test]
+fn centroid_partials_are_right_at_every_feature_workgroup_size() {
+    let gpu = gpu();
+    let (n, block_rows) = (150usize, 40);
+    let n_blocks = n.div_ceil(block_rows);
+    // k = 3 keeps K x D in workgroup memory up to D = 300 for the shared path; k = 9 at
+    // D >= 257 takes the storage path.
+    for (d, k) in FEATURE_COUNTS
+        .iter()
+        .map(|&d| (d, if d >= 257 { 9 } else { 3 }))
+    {
+        let x = random(n * d, d as u64);
+        let old = random(k * d, 100 + d as u64);
+        let labels: Vec<u32> = (0..n).map(|r| ((r * 7 + r / 5) % k) as u32).collect();
+        let sq: Vec<f32> = random(n, 200 + d as u64);
+        let xg = GpuMatrix::upload(&gpu, &Matrix::new(&x, d).unwrap()).unwrap();
+        let none = wgpu::BufferUsages::empty();
+        let labels_b = gpu.buffer_from("labels", &labels, none);
+        let sq_b = gpu.buffer_from("sq", &sq, none);
+        let old_b = gpu.buffer_from("old", &old, none);
+        // Host: per block, cluster and feature, in row order.
+        let mut sums = vec![0.0f64; n_blocks * k * d];
+        let mut counts = vec![0u32; n_blocks * k];
+        let mut sq_dist = vec![0.0f64; n_blocks * k];
+        for r in 0..n {
+            let (b, c) = (r / block_rows, labels[r] as usize);
+            for j in 0..d {
+                sums[(b * k + c) * d + j] += (x[r * d + j] - old[c * d + j]) as f64;
+            }
+            counts[b * k + c] += 1;
+            sq_dist[b * k + c] += sq[r] as f64;
+        }
+        for wg in feature_wg_sizes() {
+            let out_sums = gpu.buffer_zeroed("sums", (n_blocks * k * d * 4) as u64);
+            let out_counts = gpu.buffer_zeroed("counts", (n_blocks * k * 4) as u64);
+            let out_sq = gpu.buffer_zeroed("sq_dist", (n_blocks * k * 4) as u64);
+            let out = ClusterPartials {
+                sums: &out_sums,
+                counts: &out_counts,
+                sq_dist: &out_sq,
+            };
+            let mut batch = Batch::new(&gpu, "partials");
+            let chunk = &xg.chunks()[0];
+            accumulate_cluster_partials_at(
+                &gpu, &mut batch, chunk, d, k, block_rows, 0, &labels_b, &sq_b, &old_b, &out, wg,
+            )
+            .unwrap();
+            let hs = batch.read(&out_sums, 0, (n_blocks * k * d * 4) as u64);
+            let hc = batch.read(&out_counts, 0, (n_blocks * k * 4) as u64);
+            let hq = batch.read(&out_sq, 0, (n_blocks * k * 4) as u64);
+            let back = batch.finish().unwrap();
+            let what = format!("D = {d}, K = {k}, FEATURE_WG_SIZE = {wg}");
+            assert_close(&format!("sums, {what}"), &back.f32s(hs), &sums);
+            assert_eq!(back.u32s(hc), counts, "counts, {what}");
+            assert_close(&format!("sq_dist, {what}"), &back.f32s(hq), &sq_dist);
+        }
+    }
+}
+
+#[test]
+fn column_moments_are_right_at_every_feature_workgroup_size() {
+    let gpu = gpu();
+    let (n, block_rows) = (130usize, 50);
+    let n_blocks = n.div_ceil(block_rows);
+    for d in FEATURE_COUNTS {
+        let x = random(n * d, 300 + d as u64);
+        let shift = x[..d].to_vec();
+        let xg = GpuMatrix::upload(&gpu, &Matrix::new(&x, d).unwrap()).unwrap();
+        let shift_b = gpu.buffer_from("shift", &shift, wgpu::BufferUsages::empty());
+        let mut s1 = vec![0.0f64; n_blocks * d];
+        let mut s2 = vec![0.0f64; n_blocks * d];
+        for r in 0..n {
+            for j in 0..d {
+                let v = (x[r * d + j] - shift[j]) as f64;
+                s1[(r / block_rows) * d + j] += v;
+                s2[(r / block_rows) * d + j] += v * v;
+            }
+        }
+        for wg in feature_wg_sizes() {
+            let bytes = (n_blocks * d * 4) as u64;
+            let (sum, sum_sq) = (
+                gpu.buffer_zeroed("s1", bytes),
+                gpu.buffer_zeroed("s2", bytes),
+            );
+            let mut batch = Batch::new(&gpu, "moments");
+            let chunk = &xg.chunks()[0];
+            column_moments_at(
+                &gpu, &mut batch, chunk, d, block_rows, 0, &shift_b, &sum, &sum_sq, wg,
+            )
+            .unwrap();
+            let (h1, h2) = (batch.read(&sum, 0, bytes), batch.read(&sum_sq, 0, bytes));
+            let back = batch.finish().unwrap();
+            let what = format!("D = {d}, FEATURE_WG_SIZE = {wg}");
+            assert_close(&format!("Σ, {what}"), &back.f32s(h1), &s1);
+            assert_close(&format!("Σ², {what}"), &back.f32s(h2), &s2);
+        }
+    }
+}
