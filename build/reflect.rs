@@ -68,6 +68,7 @@ pub struct Reflection {
 /// which module failed (e.g. `shaders/assign.wgsl`).
 pub fn validate(name: &str, composed: &Composed) -> Result<(Module, ModuleInfo), String> {
     let source = &composed.source;
+    let shown = format!("{name}, composed");
     let module = naga::front::wgsl::parse_str(source).map_err(|e| {
         let labels = e.labels().map(|(span, text)| (span, text.to_string()));
         report(
@@ -75,7 +76,7 @@ pub fn validate(name: &str, composed: &Composed) -> Result<(Module, ModuleInfo),
             composed,
             e.message(),
             labels,
-            e.emit_to_string_with_path(source, name),
+            e.emit_to_string_with_path(source, &shown),
         )
     })?;
     let info = Validator::new(ValidationFlags::all(), Capabilities::default())
@@ -86,7 +87,7 @@ pub fn validate(name: &str, composed: &Composed) -> Result<(Module, ModuleInfo),
                 composed,
                 &e.as_inner().to_string(),
                 e.spans().cloned(),
-                e.emit_to_string_with_path(source, name),
+                e.emit_to_string_with_path(source, &shown),
             )
         })?;
     Ok((module, info))

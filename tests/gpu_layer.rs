@@ -1,5 +1,5 @@
-//! The host layer: embedding a caller's device and buffers, chunking, 2-D grids, and every
-//! error a GPU fit can return.
+//! The host layer: embedding a caller's device and buffers, chunking, 2-D grids, one device
+//! shared by threads, and every error a GPU fit can return.
 
 mod common;
 
@@ -242,5 +242,36 @@ fn a_lost_device_gives_device_lost() {
     match KMeans::new(2).fit(&gpu, &xg) {
         Err(Error::DeviceLost(_)) => {}
         other => panic!("expected DeviceLost, got {other:?}"),
+    }
+}
+
+#[test]
+fn one_device_shared_by_threads_gives_each_fit_its_own_results() {
+    // Batches on several threads record at once and draw their parameter pages from the one
+    // pool of the device: every fit must still see only its own parameters, so each gives
+    // bit for bit what it gives alone.
+    let gpu = gpu();
+    let (n, d) = (3000, 5);
+    let cases: Vec<(Vec<f32>, usize)> = (0..4u64)
+        .map(|s| (random_matrix(n, d, 20 + s, -3.0, 3.0), 3 + 2 * s as usize))
+        .collect();
+    // Small chunks: many dispatches per batch.
+    gpu.set_max_chunk_bytes(256 * d as u64 * 4);
+    let fit = |x: &[f32], k: usize| {
+        let m = Matrix::new(x, d).unwrap();
+        KMeans::new(k).seed(k as u64).fit(&gpu, &m).unwrap()
+    };
+    let alone: Vec<KMeansModel> = cases.iter().map(|(x, k)| fit(x, *k)).collect();
+    let together: Vec<KMeansModel> = std::thread::scope(|scope| {
+        let fits: Vec<_> = cases
+            .iter()
+            .map(|(x, k)| scope.spawn(|| fit(x, *k)))
+            .collect();
+        fits.into_iter().map(|f| f.join().unwrap()).collect()
+    });
+    for (a, b) in alone.iter().zip(&together) {
+        assert_eq!(a.labels(), b.labels());
+        assert_eq!(a.centroids(), b.centroids());
+        assert_eq!(a.inertia().to_bits(), b.inertia().to_bits());
     }
 }
