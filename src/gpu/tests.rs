@@ -250,3 +250,14 @@ fn every_dispatch_reads_its_own_parameters_and_warm_batches_create_nothing() {
         "a warm batch made layouts or pipelines"
     );
 }
+
+#[test]
+fn parameter_structs_of_the_wrong_size_do_not_compile() {
+    // `check_params` runs in each wrapper's `const _` (a compile error there); at run time
+    // the same check panics, which shows it rejects what the compiler would.
+    super::shaders::check_params::<RowsParams>(rows::ENTRY_POINTS);
+    let wrong = std::panic::catch_unwind(|| {
+        super::shaders::check_params::<[u32; 7]>(rows::ENTRY_POINTS);
+    });
+    assert!(wrong.is_err());
+}
