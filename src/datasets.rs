@@ -24,6 +24,7 @@ use std::path::Path;
 use crate::error::{Error, Result};
 #[cfg(feature = "datasets")]
 use crate::npy::{npy_labels_from_reader, npy_matrix_from_reader};
+use crate::random::StandardNormal;
 
 // The bundled files are compiled in only with the `datasets` feature (about 470 KB).
 #[cfg(feature = "datasets")]
@@ -89,26 +90,6 @@ fn try_digits() -> Result<(Vec<f32>, Vec<u32>)> {
     Ok((x.data, y))
 }
 
-/// Standard normal draws by the Box–Muller transform, two per pair of uniforms.
-struct StandardNormal {
-    spare: Option<f64>,
-}
-
-impl StandardNormal {
-    fn sample(&mut self, rng: &mut impl Rng) -> f64 {
-        if let Some(z) = self.spare.take() {
-            return z;
-        }
-        // 1 − [0, 1) lies in (0, 1], keeping ln away from 0.
-        let u1 = 1.0 - rng.random::<f64>();
-        let u2: f64 = rng.random();
-        let r = (-2.0 * u1.ln()).sqrt();
-        let theta = std::f64::consts::TAU * u2;
-        self.spare = Some(r * theta.sin());
-        r * theta.cos()
-    }
-}
-
 /// Isotropic Gaussian blobs (see the module docs), like scikit-learn's `make_blobs`.
 ///
 /// Returns the `n` x `n_features` points (row-major), their labels, and the `centers` x
@@ -150,7 +131,7 @@ pub fn make_blobs(
         .map(|_| lo + (hi - lo) * rng.random::<f64>())
         .collect();
 
-    let mut normal = StandardNormal { spare: None };
+    let mut normal = StandardNormal::default();
     let mut x = Vec::with_capacity(len);
     let mut labels = Vec::with_capacity(n);
     for i in 0..n {

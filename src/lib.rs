@@ -72,6 +72,7 @@ mod npy;
 pub mod pca;
 #[cfg(feature = "plot")]
 pub mod plot;
+mod random;
 pub mod reference;
 pub mod selection;
 

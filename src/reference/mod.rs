@@ -15,5 +15,6 @@
 
 pub mod gmm;
 pub mod kmeans;
+pub mod linalg;
 pub mod metrics;
 pub mod pca;
