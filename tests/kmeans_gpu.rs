@@ -299,3 +299,27 @@ fn model_is_send_sync_and_serde_round_trips() {
     let x = Matrix::new(&x, 3).unwrap();
     assert_eq!(back.predict(&gpu, &x).unwrap(), model.labels());
 }
+
+#[cfg(feature = "io")]
+#[test]
+fn fitted_models_round_trip_through_model_files_bit_for_bit() {
+    use wgpu_unsupervised::model_file::Model;
+    let gpu = gpu();
+    let dir = tempfile::tempdir().unwrap();
+    let x = random_matrix(500, 6, 12, -2.0, 2.0);
+    let x = Matrix::new(&x, 6).unwrap();
+    let model = KMeans::new(7).n_init(2).fit(&gpu, &x).unwrap();
+    let path = dir.path().join("kmeans.json");
+    model.save(&path).unwrap();
+    let Model::KMeans(back) = Model::load(&path).unwrap() else {
+        panic!("a K-Means file must load as K-Means");
+    };
+    assert!(back.labels().is_empty());
+    assert_eq!(back.centroids(), model.centroids());
+    assert_eq!(back.inertia().to_bits(), model.inertia().to_bits());
+    assert_eq!(back.predict(&gpu, &x).unwrap(), model.labels());
+    assert_eq!(
+        back.transform(&gpu, &x).unwrap(),
+        model.transform(&gpu, &x).unwrap()
+    );
+}

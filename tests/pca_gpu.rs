@@ -365,3 +365,25 @@ fn bad_parameters_give_errors() {
         })
     ));
 }
+
+#[cfg(feature = "io")]
+#[test]
+fn fitted_models_round_trip_through_model_files_bit_for_bit() {
+    let gpu = gpu();
+    let dir = tempfile::tempdir().unwrap();
+    let x = random_matrix(300, 9, 21, -1.0, 3.0);
+    let m = Matrix::new(&x, 9).unwrap();
+    for (i, solver) in PcaSolver::ALL.into_iter().enumerate() {
+        let model = Pca::new(Components::Count(3))
+            .solver(solver)
+            .whiten(i % 2 == 1)
+            .fit(&gpu, &m)
+            .unwrap();
+        let path = dir.path().join(format!("{solver}.json"));
+        model.save(&path).unwrap();
+        let back = wgpu_unsupervised::PcaModel::load(&path).unwrap();
+        assert_eq!(back, model, "{solver}");
+        let z = model.transform(&gpu, &m).unwrap();
+        assert_eq!(back.transform(&gpu, &m).unwrap(), z);
+    }
+}

@@ -175,7 +175,7 @@ pub(crate) fn precision_cholesky_quoting(
 /// The covariances of given precisions (inverted per component), in the same layout, for
 /// `d` features. A precision that is not positive definite is an
 /// [`Error::InvalidParameter`] named `init` (given starting parameters are its only source).
-pub(crate) fn covariances_from_precisions(
+pub fn covariances_from_precisions(
     precisions: &[f64],
     covariance_type: CovarianceType,
     d: usize,

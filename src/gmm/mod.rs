@@ -76,7 +76,7 @@ pub mod math;
 mod model;
 mod workspace;
 
-#[cfg(feature = "serde")]
+#[cfg(feature = "io")]
 pub(crate) use model::GaussianMixtureModelFields;
 pub use model::{GaussianMixtureModel, GmmEvaluation};
 

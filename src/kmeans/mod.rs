@@ -44,7 +44,7 @@ mod model;
 pub use crate::gpu::GpuInput;
 pub(crate) use fit::plus_plus_seeds;
 pub use model::KMeansModel;
-#[cfg(feature = "serde")]
+#[cfg(feature = "io")]
 pub(crate) use model::KMeansModelFields;
 
 /// How the initial centroids are chosen.

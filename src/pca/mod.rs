@@ -45,7 +45,7 @@ mod power;
 
 pub use fit::covariance;
 pub use model::PcaModel;
-#[cfg(feature = "serde")]
+#[cfg(feature = "io")]
 pub(crate) use model::PcaModelFields;
 
 /// How many components to keep.

@@ -121,8 +121,11 @@ mod steps;
 mod tests;
 
 pub use sample::{n_parameters, sample};
-pub use steps::{compute_precision_cholesky, estep, estimate_log_gaussian_prob, mstep};
-pub(crate) use steps::{covariances_from_precisions, precision_cholesky_impl};
+pub(crate) use steps::precision_cholesky_impl;
+pub use steps::{
+    compute_precision_cholesky, covariances_from_precisions, estep, estimate_log_gaussian_prob,
+    mstep,
+};
 
 /// The outcome of one reference Gaussian-mixture fit.
 #[derive(Debug, Clone, PartialEq)]

@@ -329,7 +329,7 @@ pub fn mstep(
 }
 
 /// The covariances of given precisions (inverted per component), in the same layout.
-pub(crate) fn covariances_from_precisions(
+pub fn covariances_from_precisions(
     p: &InitialParameters,
     covariance_type: CovarianceType,
     d: usize,
