@@ -4,7 +4,7 @@
 //! use it).
 //!
 //! Every function renders the whole document in memory, then writes it atomically (a
-//! temporary file renamed over the target, as [`crate::io`] does when that feature is on),
+//! temporary file renamed over the target, as `io` does when that feature is on),
 //! so a failure never leaves a partial file. [`write_svg`] and [`padded_range`] are public
 //! so that the examples draw their own plots the same way.
 

@@ -60,18 +60,18 @@ pub(super) struct Workspace<'a> {
     pub(super) d: usize,
     pub(super) covariance_type: CovarianceType,
     segments: Vec<SegmentBuffers>,
-    pub(super) log_density: GpuVector<f32>,
-    pub(super) labels: GpuVector<u32>,
-    pub(super) block_rows: usize,
-    pub(super) n_blocks: usize,
-    pub(super) n_log_blocks: usize,
-    pub(super) means: wgpu::Buffer,
-    pub(super) precisions: wgpu::Buffer,
-    pub(super) log_const: wgpu::Buffer,
-    pub(super) shift: wgpu::Buffer,
-    pub(super) partials: wgpu::Buffer,
-    pub(super) totals: wgpu::Buffer,
-    pub(super) block_log_density: wgpu::Buffer,
+    log_density: GpuVector<f32>,
+    labels: GpuVector<u32>,
+    block_rows: usize,
+    n_blocks: usize,
+    n_log_blocks: usize,
+    means: wgpu::Buffer,
+    precisions: wgpu::Buffer,
+    log_const: wgpu::Buffer,
+    shift: wgpu::Buffer,
+    partials: wgpu::Buffer,
+    totals: wgpu::Buffer,
+    block_log_density: wgpu::Buffer,
 }
 
 impl<'a> Workspace<'a> {
@@ -179,7 +179,7 @@ impl<'a> Workspace<'a> {
         }
     }
 
-    pub(super) fn full(&self) -> bool {
+    fn full(&self) -> bool {
         matches!(
             self.covariance_type,
             CovarianceType::Full | CovarianceType::Tied
@@ -187,7 +187,7 @@ impl<'a> Workspace<'a> {
     }
 
     /// Sends means, precision factors and the constants cₖ = log πₖ − ½ D log 2π + log det Uₖ.
-    pub(super) fn write_parameters(&self, p: &Parameters) {
+    fn write_parameters(&self, p: &Parameters) {
         let (k, d) = (self.k, self.d);
         let u = &p.precisions_cholesky;
         let log_det: Vec<f64> = (0..k)
@@ -218,7 +218,7 @@ impl<'a> Workspace<'a> {
     }
 
     /// Records the E-step for the parameters last written.
-    pub(super) fn record_estep(&self, batch: &mut Batch<'_>) -> Result<()> {
+    fn record_estep(&self, batch: &mut Batch<'_>) -> Result<()> {
         let (k, d) = (self.k, self.d);
         let comps = Components {
             means: &self.means,
@@ -246,7 +246,7 @@ impl<'a> Workspace<'a> {
 
     /// Records the per-block sums of `moment` around the shifts in `self.shift`, folded into
     /// `self.totals`.
-    pub(super) fn record_moment(&self, batch: &mut Batch<'_>, moment: Moment) -> Result<()> {
+    fn record_moment(&self, batch: &mut Batch<'_>, moment: Moment) -> Result<()> {
         let (k, d) = (self.k, self.d);
         if moment == Moment::Scatter {
             // Entries below the diagonal are never written: they must read as zero.
@@ -280,15 +280,11 @@ impl<'a> Workspace<'a> {
     }
 
     /// Reads the folded sums of `moment` (f64).
-    pub(super) fn read_totals(
-        &self,
-        batch: &mut Batch<'_>,
-        moment: Moment,
-    ) -> crate::gpu::kernel::ReadHandle {
+    fn read_totals(&self, batch: &mut Batch<'_>, moment: Moment) -> crate::gpu::kernel::ReadHandle {
         batch.read(&self.totals, 0, (moment.outputs(self.k, self.d) * 4) as u64)
     }
 
-    pub(super) fn write_shift(&self, shift: &[f64]) {
+    fn write_shift(&self, shift: &[f64]) {
         let s: Vec<f32> = shift.iter().map(|&v| v as f32).collect();
         self.gpu
             .queue
@@ -296,7 +292,7 @@ impl<'a> Workspace<'a> {
     }
 
     /// The mean of the per-block sums of log p, in f64.
-    pub(super) fn mean_log_density(&self, block_sums: &[f32]) -> f64 {
+    fn mean_log_density(&self, block_sums: &[f32]) -> f64 {
         block_sums.iter().map(|&v| v as f64).sum::<f64>() / self.x.n_rows() as f64
     }
 
@@ -412,7 +408,7 @@ impl<'a> Workspace<'a> {
     }
 
     /// Records and runs one E-step for `p`; returns the mean log-likelihood.
-    pub(super) fn run_estep(&self, p: &Parameters) -> Result<f64> {
+    fn run_estep(&self, p: &Parameters) -> Result<f64> {
         let gpu = self.gpu;
         gpu.scoped("mixture evaluation", || {
             self.write_parameters(p);
