@@ -227,7 +227,7 @@ fn ref_side(
     cost: f64,
     opts: &Options,
 ) -> wgpu_unsupervised::Result<RefSide> {
-    let reference = model.as_reference();
+    let reference = refg::ReferenceGmm::from_model(model);
     let reps = if cost <= 1e7 { 3 } else { 1 };
     let (estep_ms, _) = median_ms(reps, || {
         Ok::<_, wgpu_unsupervised::Error>(refg::score(&reference, x64, d))

@@ -40,7 +40,7 @@ use std::time::Instant;
 
 use plotters::prelude::*;
 use wgpu_unsupervised::linalg::symmetric_eigen;
-use wgpu_unsupervised::reference::metrics::adjusted_rand_index;
+use wgpu_unsupervised::metrics::adjusted_rand_index;
 use wgpu_unsupervised::{
     datasets, plot, Components, CovarianceType, GaussianMixture, GaussianMixtureModel, Gpu,
     GpuMatrix, Matrix, Pca,

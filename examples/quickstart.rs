@@ -13,7 +13,7 @@
 
 use std::time::Instant;
 
-use wgpu_unsupervised::reference::metrics::adjusted_rand_index;
+use wgpu_unsupervised::metrics::adjusted_rand_index;
 use wgpu_unsupervised::{datasets, Gpu, KMeans, Matrix};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {

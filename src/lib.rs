@@ -5,7 +5,6 @@
 //! when there is no GPU at all. Every algorithm has a plain f64 CPU reference
 //! ([`reference`](mod@reference)) that the tests hold the GPU results against.
 //!
-//! Available now:
 //! - **K-Means** ([`KMeans`]): Lloyd iterations with nearest-centroid assignment and centroid
 //!   update on the GPU, greedy k-means++ or random init, restarts, empty-cluster repair;
 //! - **PCA** ([`Pca`]): covariance on the GPU, full eigendecomposition or block power
@@ -17,11 +16,10 @@
 //!   predict, probabilities, log-likelihood, sampling, BIC/AIC;
 //! - **evaluation** ([`metrics`]): silhouette (its O(N²) distance sums on the GPU),
 //!   Calinski–Harabasz, Davies–Bouldin, inertia, Rand and adjusted Rand indices;
-//! - **model selection** ([`selection`]): elbow, gap statistic, BIC/AIC over k, PCA spectrum.
-//! - **Evaluation and model selection** ([`metrics`], [`selection`]): silhouette (GPU),
-//!   Calinski–Harabasz, Davies–Bouldin, (adjusted) Rand index; elbow and gap-statistic
-//!   curves for K-Means, BIC/AIC curves for mixtures, the PCA spectrum; SVG plots of them
-//!   with the `cli` feature (`plot`).
+//! - **model selection** ([`selection`]): elbow, gap statistic, BIC/AIC over k, PCA spectrum,
+//!   with SVG plots of them (`plot`, feature `plot`);
+//! - **model files** (`model_file`, feature `io`): `save`/`load` on every model, a versioned
+//!   envelope, every model validated when it is deserialized.
 //!
 //! Every result is bitwise reproducible for a seed on a given adapter.
 //!
@@ -29,7 +27,7 @@
 //! use wgpu_unsupervised::{datasets, Gpu, KMeans, Matrix};
 //!
 //! let gpu = Gpu::new()?;                                   // best adapter on this machine
-//! let (rows, _species) = datasets::iris();                 // 150 x 4, row-major f32
+//! let (rows, _, _) = datasets::make_blobs(1000, 4, 3, 0.8, (-5.0, 5.0), 7)?;
 //! let x = Matrix::new(&rows, 4)?;                          // validated view, no copy
 //! let model = KMeans::new(3).n_init(4).seed(7).fit(&gpu, &x)?;
 //! println!("inertia {:.4} after {} iterations", model.inertia(), model.n_iter());
@@ -37,12 +35,36 @@
 //! # Ok::<(), wgpu_unsupervised::Error>(())
 //! ```
 //!
+//! ## Features
+//!
+//! The core (`--no-default-features`) is the GPU algorithms, their parameters and models,
+//! metrics, selection and the CPU reference, with generated data (`datasets::make_blobs`,
+//! `datasets::uniform`); it needs none of the optional dependencies.
+//!
+//! | feature | default | what it adds | dependencies |
+//! |---|---|---|---|
+//! | `serde` | yes | `Serialize`/`Deserialize` on parameters, models (validated when deserialized; training labels not written) and curves | serde |
+//! | `datasets` | yes | the bundled Iris and Digits data (`datasets::iris`, `datasets::digits`, ~470 KB compiled in) | npyz |
+//! | `io` | no | `.npy`/`.csv` matrices and labels (`io`), model files (`model_file`, `Model` with `load`/`save`), atomic writes | serde, npyz, serde_json, tempfile |
+//! | `plot` | no | SVG plots of the selection curves (`plot`) | plotters, tempfile |
+//! | `cli` | no | the `wgpu-unsupervised` program (`io` + `plot` + `datasets`) | clap |
+//!
 //! ## Layout
-//! - [`gpu`]: the host layer, the only code touching wgpu ([`Gpu`], [`GpuMatrix`]);
+//!
+//! - [`gpu`]: the host layer, the only code touching wgpu ([`Gpu`], [`GpuMatrix`],
+//!   [`GpuVector`], [`GpuInput`]: host or device data for every fit);
 //! - `kernels` (private): one wrapper per WGSL file in `shaders/`, same name;
-//! - [`kmeans`], [`pca`], [`gmm`]: the algorithms; [`metrics`] and [`selection`]: judging a
-//!   clustering and choosing k, K or M; [`reference`](mod@reference): the CPU oracle;
-//! - [`io`], [`datasets`]: files and bundled or generated data for the CLI and examples.
+//! - [`kmeans`], [`pca`], [`gmm`]: one folder per algorithm: `mod.rs` the parameters, `fit`
+//!   the device workspace and the fitting loop, `model` the fitted model with its `validate`
+//!   ([`gmm::math`]: the mixtures' host algebra: precision factors, parameter counts,
+//!   sampling);
+//! - [`metrics`] (silhouette on the GPU, host criteria, agreement) and [`selection`]:
+//!   judging a clustering and choosing k, K or M;
+//! - [`linalg`]: small dense host algebra in f64 (eigen, QR, Cholesky);
+//! - [`data`], [`error`], [`datasets`]: validated input views, the one [`Error`], data;
+//! - `io`, `model_file`, `plot`: files and pictures, behind features;
+//! - [`reference`](mod@reference): the CPU oracle, a leaf that nothing else in `src/`
+//!   uses; it has its own algebra so that it can catch bugs in the production math.
 //!
 //! ## Embedding
 //! [`Gpu::from_wgpu`] wraps your `wgpu::Device` and `Queue`; [`GpuMatrix::from_buffer`] views
@@ -51,31 +73,42 @@
 
 #![warn(missing_docs)]
 
+#[cfg(any(feature = "io", feature = "plot"))]
+mod atomic;
 pub mod data;
 pub mod datasets;
 pub mod error;
 pub mod gmm;
 pub mod gpu;
+#[cfg(feature = "io")]
 pub mod io;
 pub(crate) mod kernels;
 pub mod kmeans;
 pub mod linalg;
 pub mod metrics;
+#[cfg(feature = "io")]
+pub mod model_file;
+mod names;
+#[cfg(any(feature = "io", feature = "datasets"))]
+mod npy;
 pub mod pca;
-#[cfg(feature = "cli")]
+#[cfg(feature = "plot")]
 pub mod plot;
+mod random;
 pub mod reference;
 pub mod selection;
 
 pub use data::Matrix;
 pub use error::{Error, Result};
 pub use gmm::{CovarianceType, GaussianMixture, GaussianMixtureModel, GmmInit};
-pub use gpu::{Gpu, GpuInfo, GpuMatrix, GpuVector};
-pub use kmeans::{GpuInput, KMeans, KMeansInit, KMeansModel};
+pub use gpu::{Gpu, GpuInfo, GpuInput, GpuMatrix, GpuVector};
+pub use kmeans::{KMeans, KMeansInit, KMeansModel};
+#[cfg(feature = "io")]
+pub use model_file::Model;
 pub use pca::{Components, Pca, PcaModel, PcaSolver};
 pub use selection::{Criterion, Curve, GapCurve, Spectrum};
 
 /// README.md's example, compiled and run as a doctest so it cannot rot.
-#[cfg(doctest)]
+#[cfg(all(doctest, feature = "datasets"))]
 #[doc = include_str!("../README.md")]
 pub struct ReadmeExample;

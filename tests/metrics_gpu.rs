@@ -1,5 +1,6 @@
-//! Clustering criteria: the GPU silhouette against the f64 reference, every criterion against
-//! hand-computed cases.
+//! Clustering criteria: the GPU silhouette and the host criteria (Calinski–Harabasz,
+//! Davies–Bouldin, inertia, Rand and adjusted Rand indices) against the f64 reference, which
+//! implements them separately, and every criterion against hand-computed cases.
 
 mod common;
 
@@ -44,6 +45,126 @@ fn hand_computed_small_case() {
     assert!((metrics::rand_index(&labels, &other).unwrap() - 0.5).abs() < 1e-12);
     // ARI = 2 (TP·TN − FN·FP) / ((TP + FN)(FN + TN) + (TP + FP)(FP + TN)) = 0 / 18.
     assert!(metrics::adjusted_rand_index(&labels, &other).unwrap().abs() < 1e-12);
+}
+
+#[test]
+fn host_criteria_match_hand_computed_two_dimensional_cases() {
+    // Clusters {(0,0), (2,0)}, {(10,0), (10,2)}, {(0,10), (0,14)} (labels 7, 3, 9):
+    // centroids (1,0), (10,1), (0,12); overall mean (11/3, 13/3).
+    let rows = [
+        0.0f32, 0.0, 2.0, 0.0, 10.0, 0.0, 10.0, 2.0, 0.0, 10.0, 0.0, 14.0,
+    ];
+    let labels = [7u32, 7, 3, 3, 9, 9];
+    let x = Matrix::new(&rows, 2).unwrap();
+    // W = (1 + 1) + (1 + 1) + (4 + 4) = 12.
+    let inertia = metrics::inertia(&x, &labels).unwrap();
+    assert!((inertia - 12.0).abs() < 1e-12, "{inertia}");
+    // B = 2 (‖(−8/3, −13/3)‖² + ‖(19/3, −10/3)‖² + ‖(−11/3, 23/3)‖²) = 2 (233 + 461 + 650)/9;
+    // CH = (B / 2) / (W / 3) = 1344/36.
+    let ch = metrics::calinski_harabasz(&x, &labels).unwrap();
+    assert!((ch - 1344.0 / 36.0).abs() < 1e-12, "{ch}");
+    // S = 1, 1, 2; separations √82, √145, √221 (clusters 7–3, 7–9, 3–9); each cluster's
+    // worst ratio: 7: max(2/√82, 3/√145), 3: max(2/√82, 3/√221), 9: max(3/√145, 3/√221).
+    let (r73, r79, r39) = (2.0 / 82f64.sqrt(), 3.0 / 145f64.sqrt(), 3.0 / 221f64.sqrt());
+    let want = (r73.max(r79) + r73.max(r39) + r79.max(r39)) / 3.0;
+    let db = metrics::davies_bouldin(&x, &labels).unwrap();
+    assert!((db - want).abs() < 1e-12, "{db} vs {want}");
+}
+
+#[test]
+fn davies_bouldin_counts_coinciding_centroids_as_far_apart() {
+    // Clusters {−1, 1} and {−2, 2} share the centroid 0; {10, 12} has 11. S = 1, 2, 1;
+    // the shared centroid gives ratio 0 (scikit-learn), so the worst ratios are 2/11, 3/11
+    // and 3/11: DB = 8/33.
+    let rows = [-1.0f32, 1.0, -2.0, 2.0, 10.0, 12.0];
+    let labels = [0u32, 0, 1, 1, 2, 2];
+    let x = Matrix::new(&rows, 1).unwrap();
+    let db = metrics::davies_bouldin(&x, &labels).unwrap();
+    assert!((db - 8.0 / 33.0).abs() < 1e-12, "{db}");
+    let reference = refm::davies_bouldin(&to_f64(&rows), 1, &labels).unwrap();
+    assert!((reference - 8.0 / 33.0).abs() < 1e-12, "{reference}");
+    // Identical points: every spread is zero, DB 0 and CH 1 (scikit-learn's conventions).
+    let twice = [3.0f32, 3.0, 5.0, 5.0, 5.0];
+    let x = Matrix::new(&twice, 1).unwrap();
+    let labels = [0u32, 0, 1, 1, 1];
+    assert_eq!(metrics::davies_bouldin(&x, &labels).unwrap(), 0.0);
+    assert_eq!(metrics::calinski_harabasz(&x, &labels).unwrap(), 1.0);
+}
+
+#[test]
+fn agreement_matches_hand_counts() {
+    // {0,1}{2,3} against {0,1}{2}{3}: of 6 pairs, TP = 1, FN = 1 (2–3), FP = 0, TN = 4.
+    let a = [0u32, 0, 1, 1];
+    let b = [4u32, 4, 8, 6];
+    let ri = metrics::rand_index(&a, &b).unwrap();
+    assert!((ri - 5.0 / 6.0).abs() < 1e-15, "{ri}");
+    // ARI = 2 (1·4 − 1·0) / ((1 + 1)(1 + 4) + (1 + 0)(0 + 4)) = 8 / 14.
+    let ari = metrics::adjusted_rand_index(&a, &b).unwrap();
+    assert!((ari - 4.0 / 7.0).abs() < 1e-15, "{ari}");
+    assert_eq!(metrics::adjusted_rand_index(&b, &a).unwrap(), ari);
+    // No pair split differently: 1 by definition (one cluster each, or one point).
+    assert_eq!(
+        metrics::adjusted_rand_index(&[3, 3, 3], &[1, 1, 1]).unwrap(),
+        1.0
+    );
+    assert_eq!(metrics::rand_index(&[5], &[2]).unwrap(), 1.0);
+    assert!(matches!(
+        metrics::rand_index(&[], &[]),
+        Err(Error::EmptyData { .. })
+    ));
+}
+
+#[test]
+fn host_criteria_match_the_reference_on_random_labellings() {
+    let close = |a: f64, b: f64| (a - b).abs() <= 1e-12 * b.abs().max(1.0);
+    for (seed, n, d, k) in [
+        (1u64, 200, 3, 4),
+        (2, 57, 1, 2),
+        (3, 300, 17, 11),
+        (4, 40, 5, 39),
+    ] {
+        let (rows, truth, _) =
+            datasets::make_blobs(n, d, k.min(6), 1.5, (-5.0, 5.0), seed).unwrap();
+        let x = Matrix::new(&rows, d).unwrap();
+        let x64 = to_f64(&rows);
+        // Sparse, unordered label values; every cluster non-empty.
+        let labels: Vec<u32> = random_labels(n, k, seed + 20)
+            .iter()
+            .map(|&l| 1000 - 7 * l)
+            .collect();
+        let pairs = [
+            (
+                metrics::calinski_harabasz(&x, &labels).unwrap(),
+                refm::calinski_harabasz(&x64, d, &labels).unwrap(),
+            ),
+            (
+                metrics::davies_bouldin(&x, &labels).unwrap(),
+                refm::davies_bouldin(&x64, d, &labels).unwrap(),
+            ),
+            (
+                metrics::inertia(&x, &labels).unwrap(),
+                refm::inertia(&x64, d, &labels).unwrap(),
+            ),
+            (
+                metrics::rand_index(&truth, &labels).unwrap(),
+                refm::rand_index(&truth, &labels).unwrap(),
+            ),
+            (
+                metrics::adjusted_rand_index(&truth, &labels).unwrap(),
+                refm::adjusted_rand_index(&truth, &labels).unwrap(),
+            ),
+            (
+                metrics::adjusted_rand_index(&truth, &truth).unwrap(),
+                refm::adjusted_rand_index(&truth, &truth).unwrap(),
+            ),
+        ];
+        for (i, (got, want)) in pairs.into_iter().enumerate() {
+            assert!(
+                close(got, want),
+                "seed {seed}, criterion {i}: {got} vs {want}"
+            );
+        }
+    }
 }
 
 #[test]
@@ -167,6 +288,7 @@ fn sampled_silhouette_is_the_reference_on_the_sample_and_repeatable() {
     assert_eq!(all.rows.len(), 4000);
 }
 
+#[cfg(feature = "datasets")]
 #[test]
 fn criteria_match_reference_and_evaluate_collects_them() {
     let gpu = gpu();

@@ -107,7 +107,7 @@ fn bic_picks_the_true_k_of_a_well_separated_mixture() {
 #[test]
 fn pca_spectrum_cumulates_to_one() {
     let gpu = gpu();
-    let (rows, _) = datasets::iris();
+    let (rows, _, _) = datasets::make_blobs(300, 4, 3, 1.0, (-4.0, 4.0), 5).unwrap();
     let x = Matrix::new(&rows, 4).unwrap();
     let model = Pca::new(wgpu_unsupervised::Components::Count(4))
         .fit(&gpu, &x)

@@ -1,10 +1,12 @@
-//! The device side of a Gaussian-mixture fit: the buffers of one data matrix, the E-step and
-//! M-step passes over it, and the EM loop (algorithm and formulas in the parent module).
+//! The device side of a Gaussian-mixture fit or evaluation: the buffers of one data matrix
+//! and the passes over it (E-step, M-step moment sums, one-hot or uploaded
+//! responsibilities); the EM loop that drives them is in `fit` (formulas in the parent
+//! module).
 
+use super::GmmEvaluation;
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 
-use super::{GaussianMixture, GmmEvaluation, GmmInit};
 use crate::error::{Error, Result};
 use crate::gmm::CovarianceType;
 use crate::gpu::buffer::{check_budget, Chunk};
@@ -12,10 +14,9 @@ use crate::gpu::kernel::Batch;
 use crate::gpu::{Gpu, GpuMatrix, GpuVector};
 use crate::kernels::gmm_estep::{self, Components, RowOutputs, Segment, NORMALIZE_ROWS};
 use crate::kernels::gmm_mstep::{self, Blocks, Moment};
-use crate::kernels::{reduce, rows};
-use crate::reference::gmm as reference;
+use crate::kernels::reduce;
 
-/// Mixture parameters in f64 (layouts of the reference).
+/// Mixture parameters in f64 (layouts in [`super::math`]).
 #[derive(Debug, Clone)]
 pub(super) struct Parameters {
     pub weights: Vec<f64>,
@@ -53,11 +54,11 @@ const MIN_BLOCK_ROWS: usize = 256;
 
 /// Device buffers for evaluating or fitting a mixture on one data matrix.
 pub(super) struct Workspace<'a> {
-    gpu: &'a Gpu,
-    x: &'a GpuMatrix,
-    k: usize,
-    d: usize,
-    covariance_type: CovarianceType,
+    pub(super) gpu: &'a Gpu,
+    pub(super) x: &'a GpuMatrix,
+    pub(super) k: usize,
+    pub(super) d: usize,
+    pub(super) covariance_type: CovarianceType,
     segments: Vec<SegmentBuffers>,
     log_density: GpuVector<f32>,
     labels: GpuVector<u32>,
@@ -76,7 +77,7 @@ pub(super) struct Workspace<'a> {
 impl<'a> Workspace<'a> {
     /// Buffers for `x` and K components: responsibilities, per-row outputs, parameters, and
     /// with `with_mstep` (fits) the per-block M-step sums, which evaluation does not need.
-    pub fn new(
+    pub(super) fn new(
         gpu: &'a Gpu,
         x: &'a GpuMatrix,
         k: usize,
@@ -297,7 +298,7 @@ impl<'a> Workspace<'a> {
 
     /// One submission: the E-step for `p`, then Σ r and Σ r (x − μ) around p's means.
     /// Returns the mean log-likelihood and the first-moment sums (K x (D + 1)).
-    fn estep_and_first_moments(&self, p: &Parameters) -> Result<(f64, Vec<f64>)> {
+    pub(super) fn estep_and_first_moments(&self, p: &Parameters) -> Result<(f64, Vec<f64>)> {
         let gpu = self.gpu;
         gpu.scoped("mixture E-step", || {
             self.write_parameters(p);
@@ -314,7 +315,7 @@ impl<'a> Workspace<'a> {
     }
 
     /// Σ r and Σ r (x − shift) for the responsibilities on the device (K x (D + 1)).
-    fn first_moments(&self, shift: &[f64]) -> Result<Vec<f64>> {
+    pub(super) fn first_moments(&self, shift: &[f64]) -> Result<Vec<f64>> {
         let gpu = self.gpu;
         gpu.scoped("mixture first moments", || {
             self.write_shift(shift);
@@ -327,7 +328,7 @@ impl<'a> Workspace<'a> {
 
     /// The centred second moments around `means`: K x D² scatter (Full, Tied) or K x (D + 1)
     /// diagonal sums (Diag, Spherical).
-    fn second_moments(&self, means: &[f64]) -> Result<Vec<f64>> {
+    pub(super) fn second_moments(&self, means: &[f64]) -> Result<Vec<f64>> {
         let gpu = self.gpu;
         let moment = if self.full() {
             Moment::Scatter
@@ -343,96 +344,8 @@ impl<'a> Workspace<'a> {
         })
     }
 
-    /// The M-step from first-moment sums around `shift`: weights and means on the host, the
-    /// centred covariances from a second pass, then the precision factors.
-    fn mstep_from(&self, first: &[f64], shift: &[f64], reg_covar: f64) -> Result<Parameters> {
-        let (k, d) = (self.k, self.d);
-        let nk: Vec<f64> = (0..k)
-            .map(|c| first[c * (d + 1) + d].max(0.0) + 10.0 * f64::EPSILON)
-            .collect();
-        let total: f64 = nk.iter().sum();
-        let weights: Vec<f64> = nk.iter().map(|v| v / total).collect();
-        let means: Vec<f64> = (0..k * d)
-            .map(|e| {
-                let (c, j) = (e / d, e % d);
-                shift[e] + first[c * (d + 1) + j] / nk[c]
-            })
-            .collect();
-        let second = self.second_moments(&means)?;
-        let covariances = match self.covariance_type {
-            CovarianceType::Full | CovarianceType::Tied => {
-                // Mirror the upper triangle the kernel wrote.
-                let scatter = |c: usize, i: usize, j: usize| {
-                    let (a, b) = if j >= i { (i, j) } else { (j, i) };
-                    second[c * d * d + a * d + b]
-                };
-                if self.covariance_type == CovarianceType::Full {
-                    let mut cov = Vec::with_capacity(k * d * d);
-                    for (c, n) in nk.iter().enumerate() {
-                        for i in 0..d {
-                            for j in 0..d {
-                                let reg = if i == j { reg_covar } else { 0.0 };
-                                cov.push(scatter(c, i, j) / n + reg);
-                            }
-                        }
-                    }
-                    cov
-                } else {
-                    let mut cov = Vec::with_capacity(d * d);
-                    for i in 0..d {
-                        for j in 0..d {
-                            let s: f64 = (0..k).map(|c| scatter(c, i, j)).sum();
-                            let reg = if i == j { reg_covar } else { 0.0 };
-                            cov.push(s / total + reg);
-                        }
-                    }
-                    cov
-                }
-            }
-            CovarianceType::Diag | CovarianceType::Spherical => {
-                let var = |c: usize, j: usize| second[c * (d + 1) + j] / nk[c] + reg_covar;
-                if self.covariance_type == CovarianceType::Diag {
-                    (0..k * d).map(|e| var(e / d, e % d)).collect()
-                } else {
-                    (0..k)
-                        .map(|c| (0..d).map(|j| var(c, j)).sum::<f64>() / d as f64)
-                        .collect()
-                }
-            }
-        };
-        let precisions_cholesky = reference::precision_cholesky_impl(
-            &covariances,
-            self.covariance_type,
-            k,
-            d,
-            Some(reg_covar),
-        )?;
-        Ok(Parameters {
-            weights,
-            means,
-            covariances,
-            precisions_cholesky,
-        })
-    }
-
-    /// The M-step for the responsibilities on the device, shifting the first moments by
-    /// `shift` (K x D) or, without one, by the first row of the data for every component.
-    pub fn mstep(&self, shift: Option<&[f64]>, reg_covar: f64) -> Result<Parameters> {
-        let shift = match shift {
-            Some(s) => s.to_vec(),
-            None => {
-                let row = rows::read_rows(self.gpu, self.x, &[0])?;
-                (0..self.k)
-                    .flat_map(|_| row.iter().map(|&v| v as f64))
-                    .collect()
-            }
-        };
-        let first = self.first_moments(&shift)?;
-        self.mstep_from(&first, &shift, reg_covar)
-    }
-
     /// Copies host responsibilities (N x K, row-major) to the device.
-    pub fn upload_responsibilities(&self, resp: &[f32]) -> Result<()> {
+    pub(super) fn upload_responsibilities(&self, resp: &[f32]) -> Result<()> {
         self.gpu.scoped("uploading responsibilities", || {
             for s in &self.segments {
                 let start = (self.x.chunks()[s.chunk].row_start + s.first) * self.k;
@@ -445,8 +358,32 @@ impl<'a> Workspace<'a> {
         })
     }
 
+    /// Uniform random responsibilities, normalised per row: N x K uniforms drawn from `rng`
+    /// in row order (the CPU oracle's stream, so both start from the same point), segment by
+    /// segment (segments are in row order) to bound host memory.
+    pub(super) fn random_responsibilities(&self, rng: &mut ChaCha8Rng) {
+        let k = self.k;
+        for s in &self.segments {
+            let mut resp = Vec::with_capacity(s.n_rows * k);
+            for _ in 0..s.n_rows {
+                let row: Vec<f64> = (0..k).map(|_| rng.random::<f64>()).collect();
+                let sum: f64 = row.iter().sum();
+                resp.extend(row.iter().map(|v| {
+                    if sum > 0.0 {
+                        (v / sum) as f32
+                    } else {
+                        1.0 / k as f32
+                    }
+                }));
+            }
+            self.gpu
+                .queue
+                .write_buffer(&s.resp, 0, bytemuck::cast_slice(&resp));
+        }
+    }
+
     /// One-hot responsibilities of host labels.
-    fn responsibilities_from_labels(&self, labels: &[u32]) -> Result<()> {
+    pub(super) fn responsibilities_from_labels(&self, labels: &[u32]) -> Result<()> {
         let gpu = self.gpu;
         gpu.scoped("one-hot responsibilities", || {
             let mut batch = Batch::new(gpu, "one-hot responsibilities");
@@ -470,103 +407,6 @@ impl<'a> Workspace<'a> {
         })
     }
 
-    /// The starting parameters of one initialisation (module docs of the reference).
-    pub fn initial_parameters(
-        &self,
-        params: &GaussianMixture,
-        rng: &mut ChaCha8Rng,
-    ) -> Result<Parameters> {
-        let (k, d) = (self.k, self.d);
-        match &params.init {
-            GmmInit::KMeans => {
-                let km = crate::kmeans::KMeans::new(k)
-                    .n_init(1)
-                    .seed(rng.random::<u64>())
-                    .fit(self.gpu, self.x)?;
-                self.responsibilities_from_labels(km.labels())?;
-            }
-            GmmInit::KMeansPlusPlus => {
-                let seeds = crate::kmeans::plus_plus_seeds(self.gpu, self.x, k, rng)?;
-                let labels = crate::kmeans::KMeansModel::from_centroids(seeds, d)?
-                    .predict(self.gpu, self.x)?;
-                self.responsibilities_from_labels(&labels)?;
-            }
-            GmmInit::Random => {
-                // The reference's stream: N x K uniforms in row order, normalised per row;
-                // drawn segment by segment (segments are in row order) to bound host memory.
-                for s in &self.segments {
-                    let mut resp = Vec::with_capacity(s.n_rows * k);
-                    for _ in 0..s.n_rows {
-                        let row: Vec<f64> = (0..k).map(|_| rng.random::<f64>()).collect();
-                        let sum: f64 = row.iter().sum();
-                        resp.extend(row.iter().map(|v| {
-                            if sum > 0.0 {
-                                (v / sum) as f32
-                            } else {
-                                1.0 / k as f32
-                            }
-                        }));
-                    }
-                    self.gpu
-                        .queue
-                        .write_buffer(&s.resp, 0, bytemuck::cast_slice(&resp));
-                }
-            }
-            GmmInit::Given(g) => {
-                let covariances =
-                    reference::covariances_from_precisions(g, self.covariance_type, d)?;
-                let precisions_cholesky = reference::precision_cholesky_impl(
-                    &covariances,
-                    self.covariance_type,
-                    k,
-                    d,
-                    Some(params.reg_covar),
-                )?;
-                return Ok(Parameters {
-                    weights: g.weights.clone(),
-                    means: g.means.clone(),
-                    covariances,
-                    precisions_cholesky,
-                });
-            }
-        }
-        self.mstep(None, params.reg_covar)
-    }
-
-    /// EM from `start` until the lower bound changes by less than `tol` or `max_iter` runs out.
-    pub fn em(&self, start: Parameters, params: &GaussianMixture) -> Result<Run> {
-        let mut p = start;
-        let mut lower_bound = f64::NEG_INFINITY;
-        let mut history = Vec::new();
-        let mut converged = false;
-        let mut n_iter = 0;
-        for iter in 1..=params.max_iter {
-            let prev = lower_bound;
-            let (lb, first) = self.estep_and_first_moments(&p)?;
-            lower_bound = lb;
-            if !lower_bound.is_finite() {
-                return Err(Error::invalid(
-                    "x",
-                    "the log-likelihood is not finite (data of extreme scale?); rescale the data",
-                ));
-            }
-            p = self.mstep_from(&first, &p.means, params.reg_covar)?;
-            history.push(lower_bound);
-            n_iter = iter;
-            if (lower_bound - prev).abs() < params.tol {
-                converged = true;
-                break;
-            }
-        }
-        Ok(Run {
-            parameters: p,
-            converged,
-            n_iter,
-            lower_bound,
-            history,
-        })
-    }
-
     /// Records and runs one E-step for `p`; returns the mean log-likelihood.
     fn run_estep(&self, p: &Parameters) -> Result<f64> {
         let gpu = self.gpu;
@@ -581,13 +421,13 @@ impl<'a> Workspace<'a> {
     }
 
     /// The most probable component of every row under `p`.
-    pub fn labels(&self, p: &Parameters) -> Result<Vec<u32>> {
+    pub(super) fn labels(&self, p: &Parameters) -> Result<Vec<u32>> {
         self.run_estep(p)?;
         self.labels.to_host(self.gpu)
     }
 
     /// One E-step for `p`, its outputs left on the device.
-    pub fn evaluate(&self, p: &Parameters) -> Result<GmmEvaluation> {
+    pub(super) fn evaluate(&self, p: &Parameters) -> Result<GmmEvaluation> {
         let mean_log_likelihood = self.run_estep(p)?;
         let chunks = self
             .segments

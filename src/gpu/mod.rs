@@ -3,6 +3,8 @@
 //! - [`context`]: [`Gpu`], the adapter and device, error scopes, device-loss tracking;
 //! - [`buffer`]: [`GpuMatrix`] (N x D rows on the device, in chunks that respect the device's
 //!   binding limits) and [`GpuVector`] (per-row results kept on the device);
+//! - [`input`]: [`GpuInput`], what every fit, predict and transform accepts (a host
+//!   [`Matrix`](crate::Matrix) or a [`GpuMatrix`]);
 //! - `shaders`: the table `build.rs` generates from the composed WGSL (below);
 //! - `pipeline`: shader modules, bind-group and pipeline layouts and pipelines, made once per
 //!   device from that table and cached;
@@ -36,6 +38,7 @@
 
 pub mod buffer;
 pub mod context;
+pub mod input;
 pub mod kernel;
 pub(crate) mod pipeline;
 pub(crate) mod shaders;
@@ -43,6 +46,7 @@ pub(crate) mod uniforms;
 
 pub use buffer::{GpuMatrix, GpuVector};
 pub use context::{Gpu, GpuInfo};
+pub use input::GpuInput;
 
 #[cfg(test)]
 pub(crate) mod tests;

@@ -46,7 +46,8 @@
 //!
 //! as scikit-learn's silhouette_samples, calinski_harabasz_score and davies_bouldin_score
 //! (labels are used as given: cluster ids are the distinct values, K their count; CH is 1 and
-//! DB 0 when every within-cluster distance is zero, as there).
+//! DB 0 when every within-cluster distance is zero, and two clusters with the same centroid
+//! count as infinitely far apart in DB, as there).
 
 use std::collections::HashMap;
 
@@ -291,8 +292,9 @@ pub fn davies_bouldin(x: &[f64], d: usize, labels: &[u32]) -> Result<f64> {
             .filter(|&o| o != c)
             .map(|o| {
                 let sep = distance(&mu[c * d..(c + 1) * d], &mu[o * d..(o + 1) * d]);
+                // scikit-learn sets a zero centroid distance to infinity: ratio 0.
                 if sep == 0.0 {
-                    f64::INFINITY
+                    0.0
                 } else {
                     (scatter[c] + scatter[o]) / sep
                 }

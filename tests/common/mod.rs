@@ -4,6 +4,8 @@
 
 use wgpu_unsupervised::Gpu;
 
+pub mod gmm;
+
 /// The best adapter, or a panic that says why there is none.
 pub fn gpu() -> Gpu {
     Gpu::new().unwrap_or_else(|e| {

@@ -1,37 +1,16 @@
-//! Judging a clustering: internal criteria (silhouette, Calinski–Harabasz, Davies–Bouldin,
-//! inertia) and agreement with a reference labelling (Rand index, adjusted Rand index).
-//!
-//! The formulas are those of [`crate::reference::metrics`] (scikit-learn's definitions). The
-//! silhouette coefficient of Rousseeuw (1987),
-//!
-//! ```text
-//! a(i) = mean distance from i to the other members of its cluster
-//! b(i) = min over the other clusters c of the mean distance from i to the members of c
-//! s(i) = (b(i) − a(i)) / max(a(i), b(i))      (0 for a point alone in its cluster)
-//! ```
-//!
-//! needs the distance between every pair of points, O(N² D) work: [`silhouette`] does it on
-//! the GPU without ever holding the N x N distances. The rows are sorted by cluster on the
-//! device, each cluster is cut into pieces of at most 2048 rows, and a tiled kernel
-//! (`shaders/silhouette.wgsl`) sums the Euclidean distances from every point to every piece;
-//! the host adds the pieces of each cluster in f64 and forms a(i), b(i) and s(i). With
-//! `sample_size`, as scikit-learn, the coefficient is that of a random subset of the rows
-//! (drawn with a seeded ChaCha8 generator), which bounds the work for very large N.
-//!
-//! The other criteria are one pass over the data (O(N D)) and run on the host in f64 from a
-//! host [`Matrix`].
+//! The silhouette coefficient on the GPU: rows sorted by cluster on the device, distance sums
+//! from every query row to pieces of each cluster, a(i), b(i) and s(i) on the host (parent
+//! module docs).
 
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
-use crate::data::Matrix;
+use super::{check_cluster_count, check_label_count, cluster_index};
 use crate::error::{Error, Result};
 use crate::gpu::buffer::{check_budget, Chunk};
 use crate::gpu::kernel::Batch;
-use crate::gpu::{Gpu, GpuMatrix};
+use crate::gpu::{Gpu, GpuInput, GpuMatrix};
 use crate::kernels::{rows, silhouette as kernel};
-use crate::kmeans::GpuInput;
-use crate::reference::metrics as reference;
 
 /// Rows of one cluster summed by one dispatch at most: bounds the f32 sums of distances.
 const PIECE_ROWS: usize = 2048;
@@ -54,18 +33,6 @@ pub struct Silhouette {
     pub per_cluster: Vec<f64>,
 }
 
-/// Distinct labels in increasing order and each label's position among them.
-fn cluster_index(labels: &[u32]) -> (Vec<u32>, Vec<usize>) {
-    let mut ids = labels.to_vec();
-    ids.sort_unstable();
-    ids.dedup();
-    let index = labels
-        .iter()
-        .map(|l| ids.binary_search(l).unwrap_or(0))
-        .collect();
-    (ids, index)
-}
-
 /// The silhouette coefficient of every row (or of a random sample of `sample_size` rows,
 /// drawn with `seed`), computed on the GPU (module docs).
 ///
@@ -81,12 +48,7 @@ pub fn silhouette(
     seed: u64,
 ) -> Result<Silhouette> {
     let (n, _) = x.shape();
-    if labels.len() != n {
-        return Err(Error::invalid(
-            "labels",
-            format!("{} labels for {n} rows", labels.len()),
-        ));
-    }
+    check_label_count(labels, n)?;
     let rows: Vec<usize> = match sample_size {
         Some(m) if m < 2 => {
             return Err(Error::invalid(
@@ -106,12 +68,7 @@ pub fn silhouette(
     let sub_labels: Vec<u32> = rows.iter().map(|&r| labels[r]).collect();
     let (clusters, index) = cluster_index(&sub_labels);
     let k = clusters.len();
-    if k < 2 || k >= m {
-        return Err(Error::invalid(
-            "labels",
-            format!("the silhouette needs 2 <= clusters <= N - 1; got {k} clusters for N = {m}"),
-        ));
-    }
+    check_cluster_count("the silhouette", k, m)?;
     // Positions in `rows`, ordered by cluster (stable, so by row within a cluster).
     let mut order: Vec<usize> = (0..m).collect();
     order.sort_by_key(|&i| index[i]);
@@ -288,72 +245,4 @@ fn cluster_sums(gpu: &Gpu, x: &GpuMatrix, sizes: &[usize]) -> Result<Vec<f64>> {
         q0 = q1;
     }
     Ok(out)
-}
-
-/// Calinski–Harabasz index of a labelling of `x` (higher is better), in f64 on the host.
-///
-/// Errors: labels of the wrong length, fewer than 2 or more than N − 1 clusters.
-pub fn calinski_harabasz(x: &Matrix<'_>, labels: &[u32]) -> Result<f64> {
-    reference::calinski_harabasz(&x.to_f64(), x.n_features(), labels)
-}
-
-/// Davies–Bouldin index of a labelling of `x` (lower is better), in f64 on the host.
-///
-/// Errors: labels of the wrong length, fewer than 2 or more than N − 1 clusters.
-pub fn davies_bouldin(x: &Matrix<'_>, labels: &[u32]) -> Result<f64> {
-    reference::davies_bouldin(&x.to_f64(), x.n_features(), labels)
-}
-
-/// Within-cluster sum of squares Σᵢ ‖xᵢ − μ_{C(i)}‖² around the clusters' means, in f64.
-///
-/// Errors: labels of the wrong length.
-pub fn inertia(x: &Matrix<'_>, labels: &[u32]) -> Result<f64> {
-    reference::inertia(&x.to_f64(), x.n_features(), labels)
-}
-
-pub use reference::{adjusted_rand_index, rand_index};
-
-/// The criteria of one labelling, as the CLI's `evaluate` prints them.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Evaluation {
-    /// Mean silhouette coefficient (GPU).
-    pub silhouette: f64,
-    /// Calinski–Harabasz index.
-    pub calinski_harabasz: f64,
-    /// Davies–Bouldin index.
-    pub davies_bouldin: f64,
-    /// Within-cluster sum of squares around the clusters' means.
-    pub inertia: f64,
-    /// Rand index against the given truth, if any.
-    pub rand_index: Option<f64>,
-    /// Adjusted Rand index against the given truth, if any.
-    pub adjusted_rand_index: Option<f64>,
-}
-
-/// All criteria of `labels` on `x`, and the agreement with `truth` when given; the
-/// silhouette on at most `sample_size` rows when given (seeded by `seed`).
-pub fn evaluate(
-    gpu: &Gpu,
-    x: &Matrix<'_>,
-    labels: &[u32],
-    truth: Option<&[u32]>,
-    sample_size: Option<usize>,
-    seed: u64,
-) -> Result<Evaluation> {
-    let silhouette = silhouette(gpu, x, labels, sample_size, seed)?.score;
-    let (rand_index, adjusted_rand_index) = match truth {
-        Some(t) => (
-            Some(reference::rand_index(t, labels)?),
-            Some(reference::adjusted_rand_index(t, labels)?),
-        ),
-        None => (None, None),
-    };
-    Ok(Evaluation {
-        silhouette,
-        calinski_harabasz: calinski_harabasz(x, labels)?,
-        davies_bouldin: davies_bouldin(x, labels)?,
-        inertia: inertia(x, labels)?,
-        rand_index,
-        adjusted_rand_index,
-    })
 }

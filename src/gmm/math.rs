@@ -1,0 +1,336 @@
+//! Host math of Gaussian mixtures in f64: parameter layouts and counts, the Cholesky factors
+//! of the precisions, covariances of given precisions, and sampling.
+//!
+//! **Layouts** (scikit-learn's): covariances and precision factors hold K·D² values (`Full`,
+//! K blocks D x D row-major), D² (`Tied`), K·D (`Diag`) or K (`Spherical`).
+//!
+//! **Precision Cholesky factors.** Each component is evaluated through a factor Uₖ of its
+//! precision, Σₖ⁻¹ = Uₖ Uₖᵀ, never through Σₖ⁻¹ itself. For `Full` and `Tied`, with the
+//! lower Cholesky factor Σₖ = Lₖ Lₖᵀ, Uₖ = (Lₖ⁻¹)ᵀ is upper triangular (forward substitution
+//! for the columns of Lₖ⁻¹); for `Diag` and `Spherical` the factors are the reciprocal standard
+//! deviations 1/σ. A covariance that is not positive definite (a failed pivot, a variance
+//! ≤ 0, or a pivot so small that its reciprocal overflows) is an error naming the component.
+//!
+//! **Free parameters** (scikit-learn's `_n_parameters`): covariance values (Full K·D(D+1)/2,
+//! Tied D(D+1)/2, Diag K·D, Spherical K) + K·D means + K − 1 weights; the BIC and AIC count
+//! them.
+//!
+//! **Sampling** draws each sample's component from the categorical distribution on π (so
+//! the counts are multinomial), then x = μₖ + Lₖ z with z standard normal (Box–Muller), σ z
+//! for Diag/Spherical. As scikit-learn, the samples come grouped by component.
+//!
+//! The GPU fit and the model use these functions; the CPU oracle has its own independent
+//! implementation, and the tests hold the two against each other.
+
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+use super::CovarianceType;
+use crate::error::{Error, Result};
+use crate::linalg;
+use crate::random::StandardNormal;
+
+/// Number of covariance (and precision-factor) values of a mixture of `k` components of `d`
+/// features, or `None` when it overflows `usize` (a model file can claim any sizes).
+pub fn covariance_len(covariance_type: CovarianceType, k: usize, d: usize) -> Option<usize> {
+    match covariance_type {
+        CovarianceType::Full => k.checked_mul(d)?.checked_mul(d),
+        CovarianceType::Tied => d.checked_mul(d),
+        CovarianceType::Diag => k.checked_mul(d),
+        CovarianceType::Spherical => Some(k),
+    }
+}
+
+/// Values per component block of the covariances and factors: D² (Full, Tied), D (Diag) or
+/// 1 (Spherical).
+pub(crate) fn block_len(covariance_type: CovarianceType, d: usize) -> usize {
+    match covariance_type {
+        CovarianceType::Full | CovarianceType::Tied => d * d,
+        CovarianceType::Diag => d,
+        CovarianceType::Spherical => 1,
+    }
+}
+
+/// Number of free parameters of a mixture of `k` components of `d` features (module docs);
+/// 0 for no components.
+pub fn n_parameters(covariance_type: CovarianceType, k: usize, d: usize) -> usize {
+    if k == 0 {
+        return 0;
+    }
+    let tri = d * (d + 1) / 2;
+    let cov = match covariance_type {
+        CovarianceType::Full => k * tri,
+        CovarianceType::Tied => tri,
+        CovarianceType::Diag => k * d,
+        CovarianceType::Spherical => k,
+    };
+    cov + k * d + k - 1
+}
+
+/// (L⁻¹)ᵀ for a lower-triangular, non-singular d x d row-major L (upper triangular).
+fn inverse_lower_transposed(l: &[f64], d: usize) -> Vec<f64> {
+    let mut u = vec![0.0; d * d];
+    let mut y = vec![0.0; d];
+    for col in 0..d {
+        // Column `col` of L⁻¹ by forward substitution on L y = e_col; y_i = 0 for i < col.
+        for i in col..d {
+            let mut s = if i == col { 1.0 } else { 0.0 };
+            for j in col..i {
+                s -= l[i * d + j] * y[j];
+            }
+            y[i] = s / l[i * d + i];
+        }
+        // (L⁻¹)[i][col] = y_i, so the transpose holds it at [col][i].
+        for i in col..d {
+            u[col * d + i] = y[i];
+        }
+    }
+    u
+}
+
+/// The Cholesky factors of the precisions of `covariances` (module docs):
+/// scikit-learn's `_compute_precision_cholesky`, for `k` components of `d` features.
+///
+/// Errors: [`Error::InvalidParameter`] named `reg_covar` when a covariance is not positive
+/// definite, naming the component (the tied covariance for `Tied`); named `covariances` for
+/// a wrong length or a non-finite value, `n_features` for d = 0. The result is never NaN.
+pub fn precision_cholesky(
+    covariances: &[f64],
+    covariance_type: CovarianceType,
+    k: usize,
+    d: usize,
+) -> Result<Vec<f64>> {
+    precision_cholesky_quoting(covariances, covariance_type, k, d, None)
+}
+
+/// [`precision_cholesky`], quoting the `reg_covar` in use (when given) in the error, so a
+/// failing fit says how far it has already regularised.
+pub(crate) fn precision_cholesky_quoting(
+    covariances: &[f64],
+    covariance_type: CovarianceType,
+    k: usize,
+    d: usize,
+    reg_covar: Option<f64>,
+) -> Result<Vec<f64>> {
+    if d == 0 {
+        return Err(Error::invalid("n_features", "must be at least 1"));
+    }
+    let expected = covariance_len(covariance_type, k, d);
+    if expected != Some(covariances.len()) {
+        return Err(Error::invalid(
+            "covariances",
+            format!(
+                "expected {} values for {covariance_type:?} covariances of {k} components and \
+                 {d} features, got {}",
+                expected.map_or("too many".to_string(), |e| e.to_string()),
+                covariances.len()
+            ),
+        ));
+    }
+    if let Some(i) = covariances.iter().position(|v| !v.is_finite()) {
+        return Err(Error::invalid(
+            "covariances",
+            format!("non-finite value {} at index {i}", covariances[i]),
+        ));
+    }
+    let not_pd = |which: String| {
+        let now = reg_covar.map_or_else(String::new, |r| format!(" (now {r:e})"));
+        Error::invalid(
+            "reg_covar",
+            format!("{which} is not positive definite; increase reg_covar{now}"),
+        )
+    };
+    let component = |c: usize| match covariance_type {
+        CovarianceType::Tied => "tied covariance (shared by all components)".to_string(),
+        _ => format!("covariance of component {c}"),
+    };
+
+    let mut out = Vec::with_capacity(covariances.len());
+    match covariance_type {
+        CovarianceType::Full | CovarianceType::Tied => {
+            for (c, block) in covariances.chunks_exact(d * d).enumerate() {
+                let l = linalg::cholesky_lower(block, d).map_err(|_| not_pd(component(c)))?;
+                let u = inverse_lower_transposed(&l, d);
+                // A pivot so small that its reciprocal overflows is as good as zero.
+                if u.iter().any(|v| !v.is_finite()) {
+                    return Err(not_pd(component(c)));
+                }
+                out.extend(u);
+            }
+        }
+        CovarianceType::Diag | CovarianceType::Spherical => {
+            let per = block_len(covariance_type, d);
+            for (i, &v) in covariances.iter().enumerate() {
+                let p = 1.0 / v.sqrt();
+                if !(v > 0.0 && p.is_finite()) {
+                    return Err(not_pd(component(i / per)));
+                }
+                out.push(p);
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The covariances of given precisions (inverted per component), in the same layout, for
+/// `d` features. A precision that is not positive definite is an
+/// [`Error::InvalidParameter`] named `init` (given starting parameters are its only source).
+pub fn covariances_from_precisions(
+    precisions: &[f64],
+    covariance_type: CovarianceType,
+    d: usize,
+) -> Result<Vec<f64>> {
+    let bad = |c: usize| {
+        Error::invalid(
+            "init",
+            match covariance_type {
+                CovarianceType::Tied => "the given tied precision is not positive definite".into(),
+                _ => format!("the given precision of component {c} is not positive definite"),
+            },
+        )
+    };
+    match covariance_type {
+        CovarianceType::Full | CovarianceType::Tied => {
+            let mut out = Vec::with_capacity(precisions.len());
+            for (c, block) in precisions.chunks_exact(d * d).enumerate() {
+                // P = C Cᵀ, so Σ = P⁻¹ = C⁻ᵀ C⁻¹ = V Vᵀ with V = (C⁻¹)ᵀ.
+                let chol = linalg::cholesky_lower(block, d).map_err(|_| bad(c))?;
+                let v = inverse_lower_transposed(&chol, d);
+                for i in 0..d {
+                    for j in 0..d {
+                        out.push((0..d).map(|t| v[i * d + t] * v[j * d + t]).sum());
+                    }
+                }
+            }
+            if out.iter().any(|v: &f64| !v.is_finite()) {
+                return Err(bad(0));
+            }
+            Ok(out)
+        }
+        CovarianceType::Diag | CovarianceType::Spherical => {
+            let per = block_len(covariance_type, d);
+            precisions
+                .iter()
+                .enumerate()
+                .map(|(i, &v)| {
+                    let s = 1.0 / v;
+                    if v > 0.0 && s.is_finite() {
+                        Ok(s)
+                    } else {
+                        Err(bad(i / per))
+                    }
+                })
+                .collect()
+        }
+    }
+}
+
+/// Draws `n` samples from the mixture of `weights` (K), `means` (K x D) and `covariances`
+/// (layout of `covariance_type`) with a ChaCha8 generator seeded with `seed` (module docs).
+///
+/// Returns the samples (n x D row-major) and their components, grouped by component in
+/// increasing order.
+///
+/// Errors: [`Error::InvalidParameter`] for n = 0 (`n_samples`), for parameters whose shapes
+/// do not fit together or whose weights are not finite, non-negative with a positive sum
+/// (`model`), and for a covariance that is not positive definite (`reg_covar`).
+pub fn sample(
+    covariance_type: CovarianceType,
+    weights: &[f64],
+    means: &[f64],
+    covariances: &[f64],
+    n: usize,
+    seed: u64,
+) -> Result<(Vec<f64>, Vec<u32>)> {
+    if n == 0 {
+        return Err(Error::invalid("n_samples", "must be at least 1"));
+    }
+    let k = weights.len();
+    let d = if k > 0 && means.len().is_multiple_of(k) {
+        means.len() / k
+    } else {
+        0
+    };
+    let t = covariance_type;
+    if d == 0 || covariance_len(t, k, d) != Some(covariances.len()) {
+        return Err(Error::invalid(
+            "model",
+            format!(
+                "{k} weights, {} mean values and {} covariance values do not fit together",
+                means.len(),
+                covariances.len()
+            ),
+        ));
+    }
+    let wsum: f64 = weights.iter().sum();
+    if weights.iter().any(|w| !(w.is_finite() && *w >= 0.0)) || !(wsum > 0.0 && wsum.is_finite()) {
+        return Err(Error::invalid(
+            "model",
+            "weights must be finite, non-negative and have a positive sum",
+        ));
+    }
+    // Checks positive definiteness (and finiteness) with the same error as the fit.
+    precision_cholesky(covariances, t, k, d)?;
+
+    // The per-component sampling factor: lower Cholesky factor (Full, Tied) or standard
+    // deviations (Diag: D values, Spherical: 1).
+    let factors: Vec<Vec<f64>> = (0..k)
+        .map(|c| -> Result<Vec<f64>> {
+            Ok(match t {
+                CovarianceType::Full => {
+                    linalg::cholesky_lower(&covariances[c * d * d..(c + 1) * d * d], d)?
+                }
+                CovarianceType::Tied => linalg::cholesky_lower(covariances, d)?,
+                CovarianceType::Diag => covariances[c * d..(c + 1) * d]
+                    .iter()
+                    .map(|v| v.sqrt())
+                    .collect(),
+                CovarianceType::Spherical => vec![covariances[c].sqrt()],
+            })
+        })
+        .collect::<Result<_>>()?;
+
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    // Categorical draws of the components: the counts are multinomial.
+    let mut counts = vec![0usize; k];
+    let last = weights.iter().rposition(|w| *w > 0.0).unwrap_or(k - 1);
+    for _ in 0..n {
+        let u = rng.random::<f64>() * wsum;
+        let mut acc = 0.0;
+        let mut chosen = last;
+        for (c, w) in weights.iter().enumerate() {
+            acc += w;
+            if u < acc && *w > 0.0 {
+                chosen = c;
+                break;
+            }
+        }
+        counts[chosen] += 1;
+    }
+
+    let mut normals = StandardNormal::default();
+    let mut xs = Vec::with_capacity(n * d);
+    let mut labels = Vec::with_capacity(n);
+    let mut z = vec![0.0; d];
+    for (c, &count) in counts.iter().enumerate() {
+        let mu = &means[c * d..(c + 1) * d];
+        let f = &factors[c];
+        for _ in 0..count {
+            for v in z.iter_mut() {
+                *v = normals.sample(&mut rng);
+            }
+            for i in 0..d {
+                let offset = match t {
+                    CovarianceType::Full | CovarianceType::Tied => {
+                        (0..=i).map(|j| f[i * d + j] * z[j]).sum()
+                    }
+                    CovarianceType::Diag => f[i] * z[i],
+                    CovarianceType::Spherical => f[0] * z[i],
+                };
+                xs.push(mu[i] + offset);
+            }
+            labels.push(c as u32);
+        }
+    }
+    Ok((xs, labels))
+}

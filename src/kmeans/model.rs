@@ -1,0 +1,324 @@
+//! The fitted K-Means model: centroids and fit statistics, their validation (also run when
+//! deserializing), prediction and distances on the device.
+
+use crate::error::{Error, Result};
+use crate::gpu::kernel::Batch;
+use crate::gpu::{Gpu, GpuInput, GpuMatrix, GpuVector};
+use crate::kernels::assign;
+
+use super::{KMeans, KMeansInit};
+
+/// A fitted K-Means model.
+///
+/// Every value of this type is consistent ([`KMeansModel::validate`]): [`KMeans::fit`] and
+/// [`KMeansModel::from_centroids`] build valid models, and deserializing (feature `serde`)
+/// runs `validate`, so an edited file gives an error, never a model that panics later. The
+/// serialized form leaves out the training labels (`labels()` of a deserialized model is
+/// empty).
+#[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Serialize, serde::Deserialize),
+    serde(try_from = "KMeansModelFields")
+)]
+pub struct KMeansModel {
+    pub(super) params: KMeans,
+    pub(super) n_features: usize,
+    pub(super) centroids: Vec<f32>,
+    /// Training labels: not serialized (a model file is for predicting, and N labels
+    /// would dwarf the K x D centroids).
+    #[cfg_attr(feature = "serde", serde(skip))]
+    pub(super) labels: Vec<u32>,
+    pub(super) inertia: f64,
+    pub(super) n_iter: usize,
+    pub(super) converged: bool,
+    pub(super) inertia_history: Vec<f64>,
+}
+
+/// The serialized fields of a [`KMeansModel`], before [`KMeansModel::validate`] accepts them.
+/// An unknown inertia (NaN, written as `null` by JSON) reads back as NaN; the `labels` of
+/// files written before they were left out are ignored.
+#[cfg(feature = "serde")]
+#[derive(serde::Deserialize)]
+pub(crate) struct KMeansModelFields {
+    params: KMeans,
+    n_features: usize,
+    centroids: Vec<f32>,
+    inertia: Option<f64>,
+    n_iter: usize,
+    converged: bool,
+    inertia_history: Vec<f64>,
+}
+
+#[cfg(feature = "serde")]
+impl TryFrom<KMeansModelFields> for KMeansModel {
+    type Error = Error;
+
+    fn try_from(f: KMeansModelFields) -> Result<Self> {
+        let model = KMeansModel {
+            params: f.params,
+            n_features: f.n_features,
+            centroids: f.centroids,
+            labels: Vec::new(),
+            inertia: f.inertia.unwrap_or(f64::NAN),
+            n_iter: f.n_iter,
+            converged: f.converged,
+            inertia_history: f.inertia_history,
+        };
+        model.validate()?;
+        Ok(model)
+    }
+}
+
+impl KMeansModel {
+    /// A model from known centroids (row-major K x D), e.g. computed elsewhere, to predict
+    /// and transform with. It has no training labels and an inertia of NaN.
+    pub fn from_centroids(centroids: Vec<f32>, n_features: usize) -> Result<Self> {
+        if n_features == 0 || centroids.is_empty() {
+            return Err(Error::EmptyData {
+                what: "centroids",
+                missing: if n_features == 0 { "columns" } else { "rows" },
+            });
+        }
+        if !centroids.len().is_multiple_of(n_features) {
+            return Err(Error::Shape {
+                len: centroids.len(),
+                n_features,
+            });
+        }
+        crate::data::check_finite(&centroids, n_features)?;
+        let k = centroids.len() / n_features;
+        Ok(Self {
+            params: KMeans::new(k).init(KMeansInit::Centroids(
+                centroids.iter().map(|&v| v as f64).collect(),
+            )),
+            n_features,
+            centroids,
+            labels: Vec::new(),
+            inertia: f64::NAN,
+            n_iter: 0,
+            converged: false,
+            inertia_history: Vec::new(),
+        })
+    }
+
+    /// Centroids, row-major K x D.
+    pub fn centroids(&self) -> &[f32] {
+        &self.centroids
+    }
+
+    /// Number of clusters K.
+    pub fn k(&self) -> usize {
+        self.params.k
+    }
+
+    /// Number of features D the model was fitted on.
+    pub fn n_features(&self) -> usize {
+        self.n_features
+    }
+
+    /// Cluster of each training row; empty for a model built by
+    /// [`KMeansModel::from_centroids`] or deserialized (model files do not carry them).
+    pub fn labels(&self) -> &[u32] {
+        &self.labels
+    }
+
+    /// J = Σᵢ ‖xᵢ − μ_{c(i)}‖² of the training data under the final centroids.
+    pub fn inertia(&self) -> f64 {
+        self.inertia
+    }
+
+    /// Lloyd iterations of the kept restart.
+    pub fn n_iter(&self) -> usize {
+        self.n_iter
+    }
+
+    /// Whether the kept restart met a stopping rule before `max_iter`.
+    pub fn converged(&self) -> bool {
+        self.converged
+    }
+
+    /// Inertia at each iteration of the kept restart (labels from the centroids of that
+    /// iteration): never increasing, up to f32 rounding.
+    pub fn inertia_history(&self) -> &[f64] {
+        &self.inertia_history
+    }
+
+    /// The parameters the model was fitted with.
+    pub fn params(&self) -> &KMeans {
+        &self.params
+    }
+
+    /// Checks that the parts of the model fit together: K ≥ 1 clusters of D ≥ 1 features,
+    /// K x D finite centroids, parameters that [`KMeans::validate`] accepts for D features,
+    /// an inertia that is finite and ≥ 0 (or NaN: unknown, for a model from centroids), a
+    /// finite inertia history and training labels below K.
+    ///
+    /// Every model is checked when it is built or deserialized, so this only fails for
+    /// [`Error::InvalidModel`] reasons found in edited serialized data.
+    pub fn validate(&self) -> Result<()> {
+        let bad = |reason: String| Error::InvalidModel {
+            kind: "K-Means",
+            reason,
+        };
+        let (k, d) = (self.params.k, self.n_features);
+        if k == 0 || d == 0 {
+            return Err(bad(format!("k = {k} clusters of d = {d} features")));
+        }
+        if k.checked_mul(d) != Some(self.centroids.len()) {
+            return Err(bad(format!(
+                "{} centroid values for k = {k} clusters of d = {d} features",
+                self.centroids.len()
+            )));
+        }
+        if let Some(i) = self.centroids.iter().position(|v| !v.is_finite()) {
+            return Err(bad(format!("non-finite centroid value at index {i}")));
+        }
+        self.params
+            .validate_for_features(d)
+            .map_err(|e| bad(format!("parameters: {e}")))?;
+        if !(self.inertia.is_nan() || (self.inertia.is_finite() && self.inertia >= 0.0)) {
+            return Err(bad(format!(
+                "inertia {} is not finite and >= 0",
+                self.inertia
+            )));
+        }
+        if self.inertia_history.iter().any(|v| !v.is_finite()) {
+            return Err(bad("non-finite inertia history".into()));
+        }
+        if let Some(l) = self.labels.iter().find(|&&l| l as usize >= k) {
+            return Err(bad(format!("training label {l} out of range for k = {k}")));
+        }
+        Ok(())
+    }
+
+    fn check_features(&self, x: &impl GpuInput) -> Result<()> {
+        let (_, d) = x.shape();
+        if d != self.n_features {
+            return Err(Error::FeatureMismatch {
+                expected: self.n_features,
+                found: d,
+            });
+        }
+        Ok(())
+    }
+
+    /// Nearest centroid and squared distance of every row, left on the device.
+    pub fn predict_gpu(
+        &self,
+        gpu: &Gpu,
+        x: &impl GpuInput,
+    ) -> Result<(GpuVector<u32>, GpuVector<f32>)> {
+        self.check_features(x)?;
+        let xg = x.on_gpu(gpu)?;
+        gpu.scoped("K-Means predict", || {
+            let labels = GpuVector::zeroed(gpu, &xg, "labels");
+            let dists = GpuVector::zeroed(gpu, &xg, "squared distances");
+            let centroids =
+                gpu.buffer_from("centroids", &self.centroids, wgpu::BufferUsages::empty());
+            let changed = gpu.buffer_zeroed("changed labels", 4);
+            let mut batch = Batch::new(gpu, "K-Means predict");
+            for (i, chunk) in xg.chunks().iter().enumerate() {
+                assign::assign_nearest_centroid(
+                    gpu,
+                    &mut batch,
+                    chunk,
+                    self.n_features,
+                    self.params.k,
+                    &centroids,
+                    &labels.chunks[i],
+                    &dists.chunks[i],
+                    &changed,
+                )?;
+            }
+            batch.finish()?;
+            Ok((labels, dists))
+        })
+    }
+
+    /// Nearest centroid of every row.
+    pub fn predict(&self, gpu: &Gpu, x: &impl GpuInput) -> Result<Vec<u32>> {
+        self.predict_gpu(gpu, x)?.0.to_host(gpu)
+    }
+
+    /// The K-Means objective of `x` under this model, negated (higher is better, as
+    /// scikit-learn's `score`).
+    pub fn score(&self, gpu: &Gpu, x: &impl GpuInput) -> Result<f64> {
+        let d = self.predict_gpu(gpu, x)?.1.to_host(gpu)?;
+        Ok(-d.iter().map(|&v| v as f64).sum::<f64>())
+    }
+
+    /// Euclidean distances from every row to every centroid (N x K), left on the device.
+    pub fn transform_gpu(&self, gpu: &Gpu, x: &impl GpuInput) -> Result<GpuMatrix> {
+        self.check_features(x)?;
+        let xg = x.on_gpu(gpu)?;
+        let (k, d) = (self.params.k, self.n_features);
+        let centroids = gpu.scoped("uploading centroids", || {
+            Ok(gpu.buffer_from("centroids", &self.centroids, wgpu::BufferUsages::empty()))
+        })?;
+        xg.map_rows(
+            gpu,
+            k,
+            "K-Means transform",
+            |batch, chunk, first, rows, out| {
+                assign::pairwise_distances(
+                    gpu, batch, chunk, first, rows, d, k, &centroids, out, true,
+                )
+            },
+        )
+    }
+
+    /// Euclidean distances from every row to every centroid, row-major N x K.
+    pub fn transform(&self, gpu: &Gpu, x: &impl GpuInput) -> Result<Vec<f32>> {
+        self.transform_gpu(gpu, x)?.to_host(gpu)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Three clusters of two features with labels, inertia and history: a valid model.
+    fn valid() -> KMeansModel {
+        let mut m = KMeansModel::from_centroids(vec![0.0, 0.0, 1.0, 1.0, 2.0, 2.0], 2).unwrap();
+        m.labels = vec![0, 1, 2, 2];
+        m.inertia = 1.5;
+        m.inertia_history = vec![3.0, 1.5];
+        m
+    }
+
+    /// The reason of the `InvalidModel` error of `edit` applied to a valid model.
+    fn reason(edit: impl FnOnce(&mut KMeansModel)) -> String {
+        let mut m = valid();
+        edit(&mut m);
+        match m.validate() {
+            Err(Error::InvalidModel {
+                kind: "K-Means",
+                reason,
+            }) => reason,
+            other => panic!("expected an inconsistent K-Means model, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn valid_models_pass() {
+        valid().validate().unwrap();
+        let mut unknown_inertia = valid();
+        unknown_inertia.inertia = f64::NAN;
+        unknown_inertia.validate().unwrap();
+    }
+
+    #[test]
+    fn every_inconsistency_is_reported() {
+        assert!(reason(|m| m.n_features = 0).contains("d = 0 features"));
+        assert!(reason(|m| m.params.k = 0).contains("k = 0 clusters"));
+        assert!(reason(|m| m.centroids.truncate(4)).contains("4 centroid values"));
+        assert!(reason(|m| m.centroids[3] = f32::INFINITY).contains("index 3"));
+        assert!(reason(|m| m.params.n_init = 0).contains("n_init"));
+        assert!(reason(|m| m.params.init = KMeansInit::Centroids(vec![0.0])).contains("init"));
+        assert!(reason(|m| m.inertia = -1.0).contains("inertia -1"));
+        assert!(reason(|m| m.inertia = f64::INFINITY).contains("inertia inf"));
+        assert!(reason(|m| m.inertia_history[0] = f64::NAN).contains("history"));
+        assert!(reason(|m| m.labels[1] = 3).contains("label 3"));
+    }
+}

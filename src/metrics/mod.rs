@@ -1,0 +1,118 @@
+//! Judging a clustering: internal criteria (silhouette, Calinski–Harabasz, Davies–Bouldin,
+//! inertia) and agreement with a reference labelling (Rand index, adjusted Rand index).
+//!
+//! The formulas are scikit-learn's (written out in [`internal`] and [`agreement`]); the CPU
+//! oracle (the `metrics` module of [`reference`](crate::reference)) implements them
+//! separately, plainly, for the tests. The silhouette coefficient of Rousseeuw (1987),
+//!
+//! ```text
+//! a(i) = mean distance from i to the other members of its cluster
+//! b(i) = min over the other clusters c of the mean distance from i to the members of c
+//! s(i) = (b(i) − a(i)) / max(a(i), b(i))      (0 for a point alone in its cluster)
+//! ```
+//!
+//! needs the distance between every pair of points, O(N² D) work: [`silhouette`] does it on
+//! the GPU without ever holding the N x N distances. The rows are sorted by cluster on the
+//! device, each cluster is cut into pieces of at most 2048 rows, and a tiled kernel
+//! (`shaders/silhouette.wgsl`) sums the Euclidean distances from every point to every piece;
+//! the host adds the pieces of each cluster in f64 and forms a(i), b(i) and s(i). With
+//! `sample_size`, as scikit-learn, the coefficient is that of a random subset of the rows
+//! (drawn with a seeded ChaCha8 generator), which bounds the work for very large N.
+//!
+//! The other criteria are two passes over the data (O(N D)) on the host in f64, from a host
+//! [`Matrix`] (no f64 copy of the data).
+
+//!
+//! Files: [`silhouette`](silhouette()) (GPU) here in `silhouette`; Calinski–Harabasz,
+//! Davies–Bouldin and inertia in [`internal`]; the (adjusted) Rand index in [`agreement`].
+use crate::data::Matrix;
+use crate::error::{Error, Result};
+use crate::gpu::Gpu;
+
+pub mod agreement;
+pub mod internal;
+mod silhouette;
+
+pub use agreement::{adjusted_rand_index, rand_index};
+pub use internal::{calinski_harabasz, davies_bouldin, inertia};
+pub use silhouette::{silhouette, Silhouette};
+
+/// Distinct labels in increasing order and each label's position among them.
+pub(crate) fn cluster_index(labels: &[u32]) -> (Vec<u32>, Vec<usize>) {
+    let mut ids = labels.to_vec();
+    ids.sort_unstable();
+    ids.dedup();
+    let index = labels
+        .iter()
+        .map(|l| ids.binary_search(l).unwrap_or(0))
+        .collect();
+    (ids, index)
+}
+
+/// Checks that there is one label per row of an `n`-row matrix.
+fn check_label_count(labels: &[u32], n: usize) -> Result<()> {
+    if labels.len() != n {
+        return Err(Error::invalid(
+            "labels",
+            format!("{} labels for {n} rows", labels.len()),
+        ));
+    }
+    Ok(())
+}
+
+/// Checks scikit-learn's 2 ≤ clusters ≤ N − 1 for the silhouette, Calinski–Harabasz and
+/// Davies–Bouldin (`criterion` names the one asking).
+fn check_cluster_count(criterion: &str, k: usize, n: usize) -> Result<()> {
+    if k < 2 || k >= n {
+        return Err(Error::invalid(
+            "labels",
+            format!("{criterion} needs 2 <= clusters <= N - 1; got {k} clusters for N = {n}"),
+        ));
+    }
+    Ok(())
+}
+
+/// The criteria of one labelling, as the CLI's `evaluate` prints them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Evaluation {
+    /// Mean silhouette coefficient (GPU).
+    pub silhouette: f64,
+    /// Calinski–Harabasz index.
+    pub calinski_harabasz: f64,
+    /// Davies–Bouldin index.
+    pub davies_bouldin: f64,
+    /// Within-cluster sum of squares around the clusters' means.
+    pub inertia: f64,
+    /// Rand index against the given truth, if any.
+    pub rand_index: Option<f64>,
+    /// Adjusted Rand index against the given truth, if any.
+    pub adjusted_rand_index: Option<f64>,
+}
+
+/// All criteria of `labels` on `x`, and the agreement with `truth` when given; the
+/// silhouette on at most `sample_size` rows when given (seeded by `seed`).
+pub fn evaluate(
+    gpu: &Gpu,
+    x: &Matrix<'_>,
+    labels: &[u32],
+    truth: Option<&[u32]>,
+    sample_size: Option<usize>,
+    seed: u64,
+) -> Result<Evaluation> {
+    let silhouette = silhouette(gpu, x, labels, sample_size, seed)?.score;
+    let (rand_index, adjusted_rand_index) = match truth {
+        Some(t) => (
+            Some(rand_index(t, labels)?),
+            Some(adjusted_rand_index(t, labels)?),
+        ),
+        None => (None, None),
+    };
+    Ok(Evaluation {
+        silhouette,
+        calinski_harabasz: calinski_harabasz(x, labels)?,
+        davies_bouldin: davies_bouldin(x, labels)?,
+        inertia: inertia(x, labels)?,
+        rand_index,
+        adjusted_rand_index,
+    })
+}

@@ -1,0 +1,207 @@
+//! Fitting: the solver `Auto` resolves to, the moments, then the eigenvectors by the chosen
+//! solver, and the reported quantities (scikit-learn's); the public [`covariance`].
+
+use super::moments::{column_moments, covariance_matrix};
+use super::power::{apply_dense, apply_matrix_free, subspace_iteration};
+use super::{components_for_fraction, Components, Pca, PcaModel, PcaSolver};
+use crate::error::{Error, Result};
+use crate::gpu::{Gpu, GpuInput};
+use crate::linalg;
+
+/// The covariance S = (X − μ)ᵀ(X − μ)/(N − ddof) of host or device data, computed on the
+/// device (two passes: means, then centred cross products) and returned as D x D row-major
+/// f64. Errors: fewer than 2 rows, `ddof` > 1, a D x D matrix over the device's binding limit.
+pub fn covariance(gpu: &Gpu, x: &impl GpuInput, ddof: usize) -> Result<Vec<f64>> {
+    let (n, d) = x.shape();
+    Pca::new(Components::Count(1)).ddof(ddof).validate(n, d)?;
+    let bytes = (d * d * 4) as u64;
+    if bytes > gpu.binding_byte_limit() {
+        return Err(Error::DeviceLimit {
+            what: format!("the {d} x {d} covariance ({bytes} bytes)"),
+            requested: bytes,
+            limit_name: "max_storage_buffer_binding_size",
+            limit: gpu.binding_byte_limit(),
+        });
+    }
+    let x = x.on_gpu(gpu)?;
+    let moments = column_moments(gpu, &x)?;
+    covariance_matrix(gpu, &x, &moments.mean, &vec![1.0; d], ddof)
+}
+
+impl Pca {
+    /// The solver `Auto` resolves to for this data.
+    fn resolve_solver(&self, gpu: &Gpu, n: usize, d: usize) -> Result<PcaSolver> {
+        let s_bytes = (d * d * 4) as u64;
+        let s_fits = s_bytes <= gpu.binding_byte_limit() && s_bytes <= gpu.memory_budget();
+        let wants_all = matches!(self.components, Components::Fraction(_));
+        let m = match self.components {
+            Components::Count(m) => m,
+            Components::Fraction(_) => n.min(d),
+        };
+        let solver = match self.solver {
+            PcaSolver::Auto if !s_fits => PcaSolver::MatrixFree,
+            PcaSolver::Auto if wants_all || d <= 256 || 4 * m > d => PcaSolver::Full,
+            PcaSolver::Auto => PcaSolver::Power,
+            other => other,
+        };
+        if wants_all && solver != PcaSolver::Full {
+            return Err(Error::invalid(
+                "components",
+                "a variance fraction needs the whole spectrum: use PcaSolver::Full or Components::Count",
+            ));
+        }
+        if solver != PcaSolver::MatrixFree && !s_fits {
+            return Err(Error::DeviceLimit {
+                what: format!("the {d} x {d} covariance ({s_bytes} bytes)"),
+                requested: s_bytes,
+                limit_name: "max_storage_buffer_binding_size",
+                limit: gpu.binding_byte_limit().min(gpu.memory_budget()),
+            });
+        }
+        Ok(solver)
+    }
+
+    /// Fits on host or device data.
+    ///
+    /// Errors: invalid parameters, fewer than 2 samples, a non-converging power iteration
+    /// ([`Error::NotConverged`]), whitening a component of zero variance, and the GPU errors.
+    pub fn fit(&self, gpu: &Gpu, x: &impl GpuInput) -> Result<PcaModel> {
+        let (n, d) = x.shape();
+        self.validate(n, d)?;
+        let solver = self.resolve_solver(gpu, n, d)?;
+        let x = x.on_gpu(gpu)?;
+        let moments = column_moments(gpu, &x)?;
+        let center: Vec<f64> = if self.center {
+            moments.mean.clone()
+        } else {
+            vec![0.0; d]
+        };
+        let scale: Vec<f64> = if self.standardize {
+            moments
+                .var
+                .iter()
+                .map(|&v| if v > 0.0 { v.sqrt() } else { 1.0 })
+                .collect()
+        } else {
+            vec![1.0; d]
+        };
+        // trace(S): the second moment about the centre, per feature, scaled.
+        let correction = n as f64 / (n - self.ddof) as f64;
+        let total_variance: f64 = (0..d)
+            .map(|j| {
+                (moments.var[j] + (moments.mean[j] - center[j]).powi(2)) * correction
+                    / (scale[j] * scale[j])
+            })
+            .sum();
+        // Constant data have no variance to explain: ratios 0 rather than 0/0.
+        let ratio_of = |v: f64| {
+            if total_variance > 0.0 {
+                v / total_variance
+            } else {
+                0.0
+            }
+        };
+        let rank = n.min(d);
+        let (values, vectors, m, n_iter) = match solver {
+            PcaSolver::Full | PcaSolver::Auto => {
+                let s = covariance_matrix(gpu, &x, &center, &scale, self.ddof)?;
+                let (mut values, vectors) = linalg::symmetric_eigen(&s, d)?;
+                values.truncate(rank);
+                for v in values.iter_mut() {
+                    *v = v.max(0.0);
+                }
+                let m = match self.components {
+                    Components::Count(m) => m,
+                    Components::Fraction(f) => {
+                        let ratio: Vec<f64> = values.iter().map(|&v| ratio_of(v)).collect();
+                        components_for_fraction(&ratio, f)
+                    }
+                };
+                (values, vectors[..m * d].to_vec(), m, 0)
+            }
+            PcaSolver::Power => {
+                let m = self.count();
+                let s = covariance_matrix(gpu, &x, &center, &scale, self.ddof)?;
+                let s32: Vec<f32> = s.iter().map(|&v| v as f32).collect();
+                let s_buf = gpu.scoped("uploading the covariance", || {
+                    Ok(gpu.buffer_from("covariance", &s32, wgpu::BufferUsages::empty()))
+                })?;
+                let (values, vectors, it) =
+                    subspace_iteration(d, m, self, |v, p| apply_dense(gpu, &s_buf, d, v, p))?;
+                (values, vectors, m, it)
+            }
+            PcaSolver::MatrixFree => {
+                let m = self.count();
+                let (values, vectors, it) = subspace_iteration(d, m, self, |v, p| {
+                    apply_matrix_free(gpu, &x, &center, &scale, self.ddof, v, p)
+                })?;
+                (values, vectors, m, it)
+            }
+        };
+        let mut components = vectors;
+        linalg::flip_signs(&mut components, m, d);
+        let explained_variance: Vec<f64> = values[..m].iter().map(|&v| v.max(0.0)).collect();
+        let kept: f64 = explained_variance.iter().sum();
+        // Noise: the mean of the eigenvalues left out (scikit-learn's noise_variance_).
+        let noise_variance = if m < rank {
+            let rest = if values.len() == rank {
+                values[m..].iter().sum::<f64>()
+            } else {
+                total_variance - kept
+            };
+            (rest / (rank - m) as f64).max(0.0)
+        } else {
+            0.0
+        };
+        if self.whiten {
+            let top = explained_variance[0];
+            if let Some(i) = explained_variance
+                .iter()
+                .position(|&v| v <= 1e-12 * top || v <= 0.0)
+            {
+                return Err(Error::invalid(
+                    "whiten",
+                    format!(
+                        "component {i} has zero variance ({:e}); whitening would divide by zero: keep fewer components",
+                        explained_variance[i]
+                    ),
+                ));
+            }
+        }
+        let denom = (n - self.ddof) as f64;
+        Ok(PcaModel {
+            params: self.clone(),
+            solver,
+            n_samples: n,
+            n_features: d,
+            n_components: m,
+            explained_variance_ratio: explained_variance.iter().map(|&v| ratio_of(v)).collect(),
+            singular_values: explained_variance
+                .iter()
+                .map(|v| (v * denom).sqrt())
+                .collect(),
+            explained_variance,
+            components,
+            mean: center,
+            scale,
+            noise_variance,
+            total_variance,
+            n_iter,
+        })
+    }
+
+    /// Fits, then projects the training data: (model, N x M projections).
+    pub fn fit_transform(&self, gpu: &Gpu, x: &impl GpuInput) -> Result<(PcaModel, Vec<f32>)> {
+        let xg = x.on_gpu(gpu)?;
+        let model = self.fit(gpu, &*xg)?;
+        let z = model.transform(gpu, &*xg)?;
+        Ok((model, z))
+    }
+
+    fn count(&self) -> usize {
+        match self.components {
+            Components::Count(m) => m,
+            Components::Fraction(_) => unreachable!("resolve_solver sends fractions to Full"),
+        }
+    }
+}

@@ -1,0 +1,420 @@
+//! The fitted PCA model: components and reported quantities, their validation (also run
+//! when deserializing), transform and inverse transform on the device.
+
+use super::{Components, Pca, PcaSolver};
+use crate::error::{Error, Result};
+use crate::gpu::{Gpu, GpuInput, GpuMatrix};
+use crate::kernels::projection;
+
+/// A fitted PCA model.
+///
+/// Every value of this type is consistent ([`PcaModel::validate`]): [`Pca::fit`] builds valid
+/// models and deserializing (feature `serde`) runs `validate`, so an edited file gives an
+/// error, never a model that panics or divides by zero later.
+#[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Serialize, serde::Deserialize),
+    serde(try_from = "PcaModelFields")
+)]
+pub struct PcaModel {
+    pub(super) params: Pca,
+    pub(super) solver: PcaSolver,
+    pub(super) n_samples: usize,
+    pub(super) n_features: usize,
+    pub(super) n_components: usize,
+    pub(super) components: Vec<f64>,
+    pub(super) explained_variance: Vec<f64>,
+    pub(super) explained_variance_ratio: Vec<f64>,
+    pub(super) singular_values: Vec<f64>,
+    pub(super) mean: Vec<f64>,
+    pub(super) scale: Vec<f64>,
+    pub(super) noise_variance: f64,
+    pub(super) total_variance: f64,
+    pub(super) n_iter: usize,
+}
+
+/// The serialized fields of a [`PcaModel`], before [`PcaModel::validate`] accepts them.
+#[cfg(feature = "serde")]
+#[derive(serde::Deserialize)]
+pub(crate) struct PcaModelFields {
+    params: Pca,
+    solver: PcaSolver,
+    n_samples: usize,
+    n_features: usize,
+    n_components: usize,
+    components: Vec<f64>,
+    explained_variance: Vec<f64>,
+    explained_variance_ratio: Vec<f64>,
+    singular_values: Vec<f64>,
+    mean: Vec<f64>,
+    scale: Vec<f64>,
+    noise_variance: f64,
+    total_variance: f64,
+    n_iter: usize,
+}
+
+#[cfg(feature = "serde")]
+impl TryFrom<PcaModelFields> for PcaModel {
+    type Error = Error;
+
+    fn try_from(f: PcaModelFields) -> Result<Self> {
+        let model = PcaModel {
+            params: f.params,
+            solver: f.solver,
+            n_samples: f.n_samples,
+            n_features: f.n_features,
+            n_components: f.n_components,
+            components: f.components,
+            explained_variance: f.explained_variance,
+            explained_variance_ratio: f.explained_variance_ratio,
+            singular_values: f.singular_values,
+            mean: f.mean,
+            scale: f.scale,
+            noise_variance: f.noise_variance,
+            total_variance: f.total_variance,
+            n_iter: f.n_iter,
+        };
+        model.validate()?;
+        Ok(model)
+    }
+}
+
+impl PcaModel {
+    /// Principal axes, M x D row-major, orthonormal rows, by decreasing variance.
+    pub fn components(&self) -> &[f64] {
+        &self.components
+    }
+
+    /// Number of components M.
+    pub fn n_components(&self) -> usize {
+        self.n_components
+    }
+
+    /// Number of features D.
+    pub fn n_features(&self) -> usize {
+        self.n_features
+    }
+
+    /// Number of training samples N.
+    pub fn n_samples(&self) -> usize {
+        self.n_samples
+    }
+
+    /// λ₁ … λ_M, the variance along each component.
+    pub fn explained_variance(&self) -> &[f64] {
+        &self.explained_variance
+    }
+
+    /// λᵢ / trace(S).
+    pub fn explained_variance_ratio(&self) -> &[f64] {
+        &self.explained_variance_ratio
+    }
+
+    /// √(λᵢ (N − ddof)): the singular values of the centred (scaled) data.
+    pub fn singular_values(&self) -> &[f64] {
+        &self.singular_values
+    }
+
+    /// The centre subtracted before projecting (zeros when `center` was off).
+    pub fn mean(&self) -> &[f64] {
+        &self.mean
+    }
+
+    /// Per-feature divisor (standard deviations with `standardize`, else ones).
+    pub fn scale(&self) -> &[f64] {
+        &self.scale
+    }
+
+    /// Mean variance of the discarded directions (scikit-learn's `noise_variance_`).
+    pub fn noise_variance(&self) -> f64 {
+        self.noise_variance
+    }
+
+    /// trace(S): the total variance of the (scaled) data.
+    pub fn total_variance(&self) -> f64 {
+        self.total_variance
+    }
+
+    /// The solver that ran (`Auto` resolved).
+    pub fn solver(&self) -> PcaSolver {
+        self.solver
+    }
+
+    /// Power-iteration steps taken (0 for the full eigendecomposition).
+    pub fn n_iter(&self) -> usize {
+        self.n_iter
+    }
+
+    /// The parameters the model was fitted with.
+    pub fn params(&self) -> &Pca {
+        &self.params
+    }
+
+    /// Checks that the parts of the model fit together: 1 ≤ M ≤ min(N, D) components of
+    /// D ≥ 1 features from N ≥ 2 samples, parameters that [`Pca::validate`] accepts for
+    /// that data (and a component count that agrees with them), M x D finite components,
+    /// M finite variances ≥ 0 (> 0 when whitening, which divides by them), M finite ratios
+    /// and singular values, D finite means, D finite scales > 0 (they are divided by), and
+    /// a finite total and noise variance ≥ 0.
+    ///
+    /// Every model is checked when it is built or deserialized, so this only fails for
+    /// [`Error::InvalidModel`] reasons found in edited serialized data.
+    pub fn validate(&self) -> Result<()> {
+        let bad = |reason: String| Error::InvalidModel {
+            kind: "PCA",
+            reason,
+        };
+        let (m, d, n) = (self.n_components, self.n_features, self.n_samples);
+        if d == 0 || m == 0 || m > d || n < 2 || m > n {
+            return Err(bad(format!(
+                "{m} components of {d} features fitted on {n} samples"
+            )));
+        }
+        self.params
+            .validate(n, d)
+            .map_err(|e| bad(format!("parameters: {e}")))?;
+        if let Components::Count(wanted) = self.params.components {
+            if wanted != m {
+                return Err(bad(format!(
+                    "{m} components, but the parameters ask for {wanted}"
+                )));
+            }
+        }
+        let lengths = [
+            ("components", self.components.len(), m * d),
+            ("explained_variance", self.explained_variance.len(), m),
+            (
+                "explained_variance_ratio",
+                self.explained_variance_ratio.len(),
+                m,
+            ),
+            ("singular_values", self.singular_values.len(), m),
+            ("mean", self.mean.len(), d),
+            ("scale", self.scale.len(), d),
+        ];
+        for (name, found, expected) in lengths {
+            if found != expected {
+                return Err(bad(format!(
+                    "{name} has {found} values, expected {expected} for {m} components of \
+                     {d} features"
+                )));
+            }
+        }
+        let finite = |v: &[f64]| v.iter().all(|x| x.is_finite());
+        for (name, values) in [
+            ("components", &self.components),
+            ("mean", &self.mean),
+            ("explained_variance_ratio", &self.explained_variance_ratio),
+            ("singular_values", &self.singular_values),
+        ] {
+            if !finite(values) {
+                return Err(bad(format!("non-finite {name}")));
+            }
+        }
+        if !self.scale.iter().all(|s| s.is_finite() && *s > 0.0) {
+            return Err(bad("scale values must be finite and > 0".into()));
+        }
+        if !self
+            .explained_variance
+            .iter()
+            .all(|v| v.is_finite() && *v >= 0.0)
+        {
+            return Err(bad("explained variances must be finite and >= 0".into()));
+        }
+        if self.params.whiten && self.explained_variance.iter().any(|v| *v <= 0.0) {
+            return Err(bad(
+                "a whitening model with a zero-variance component".into()
+            ));
+        }
+        for (name, v) in [
+            ("total_variance", self.total_variance),
+            ("noise_variance", self.noise_variance),
+        ] {
+            if !(v.is_finite() && v >= 0.0) {
+                return Err(bad(format!("{name} {v} is not finite and >= 0")));
+            }
+        }
+        Ok(())
+    }
+
+    fn whiten_factor(&self, i: usize) -> f64 {
+        if self.params.whiten {
+            self.explained_variance[i].sqrt()
+        } else {
+            1.0
+        }
+    }
+
+    /// Runs `(in − in_shift)·weights + out_shift` over every row of `x` into new chunks.
+    fn affine(
+        &self,
+        gpu: &Gpu,
+        x: &GpuMatrix,
+        weights: &[f32],
+        in_shift: &[f32],
+        out_shift: &[f32],
+        what: &str,
+    ) -> Result<GpuMatrix> {
+        let (k, c) = (x.n_features(), out_shift.len());
+        let (w, si, so) = gpu.scoped(what, || {
+            Ok((
+                gpu.buffer_from("weights", weights, wgpu::BufferUsages::empty()),
+                gpu.buffer_from("input shift", in_shift, wgpu::BufferUsages::empty()),
+                gpu.buffer_from("output shift", out_shift, wgpu::BufferUsages::empty()),
+            ))
+        })?;
+        x.map_rows(gpu, c, what, |batch, chunk, first, rows, out| {
+            projection::affine_matmul(
+                gpu,
+                batch,
+                chunk.bind(),
+                chunk.x_offset + (first * k) as u32,
+                rows,
+                k,
+                c,
+                &si,
+                &w,
+                &so,
+                out,
+            )
+        })
+    }
+
+    /// Projections Z = ((X − μ)/σ)·Uᵀ (÷√λ when whitening), N x M, left on the device.
+    pub fn transform_gpu(&self, gpu: &Gpu, x: &impl GpuInput) -> Result<GpuMatrix> {
+        let (_, d) = x.shape();
+        if d != self.n_features {
+            return Err(Error::FeatureMismatch {
+                expected: self.n_features,
+                found: d,
+            });
+        }
+        let (m, d) = (self.n_components, self.n_features);
+        let mut weights = vec![0.0f32; d * m];
+        for i in 0..m {
+            let f = self.whiten_factor(i);
+            for j in 0..d {
+                weights[j * m + i] = (self.components[i * d + j] / self.scale[j] / f) as f32;
+            }
+        }
+        let shift: Vec<f32> = self.mean.iter().map(|&v| v as f32).collect();
+        let xg = x.on_gpu(gpu)?;
+        self.affine(gpu, &xg, &weights, &shift, &vec![0.0; m], "PCA transform")
+    }
+
+    /// Projections of every row, N x M row-major.
+    pub fn transform(&self, gpu: &Gpu, x: &impl GpuInput) -> Result<Vec<f32>> {
+        self.transform_gpu(gpu, x)?.to_host(gpu)
+    }
+
+    /// Reconstructions X̂ = (Z·(√λ)U)·σ + μ from projections (N x M), left on the device.
+    pub fn inverse_transform_gpu(&self, gpu: &Gpu, z: &impl GpuInput) -> Result<GpuMatrix> {
+        let (_, m) = z.shape();
+        if m != self.n_components {
+            return Err(Error::FeatureMismatch {
+                expected: self.n_components,
+                found: m,
+            });
+        }
+        let d = self.n_features;
+        let mut weights = vec![0.0f32; m * d];
+        for i in 0..m {
+            let f = self.whiten_factor(i);
+            for j in 0..d {
+                weights[i * d + j] = (self.components[i * d + j] * f * self.scale[j]) as f32;
+            }
+        }
+        let shift: Vec<f32> = self.mean.iter().map(|&v| v as f32).collect();
+        let zg = z.on_gpu(gpu)?;
+        self.affine(
+            gpu,
+            &zg,
+            &weights,
+            &vec![0.0; m],
+            &shift,
+            "PCA inverse transform",
+        )
+    }
+
+    /// Reconstructions of every row, N x D row-major.
+    pub fn inverse_transform(&self, gpu: &Gpu, z: &impl GpuInput) -> Result<Vec<f32>> {
+        self.inverse_transform_gpu(gpu, z)?.to_host(gpu)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Two components of three features from ten samples: a valid model.
+    fn valid() -> PcaModel {
+        PcaModel {
+            params: Pca::new(Components::Count(2)).solver(PcaSolver::Full),
+            solver: PcaSolver::Full,
+            n_samples: 10,
+            n_features: 3,
+            n_components: 2,
+            components: vec![1.0, 0.0, 0.0, 0.0, 1.0, 0.0],
+            explained_variance: vec![2.0, 1.0],
+            explained_variance_ratio: vec![0.5, 0.25],
+            singular_values: vec![18f64.sqrt(), 3.0],
+            mean: vec![0.5, -1.0, 2.0],
+            scale: vec![1.0, 1.0, 1.0],
+            noise_variance: 1.0,
+            total_variance: 4.0,
+            n_iter: 0,
+        }
+    }
+
+    /// The reason of the `InvalidModel` error of `edit` applied to a valid model.
+    fn reason(edit: impl FnOnce(&mut PcaModel)) -> String {
+        let mut m = valid();
+        edit(&mut m);
+        match m.validate() {
+            Err(Error::InvalidModel {
+                kind: "PCA",
+                reason,
+            }) => reason,
+            other => panic!("expected an inconsistent PCA model, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn valid_models_pass() {
+        valid().validate().unwrap();
+        let mut fraction = valid();
+        fraction.params.components = Components::Fraction(0.7);
+        fraction.validate().unwrap();
+    }
+
+    #[test]
+    fn every_inconsistency_is_reported() {
+        assert!(reason(|m| m.n_features = 0).contains("of 0 features"));
+        assert!(reason(|m| m.n_components = 0).contains("0 components"));
+        assert!(reason(|m| m.n_components = 4).contains("4 components of 3"));
+        assert!(reason(|m| m.n_samples = 1).contains("on 1 samples"));
+        assert!(reason(|m| m.params.ddof = 2).contains("parameters"));
+        assert!(reason(|m| m.params.components = Components::Count(1)).contains("ask for 1"));
+        assert!(reason(|m| m.components.truncate(5)).contains("components has 5"));
+        assert!(reason(|m| m.explained_variance.push(0.5)).contains("explained_variance has 3"));
+        assert!(reason(|m| m.explained_variance_ratio.clear())
+            .contains("explained_variance_ratio has 0"));
+        assert!(reason(|m| m.singular_values.clear()).contains("singular_values has 0"));
+        assert!(reason(|m| m.mean.truncate(1)).contains("mean has 1"));
+        assert!(reason(|m| m.scale.push(1.0)).contains("scale has 4"));
+        assert!(reason(|m| m.components[2] = f64::NAN).contains("non-finite components"));
+        assert!(reason(|m| m.mean[0] = f64::INFINITY).contains("non-finite mean"));
+        assert!(reason(|m| m.explained_variance_ratio[0] = f64::NAN).contains("ratio"));
+        assert!(reason(|m| m.singular_values[1] = f64::NAN).contains("singular"));
+        assert!(reason(|m| m.scale[1] = 0.0).contains("scale"));
+        assert!(reason(|m| m.explained_variance[1] = -1.0).contains("explained variances"));
+        let whitening = |m: &mut PcaModel| {
+            m.params.whiten = true;
+            m.explained_variance[1] = 0.0;
+        };
+        assert!(reason(whitening).contains("whitening"));
+        assert!(reason(|m| m.total_variance = f64::NAN).contains("total_variance"));
+        assert!(reason(|m| m.noise_variance = -0.5).contains("noise_variance"));
+    }
+}
