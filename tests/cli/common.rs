@@ -195,21 +195,28 @@ pub const fn usage(args: &'static str, expect: &'static [&'static str]) -> Case 
     }
 }
 
-/// Files in a temporary directory that the cases of a table refer to by name.
+/// A temporary directory and the files a test names in its command lines: `{dir}` is the
+/// directory, `{name}` a file made known with [`Fixture::name`]; `{iris}`, `{iris_y}` and
+/// `{digits}` are the repository's test data.
 pub struct Fixture {
-    /// The directory; `{dir}` in a case.
+    /// The directory.
     pub dir: tempfile::TempDir,
-    /// Name and path of every file a case may name.
+    /// Name and path of every file a command line may name.
     paths: Vec<(String, PathBuf)>,
 }
 
 impl Fixture {
     /// An empty temporary directory.
     pub fn new() -> Self {
-        Self {
+        let mut fixture = Self {
             dir: tempfile::tempdir().unwrap(),
             paths: Vec::new(),
-        }
+        };
+        fixture
+            .name("iris", iris())
+            .name("iris_y", iris_labels())
+            .name("digits", digits());
+        fixture
     }
 
     /// The directory's path.
@@ -217,22 +224,57 @@ impl Fixture {
         self.dir.path()
     }
 
-    /// Makes `path` known to the cases as `{name}`.
+    /// `name` inside the directory.
+    pub fn file(&self, name: &str) -> PathBuf {
+        self.path().join(name)
+    }
+
+    /// Makes `path` known to the command lines as `{name}` (in place of any earlier one).
     pub fn name(&mut self, name: &str, path: PathBuf) -> &mut Self {
+        self.paths.retain(|(known, _)| known != name);
         self.paths.push((name.to_string(), path));
         self
     }
 
-    /// The arguments of `case` with every `{name}` replaced by its path.
-    fn args(&self, case: &Case) -> Vec<String> {
-        case.args
-            .split_whitespace()
+    /// Writes `content` to `dir/file`, known as `{name}`.
+    pub fn write(&mut self, name: &str, file: &str, content: &str) -> PathBuf {
+        let path = self.file(file);
+        std::fs::write(&path, content).unwrap();
+        self.name(name, path.clone());
+        path
+    }
+
+    /// Writes Gaussian blobs (see [`blobs_npy`]) to `{name}` = `dir/name.npy`.
+    pub fn blobs(&mut self, name: &str, n: usize, d: usize, centers: usize, seed: u64) -> PathBuf {
+        let path = blobs_npy(self.path(), &format!("{name}.npy"), n, d, centers, seed);
+        self.name(name, path.clone());
+        path
+    }
+
+    /// Runs the program with `args`: separated by spaces, placeholders replaced.
+    pub fn run(&self, args: &str) -> Output {
+        let args = self.args(args);
+        cli(&args.iter().map(String::as_str).collect::<Vec<_>>())
+    }
+
+    /// Fits a model with `args` (a command line without `--model`), writes it to
+    /// `{name}` = `dir/name.json` and returns its path.
+    pub fn model(&mut self, name: &str, args: &str) -> PathBuf {
+        let path = self.file(&format!("{name}.json"));
+        ok(&self.run(&format!("{args} --model {}", s(&path))));
+        self.name(name, path.clone());
+        path
+    }
+
+    /// `args` split at spaces, with every placeholder replaced by its path.
+    fn args(&self, args: &str) -> Vec<String> {
+        args.split_whitespace()
             .map(|arg| {
                 let mut arg = arg.replace("{dir}", s(self.path()));
                 for (name, path) in &self.paths {
                     arg = arg.replace(&format!("{{{name}}}"), s(path));
                 }
-                assert!(!arg.contains('{'), "unknown placeholder in {:?}", case.args);
+                assert!(!arg.contains('{'), "unknown placeholder in {args:?}");
                 arg
             })
             .collect()
@@ -243,9 +285,7 @@ impl Fixture {
     pub fn check(&self, cases: &[Case]) {
         let before = files_in(self.path());
         for case in cases {
-            let args = self.args(case);
-            let args: Vec<&str> = args.iter().map(String::as_str).collect();
-            let out = cli(&args);
+            let out = self.run(case.args);
             let error = match case.code {
                 Some(code) => fails(&out, code),
                 None => usage_fails(&out),

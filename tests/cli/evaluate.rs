@@ -2,19 +2,12 @@
 
 use wgpu_unsupervised::io;
 
-use crate::common::{case, cli, iris, iris_labels, json_line, ok, s, sorted_keys, Case, Fixture};
+use crate::common::{case, json_line, ok, sorted_keys, Case, Fixture};
 
 #[test]
 fn evaluate_iris_json_keys_with_and_without_truth() {
-    let y = iris_labels();
-    let report = json_line(&cli(&[
-        "evaluate",
-        "--input",
-        s(&iris()),
-        "--labels",
-        s(&y),
-        "--json",
-    ]));
+    let f = Fixture::new();
+    let report = json_line(&f.run("evaluate --input {iris} --labels {iris_y} --json"));
     assert_eq!(
         sorted_keys(&report),
         [
@@ -37,20 +30,10 @@ fn evaluate_iris_json_keys_with_and_without_truth() {
     assert!((sil - 0.5035).abs() < 1e-3, "{sil}");
     assert!(report["calinski_harabasz"].as_f64().unwrap() > 0.0);
 
-    let report = json_line(&cli(&[
-        "evaluate",
-        "--input",
-        s(&iris()),
-        "--labels",
-        s(&y),
-        "--truth",
-        s(&y),
-        "--sample-size",
-        "60",
-        "--seed",
-        "4",
-        "--json",
-    ]));
+    let report = json_line(&f.run(
+        "evaluate --input {iris} --labels {iris_y} --truth {iris_y} --sample-size 60 --seed 4 \
+         --json",
+    ));
     for key in ["rand_index", "adjusted_rand_index"] {
         assert_eq!(report[key].as_f64(), Some(1.0), "{key}: {report}");
     }
@@ -59,53 +42,40 @@ fn evaluate_iris_json_keys_with_and_without_truth() {
 
 #[test]
 fn evaluate_human_report_of_kmeans_labels() {
-    let dir = tempfile::tempdir().unwrap();
-    let labels = dir.path().join("labels.npy");
-    ok(&cli(&[
-        "kmeans",
-        "--input",
-        s(&iris()),
-        "--k",
-        "3",
-        "--output",
-        s(&labels),
-    ]));
-    let text = ok(&cli(&[
-        "evaluate",
-        "--input",
-        s(&iris()),
-        "--labels",
-        s(&labels),
-        "--truth",
-        s(&iris_labels()),
-    ]));
+    let f = Fixture::new();
+    ok(&f.run("kmeans --input {iris} --k 3 --output {dir}/labels.npy"));
+    let text = ok(&f.run("evaluate --input {iris} --labels {dir}/labels.npy --truth {iris_y}"));
     for word in ["silhouette:", "davies-bouldin:", "adjusted rand index:"] {
         assert!(text.contains(word), "{text}");
     }
 }
 
-/// Labellings `evaluate` refuses: `{short}` has 4 labels, `{one}` 150 labels of one cluster,
-/// `{y}` is the iris species; `{x}` is the iris matrix (150 x 4 floats, not labels).
+/// Labellings `evaluate` refuses: `{short}` has 4 labels, `{one}` 150 labels of one cluster;
+/// `{iris}` is a matrix of floats, not labels.
 const EVALUATE_REFUSES: &[Case] = &[
     case(
-        "evaluate --input {x} --labels {short}",
+        "evaluate --input {iris} --labels {short}",
         2,
         &["4 labels", "150 rows"],
     ),
     case(
-        "evaluate --input {x} --labels {y} --truth {short}",
+        "evaluate --input {iris} --labels {iris_y} --truth {short}",
         2,
         &["--truth"],
     ),
-    case("evaluate --input {x} --labels {one}", 2, &["1 clusters"]),
-    case("evaluate --input {x} --labels {x}", 2, &["iris_X.npy"]),
+    case("evaluate --input {iris} --labels {one}", 2, &["1 clusters"]),
     case(
-        "evaluate --input {x} --labels {y} --sample-size 1",
+        "evaluate --input {iris} --labels {iris}",
+        2,
+        &["iris_X.npy"],
+    ),
+    case(
+        "evaluate --input {iris} --labels {iris_y} --sample-size 1",
         2,
         &["--sample-size"],
     ),
     case(
-        "evaluate --input {x} --labels {dir}/none.npy",
+        "evaluate --input {iris} --labels {dir}/none.npy",
         2,
         &["none.npy"],
     ),
@@ -113,15 +83,10 @@ const EVALUATE_REFUSES: &[Case] = &[
 
 #[test]
 fn evaluate_refuses_bad_labels() {
-    let mut fixture = Fixture::new();
-    let short = fixture.path().join("short.npy");
-    io::write_npy_u32(&short, &[0, 1, 0, 1]).unwrap();
-    let one = fixture.path().join("one.npy");
-    io::write_npy_u32(&one, &[7; 150]).unwrap();
-    fixture
-        .name("x", iris())
-        .name("y", iris_labels())
-        .name("short", short)
-        .name("one", one);
-    fixture.check(EVALUATE_REFUSES);
+    let mut f = Fixture::new();
+    io::write_npy_u32(&f.file("short.npy"), &[0, 1, 0, 1]).unwrap();
+    io::write_npy_u32(&f.file("one.npy"), &[7; 150]).unwrap();
+    f.name("short", f.file("short.npy"));
+    f.name("one", f.file("one.npy"));
+    f.check(EVALUATE_REFUSES);
 }

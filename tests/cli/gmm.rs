@@ -2,9 +2,7 @@
 
 use wgpu_unsupervised::io;
 
-use crate::common::{
-    blobs_npy, case, cli, iris, json_line, ok, read_2d, s, sorted_keys, usage, Case, Fixture,
-};
+use crate::common::{case, json_line, ok, read_2d, s, sorted_keys, usage, Case, Fixture};
 
 /// Checks N x K responsibilities: in [0, 1], every row summing to 1 within 1e-4.
 pub fn check_responsibilities(proba: &[f32], n: usize, k: usize) {
@@ -22,21 +20,10 @@ pub fn check_responsibilities(proba: &[f32], n: usize, k: usize) {
 
 #[test]
 fn gmm_iris_json_report_labels_and_proba() {
-    let dir = tempfile::tempdir().unwrap();
-    let labels = dir.path().join("labels.npy");
-    let proba = dir.path().join("proba.npy");
-    let report = json_line(&cli(&[
-        "gmm",
-        "--input",
-        s(&iris()),
-        "--k",
-        "3",
-        "--output",
-        s(&labels),
-        "--proba",
-        s(&proba),
-        "--json",
-    ]));
+    let f = Fixture::new();
+    let report = json_line(
+        &f.run("gmm --input {iris} --k 3 --output {dir}/labels.npy --proba {dir}/proba.npy --json"),
+    );
     let mut expected = [
         "algorithm",
         "n",
@@ -75,14 +62,14 @@ fn gmm_iris_json_report_labels_and_proba() {
     assert!(report["fit_seconds"].as_f64().unwrap() >= 0.0, "{report}");
     assert!(!report["adapter"].as_str().unwrap().is_empty(), "{report}");
 
-    let labels = io::read_labels(&labels).unwrap();
+    let labels = io::read_labels(&f.file("labels.npy")).unwrap();
     assert_eq!(labels.len(), 150);
     assert!(labels.iter().all(|&l| l < 3), "{labels:?}");
     // Setosa (the first 50 rows) is separated from the other species.
     assert!(labels[..50].iter().all(|&l| l == labels[0]), "{labels:?}");
     assert!(labels[50..].iter().all(|&l| l != labels[0]), "{labels:?}");
 
-    let proba = read_2d(&proba, 150, 3);
+    let proba = read_2d(&f.file("proba.npy"), 150, 3);
     check_responsibilities(&proba, 150, 3);
     // The labels are the most probable components.
     for (i, row) in proba.chunks_exact(3).enumerate() {
@@ -93,25 +80,12 @@ fn gmm_iris_json_report_labels_and_proba() {
 
 #[test]
 fn gmm_every_covariance_type_and_a_human_report() {
-    let dir = tempfile::tempdir().unwrap();
+    let f = Fixture::new();
     for covariance in ["full", "tied", "diag", "spherical"] {
-        let proba = dir.path().join(format!("{covariance}.npy"));
-        let report = json_line(&cli(&[
-            "gmm",
-            "--input",
-            s(&iris()),
-            "--k",
-            "3",
-            "--covariance",
-            covariance,
-            "--max-iter",
-            "200",
-            "--seed",
-            "3",
-            "--proba",
-            s(&proba),
-            "--json",
-        ]));
+        let report = json_line(&f.run(&format!(
+            "gmm --input {{iris}} --k 3 --covariance {covariance} --max-iter 200 --seed 3 \
+             --proba {{dir}}/{covariance}.npy --json"
+        )));
         assert_eq!(report["covariance"], covariance, "{report}");
         assert_eq!(report["k"], 3, "{report}");
         let n_iter = report["n_iter"].as_u64().unwrap();
@@ -122,33 +96,15 @@ fn gmm_every_covariance_type_and_a_human_report() {
             "{report}"
         );
         assert!(report["bic"].as_f64().unwrap().is_finite(), "{report}");
+        let proba = f.file(&format!("{covariance}.npy"));
         check_responsibilities(&read_2d(&proba, 150, 3), 150, 3);
     }
 
     // The human report, with the other options.
-    let labels = dir.path().join("labels.npy");
-    let model = dir.path().join("gmm.json");
-    let text = ok(&cli(&[
-        "gmm",
-        "--input",
-        s(&iris()),
-        "--k",
-        "2",
-        "--covariance",
-        "diag",
-        "--init",
-        "random",
-        "--n-init",
-        "2",
-        "--tol",
-        "1e-4",
-        "--reg-covar",
-        "1e-5",
-        "--output",
-        s(&labels),
-        "--model",
-        s(&model),
-    ]));
+    let text = ok(&f.run(
+        "gmm --input {iris} --k 2 --covariance diag --init random --n-init 2 --tol 1e-4 \
+         --reg-covar 1e-5 --output {dir}/labels.npy --model {dir}/gmm.json",
+    ));
     for word in [
         "adapter",
         "150 rows x 4 features",
@@ -165,9 +121,9 @@ fn gmm_every_covariance_type_and_a_human_report() {
     ] {
         assert!(text.contains(word), "{word:?} missing from {text}");
     }
-    assert!(text.contains(s(&labels)), "{text}");
-    assert!(text.contains(s(&model)), "{text}");
-    let labels = io::read_labels(&labels).unwrap();
+    assert!(text.contains(s(&f.file("labels.npy"))), "{text}");
+    assert!(text.contains(s(&f.file("gmm.json"))), "{text}");
+    let labels = io::read_labels(&f.file("labels.npy")).unwrap();
     assert_eq!(labels.len(), 150);
     assert!(labels.iter().all(|&l| l < 2), "{labels:?}");
 }
@@ -215,8 +171,7 @@ const GMM_REFUSES: &[Case] = &[
 
 #[test]
 fn gmm_refuses_bad_arguments_writing_nothing() {
-    let mut fixture = Fixture::new();
-    let x = blobs_npy(fixture.path(), "x.npy", 10, 2, 2, 32);
-    fixture.name("x", x);
-    fixture.check(GMM_REFUSES);
+    let mut f = Fixture::new();
+    f.blobs("x", 10, 2, 2, 32);
+    f.check(GMM_REFUSES);
 }

@@ -2,27 +2,15 @@
 
 use wgpu_unsupervised::io;
 
-use crate::common::{blobs_npy, case, cli, json_line, ok, s, sorted_keys, usage, Case, Fixture};
+use crate::common::{case, files_in, json_line, ok, s, sorted_keys, usage, Case, Fixture};
 
 #[test]
 fn kmeans_npy_json_report_and_labels() {
-    let dir = tempfile::tempdir().unwrap();
-    let x = blobs_npy(dir.path(), "x.npy", 300, 3, 4, 1);
-    let labels = dir.path().join("labels.npy");
-    let report = json_line(&cli(&[
-        "kmeans",
-        "--input",
-        s(&x),
-        "--k",
-        "4",
-        "--seed",
-        "5",
-        "--n-init",
-        "2",
-        "--output",
-        s(&labels),
-        "--json",
-    ]));
+    let mut f = Fixture::new();
+    f.blobs("x", 300, 3, 4, 1);
+    let report = json_line(
+        &f.run("kmeans --input {x} --k 4 --seed 5 --n-init 2 --output {dir}/labels.npy --json"),
+    );
     let mut expected = [
         "algorithm",
         "n",
@@ -47,15 +35,14 @@ fn kmeans_npy_json_report_and_labels() {
     assert!(report["fit_seconds"].as_f64().unwrap() >= 0.0, "{report}");
     assert!(!report["adapter"].as_str().unwrap().is_empty(), "{report}");
 
-    let labels = io::read_labels(&labels).unwrap();
+    let labels = io::read_labels(&f.file("labels.npy")).unwrap();
     assert_eq!(labels.len(), 300);
     assert!(labels.iter().all(|&l| l < 4), "{labels:?}");
 }
 
 #[test]
 fn kmeans_csv_with_header_and_human_report() {
-    let dir = tempfile::tempdir().unwrap();
-    let csv = dir.path().join("points.csv");
+    let mut f = Fixture::new();
     // Two well separated groups of six rows.
     let mut text = String::from("width,height\n");
     for i in 0..6 {
@@ -64,23 +51,14 @@ fn kmeans_csv_with_header_and_human_report() {
     for i in 0..6 {
         text += &format!("{},{}\n", 50.0 + 0.1 * i as f32, 40.0 + 0.2 * i as f32);
     }
-    std::fs::write(&csv, text).unwrap();
-    let labels_path = dir.path().join("labels.npy");
-    let report = ok(&cli(&[
-        "kmeans",
-        "--input",
-        s(&csv),
-        "--k",
-        "2",
-        "--output",
-        s(&labels_path),
-    ]));
+    f.write("csv", "points.csv", &text);
+    let report = ok(&f.run("kmeans --input {csv} --k 2 --output {dir}/labels.npy"));
     for word in ["adapter", "12 rows x 2 features", "inertia", "iterations"] {
         assert!(report.contains(word), "{word:?} missing from {report}");
     }
-    assert!(report.contains(s(&labels_path)), "{report}");
+    assert!(report.contains(s(&f.file("labels.npy"))), "{report}");
 
-    let labels = io::read_labels(&labels_path).unwrap();
+    let labels = io::read_labels(&f.file("labels.npy")).unwrap();
     assert_eq!(labels.len(), 12);
     assert!(labels[..6].iter().all(|&l| l == labels[0]), "{labels:?}");
     assert!(labels[6..].iter().all(|&l| l == labels[6]), "{labels:?}");
@@ -88,29 +66,18 @@ fn kmeans_csv_with_header_and_human_report() {
 }
 
 #[test]
-fn kmeans_random_init() {
-    let dir = tempfile::tempdir().unwrap();
-    let x = blobs_npy(dir.path(), "x.npy", 200, 2, 3, 2);
-    let report = json_line(&cli(&[
-        "kmeans",
-        "--input",
-        s(&x),
-        "--k",
-        "3",
-        "--init",
-        "random",
-        "--seed",
-        "11",
-        "--max-iter",
-        "100",
-        "--tol",
-        "0",
-        "--json",
-    ]));
+fn kmeans_random_init_and_a_model_beside_the_json_report() {
+    let mut f = Fixture::new();
+    f.blobs("x", 200, 2, 3, 2);
+    let report = json_line(&f.run(
+        "kmeans --input {x} --k 3 --init random --seed 11 --max-iter 100 --tol 0 \
+         --model {dir}/m.json --json",
+    ));
     assert_eq!(report["k"], 3);
     assert_eq!(report["n"], 200);
     assert!(report["inertia"].as_f64().unwrap().is_finite());
     assert!(report["n_iter"].as_u64().unwrap() <= 100);
+    assert!(f.file("m.json").exists());
 }
 
 /// Command lines `kmeans` refuses. `{x}` has 10 rows of 2 features.
@@ -168,16 +135,12 @@ const KMEANS_REFUSES: &[Case] = &[
 
 #[test]
 fn kmeans_refuses_bad_arguments_inputs_and_outputs_writing_nothing() {
-    let mut fixture = Fixture::new();
-    let dir = fixture.path().to_path_buf();
-    let x = blobs_npy(&dir, "x.npy", 10, 2, 2, 6);
-    let txt = dir.join("x.txt");
-    std::fs::write(&txt, "1,2\n3,4\n").unwrap();
-    let nan = dir.join("bad.csv");
-    std::fs::write(&nan, "a,b,c\n1,2,3\n4,5,6\n7,NaN,9\n").unwrap();
+    let mut f = Fixture::new();
+    f.blobs("x", 10, 2, 2, 6);
+    f.write("txt", "x.txt", "1,2\n3,4\n");
+    f.write("nan", "bad.csv", "a,b,c\n1,2,3\n4,5,6\n7,NaN,9\n");
     // An existing directory where an output should go.
-    std::fs::create_dir(dir.join("taken.npy")).unwrap();
-    fixture.name("x", x).name("txt", txt).name("nan", nan);
-    fixture.check(KMEANS_REFUSES);
-    assert!(crate::common::files_in(&dir.join("taken.npy")).is_empty());
+    std::fs::create_dir(f.file("taken.npy")).unwrap();
+    f.check(KMEANS_REFUSES);
+    assert!(files_in(&f.file("taken.npy")).is_empty());
 }

@@ -3,7 +3,8 @@
 //! The fits need a wgpu adapter (CI installs lavapipe); data stay small because that adapter
 //! is a software rasterizer.
 //!
-//! One module per command family; the command lines each command must refuse are tables of
+//! One module per command family. Command lines are written as text with placeholders for
+//! the files of a [`common::Fixture`]; those each command must refuse are tables of
 //! [`common::Case`] (arguments, exit status, fragments of the error), run by
 //! [`common::Fixture::check`], which also checks that a refused command writes nothing.
 //! Every success is checked to print nothing on stderr ([`common::ok`]).
@@ -13,6 +14,7 @@ mod evaluate;
 mod gmm;
 mod headless;
 mod kmeans;
+mod model_files;
 mod pca;
 mod predict;
 mod select_k;

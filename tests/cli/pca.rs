@@ -3,8 +3,8 @@
 use wgpu_unsupervised::io;
 
 use crate::common::{
-    blobs_npy, case, check_svg, cli, digits, fails, files_in, iris, json_line, ok, read_2d, s,
-    sorted_keys, usage, Case, Fixture,
+    case, check_svg, digits, fails, files_in, json_line, ok, read_2d, s, sorted_keys, usage, Case,
+    Fixture,
 };
 
 /// Sample variance (ddof 1) of column `j` of an `n` x `d` row-major matrix.
@@ -18,19 +18,9 @@ fn column_variance(z: &[f32], n: usize, d: usize, j: usize) -> f64 {
 
 #[test]
 fn pca_count_json_report_and_projections() {
-    let dir = tempfile::tempdir().unwrap();
-    let x = blobs_npy(dir.path(), "x.npy", 300, 8, 5, 21);
-    let z = dir.path().join("z.npy");
-    let report = json_line(&cli(&[
-        "pca",
-        "--input",
-        s(&x),
-        "--components",
-        "3",
-        "--output",
-        s(&z),
-        "--json",
-    ]));
+    let mut f = Fixture::new();
+    f.blobs("x", 300, 8, 5, 21);
+    let report = json_line(&f.run("pca --input {x} --components 3 --output {dir}/z.npy --json"));
     let mut expected = [
         "algorithm",
         "n",
@@ -63,24 +53,15 @@ fn pca_count_json_report_and_projections() {
     assert!(ratios.windows(2).all(|w| w[0] >= w[1]), "{ratios:?}");
     assert!(ratios.iter().sum::<f64>() <= 1.0 + 1e-9, "{ratios:?}");
 
-    let z = read_2d(&z, 300, 3);
+    let z = read_2d(&f.file("z.npy"), 300, 3);
     assert!(z.iter().all(|v| v.is_finite()));
 }
 
 #[test]
 fn pca_fraction_on_digits_keeps_21_components_like_the_reference() {
-    let dir = tempfile::tempdir().unwrap();
-    let z = dir.path().join("z.npy");
-    let report = json_line(&cli(&[
-        "pca",
-        "--input",
-        s(&digits()),
-        "--components",
-        "0.9",
-        "--output",
-        s(&z),
-        "--json",
-    ]));
+    let f = Fixture::new();
+    let report =
+        json_line(&f.run("pca --input {digits} --components 0.9 --output {dir}/z.npy --json"));
     assert_eq!(report["n"], 1797);
     assert_eq!(report["d"], 64);
     assert_eq!(report["n_components"], 21, "{report}");
@@ -96,7 +77,7 @@ fn pca_fraction_on_digits_keeps_21_components_like_the_reference() {
         total - ratios[20] <= 0.9,
         "20 components would do: {ratios:?}"
     );
-    read_2d(&z, 1797, 21);
+    read_2d(&f.file("z.npy"), 1797, 21);
 
     // The f64 CPU reference keeps the same number, with the same ratios.
     let data = io::read_matrix(&digits()).unwrap();
@@ -111,19 +92,9 @@ fn pca_fraction_on_digits_keeps_21_components_like_the_reference() {
 
 #[test]
 fn pca_whiten_gives_unit_variance_columns_and_a_human_report() {
-    let dir = tempfile::tempdir().unwrap();
-    let x = blobs_npy(dir.path(), "x.npy", 300, 8, 4, 22);
-    let z = dir.path().join("z.npy");
-    let text = ok(&cli(&[
-        "pca",
-        "--input",
-        s(&x),
-        "--components",
-        "4",
-        "--whiten",
-        "--output",
-        s(&z),
-    ]));
+    let mut f = Fixture::new();
+    f.blobs("x", 300, 8, 4, 22);
+    let text = ok(&f.run("pca --input {x} --components 4 --whiten --output {dir}/z.npy"));
     for word in [
         "adapter",
         "300 rows x 8 features",
@@ -135,8 +106,8 @@ fn pca_whiten_gives_unit_variance_columns_and_a_human_report() {
     ] {
         assert!(text.contains(word), "{word:?} missing from {text}");
     }
-    assert!(text.contains(s(&z)), "{text}");
-    let z = read_2d(&z, 300, 4);
+    assert!(text.contains(s(&f.file("z.npy"))), "{text}");
+    let z = read_2d(&f.file("z.npy"), 300, 4);
     for j in 0..4 {
         let var = column_variance(&z, 300, 4, j);
         assert!((var - 1.0).abs() <= 1e-3, "column {j}: variance {var}");
@@ -145,18 +116,10 @@ fn pca_whiten_gives_unit_variance_columns_and_a_human_report() {
 
 #[test]
 fn pca_plot_writes_the_spectrum() {
-    let dir = tempfile::tempdir().unwrap();
-    let plot = dir.path().join("spectrum.svg");
-    ok(&cli(&[
-        "pca",
-        "--input",
-        s(&iris()),
-        "--components",
-        "4",
-        "--plot",
-        s(&plot),
-    ]));
-    check_svg(&plot);
+    let f = Fixture::new();
+    let text = ok(&f.run("pca --input {iris} --components 4 --plot {dir}/spectrum.svg"));
+    assert!(text.contains(s(&f.file("spectrum.svg"))), "{text}");
+    check_svg(&f.file("spectrum.svg"));
 }
 
 #[test]
@@ -164,32 +127,17 @@ fn pca_power_iteration_that_does_not_converge_exits_1_with_one_error_line() {
     // The GPU is opened before this error: on a headless machine a driver line once came
     // first on stderr (and had the same `error: ` form); now the program's line is the only
     // one.
-    let dir = tempfile::tempdir().unwrap();
-    let x = blobs_npy(dir.path(), "x.npy", 200, 40, 6, 26);
-    let z = dir.path().join("z.npy");
-    let model = dir.path().join("pca.json");
+    let mut f = Fixture::new();
+    f.blobs("x", 200, 40, 6, 26);
     let line = fails(
-        &cli(&[
-            "pca",
-            "--input",
-            s(&x),
-            "--components",
-            "3",
-            "--solver",
-            "power",
-            "--max-iter",
-            "1",
-            "--tol",
-            "1e-12",
-            "--output",
-            s(&z),
-            "--model",
-            s(&model),
-        ]),
+        &f.run(
+            "pca --input {x} --components 3 --solver power --max-iter 1 --tol 1e-12 \
+             --output {dir}/z.npy --model {dir}/pca.json",
+        ),
         1,
     );
     assert!(line.contains("did not converge"), "{line}");
-    assert_eq!(files_in(dir.path()), ["x.npy"]);
+    assert_eq!(files_in(f.path()), ["x.npy"]);
 }
 
 /// Command lines `pca` refuses. `{x}` has 20 rows of 4 features.
@@ -275,8 +223,7 @@ const PCA_REFUSES: &[Case] = &[
 
 #[test]
 fn pca_refuses_bad_arguments_writing_nothing() {
-    let mut fixture = Fixture::new();
-    let x = blobs_npy(fixture.path(), "x.npy", 20, 4, 2, 25);
-    fixture.name("x", x);
-    fixture.check(PCA_REFUSES);
+    let mut f = Fixture::new();
+    f.blobs("x", 20, 4, 2, 25);
+    f.check(PCA_REFUSES);
 }
