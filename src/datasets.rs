@@ -1,10 +1,10 @@
-//! Data for tests, examples and benchmarks: the embedded Iris and Digits sets and seeded
-//! synthetic data.
+//! Data for tests, examples and benchmarks: the embedded Iris and Digits sets (feature
+//! `datasets`) and seeded synthetic data (always available: nothing is bundled for it).
 //!
-//! * [`iris`]: Fisher's Iris (150 x 4, three classes of 50), compiled into the library from
+//! * `iris` (feature `datasets`): Fisher's Iris (150 x 4, three classes of 50), compiled into the library from
 //!   `tests/data/iris_X.npy` and `iris_y.npy` (scikit-learn's copy; see
 //!   `tests/data/README.md` for source and licence), so no file is read at run time.
-//! * [`digits`]: the optical handwritten digits (1797 x 64, ten classes of about 180),
+//! * `digits` (feature `datasets`): the optical handwritten digits (1797 x 64, ten classes of about 180),
 //!   compiled in the same way from `tests/data/digits_X.npy` and `digits_y.npy`.
 //! * [`make_blobs`]: isotropic Gaussian blobs like scikit-learn's `make_blobs`. Centres
 //!   `μ_k` are drawn uniformly from `center_box` in every coordinate, and point i of cluster
@@ -18,15 +18,24 @@
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
+#[cfg(feature = "datasets")]
 use std::path::Path;
 
 use crate::error::{Error, Result};
+#[cfg(feature = "datasets")]
+use crate::npy::{npy_labels_from_reader, npy_matrix_from_reader};
 
+// The bundled files are compiled in only with the `datasets` feature (about 470 KB).
+#[cfg(feature = "datasets")]
 const IRIS_X: &[u8] = include_bytes!("../tests/data/iris_X.npy");
+#[cfg(feature = "datasets")]
 const IRIS_Y: &[u8] = include_bytes!("../tests/data/iris_y.npy");
+#[cfg(feature = "datasets")]
 const DIGITS_X: &[u8] = include_bytes!("../tests/data/digits_X.npy");
+#[cfg(feature = "datasets")]
 const DIGITS_Y: &[u8] = include_bytes!("../tests/data/digits_y.npy");
 
+#[cfg(feature = "datasets")]
 /// Fisher's Iris data: 150 rows x 4 features (sepal length, sepal width, petal length,
 /// petal width, in cm) row-major as f32, and the species labels 0, 1, 2 (setosa,
 /// versicolor, virginica), 50 of each in that order.
@@ -34,10 +43,11 @@ pub fn iris() -> (Vec<f32>, Vec<u32>) {
     try_iris().expect("embedded iris data is valid")
 }
 
+#[cfg(feature = "datasets")]
 /// Parses the embedded Iris files; only fails if they were corrupted at build time.
 fn try_iris() -> Result<(Vec<f32>, Vec<u32>)> {
-    let x = crate::io::npy_matrix_from_reader(IRIS_X, Path::new("<embedded iris_X.npy>"))?;
-    let y = crate::io::npy_labels_from_reader(IRIS_Y, Path::new("<embedded iris_y.npy>"))?;
+    let x = npy_matrix_from_reader(IRIS_X, Path::new("<embedded iris_X.npy>"))?;
+    let y = npy_labels_from_reader(IRIS_Y, Path::new("<embedded iris_y.npy>"))?;
     if (x.n_rows, x.n_features) != (150, 4) || y.len() != 150 {
         return Err(Error::Format {
             path: "<embedded iris>".into(),
@@ -52,6 +62,7 @@ fn try_iris() -> Result<(Vec<f32>, Vec<u32>)> {
     Ok((x.data, y))
 }
 
+#[cfg(feature = "datasets")]
 /// The optical handwritten digits (scikit-learn's `load_digits`): 1797 rows x 64 features,
 /// each row an 8 x 8 image read row by row whose pixels are counts 0..=16, row-major as
 /// f32, and the digit shown, 0..=9 (174 to 183 of each).
@@ -59,10 +70,11 @@ pub fn digits() -> (Vec<f32>, Vec<u32>) {
     try_digits().expect("embedded digits data is valid")
 }
 
+#[cfg(feature = "datasets")]
 /// Parses the embedded Digits files; only fails if they were corrupted at build time.
 fn try_digits() -> Result<(Vec<f32>, Vec<u32>)> {
-    let x = crate::io::npy_matrix_from_reader(DIGITS_X, Path::new("<embedded digits_X.npy>"))?;
-    let y = crate::io::npy_labels_from_reader(DIGITS_Y, Path::new("<embedded digits_y.npy>"))?;
+    let x = npy_matrix_from_reader(DIGITS_X, Path::new("<embedded digits_X.npy>"))?;
+    let y = npy_labels_from_reader(DIGITS_Y, Path::new("<embedded digits_y.npy>"))?;
     if (x.n_rows, x.n_features) != (1797, 64) || y.len() != 1797 {
         return Err(Error::Format {
             path: "<embedded digits>".into(),
@@ -167,6 +179,7 @@ pub fn uniform(n: usize, d: usize, seed: u64) -> Vec<f32> {
 mod tests {
     use super::*;
 
+    #[cfg(feature = "datasets")]
     #[test]
     fn iris_is_embedded_and_sane() {
         assert!(try_iris().is_ok());
@@ -187,6 +200,7 @@ mod tests {
         assert!((mean(3) - 1.199).abs() < 1e-3);
     }
 
+    #[cfg(feature = "datasets")]
     #[test]
     fn digits_are_embedded_and_sane() {
         assert!(try_digits().is_ok());

@@ -120,6 +120,25 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
+    /// A fitted model whose parts do not fit together (array lengths against its sizes,
+    /// non-finite values, weights that do not sum to 1, covariances that are not positive
+    /// definite, ...): what each model's `validate` reports, e.g. when deserializing an edited
+    /// model file.
+    #[error("inconsistent model ({kind}): {reason}")]
+    InvalidModel {
+        /// The model type: "K-Means", "PCA" or "Gaussian mixture".
+        kind: &'static str,
+        /// Which part does not fit, and why.
+        reason: String,
+    },
+    /// Text that is not a model file of this library: not a JSON object, no or an unknown
+    /// `format`, an unsupported `version`, or a `model` of the wrong shape (from
+    /// `Model::from_json_str`; `Model::load` reports it as [`Error::Format`] with the path).
+    #[error("{reason}")]
+    ModelFormat {
+        /// What is wrong with the text.
+        reason: String,
+    },
     /// A file's content could not be understood.
     #[error("{path}: {reason}")]
     Format {
@@ -156,6 +175,24 @@ impl Error {
             ));
         }
         Ok(())
+    }
+
+    /// An [`Error::Format`] for `path`.
+    #[cfg(any(feature = "io", feature = "datasets"))]
+    pub(crate) fn format(path: &std::path::Path, reason: impl Into<String>) -> Self {
+        Error::Format {
+            path: path.to_path_buf(),
+            reason: reason.into(),
+        }
+    }
+
+    /// An [`Error::Io`] for `path`.
+    #[cfg(any(feature = "io", feature = "datasets", feature = "plot"))]
+    pub(crate) fn io(path: &std::path::Path, source: std::io::Error) -> Self {
+        Error::Io {
+            path: path.to_path_buf(),
+            source,
+        }
     }
 
     pub(crate) fn invalid(name: &'static str, reason: impl Into<String>) -> Self {

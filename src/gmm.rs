@@ -64,8 +64,9 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
 use crate::error::{Error, Result};
+use crate::gpu::GpuInput;
 use crate::gpu::{Gpu, GpuMatrix, GpuVector};
-use crate::kmeans::GpuInput;
+use crate::names::parse_choice;
 use crate::reference::gmm::ReferenceGmm;
 
 /// The shape of the component covariances.
@@ -114,15 +115,26 @@ impl std::str::FromStr for CovarianceType {
 
     /// Parses a [`CovarianceType::name`], ignoring ASCII case.
     fn from_str(s: &str) -> Result<Self> {
-        CovarianceType::ALL
-            .into_iter()
-            .find(|t| t.name().eq_ignore_ascii_case(s))
-            .ok_or_else(|| {
-                Error::invalid(
-                    "covariance_type",
-                    format!("unknown covariance type {s:?} (full, tied, diag or spherical)"),
-                )
-            })
+        let no_aliases = |_: &CovarianceType| -> &'static [&'static str] { &[] };
+        parse_choice(
+            "covariance_type",
+            "covariance type",
+            s,
+            &CovarianceType::ALL,
+            |t| t.name(),
+            no_aliases,
+        )
+    }
+}
+
+/// Number of covariance (and precision-factor) values of a mixture of `k` components of `d`
+/// features, or `None` when it overflows (a model file can claim any sizes).
+fn covariance_len(covariance_type: CovarianceType, k: usize, d: usize) -> Option<usize> {
+    match covariance_type {
+        CovarianceType::Full => k.checked_mul(d)?.checked_mul(d),
+        CovarianceType::Tied => d.checked_mul(d),
+        CovarianceType::Diag => k.checked_mul(d),
+        CovarianceType::Spherical => Some(k),
     }
 }
 
@@ -152,6 +164,55 @@ pub enum GmmInit {
     Random,
     /// Given weights, means and precisions.
     Given(InitialParameters),
+}
+
+impl GmmInit {
+    /// The initialisations that can be named (all but [`GmmInit::Given`]), in the order
+    /// KMeans, KMeansPlusPlus, Random.
+    pub const ALL: [GmmInit; 3] = [GmmInit::KMeans, GmmInit::KMeansPlusPlus, GmmInit::Random];
+
+    /// The name the CLI uses: "kmeans", "kmeans++" or "random"; "given parameters" for
+    /// [`GmmInit::Given`], which cannot be parsed.
+    pub fn name(&self) -> &'static str {
+        match self {
+            GmmInit::KMeans => "kmeans",
+            GmmInit::KMeansPlusPlus => "kmeans++",
+            GmmInit::Random => "random",
+            GmmInit::Given(_) => "given parameters",
+        }
+    }
+
+    /// Other spellings [`FromStr`](std::str::FromStr) accepts.
+    fn aliases(&self) -> &'static [&'static str] {
+        match self {
+            GmmInit::KMeans => &["k-means"],
+            GmmInit::KMeansPlusPlus => &["k-means++"],
+            GmmInit::Random | GmmInit::Given(_) => &[],
+        }
+    }
+}
+
+impl std::fmt::Display for GmmInit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for GmmInit {
+    type Err = Error;
+
+    /// Parses "kmeans" (or "k-means"), "kmeans++" (or "k-means++") or "random", ignoring
+    /// ASCII case.
+    fn from_str(s: &str) -> Result<Self> {
+        parse_choice(
+            "init",
+            "mixture initialisation",
+            s,
+            &GmmInit::ALL,
+            GmmInit::name,
+            GmmInit::aliases,
+        )
+    }
 }
 
 /// Gaussian-mixture parameters (a builder); validated when fitting.
@@ -254,6 +315,13 @@ impl GaussianMixture {
         if self.k > n {
             return Err(Error::TooFewSamples { k: self.k, n });
         }
+        self.validate_for_features(d)
+    }
+
+    /// The checks of [`GaussianMixture::validate`] that do not need the number of rows
+    /// (those a fitted model's parameters must pass too).
+    fn validate_for_features(&self, d: usize) -> Result<()> {
+        Error::require_count("k", self.k)?;
         Error::require_non_negative("reg_covar", self.reg_covar)?;
         Error::require_count("n_init", self.n_init)?;
         Error::require_count("max_iter", self.max_iter)?;
@@ -434,8 +502,18 @@ pub(crate) fn check_responsibilities<T: Copy + Into<f64>>(
 
 /// A fitted Gaussian mixture. Parameters are kept in f64 (the host algebra's precision) and
 /// sent to the device as f32 for each evaluation.
+///
+/// Every value of this type is consistent ([`GaussianMixtureModel::validate`]):
+/// [`GaussianMixture::fit`] and [`GaussianMixtureModel::from_parameters`] build valid models,
+/// and deserializing (feature `serde`) runs `validate`, so an edited file gives an error,
+/// never a model that panics or evaluates garbage later. The serialized form leaves out the
+/// training labels (`labels()` of a deserialized model is empty).
 #[derive(Debug, Clone, PartialEq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Serialize, serde::Deserialize),
+    serde(try_from = "GaussianMixtureModelFields")
+)]
 pub struct GaussianMixtureModel {
     params: GaussianMixture,
     n_features: usize,
@@ -447,7 +525,52 @@ pub struct GaussianMixtureModel {
     n_iter: usize,
     lower_bound: f64,
     lower_bound_history: Vec<f64>,
+    /// Training labels: not serialized (a model file is for predicting, and N labels
+    /// would dwarf the parameters).
+    #[cfg_attr(feature = "serde", serde(skip))]
     labels: Vec<u32>,
+}
+
+/// The serialized fields of a [`GaussianMixtureModel`], before
+/// [`GaussianMixtureModel::validate`] accepts them. An unknown lower bound (NaN, written as
+/// `null` by JSON) reads back as NaN; the `labels` of files written before they were left
+/// out are ignored.
+#[cfg(feature = "serde")]
+#[derive(serde::Deserialize)]
+pub(crate) struct GaussianMixtureModelFields {
+    params: GaussianMixture,
+    n_features: usize,
+    weights: Vec<f64>,
+    means: Vec<f64>,
+    covariances: Vec<f64>,
+    precisions_cholesky: Vec<f64>,
+    converged: bool,
+    n_iter: usize,
+    lower_bound: Option<f64>,
+    lower_bound_history: Vec<f64>,
+}
+
+#[cfg(feature = "serde")]
+impl TryFrom<GaussianMixtureModelFields> for GaussianMixtureModel {
+    type Error = Error;
+
+    fn try_from(f: GaussianMixtureModelFields) -> Result<Self> {
+        let model = GaussianMixtureModel {
+            params: f.params,
+            n_features: f.n_features,
+            weights: f.weights,
+            means: f.means,
+            covariances: f.covariances,
+            precisions_cholesky: f.precisions_cholesky,
+            converged: f.converged,
+            n_iter: f.n_iter,
+            lower_bound: f.lower_bound.unwrap_or(f64::NAN),
+            lower_bound_history: f.lower_bound_history,
+            labels: Vec::new(),
+        };
+        model.validate()?;
+        Ok(model)
+    }
 }
 
 /// Everything one E-step pass gives for a set of rows, left on the device.
@@ -603,7 +726,8 @@ impl GaussianMixtureModel {
     }
 
     /// Most probable component of each training row, from a final E-step with the returned
-    /// parameters (empty for a model built by [`GaussianMixtureModel::from_parameters`]).
+    /// parameters (empty for a model built by [`GaussianMixtureModel::from_parameters`] or
+    /// deserialized: model files do not carry them).
     pub fn labels(&self) -> &[u32] {
         &self.labels
     }
@@ -635,8 +759,122 @@ impl GaussianMixtureModel {
         }
     }
 
-    /// Checks that `x` has the model's feature count and that the model's own shapes agree
-    /// (a model read from a file may have been edited).
+    /// Checks that the parts of the model fit together: K ≥ 1 components of D ≥ 1
+    /// features, parameters that [`GaussianMixture::validate`] accepts for D features with
+    /// the same K, array lengths against K, D and the covariance type, finite values,
+    /// non-negative weights summing to 1 (within 1e-6), positive-definite covariances whose
+    /// precision factors (recomputed in f64) match the stored ones to 1e-4 of the block's
+    /// largest factor, a lower bound that is finite (or NaN: unknown, for a model from
+    /// parameters), a finite history and training labels below K.
+    ///
+    /// Every model is checked when it is built or deserialized, so this only fails for
+    /// [`Error::InvalidModel`] reasons found in edited serialized data.
+    pub fn validate(&self) -> Result<()> {
+        let bad = |reason: String| Error::InvalidModel {
+            kind: "Gaussian mixture",
+            reason,
+        };
+        let (k, d, covariance_type) = (self.k(), self.n_features, self.covariance_type());
+        let kind = covariance_type.name();
+        if k == 0 || d == 0 {
+            return Err(bad(format!("{k} components of {d} features")));
+        }
+        if self.params.k != k {
+            return Err(bad(format!(
+                "fitted with k = {} but has {k} weights",
+                self.params.k
+            )));
+        }
+        self.params
+            .validate_for_features(d)
+            .map_err(|e| bad(format!("parameters: {e}")))?;
+        let means = k.checked_mul(d);
+        let covariances = covariance_len(covariance_type, k, d);
+        let (Some(means), Some(covariances)) = (means, covariances) else {
+            return Err(bad(format!("{k} components of {d} features: too large")));
+        };
+        let lengths = [
+            ("means", self.means.len(), means),
+            ("covariances", self.covariances.len(), covariances),
+            (
+                "precisions_cholesky",
+                self.precisions_cholesky.len(),
+                covariances,
+            ),
+        ];
+        for (name, found, expected) in lengths {
+            if found != expected {
+                return Err(bad(format!(
+                    "{name} has {found} values, expected {expected} for {k} components of {d} \
+                     features with {kind} covariances"
+                )));
+            }
+        }
+        for (name, values) in [
+            ("weights", &self.weights),
+            ("means", &self.means),
+            ("covariances", &self.covariances),
+            ("precisions_cholesky", &self.precisions_cholesky),
+            ("lower_bound_history", &self.lower_bound_history),
+        ] {
+            if values.iter().any(|v| !v.is_finite()) {
+                return Err(bad(format!("non-finite {name}")));
+            }
+        }
+        if self.lower_bound.is_infinite() {
+            return Err(bad(format!("lower bound {}", self.lower_bound)));
+        }
+        let sum: f64 = self.weights.iter().sum();
+        if self.weights.iter().any(|w| *w < 0.0) || (sum - 1.0).abs() > 1e-6 {
+            return Err(bad(format!(
+                "weights must be non-negative and sum to 1 (they sum to {sum})"
+            )));
+        }
+        if let Some(label) = self.labels.iter().find(|&&l| l as usize >= k) {
+            return Err(bad(format!(
+                "training label {label} out of range for {k} components"
+            )));
+        }
+        // The factors are recomputed from the covariances (which also proves them positive
+        // definite) and must match the stored ones, which are what predictions use.
+        let expected = crate::reference::gmm::compute_precision_cholesky(
+            &self.covariances,
+            covariance_type,
+            k,
+            d,
+        )
+        .map_err(|e| bad(e.to_string()))?;
+        let block = match covariance_type {
+            CovarianceType::Full | CovarianceType::Tied => d * d,
+            CovarianceType::Diag => d,
+            CovarianceType::Spherical => 1,
+        };
+        let pairs = self
+            .precisions_cholesky
+            .chunks_exact(block)
+            .zip(expected.chunks_exact(block));
+        for (c, (stored, expected)) in pairs.enumerate() {
+            // Relative to the block's largest factor: rounding in an ill-conditioned
+            // Cholesky is far below this, an edited value is not.
+            let scale = expected.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+            if stored
+                .iter()
+                .zip(expected)
+                .any(|(a, b)| (a - b).abs() > 1e-4 * scale)
+            {
+                let which = match covariance_type {
+                    CovarianceType::Tied => "the tied covariance".to_string(),
+                    _ => format!("component {c}"),
+                };
+                return Err(bad(format!(
+                    "precisions_cholesky of {which} do not match its covariance"
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// Checks that `x` has the model's feature count; returns the parameters to evaluate.
     fn check(&self, x: &impl GpuInput) -> Result<Parameters> {
         let (_, d) = x.shape();
         if d != self.n_features {
@@ -644,32 +882,6 @@ impl GaussianMixtureModel {
                 expected: self.n_features,
                 found: d,
             });
-        }
-        let k = self.weights.len();
-        let expected = self.params.clone().covariance(self.covariance_type());
-        let expected = GaussianMixture { k, ..expected };
-        if k == 0
-            || self.means.len() != k * d
-            || self.covariances.len() != expected.precision_len(d)
-            || self.precisions_cholesky.len() != expected.precision_len(d)
-        {
-            return Err(Error::invalid(
-                "model",
-                format!(
-                    "{k} weights, {} mean values, {} covariance and {} precision values do not \
-                     fit {:?} covariances of {d} features",
-                    self.means.len(),
-                    self.covariances.len(),
-                    self.precisions_cholesky.len(),
-                    self.covariance_type()
-                ),
-            ));
-        }
-        if self.weights.iter().any(|w| !(w.is_finite() && *w >= 0.0))
-            || self.means.iter().any(|v| !v.is_finite())
-            || self.precisions_cholesky.iter().any(|v| !v.is_finite())
-        {
-            return Err(Error::invalid("model", "non-finite or negative parameters"));
         }
         Ok(Parameters {
             weights: self.weights.clone(),
@@ -780,6 +992,92 @@ mod tests {
             );
         }
         assert!("banded".parse::<CovarianceType>().is_err());
+    }
+
+    /// Two full-covariance components of two features with labels: a valid model.
+    fn valid() -> GaussianMixtureModel {
+        let identity = [1.0, 0.0, 0.0, 1.0];
+        let mut m = GaussianMixtureModel::from_parameters(
+            CovarianceType::Full,
+            vec![0.25, 0.75],
+            vec![0.0, 0.0, 3.0, 3.0],
+            [identity, identity].concat(),
+        )
+        .unwrap();
+        m.labels = vec![0, 1, 1];
+        m.lower_bound = -2.5;
+        m.lower_bound_history = vec![-3.0, -2.5];
+        m
+    }
+
+    /// The reason of the `InvalidModel` error of `edit` applied to a valid model.
+    fn reason(edit: impl FnOnce(&mut GaussianMixtureModel)) -> String {
+        let mut m = valid();
+        edit(&mut m);
+        match m.validate() {
+            Err(Error::InvalidModel {
+                kind: "Gaussian mixture",
+                reason,
+            }) => reason,
+            other => panic!("expected an inconsistent mixture, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn valid_models_pass() {
+        valid().validate().unwrap();
+        let mut unknown_bound = valid();
+        unknown_bound.lower_bound = f64::NAN;
+        unknown_bound.validate().unwrap();
+    }
+
+    #[test]
+    fn every_inconsistency_is_reported() {
+        assert!(reason(|m| m.n_features = 0).contains("of 0 features"));
+        assert!(reason(|m| {
+            m.weights.clear();
+            m.params.k = 0;
+        })
+        .contains("0 components"));
+        assert!(reason(|m| m.params.k = 3).contains("fitted with k = 3"));
+        assert!(reason(|m| m.params.reg_covar = -1.0).contains("parameters"));
+        assert!(reason(|m| m.n_features = usize::MAX).contains("too large"));
+        assert!(reason(|m| m.means.truncate(3)).contains("means has 3"));
+        assert!(reason(|m| m.covariances.truncate(4)).contains("covariances has 4"));
+        assert!(reason(|m| m.precisions_cholesky.push(1.0)).contains("precisions_cholesky has 9"));
+        assert!(reason(|m| m.params.covariance_type = CovarianceType::Diag)
+            .contains("diag covariances"));
+        assert!(reason(|m| m.weights[0] = f64::NAN).contains("non-finite weights"));
+        assert!(reason(|m| m.means[1] = f64::INFINITY).contains("non-finite means"));
+        assert!(reason(|m| m.covariances[1] = f64::NAN).contains("non-finite covariances"));
+        assert!(reason(|m| m.precisions_cholesky[0] = f64::NAN)
+            .contains("non-finite precisions_cholesky"));
+        assert!(reason(|m| m.lower_bound_history[1] = f64::NAN).contains("history"));
+        assert!(reason(|m| m.lower_bound = f64::NEG_INFINITY).contains("lower bound"));
+        assert!(reason(|m| m.weights[0] = 0.5).contains("sum to 1"));
+        assert!(reason(|m| m.weights = vec![-0.25, 1.25]).contains("non-negative"));
+        assert!(reason(|m| m.labels[2] = 2).contains("label 2"));
+        assert!(reason(|m| m.covariances[0] = -1.0).contains("not positive definite"));
+        let doubled = |m: &mut GaussianMixtureModel| m.precisions_cholesky[4] *= 2.0;
+        assert!(reason(doubled).contains("component 1 do not match"));
+    }
+
+    #[test]
+    fn init_names_round_trip() {
+        for init in GmmInit::ALL {
+            assert_eq!(init.name().parse::<GmmInit>().unwrap(), init);
+            assert_eq!(init.to_string(), init.name());
+        }
+        assert_eq!("k-means".parse::<GmmInit>().unwrap(), GmmInit::KMeans);
+        assert_eq!(
+            "K-Means++".parse::<GmmInit>().unwrap(),
+            GmmInit::KMeansPlusPlus
+        );
+        let e = "given parameters".parse::<GmmInit>().unwrap_err();
+        assert!(
+            matches!(e, Error::InvalidParameter { name: "init", .. }),
+            "{e}"
+        );
     }
 
     #[test]

@@ -30,17 +30,16 @@
 //! device sum has a fixed order, so the same seed on the same adapter gives bitwise the same
 //! model. The f64 CPU oracle of the same algorithm is [`crate::reference::kmeans`].
 
-use std::borrow::Cow;
-
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use crate::data::Matrix;
 use crate::error::{Error, Result};
 use crate::gpu::buffer::Chunk;
 use crate::gpu::kernel::Batch;
+pub use crate::gpu::GpuInput;
 use crate::gpu::{Gpu, GpuMatrix, GpuVector};
 use crate::kernels::{assign, centroid_update, kmeans_pp, reduce, rows};
+use crate::names::parse_choice;
 
 /// How the initial centroids are chosen.
 #[derive(Debug, Clone, PartialEq)]
@@ -53,6 +52,51 @@ pub enum KMeansInit {
     Random,
     /// Given centroids, row-major K x D (f64). With these, `n_init` is ignored (one run).
     Centroids(Vec<f64>),
+}
+
+impl KMeansInit {
+    /// The initialisations that can be named (all but [`KMeansInit::Centroids`]).
+    pub const ALL: [KMeansInit; 2] = [KMeansInit::KMeansPlusPlus, KMeansInit::Random];
+
+    /// The name the CLI uses: "k-means++" or "random"; "given centroids" for
+    /// [`KMeansInit::Centroids`], which cannot be parsed.
+    pub fn name(&self) -> &'static str {
+        match self {
+            KMeansInit::KMeansPlusPlus => "k-means++",
+            KMeansInit::Random => "random",
+            KMeansInit::Centroids(_) => "given centroids",
+        }
+    }
+
+    /// Other spellings [`FromStr`](std::str::FromStr) accepts.
+    fn aliases(&self) -> &'static [&'static str] {
+        match self {
+            KMeansInit::KMeansPlusPlus => &["kmeans++"],
+            KMeansInit::Random | KMeansInit::Centroids(_) => &[],
+        }
+    }
+}
+
+impl std::fmt::Display for KMeansInit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for KMeansInit {
+    type Err = Error;
+
+    /// Parses "k-means++" (or "kmeans++") or "random", ignoring ASCII case.
+    fn from_str(s: &str) -> Result<Self> {
+        parse_choice(
+            "init",
+            "K-Means initialisation",
+            s,
+            &KMeansInit::ALL,
+            KMeansInit::name,
+            KMeansInit::aliases,
+        )
+    }
 }
 
 /// K-Means parameters (a builder); validated when fitting.
@@ -126,6 +170,13 @@ impl KMeans {
         if self.k > n {
             return Err(Error::TooFewSamples { k: self.k, n });
         }
+        self.validate_for_features(d)
+    }
+
+    /// The checks of [`KMeans::validate`] that do not need the number of rows (those a
+    /// fitted model's parameters must pass too).
+    fn validate_for_features(&self, d: usize) -> Result<()> {
+        Error::require_count("k", self.k)?;
         Error::require_count("n_init", self.n_init)?;
         Error::require_count("max_iter", self.max_iter)?;
         Error::require_non_negative("tol", self.tol)?;
@@ -151,45 +202,66 @@ impl KMeans {
     }
 }
 
-/// Data a fit or prediction can take: a host [`Matrix`] (uploaded for the call) or a
-/// [`GpuMatrix`] already on the device (used in place).
-pub trait GpuInput {
-    /// Rows and features.
-    fn shape(&self) -> (usize, usize);
-    /// The data on the device, uploading it if needed.
-    fn on_gpu(&self, gpu: &Gpu) -> Result<Cow<'_, GpuMatrix>>;
-}
-
-impl GpuInput for Matrix<'_> {
-    fn shape(&self) -> (usize, usize) {
-        (self.n_rows(), self.n_features())
-    }
-    fn on_gpu(&self, gpu: &Gpu) -> Result<Cow<'_, GpuMatrix>> {
-        Ok(Cow::Owned(GpuMatrix::upload(gpu, self)?))
-    }
-}
-
-impl GpuInput for GpuMatrix {
-    fn shape(&self) -> (usize, usize) {
-        (self.n_rows(), self.n_features())
-    }
-    fn on_gpu(&self, _gpu: &Gpu) -> Result<Cow<'_, GpuMatrix>> {
-        Ok(Cow::Borrowed(self))
-    }
-}
-
 /// A fitted K-Means model.
+///
+/// Every value of this type is consistent ([`KMeansModel::validate`]): [`KMeans::fit`] and
+/// [`KMeansModel::from_centroids`] build valid models, and deserializing (feature `serde`)
+/// runs `validate`, so an edited file gives an error, never a model that panics later. The
+/// serialized form leaves out the training labels (`labels()` of a deserialized model is
+/// empty).
 #[derive(Debug, Clone, PartialEq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Serialize, serde::Deserialize),
+    serde(try_from = "KMeansModelFields")
+)]
 pub struct KMeansModel {
     params: KMeans,
     n_features: usize,
     centroids: Vec<f32>,
+    /// Training labels: not serialized (a model file is for predicting, and N labels
+    /// would dwarf the K x D centroids).
+    #[cfg_attr(feature = "serde", serde(skip))]
     labels: Vec<u32>,
     inertia: f64,
     n_iter: usize,
     converged: bool,
     inertia_history: Vec<f64>,
+}
+
+/// The serialized fields of a [`KMeansModel`], before [`KMeansModel::validate`] accepts them.
+/// An unknown inertia (NaN, written as `null` by JSON) reads back as NaN; the `labels` of
+/// files written before they were left out are ignored.
+#[cfg(feature = "serde")]
+#[derive(serde::Deserialize)]
+pub(crate) struct KMeansModelFields {
+    params: KMeans,
+    n_features: usize,
+    centroids: Vec<f32>,
+    inertia: Option<f64>,
+    n_iter: usize,
+    converged: bool,
+    inertia_history: Vec<f64>,
+}
+
+#[cfg(feature = "serde")]
+impl TryFrom<KMeansModelFields> for KMeansModel {
+    type Error = Error;
+
+    fn try_from(f: KMeansModelFields) -> Result<Self> {
+        let model = KMeansModel {
+            params: f.params,
+            n_features: f.n_features,
+            centroids: f.centroids,
+            labels: Vec::new(),
+            inertia: f.inertia.unwrap_or(f64::NAN),
+            n_iter: f.n_iter,
+            converged: f.converged,
+            inertia_history: f.inertia_history,
+        };
+        model.validate()?;
+        Ok(model)
+    }
 }
 
 /// Per-iteration statistics read back from the device.
@@ -763,7 +835,8 @@ impl KMeansModel {
         self.n_features
     }
 
-    /// Cluster of each training row.
+    /// Cluster of each training row; empty for a model built by
+    /// [`KMeansModel::from_centroids`] or deserialized (model files do not carry them).
     pub fn labels(&self) -> &[u32] {
         &self.labels
     }
@@ -794,6 +867,49 @@ impl KMeansModel {
         &self.params
     }
 
+    /// Checks that the parts of the model fit together: K ≥ 1 clusters of D ≥ 1 features,
+    /// K x D finite centroids, parameters that [`KMeans::validate`] accepts for D features,
+    /// an inertia that is finite and ≥ 0 (or NaN: unknown, for a model from centroids), a
+    /// finite inertia history and training labels below K.
+    ///
+    /// Every model is checked when it is built or deserialized, so this only fails for
+    /// [`Error::InvalidModel`] reasons found in edited serialized data.
+    pub fn validate(&self) -> Result<()> {
+        let bad = |reason: String| Error::InvalidModel {
+            kind: "K-Means",
+            reason,
+        };
+        let (k, d) = (self.params.k, self.n_features);
+        if k == 0 || d == 0 {
+            return Err(bad(format!("k = {k} clusters of d = {d} features")));
+        }
+        if k.checked_mul(d) != Some(self.centroids.len()) {
+            return Err(bad(format!(
+                "{} centroid values for k = {k} clusters of d = {d} features",
+                self.centroids.len()
+            )));
+        }
+        if let Some(i) = self.centroids.iter().position(|v| !v.is_finite()) {
+            return Err(bad(format!("non-finite centroid value at index {i}")));
+        }
+        self.params
+            .validate_for_features(d)
+            .map_err(|e| bad(format!("parameters: {e}")))?;
+        if !(self.inertia.is_nan() || (self.inertia.is_finite() && self.inertia >= 0.0)) {
+            return Err(bad(format!(
+                "inertia {} is not finite and >= 0",
+                self.inertia
+            )));
+        }
+        if self.inertia_history.iter().any(|v| !v.is_finite()) {
+            return Err(bad("non-finite inertia history".into()));
+        }
+        if let Some(l) = self.labels.iter().find(|&&l| l as usize >= k) {
+            return Err(bad(format!("training label {l} out of range for k = {k}")));
+        }
+        Ok(())
+    }
+
     fn check_features(&self, x: &impl GpuInput) -> Result<()> {
         let (_, d) = x.shape();
         if d != self.n_features {
@@ -801,17 +917,6 @@ impl KMeansModel {
                 expected: self.n_features,
                 found: d,
             });
-        }
-        if self.centroids.len() != self.params.k * self.n_features {
-            return Err(Error::invalid(
-                "centroids",
-                format!(
-                    "the model holds {} centroid values, expected k x d = {} x {}",
-                    self.centroids.len(),
-                    self.params.k,
-                    self.n_features
-                ),
-            ));
         }
         Ok(())
     }
@@ -884,5 +989,72 @@ impl KMeansModel {
     /// Euclidean distances from every row to every centroid, row-major N x K.
     pub fn transform(&self, gpu: &Gpu, x: &impl GpuInput) -> Result<Vec<f32>> {
         self.transform_gpu(gpu, x)?.to_host(gpu)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Three clusters of two features with labels, inertia and history: a valid model.
+    fn valid() -> KMeansModel {
+        let mut m = KMeansModel::from_centroids(vec![0.0, 0.0, 1.0, 1.0, 2.0, 2.0], 2).unwrap();
+        m.labels = vec![0, 1, 2, 2];
+        m.inertia = 1.5;
+        m.inertia_history = vec![3.0, 1.5];
+        m
+    }
+
+    /// The reason of the `InvalidModel` error of `edit` applied to a valid model.
+    fn reason(edit: impl FnOnce(&mut KMeansModel)) -> String {
+        let mut m = valid();
+        edit(&mut m);
+        match m.validate() {
+            Err(Error::InvalidModel {
+                kind: "K-Means",
+                reason,
+            }) => reason,
+            other => panic!("expected an inconsistent K-Means model, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn valid_models_pass() {
+        valid().validate().unwrap();
+        let mut unknown_inertia = valid();
+        unknown_inertia.inertia = f64::NAN;
+        unknown_inertia.validate().unwrap();
+    }
+
+    #[test]
+    fn every_inconsistency_is_reported() {
+        assert!(reason(|m| m.n_features = 0).contains("d = 0 features"));
+        assert!(reason(|m| m.params.k = 0).contains("k = 0 clusters"));
+        assert!(reason(|m| m.centroids.truncate(4)).contains("4 centroid values"));
+        assert!(reason(|m| m.centroids[3] = f32::INFINITY).contains("index 3"));
+        assert!(reason(|m| m.params.n_init = 0).contains("n_init"));
+        assert!(reason(|m| m.params.init = KMeansInit::Centroids(vec![0.0])).contains("init"));
+        assert!(reason(|m| m.inertia = -1.0).contains("inertia -1"));
+        assert!(reason(|m| m.inertia = f64::INFINITY).contains("inertia inf"));
+        assert!(reason(|m| m.inertia_history[0] = f64::NAN).contains("history"));
+        assert!(reason(|m| m.labels[1] = 3).contains("label 3"));
+    }
+
+    #[test]
+    fn init_names_round_trip() {
+        for init in KMeansInit::ALL {
+            assert_eq!(init.name().parse::<KMeansInit>().unwrap(), init);
+            assert_eq!(init.to_string(), init.name());
+        }
+        assert_eq!(
+            "kmeans++".parse::<KMeansInit>().unwrap(),
+            KMeansInit::KMeansPlusPlus
+        );
+        assert_eq!("Random".parse::<KMeansInit>().unwrap(), KMeansInit::Random);
+        let e = "given centroids".parse::<KMeansInit>().unwrap_err();
+        assert!(
+            matches!(e, Error::InvalidParameter { name: "init", .. }),
+            "{e}"
+        );
     }
 }

@@ -51,18 +51,26 @@
 
 #![warn(missing_docs)]
 
+#[cfg(any(feature = "io", feature = "plot"))]
+mod atomic;
 pub mod data;
 pub mod datasets;
 pub mod error;
 pub mod gmm;
 pub mod gpu;
+#[cfg(feature = "io")]
 pub mod io;
 pub(crate) mod kernels;
 pub mod kmeans;
 pub mod linalg;
 pub mod metrics;
+#[cfg(feature = "io")]
+pub mod model_file;
+mod names;
+#[cfg(any(feature = "io", feature = "datasets"))]
+mod npy;
 pub mod pca;
-#[cfg(feature = "cli")]
+#[cfg(feature = "plot")]
 pub mod plot;
 pub mod reference;
 pub mod selection;
@@ -70,12 +78,14 @@ pub mod selection;
 pub use data::Matrix;
 pub use error::{Error, Result};
 pub use gmm::{CovarianceType, GaussianMixture, GaussianMixtureModel, GmmInit};
-pub use gpu::{Gpu, GpuInfo, GpuMatrix, GpuVector};
-pub use kmeans::{GpuInput, KMeans, KMeansInit, KMeansModel};
+pub use gpu::{Gpu, GpuInfo, GpuInput, GpuMatrix, GpuVector};
+pub use kmeans::{KMeans, KMeansInit, KMeansModel};
+#[cfg(feature = "io")]
+pub use model_file::Model;
 pub use pca::{Components, Pca, PcaModel, PcaSolver};
 pub use selection::{Criterion, Curve, GapCurve, Spectrum};
 
 /// README.md's example, compiled and run as a doctest so it cannot rot.
-#[cfg(doctest)]
+#[cfg(all(doctest, feature = "datasets"))]
 #[doc = include_str!("../README.md")]
 pub struct ReadmeExample;

@@ -28,9 +28,9 @@ use crate::data::Matrix;
 use crate::error::{Error, Result};
 use crate::gpu::buffer::{check_budget, Chunk};
 use crate::gpu::kernel::Batch;
+use crate::gpu::GpuInput;
 use crate::gpu::{Gpu, GpuMatrix};
 use crate::kernels::{rows, silhouette as kernel};
-use crate::kmeans::GpuInput;
 use crate::reference::metrics as reference;
 
 /// Rows of one cluster summed by one dispatch at most: bounds the f32 sums of distances.

@@ -34,10 +34,11 @@ use rand_chacha::ChaCha8Rng;
 use crate::error::{Error, Result};
 use crate::gpu::buffer::Chunk;
 use crate::gpu::kernel::{Batch, Bind};
+use crate::gpu::GpuInput;
 use crate::gpu::{Gpu, GpuMatrix};
 use crate::kernels::{covariance, projection, reduce, rows};
-use crate::kmeans::GpuInput;
 use crate::linalg;
+use crate::names::parse_choice;
 
 /// How many components to keep.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -64,6 +65,56 @@ pub enum PcaSolver {
     Power,
     /// Power iteration without forming S: W = Xcᵀ(Xc·V) on the GPU.
     MatrixFree,
+}
+
+impl PcaSolver {
+    /// All four solvers, in the order Auto, Full, Power, MatrixFree.
+    pub const ALL: [PcaSolver; 4] = [
+        PcaSolver::Auto,
+        PcaSolver::Full,
+        PcaSolver::Power,
+        PcaSolver::MatrixFree,
+    ];
+
+    /// The name the CLI uses: "auto", "full", "power" or "matrix-free".
+    pub fn name(self) -> &'static str {
+        match self {
+            PcaSolver::Auto => "auto",
+            PcaSolver::Full => "full",
+            PcaSolver::Power => "power",
+            PcaSolver::MatrixFree => "matrix-free",
+        }
+    }
+
+    /// Other spellings [`FromStr`](std::str::FromStr) accepts.
+    fn aliases(self) -> &'static [&'static str] {
+        match self {
+            PcaSolver::MatrixFree => &["matrix_free", "matrixfree"],
+            _ => &[],
+        }
+    }
+}
+
+impl std::fmt::Display for PcaSolver {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for PcaSolver {
+    type Err = Error;
+
+    /// Parses a [`PcaSolver::name`] (also "matrix_free"), ignoring ASCII case.
+    fn from_str(s: &str) -> Result<Self> {
+        parse_choice(
+            "solver",
+            "PCA solver",
+            s,
+            &PcaSolver::ALL,
+            |v| v.name(),
+            |v| v.aliases(),
+        )
+    }
 }
 
 /// PCA parameters (a builder); validated when fitting.
@@ -201,8 +252,16 @@ impl Pca {
 }
 
 /// A fitted PCA model.
+///
+/// Every value of this type is consistent ([`PcaModel::validate`]): [`Pca::fit`] builds valid
+/// models and deserializing (feature `serde`) runs `validate`, so an edited file gives an
+/// error, never a model that panics or divides by zero later.
 #[derive(Debug, Clone, PartialEq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Serialize, serde::Deserialize),
+    serde(try_from = "PcaModelFields")
+)]
 pub struct PcaModel {
     params: Pca,
     solver: PcaSolver,
@@ -218,6 +277,52 @@ pub struct PcaModel {
     noise_variance: f64,
     total_variance: f64,
     n_iter: usize,
+}
+
+/// The serialized fields of a [`PcaModel`], before [`PcaModel::validate`] accepts them.
+#[cfg(feature = "serde")]
+#[derive(serde::Deserialize)]
+pub(crate) struct PcaModelFields {
+    params: Pca,
+    solver: PcaSolver,
+    n_samples: usize,
+    n_features: usize,
+    n_components: usize,
+    components: Vec<f64>,
+    explained_variance: Vec<f64>,
+    explained_variance_ratio: Vec<f64>,
+    singular_values: Vec<f64>,
+    mean: Vec<f64>,
+    scale: Vec<f64>,
+    noise_variance: f64,
+    total_variance: f64,
+    n_iter: usize,
+}
+
+#[cfg(feature = "serde")]
+impl TryFrom<PcaModelFields> for PcaModel {
+    type Error = Error;
+
+    fn try_from(f: PcaModelFields) -> Result<Self> {
+        let model = PcaModel {
+            params: f.params,
+            solver: f.solver,
+            n_samples: f.n_samples,
+            n_features: f.n_features,
+            n_components: f.n_components,
+            components: f.components,
+            explained_variance: f.explained_variance,
+            explained_variance_ratio: f.explained_variance_ratio,
+            singular_values: f.singular_values,
+            mean: f.mean,
+            scale: f.scale,
+            noise_variance: f.noise_variance,
+            total_variance: f.total_variance,
+            n_iter: f.n_iter,
+        };
+        model.validate()?;
+        Ok(model)
+    }
 }
 
 /// Rows per block of the moment and covariance partials: bounds every f32 sum.
@@ -911,36 +1016,91 @@ impl PcaModel {
         &self.params
     }
 
-    /// A model read from a file may have been edited: its arrays must fit M and D, and its
-    /// values must be usable, before they are indexed or divided by.
-    fn check_consistent(&self) -> Result<()> {
-        let (m, d) = (self.n_components, self.n_features);
-        let shapes_fit = m >= 1
-            && d >= 1
-            && self.components.len() == m * d
-            && self.explained_variance.len() == m
-            && self.mean.len() == d
-            && self.scale.len() == d;
-        let values_fit = self
-            .components
-            .iter()
-            .chain(&self.mean)
-            .all(|v| v.is_finite())
-            && self.scale.iter().all(|&s| s.is_finite() && s > 0.0)
-            && self
-                .explained_variance
-                .iter()
-                .all(|&v| v.is_finite() && (v > 0.0 || (!self.params.whiten && v >= 0.0)));
-        if shapes_fit && values_fit {
-            return Ok(());
+    /// Checks that the parts of the model fit together: 1 ≤ M ≤ min(N, D) components of
+    /// D ≥ 1 features from N ≥ 2 samples, parameters that [`Pca::validate`] accepts for
+    /// that data (and a component count that agrees with them), M x D finite components,
+    /// M finite variances ≥ 0 (> 0 when whitening, which divides by them), M finite ratios
+    /// and singular values, D finite means, D finite scales > 0 (they are divided by), and
+    /// a finite total and noise variance ≥ 0.
+    ///
+    /// Every model is checked when it is built or deserialized, so this only fails for
+    /// [`Error::InvalidModel`] reasons found in edited serialized data.
+    pub fn validate(&self) -> Result<()> {
+        let bad = |reason: String| Error::InvalidModel {
+            kind: "PCA",
+            reason,
+        };
+        let (m, d, n) = (self.n_components, self.n_features, self.n_samples);
+        if d == 0 || m == 0 || m > d || n < 2 || m > n {
+            return Err(bad(format!(
+                "{m} components of {d} features fitted on {n} samples"
+            )));
         }
-        Err(Error::invalid(
-            "model",
-            format!(
-                "inconsistent PCA model: expected {m} x {d} components, {m} variances (> 0 when \
-                 whitening), {d} means and {d} positive scales, all finite"
+        self.params
+            .validate(n, d)
+            .map_err(|e| bad(format!("parameters: {e}")))?;
+        if let Components::Count(wanted) = self.params.components {
+            if wanted != m {
+                return Err(bad(format!(
+                    "{m} components, but the parameters ask for {wanted}"
+                )));
+            }
+        }
+        let lengths = [
+            ("components", self.components.len(), m * d),
+            ("explained_variance", self.explained_variance.len(), m),
+            (
+                "explained_variance_ratio",
+                self.explained_variance_ratio.len(),
+                m,
             ),
-        ))
+            ("singular_values", self.singular_values.len(), m),
+            ("mean", self.mean.len(), d),
+            ("scale", self.scale.len(), d),
+        ];
+        for (name, found, expected) in lengths {
+            if found != expected {
+                return Err(bad(format!(
+                    "{name} has {found} values, expected {expected} for {m} components of \
+                     {d} features"
+                )));
+            }
+        }
+        let finite = |v: &[f64]| v.iter().all(|x| x.is_finite());
+        for (name, values) in [
+            ("components", &self.components),
+            ("mean", &self.mean),
+            ("explained_variance_ratio", &self.explained_variance_ratio),
+            ("singular_values", &self.singular_values),
+        ] {
+            if !finite(values) {
+                return Err(bad(format!("non-finite {name}")));
+            }
+        }
+        if !self.scale.iter().all(|s| s.is_finite() && *s > 0.0) {
+            return Err(bad("scale values must be finite and > 0".into()));
+        }
+        if !self
+            .explained_variance
+            .iter()
+            .all(|v| v.is_finite() && *v >= 0.0)
+        {
+            return Err(bad("explained variances must be finite and >= 0".into()));
+        }
+        if self.params.whiten && self.explained_variance.iter().any(|v| *v <= 0.0) {
+            return Err(bad(
+                "a whitening model with a zero-variance component".into()
+            ));
+        }
+        for (name, v) in [
+            ("total_variance", self.total_variance),
+            ("noise_variance", self.noise_variance),
+        ] {
+            if !(v.is_finite() && v >= 0.0) {
+                return Err(bad(format!("{name} {v} is not finite and >= 0")));
+            }
+        }
+        Ok(())
     }
 
     fn whiten_factor(&self, i: usize) -> f64 {
@@ -988,7 +1148,6 @@ impl PcaModel {
 
     /// Projections Z = ((X − μ)/σ)·Uᵀ (÷√λ when whitening), N x M, left on the device.
     pub fn transform_gpu(&self, gpu: &Gpu, x: &impl GpuInput) -> Result<GpuMatrix> {
-        self.check_consistent()?;
         let (_, d) = x.shape();
         if d != self.n_features {
             return Err(Error::FeatureMismatch {
@@ -1016,7 +1175,6 @@ impl PcaModel {
 
     /// Reconstructions X̂ = (Z·(√λ)U)·σ + μ from projections (N x M), left on the device.
     pub fn inverse_transform_gpu(&self, gpu: &Gpu, z: &impl GpuInput) -> Result<GpuMatrix> {
-        self.check_consistent()?;
         let (_, m) = z.shape();
         if m != self.n_components {
             return Err(Error::FeatureMismatch {
@@ -1047,5 +1205,99 @@ impl PcaModel {
     /// Reconstructions of every row, N x D row-major.
     pub fn inverse_transform(&self, gpu: &Gpu, z: &impl GpuInput) -> Result<Vec<f32>> {
         self.inverse_transform_gpu(gpu, z)?.to_host(gpu)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Two components of three features from ten samples: a valid model.
+    fn valid() -> PcaModel {
+        PcaModel {
+            params: Pca::new(Components::Count(2)).solver(PcaSolver::Full),
+            solver: PcaSolver::Full,
+            n_samples: 10,
+            n_features: 3,
+            n_components: 2,
+            components: vec![1.0, 0.0, 0.0, 0.0, 1.0, 0.0],
+            explained_variance: vec![2.0, 1.0],
+            explained_variance_ratio: vec![0.5, 0.25],
+            singular_values: vec![18f64.sqrt(), 3.0],
+            mean: vec![0.5, -1.0, 2.0],
+            scale: vec![1.0, 1.0, 1.0],
+            noise_variance: 1.0,
+            total_variance: 4.0,
+            n_iter: 0,
+        }
+    }
+
+    /// The reason of the `InvalidModel` error of `edit` applied to a valid model.
+    fn reason(edit: impl FnOnce(&mut PcaModel)) -> String {
+        let mut m = valid();
+        edit(&mut m);
+        match m.validate() {
+            Err(Error::InvalidModel {
+                kind: "PCA",
+                reason,
+            }) => reason,
+            other => panic!("expected an inconsistent PCA model, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn valid_models_pass() {
+        valid().validate().unwrap();
+        let mut fraction = valid();
+        fraction.params.components = Components::Fraction(0.7);
+        fraction.validate().unwrap();
+    }
+
+    #[test]
+    fn every_inconsistency_is_reported() {
+        assert!(reason(|m| m.n_features = 0).contains("of 0 features"));
+        assert!(reason(|m| m.n_components = 0).contains("0 components"));
+        assert!(reason(|m| m.n_components = 4).contains("4 components of 3"));
+        assert!(reason(|m| m.n_samples = 1).contains("on 1 samples"));
+        assert!(reason(|m| m.params.ddof = 2).contains("parameters"));
+        assert!(reason(|m| m.params.components = Components::Count(1)).contains("ask for 1"));
+        assert!(reason(|m| m.components.truncate(5)).contains("components has 5"));
+        assert!(reason(|m| m.explained_variance.push(0.5)).contains("explained_variance has 3"));
+        assert!(reason(|m| m.explained_variance_ratio.clear())
+            .contains("explained_variance_ratio has 0"));
+        assert!(reason(|m| m.singular_values.clear()).contains("singular_values has 0"));
+        assert!(reason(|m| m.mean.truncate(1)).contains("mean has 1"));
+        assert!(reason(|m| m.scale.push(1.0)).contains("scale has 4"));
+        assert!(reason(|m| m.components[2] = f64::NAN).contains("non-finite components"));
+        assert!(reason(|m| m.mean[0] = f64::INFINITY).contains("non-finite mean"));
+        assert!(reason(|m| m.explained_variance_ratio[0] = f64::NAN).contains("ratio"));
+        assert!(reason(|m| m.singular_values[1] = f64::NAN).contains("singular"));
+        assert!(reason(|m| m.scale[1] = 0.0).contains("scale"));
+        assert!(reason(|m| m.explained_variance[1] = -1.0).contains("explained variances"));
+        let whitening = |m: &mut PcaModel| {
+            m.params.whiten = true;
+            m.explained_variance[1] = 0.0;
+        };
+        assert!(reason(whitening).contains("whitening"));
+        assert!(reason(|m| m.total_variance = f64::NAN).contains("total_variance"));
+        assert!(reason(|m| m.noise_variance = -0.5).contains("noise_variance"));
+    }
+
+    #[test]
+    fn solver_names_round_trip() {
+        for solver in PcaSolver::ALL {
+            assert_eq!(solver.name().parse::<PcaSolver>().unwrap(), solver);
+            assert_eq!(solver.to_string(), solver.name());
+        }
+        assert_eq!(
+            "matrix_free".parse::<PcaSolver>().unwrap(),
+            PcaSolver::MatrixFree
+        );
+        assert_eq!("FULL".parse::<PcaSolver>().unwrap(), PcaSolver::Full);
+        let e = "svd".parse::<PcaSolver>().unwrap_err();
+        assert!(
+            matches!(e, Error::InvalidParameter { name: "solver", .. }),
+            "{e}"
+        );
     }
 }

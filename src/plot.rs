@@ -1,11 +1,12 @@
 //! SVG plots of the model-selection curves ([`crate::selection`]), drawn with
 //! [plotters](https://docs.rs/plotters)' SVG backend (text as SVG `<text>` elements, no
-//! system font libraries). Only with the `cli` feature, which the program's `--plot` flags
-//! use.
+//! system font libraries). Only with the `plot` feature (part of `cli`, whose `--plot` flags
+//! use it).
 //!
-//! Every function renders the whole document in memory, then writes it atomically
-//! ([`crate::io::write_string`]), so a failure never leaves a partial file. [`write_svg`] and
-//! [`padded_range`] are public so that the examples draw their own plots the same way.
+//! Every function renders the whole document in memory, then writes it atomically (a
+//! temporary file renamed over the target, as [`crate::io`] does when that feature is on),
+//! so a failure never leaves a partial file. [`write_svg`] and [`padded_range`] are public
+//! so that the examples draw their own plots the same way.
 
 use std::ops::Range;
 use std::path::Path;
@@ -53,7 +54,7 @@ pub fn write_svg(
         draw(&root).map_err(|e| draw_err(path, e))?;
         root.present().map_err(|e| draw_err(path, e))?;
     }
-    crate::io::write_string(path, &svg)
+    crate::atomic::write_text(path, &svg)
 }
 
 /// The smallest range holding the finite `values`, widened by 5% on each side (0..1 when

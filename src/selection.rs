@@ -57,8 +57,9 @@ use rand_chacha::ChaCha8Rng;
 use crate::data::Matrix;
 use crate::error::{Error, Result};
 use crate::gmm::{GaussianMixture, GmmInit};
-use crate::gpu::{Gpu, GpuMatrix};
-use crate::kmeans::{GpuInput, KMeans, KMeansInit};
+use crate::gpu::{Gpu, GpuInput, GpuMatrix};
+use crate::kmeans::{KMeans, KMeansInit};
+use crate::names::parse_choice;
 use crate::pca::PcaModel;
 
 /// A model-selection criterion, as the CLI's `--criterion` names it.
@@ -76,6 +77,14 @@ pub enum Criterion {
 }
 
 impl Criterion {
+    /// All four criteria, in the order Elbow, Gap, Bic, Aic.
+    pub const ALL: [Criterion; 4] = [
+        Criterion::Elbow,
+        Criterion::Gap,
+        Criterion::Bic,
+        Criterion::Aic,
+    ];
+
     /// The lower-case name: "elbow", "gap", "bic" or "aic".
     pub fn name(self) -> &'static str {
         match self {
@@ -90,6 +99,23 @@ impl Criterion {
 impl std::fmt::Display for Criterion {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for Criterion {
+    type Err = Error;
+
+    /// Parses a [`Criterion::name`], ignoring ASCII case.
+    fn from_str(s: &str) -> Result<Self> {
+        let no_aliases = |_: &Criterion| -> &'static [&'static str] { &[] };
+        parse_choice(
+            "criterion",
+            "criterion",
+            s,
+            &Criterion::ALL,
+            |c| c.name(),
+            no_aliases,
+        )
     }
 }
 
@@ -395,6 +421,28 @@ pub fn pca_spectrum(model: &PcaModel) -> Spectrum {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn criterion_names_round_trip() {
+        for c in Criterion::ALL {
+            assert_eq!(c.name().parse::<Criterion>().unwrap(), c);
+            assert_eq!(
+                c.to_string().to_uppercase().parse::<Criterion>().unwrap(),
+                c
+            );
+        }
+        let e = "silhouette".parse::<Criterion>().unwrap_err();
+        assert!(
+            matches!(
+                e,
+                Error::InvalidParameter {
+                    name: "criterion",
+                    ..
+                }
+            ),
+            "{e}"
+        );
+    }
 
     #[test]
     fn elbow_point_prefers_the_sharpest_relative_bend() {

@@ -246,6 +246,7 @@ fn em_from_the_same_start_reaches_the_reference() {
     }
 }
 
+#[cfg(feature = "datasets")]
 #[test]
 fn lower_bound_never_decreases() {
     let gpu = gpu();
@@ -409,6 +410,7 @@ fn samples_reproduce_the_mixture_moments() {
     }
 }
 
+#[cfg(feature = "datasets")]
 #[test]
 fn iris_full_k3_reaches_the_reference() {
     let gpu = gpu();
@@ -447,6 +449,7 @@ fn iris_full_k3_reaches_the_reference() {
     }
 }
 
+#[cfg(feature = "datasets")]
 #[test]
 fn far_away_points_give_finite_results() {
     let gpu = gpu();
@@ -508,6 +511,7 @@ fn same_seed_same_model_and_warm_start_continues() {
     }
 }
 
+#[cfg(feature = "datasets")]
 #[test]
 fn bad_inputs_give_errors() {
     let gpu = gpu();
@@ -603,6 +607,7 @@ fn bad_inputs_give_errors() {
     ));
 }
 
+#[cfg(feature = "datasets")]
 #[test]
 fn gpu_input_fits_like_host_input_and_models_are_send_sync() {
     fn assert_send_sync<T: Send + Sync>() {}
@@ -621,6 +626,7 @@ fn gpu_input_fits_like_host_input_and_models_are_send_sync() {
     );
 }
 
+#[cfg(feature = "datasets")]
 #[test]
 fn a_callers_buffer_at_an_offset_fits_like_host_data() {
     use wgpu::util::DeviceExt;
@@ -648,6 +654,7 @@ fn a_callers_buffer_at_an_offset_fits_like_host_data() {
     }
 }
 
+#[cfg(feature = "datasets")]
 #[test]
 fn a_component_without_weight_keeps_finite_parameters() {
     let gpu = gpu();

@@ -167,6 +167,7 @@ fn sampled_silhouette_is_the_reference_on_the_sample_and_repeatable() {
     assert_eq!(all.rows.len(), 4000);
 }
 
+#[cfg(feature = "datasets")]
 #[test]
 fn criteria_match_reference_and_evaluate_collects_them() {
     let gpu = gpu();

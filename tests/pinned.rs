@@ -9,6 +9,8 @@
 //!
 //! `PIN_WRITE=1 cargo test --test pinned` rewrites the file from the current code.
 
+#![cfg(feature = "datasets")]
+
 mod common;
 
 use wgpu_unsupervised::{

@@ -104,6 +104,7 @@ fn bic_picks_the_true_k_of_a_well_separated_mixture() {
     }
 }
 
+#[cfg(feature = "datasets")]
 #[test]
 fn pca_spectrum_cumulates_to_one() {
     let gpu = gpu();

@@ -9,7 +9,9 @@
 
 pub mod buffer;
 pub mod context;
+pub mod input;
 pub mod kernel;
 
 pub use buffer::{GpuMatrix, GpuVector};
 pub use context::{Gpu, GpuInfo};
+pub use input::GpuInput;

@@ -1140,6 +1140,7 @@ mod tests {
         }
     }
 
+    #[cfg(feature = "datasets")]
     #[test]
     fn iris_full_lower_bound() {
         let (x, _) = crate::datasets::iris();

@@ -642,6 +642,7 @@ mod tests {
         }
     }
 
+    #[cfg(feature = "datasets")]
     #[test]
     fn iris_matches_the_known_optimum() {
         let (xf, y) = crate::datasets::iris();

@@ -491,7 +491,6 @@ pub fn inverse_transform(model: &ReferencePca, z: &[f64], whiten: bool) -> Vec<f
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::path::Path;
 
     /// N x D data with a well-separated spectrum: independent uniform columns with standard
     /// deviations 5, 4, 3, 2, 1, … mixed by a fixed rotation, plus `offset` on every value.
@@ -544,11 +543,10 @@ mod tests {
         p
     }
 
+    #[cfg(feature = "datasets")]
     fn digits() -> (Vec<f64>, usize) {
-        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/digits_X.npy");
-        let ds = crate::io::read_matrix(&path).unwrap();
-        assert_eq!((ds.n_rows, ds.n_features), (1797, 64));
-        (ds.data.iter().map(|&v| v as f64).collect(), ds.n_features)
+        let (x, _) = crate::datasets::digits();
+        (x.iter().map(|&v| v as f64).collect(), 64)
     }
 
     #[test]
@@ -742,6 +740,7 @@ mod tests {
         assert_eq!(components_for_fraction(&[0.6, 0.4, 0.0], 0.99), 2);
     }
 
+    #[cfg(feature = "datasets")]
     #[test]
     fn digits_explained_variance() {
         let (x, d) = digits();

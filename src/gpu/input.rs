@@ -1,0 +1,36 @@
+//! What a fit or a prediction accepts as data: a host [`Matrix`] (uploaded for the call) or a
+//! [`GpuMatrix`] already on the device (used in place, never copied). Every algorithm takes
+//! `&impl GpuInput`, so callers that keep their data on the device pay for no transfer.
+
+use std::borrow::Cow;
+
+use crate::data::Matrix;
+use crate::error::Result;
+use crate::gpu::{Gpu, GpuMatrix};
+
+/// Data a fit or prediction can take: a host [`Matrix`] (uploaded for the call) or a
+/// [`GpuMatrix`] already on the device (used in place).
+pub trait GpuInput {
+    /// Rows and features.
+    fn shape(&self) -> (usize, usize);
+    /// The data on the device, uploading it if needed.
+    fn on_gpu(&self, gpu: &Gpu) -> Result<Cow<'_, GpuMatrix>>;
+}
+
+impl GpuInput for Matrix<'_> {
+    fn shape(&self) -> (usize, usize) {
+        (self.n_rows(), self.n_features())
+    }
+    fn on_gpu(&self, gpu: &Gpu) -> Result<Cow<'_, GpuMatrix>> {
+        Ok(Cow::Owned(GpuMatrix::upload(gpu, self)?))
+    }
+}
+
+impl GpuInput for GpuMatrix {
+    fn shape(&self) -> (usize, usize) {
+        (self.n_rows(), self.n_features())
+    }
+    fn on_gpu(&self, _gpu: &Gpu) -> Result<Cow<'_, GpuMatrix>> {
+        Ok(Cow::Borrowed(self))
+    }
+}

@@ -1,0 +1,237 @@
+//! Reading and writing matrices and labels through files: round trips, dtypes, CSV rules,
+//! the errors' places and atomic writes.
+
+use super::*;
+use npyz::Order;
+use std::fs;
+
+fn write_npy<T: npyz::AutoSerialize + Copy>(path: &Path, data: &[T], shape: &[u64], order: Order) {
+    let mut f = File::create(path).unwrap();
+    let mut w = npyz::WriteOptions::<T>::new()
+        .default_dtype()
+        .shape(shape)
+        .order(order)
+        .writer(&mut f)
+        .begin_nd()
+        .unwrap();
+    w.extend(data.iter().copied()).unwrap();
+    w.finish().unwrap();
+}
+
+#[test]
+fn npy_round_trips() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("x.npy");
+    let data = [1.5f32, -2.0, 3.25, 4.0, 5.0, 6.0];
+    write_npy_f32(&p, &data, &[3, 2]).unwrap();
+    let ds = read_matrix(&p).unwrap();
+    assert_eq!((ds.n_rows, ds.n_features), (3, 2));
+    assert_eq!(ds.data, data);
+
+    let lp = dir.path().join("labels.npy");
+    write_npy_u32(&lp, &[0, 2, 1, 7]).unwrap();
+    assert_eq!(read_labels(&lp).unwrap(), vec![0, 2, 1, 7]);
+
+    // Overwriting replaces the content.
+    write_npy_u32(&lp, &[3]).unwrap();
+    assert_eq!(read_labels(&lp).unwrap(), vec![3]);
+
+    assert!(matches!(
+        write_npy_f32(&p, &data, &[4, 2]),
+        Err(Error::InvalidParameter { name: "shape", .. })
+    ));
+    assert_eq!(read_matrix(&p).unwrap().data, data);
+}
+
+#[test]
+fn npy_dtypes_and_shapes() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("f8.npy");
+    write_npy(&p, &[0.1f64, 2.0, 1e10, -4.0], &[2, 2], Order::C);
+    let ds = read_matrix(&p).unwrap();
+    assert_eq!(ds.data, vec![0.1f32, 2.0, 1e10, -4.0]);
+
+    let p = dir.path().join("i4.npy");
+    write_npy(&p, &[1i32, -2, 3], &[3], Order::C);
+    let ds = read_matrix(&p).unwrap();
+    assert_eq!((ds.n_rows, ds.n_features), (3, 1));
+    assert_eq!(ds.data, vec![1.0, -2.0, 3.0]);
+    assert!(read_labels(&p).is_err()); // -2 is not a label
+
+    let p = dir.path().join("i8.npy");
+    write_npy(&p, &[5i64, 6], &[1, 2], Order::C);
+    assert_eq!(read_matrix(&p).unwrap().data, vec![5.0, 6.0]);
+
+    let p = dir.path().join("u1.npy");
+    write_npy(&p, &[255u8, 0, 9], &[3], Order::C);
+    assert_eq!(read_matrix(&p).unwrap().data, vec![255.0, 0.0, 9.0]);
+    assert_eq!(read_labels(&p).unwrap(), vec![255, 0, 9]);
+
+    let p = dir.path().join("i8labels.npy");
+    write_npy(&p, &[1i64, 0, 2], &[3, 1], Order::C);
+    assert_eq!(read_labels(&p).unwrap(), vec![1, 0, 2]);
+
+    let p = dir.path().join("big.npy");
+    write_npy(&p, &[1e300f64], &[1, 1], Order::C);
+    let e = read_matrix(&p).unwrap_err();
+    assert!(
+        matches!(&e, Error::Format { reason, .. } if reason.contains("f32")),
+        "{e}"
+    );
+
+    let p = dir.path().join("nan.npy");
+    write_npy(&p, &[1.0f64, 2.0, 3.0, f64::NAN], &[2, 2], Order::C);
+    assert!(matches!(
+        read_matrix(&p),
+        Err(Error::NonFinite { row: 1, col: 1, .. })
+    ));
+    assert!(matches!(read_labels(&p), Err(Error::Format { .. })));
+
+    let p = dir.path().join("3d.npy");
+    write_npy(&p, &[1.0f32; 8], &[2, 2, 2], Order::C);
+    assert!(matches!(read_matrix(&p), Err(Error::Format { .. })));
+
+    let p = dir.path().join("empty.npy");
+    write_npy::<f32>(&p, &[], &[0, 3], Order::C);
+    assert!(matches!(read_matrix(&p), Err(Error::EmptyData { .. })));
+
+    let p = dir.path().join("junk.npy");
+    fs::write(&p, b"not numpy at all").unwrap();
+    assert!(matches!(read_matrix(&p), Err(Error::Format { .. })));
+}
+
+#[test]
+fn fortran_order_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("f.npy");
+    write_npy(
+        &p,
+        &[1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0],
+        &[2, 3],
+        Order::Fortran,
+    );
+    let e = read_matrix(&p).unwrap_err();
+    assert!(
+        matches!(&e, Error::Format { reason, .. } if reason.contains("Fortran")),
+        "{e}"
+    );
+}
+
+#[test]
+fn csv_with_and_without_header() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("a.csv");
+    fs::write(&p, "1,2,3\n\n4.5, -5e1 ,6\r\n").unwrap();
+    let ds = read_matrix(&p).unwrap();
+    assert_eq!((ds.n_rows, ds.n_features), (2, 3));
+    assert_eq!(ds.data, vec![1.0, 2.0, 3.0, 4.5, -50.0, 6.0]);
+
+    let p = dir.path().join("h.CSV");
+    fs::write(&p, "\u{feff}\nsepal,petal\n1,2\n3,4\n\n").unwrap();
+    let ds = read_matrix(&p).unwrap();
+    assert_eq!((ds.n_rows, ds.n_features), (2, 2));
+    assert_eq!(ds.data, vec![1.0, 2.0, 3.0, 4.0]);
+
+    let p = dir.path().join("only_header.csv");
+    fs::write(&p, "a,b\n\n").unwrap();
+    assert!(matches!(read_matrix(&p), Err(Error::EmptyData { .. })));
+    let p = dir.path().join("nothing.csv");
+    fs::write(&p, "").unwrap();
+    assert!(matches!(read_matrix(&p), Err(Error::EmptyData { .. })));
+}
+
+#[test]
+fn csv_errors_name_the_place() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("ragged.csv");
+    fs::write(&p, "x,y\n1,2\n\n3,4,5\n").unwrap();
+    let e = read_matrix(&p).unwrap_err();
+    assert!(
+        matches!(&e, Error::Format { reason, .. } if reason.contains("line 4")),
+        "{e}"
+    );
+
+    let p = dir.path().join("nan.csv");
+    fs::write(&p, "a,b\n1,2\n3,NaN\n").unwrap();
+    let e = read_matrix(&p).unwrap_err();
+    assert!(matches!(e, Error::NonFinite { row: 1, col: 1, .. }), "{e}");
+    let p = dir.path().join("inf.csv");
+    fs::write(&p, "1,2\n-inf,0\n").unwrap();
+    assert!(matches!(
+        read_matrix(&p),
+        Err(Error::NonFinite { row: 1, col: 0, .. })
+    ));
+
+    let p = dir.path().join("word.csv");
+    fs::write(&p, "1,2\n3,four\n").unwrap();
+    let e = read_matrix(&p).unwrap_err();
+    assert!(
+        matches!(&e, Error::Format { reason, .. } if reason.contains("line 2, field 2")),
+        "{e}"
+    );
+}
+
+#[test]
+fn labels_csv() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("y.csv");
+    fs::write(&p, "label\n0\n2\n\n1\n").unwrap();
+    assert_eq!(read_labels(&p).unwrap(), vec![0, 2, 1]);
+    fs::write(&p, "0\n-1\n").unwrap();
+    let e = read_labels(&p).unwrap_err();
+    assert!(e.to_string().contains("line 2"), "{e}");
+    fs::write(&p, "0,1\n").unwrap();
+    assert!(matches!(read_labels(&p), Err(Error::Format { .. })));
+    fs::write(&p, "\n").unwrap();
+    assert!(matches!(read_labels(&p), Err(Error::EmptyData { .. })));
+}
+
+#[test]
+fn bad_paths() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("missing.npy");
+    let e = read_matrix(&missing).unwrap_err();
+    assert!(
+        matches!(&e, Error::Io { path, .. } if path == &missing),
+        "{e}"
+    );
+    let e = read_matrix(&dir.path().join("x.txt")).unwrap_err();
+    assert!(matches!(e, Error::Format { .. }), "{e}");
+    let e = write_string(&dir.path().join("no/such/dir/out.txt"), "x").unwrap_err();
+    assert!(matches!(e, Error::Io { .. }), "{e}");
+}
+
+#[test]
+fn atomic_writes_leave_no_temp_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("report.json");
+    write_string(&p, "old").unwrap();
+    write_string(&p, "new").unwrap();
+    assert_eq!(fs::read_to_string(&p).unwrap(), "new");
+    write_npy_f32(&dir.path().join("c.npy"), &[1.0], &[1, 1]).unwrap();
+    let mut names: Vec<String> = fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(names, vec!["c.npy", "report.json"]);
+
+    // Renaming over a directory fails: error with the path, nothing left behind.
+    let blocked = dir.path().join("blocked");
+    fs::create_dir(&blocked).unwrap();
+    fs::write(blocked.join("inside"), "keep").unwrap();
+    let e = write_string(&blocked, "x").unwrap_err();
+    assert!(
+        matches!(&e, Error::Io { path, .. } if path == &blocked),
+        "{e}"
+    );
+    assert_eq!(fs::read_to_string(blocked.join("inside")).unwrap(), "keep");
+    assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 3);
+
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = fs::metadata(&p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o644);
+    }
+}
