@@ -80,6 +80,21 @@ fn kmeans_random_init_and_a_model_beside_the_json_report() {
     assert!(f.file("m.json").exists());
 }
 
+#[test]
+fn kmeans_init_takes_the_library_spellings_and_help_lists_them() {
+    let mut f = Fixture::new();
+    f.blobs("x", 40, 2, 2, 7);
+    for init in ["k-means++", "kmeans++", "RANDOM"] {
+        let report = json_line(&f.run(&format!("kmeans --input {{x}} --k 2 --init {init} --json")));
+        assert_eq!(report["k"], 2, "{init}: {report}");
+    }
+    let help = ok(&f.run("kmeans --help"));
+    assert!(
+        help.contains("[possible values: k-means++, random]"),
+        "{help}"
+    );
+}
+
 /// Command lines `kmeans` refuses. `{x}` has 10 rows of 2 features.
 const KMEANS_REFUSES: &[Case] = &[
     // The argument parser.

@@ -12,6 +12,7 @@ use std::str::FromStr;
 
 use clap::builder::{PossibleValue, TypedValueParser};
 use clap::error::{ContextKind, ContextValue, ErrorKind};
+use wgpu_unsupervised::{CovarianceType, Criterion, GmmInit, KMeansInit, PcaSolver};
 
 /// A clap value parser for the library enum `T` (see the module docs).
 #[derive(Clone)]
@@ -22,7 +23,7 @@ pub struct LibraryEnum<T> {
     parsed: PhantomData<fn() -> T>,
 }
 
-/// The value parser of an option taking one of `T`'s `names`.
+/// The value parser of an option taking one of `T`'s `names` (the names of its `ALL`).
 pub fn library_enum<T>(names: impl IntoIterator<Item = &'static str>) -> LibraryEnum<T> {
     LibraryEnum {
         names: names.into_iter().collect(),
@@ -68,4 +69,29 @@ where
     fn possible_values(&self) -> Option<Box<dyn Iterator<Item = PossibleValue> + '_>> {
         Some(Box::new(self.names.iter().map(|n| PossibleValue::new(*n))))
     }
+}
+
+/// `--covariance` (`gmm`, `select-k`).
+pub fn covariance() -> LibraryEnum<CovarianceType> {
+    library_enum(CovarianceType::ALL.map(CovarianceType::name))
+}
+
+/// `kmeans --init`.
+pub fn kmeans_init() -> LibraryEnum<KMeansInit> {
+    library_enum(KMeansInit::ALL.iter().map(KMeansInit::name))
+}
+
+/// `gmm --init`.
+pub fn gmm_init() -> LibraryEnum<GmmInit> {
+    library_enum(GmmInit::ALL.iter().map(GmmInit::name))
+}
+
+/// `pca --solver`.
+pub fn pca_solver() -> LibraryEnum<PcaSolver> {
+    library_enum(PcaSolver::ALL.map(PcaSolver::name))
+}
+
+/// `select-k --criterion`.
+pub fn criterion() -> LibraryEnum<Criterion> {
+    library_enum(Criterion::ALL.map(Criterion::name))
 }

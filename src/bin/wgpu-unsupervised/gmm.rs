@@ -14,16 +14,13 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 use wgpu_unsupervised::{
-    CovarianceType, GaussianMixture, GaussianMixtureModel, Gpu, GpuMatrix, Matrix,
+    CovarianceType, GaussianMixture, GaussianMixtureModel, GmmInit, Gpu, GpuMatrix, Matrix,
 };
 
-use crate::choices::library_enum;
 use crate::flow::{
     iterations, timed, write_labels, write_rows, Context, Human, Outputs, Report, Task,
 };
-use crate::mirrors::{gmm_init_name, GmmInitArg};
-use crate::model_file::{write_model, GMM_FORMAT};
-use crate::CliResult;
+use crate::{choices, CliResult, Failure};
 
 /// Arguments of `gmm`.
 #[derive(Debug, clap::Args)]
@@ -35,7 +32,7 @@ pub struct GmmArgs {
     #[arg(long, value_name = "K")]
     k: usize,
     /// Shape of the component covariances [default: full].
-    #[arg(long, value_name = "TYPE", value_parser = covariance_parser())]
+    #[arg(long, value_name = "TYPE", value_parser = choices::covariance())]
     covariance: Option<CovarianceType>,
     /// Independent initialisations; the highest final log-likelihood bound wins
     /// [default: 1].
@@ -55,8 +52,8 @@ pub struct GmmArgs {
     #[arg(long, value_name = "N")]
     seed: Option<u64>,
     /// Initial responsibilities [default: kmeans].
-    #[arg(long, value_enum, value_name = "METHOD")]
-    init: Option<GmmInitArg>,
+    #[arg(long, value_name = "METHOD", value_parser = choices::gmm_init())]
+    init: Option<GmmInit>,
     /// Write the training labels (most probable component) here (.npy, dtype u4).
     #[arg(long, value_name = "FILE")]
     output: Option<PathBuf>,
@@ -69,11 +66,6 @@ pub struct GmmArgs {
     /// Print one line of JSON instead of the human report.
     #[arg(long)]
     json: bool,
-}
-
-/// The value parser of `--covariance` (here and in `select-k`).
-pub fn covariance_parser() -> crate::choices::LibraryEnum<CovarianceType> {
-    library_enum(CovarianceType::ALL.map(CovarianceType::name))
 }
 
 /// The one-line `--json` report of `gmm`.
@@ -153,8 +145,8 @@ impl Gmm {
         if let Some(seed) = args.seed {
             params = params.seed(seed);
         }
-        if let Some(init) = args.init {
-            params = params.init(init.to_init());
+        if let Some(init) = &args.init {
+            params = params.init(init.clone());
         }
         Self { args, params }
     }
@@ -213,7 +205,7 @@ impl Task for Gmm {
     fn write(&self, run: &Context<'_>, fitted: &Fitted) -> CliResult {
         let model = &fitted.model;
         if let Some(path) = &self.args.model {
-            write_model(path, GMM_FORMAT, model)?;
+            model.save(path).map_err(Failure::output)?;
         }
         if let Some(path) = &self.args.output {
             write_labels(path, model.labels())?;
@@ -244,7 +236,7 @@ impl Task for Gmm {
                     "k = {}, covariance {covariance}, init {}, n_init {}, max_iter {}, tol {}, \
                      reg_covar {:e}, seed {}",
                     params.k,
-                    gmm_init_name(&params.init),
+                    params.init,
                     params.n_init,
                     params.max_iter,
                     params.tol,

@@ -10,12 +10,10 @@
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
-use wgpu_unsupervised::{Gpu, KMeans, KMeansModel, Matrix};
+use wgpu_unsupervised::{Gpu, KMeans, KMeansInit, KMeansModel, Matrix};
 
 use crate::flow::{iterations, timed, write_labels, Context, Human, Outputs, Report, Task};
-use crate::mirrors::{init_name, InitArg};
-use crate::model_file::{write_model, KMEANS_FORMAT};
-use crate::CliResult;
+use crate::{choices, CliResult, Failure};
 
 /// Arguments of `kmeans`.
 #[derive(Debug, clap::Args)]
@@ -39,8 +37,8 @@ pub struct KmeansArgs {
     #[arg(long, value_name = "N")]
     seed: Option<u64>,
     /// Initialisation method [default: k-means++].
-    #[arg(long, value_enum, value_name = "METHOD")]
-    init: Option<InitArg>,
+    #[arg(long, value_name = "METHOD", value_parser = choices::kmeans_init())]
+    init: Option<KMeansInit>,
     /// Write the training labels here (.npy, dtype u4).
     #[arg(long, value_name = "FILE")]
     output: Option<PathBuf>,
@@ -99,8 +97,8 @@ impl Kmeans {
         if let Some(seed) = args.seed {
             params = params.seed(seed);
         }
-        if let Some(init) = args.init {
-            params = params.init(init.to_init());
+        if let Some(init) = &args.init {
+            params = params.init(init.clone());
         }
         Self { args, params }
     }
@@ -134,7 +132,7 @@ impl Task for Kmeans {
 
     fn write(&self, _run: &Context<'_>, (model, _): &Self::Outcome) -> CliResult {
         if let Some(path) = &self.args.model {
-            write_model(path, KMEANS_FORMAT, model)?;
+            model.save(path).map_err(Failure::output)?;
         }
         if let Some(path) = &self.args.output {
             write_labels(path, model.labels())?;
@@ -151,12 +149,7 @@ impl Task for Kmeans {
                 "k-means",
                 format!(
                     "k = {}, init {}, n_init {}, max_iter {}, tol {}, seed {}",
-                    params.k,
-                    init_name(&params.init),
-                    params.n_init,
-                    params.max_iter,
-                    params.tol,
-                    params.seed
+                    params.k, params.init, params.n_init, params.max_iter, params.tol, params.seed
                 ),
             )
             .line("inertia", model.inertia())

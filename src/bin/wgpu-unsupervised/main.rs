@@ -15,10 +15,10 @@
 //! leaves a partial file. Every check that does not need the GPU (arguments, output names,
 //! the input, model files) happens before the GPU starts.
 //!
-//! A model file is a JSON envelope `{"format":..,"version":1,"model":{..}}` around the serde
-//! form of the model: format `wgpu-unsupervised/kmeans`, `wgpu-unsupervised/pca` or
-//! `wgpu-unsupervised/gmm`. `predict` and `transform` refuse other formats, other versions
-//! and models whose parts do not fit together.
+//! Model files are the library's (`wgpu_unsupervised::model_file`): a JSON envelope
+//! `{"format":..,"version":1,"model":{..}}`, written atomically by `--model` and read by
+//! `predict` and `transform`, which refuse other formats, other versions and models whose
+//! parts do not fit together (the library's `validate`).
 //!
 //! Exit status: 0 on success; 2 for usage errors, invalid parameters and unreadable or
 //! invalid input files (data or model), and for a mixture whose covariance stops being
@@ -35,8 +35,6 @@ mod gmm;
 mod headless;
 mod info;
 mod kmeans;
-mod mirrors;
-mod model_file;
 mod pca;
 mod predict;
 mod select_k;
@@ -148,7 +146,9 @@ impl From<Error> for Failure {
             | Error::Shape { .. }
             | Error::NonFinite { .. }
             | Error::FeatureMismatch { .. }
-            | Error::Format { .. } => EXIT_INVALID,
+            | Error::Format { .. }
+            | Error::InvalidModel { .. }
+            | Error::ModelFormat { .. } => EXIT_INVALID,
             _ => EXIT_RUNTIME,
         };
         Self {

@@ -19,9 +19,7 @@ use wgpu_unsupervised::{
 };
 
 use crate::flow::{timed, write_rows, Context, Human, Outputs, Report, Task};
-use crate::mirrors::{solver_name, SolverArg};
-use crate::model_file::{write_model, PCA_FORMAT};
-use crate::{CliResult, Failure};
+use crate::{choices, CliResult, Failure};
 
 /// Arguments of `pca`.
 #[derive(Debug, clap::Args)]
@@ -47,8 +45,8 @@ pub struct PcaArgs {
     #[arg(long)]
     standardize: bool,
     /// Eigen-solver [default: auto].
-    #[arg(long, value_enum, value_name = "SOLVER")]
-    solver: Option<SolverArg>,
+    #[arg(long, value_name = "SOLVER", value_parser = choices::pca_solver())]
+    solver: Option<PcaSolver>,
     /// Power iteration: stop when every residual ‖S·v − λv‖ ≤ tol·λ₁ [default: 1e-5].
     #[arg(long, value_name = "F", allow_negative_numbers = true)]
     tol: Option<f64>,
@@ -130,7 +128,7 @@ impl PcaFit {
             .center(!args.no_center)
             .standardize(args.standardize);
         if let Some(solver) = args.solver {
-            params = params.solver(solver.to_solver());
+            params = params.solver(solver);
         }
         if let Some(tol) = args.tol {
             params = params.tol(tol);
@@ -150,7 +148,7 @@ impl PcaFit {
                     "--components {f} is a fraction of the variance, which needs the whole \
                      spectrum: use --solver full (or auto), or give an integer count for \
                      --solver {}",
-                    solver_name(params.solver)
+                    params.solver
                 )));
             }
         }
@@ -204,7 +202,7 @@ impl Task for PcaFit {
     fn write(&self, run: &Context<'_>, fitted: &Fitted) -> CliResult {
         let model = &fitted.model;
         if let Some(path) = &self.args.model {
-            write_model(path, PCA_FORMAT, model)?;
+            model.save(path).map_err(Failure::output)?;
         }
         if let (Some(path), Some((z, _))) = (&self.args.output, &fitted.projections) {
             write_rows(path, z, run.n, model.n_components())?;
@@ -247,12 +245,12 @@ impl Task for PcaFit {
         let solver = match model.solver() {
             PcaSolver::Power | PcaSolver::MatrixFree => format!(
                 "{} ({} iterations, tol {}, seed {})",
-                solver_name(model.solver()),
+                model.solver(),
                 model.n_iter(),
                 params.tol,
                 params.seed
             ),
-            other => format!("{} (eigendecomposition)", solver_name(other)),
+            other => format!("{other} (eigendecomposition)"),
         };
         let mut human = Human::new();
         human
@@ -289,7 +287,7 @@ impl Task for PcaFit {
             d,
             n_components: m,
             explained_variance_ratio: ratios,
-            solver: solver_name(model.solver()),
+            solver: model.solver().name(),
             n_iter: model.n_iter(),
             fit_seconds: fitted.fit_seconds,
             adapter: &run.info.name,

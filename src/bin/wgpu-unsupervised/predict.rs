@@ -17,10 +17,10 @@
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
+use wgpu_unsupervised::model_file::{Model, GMM_FORMAT, PCA_FORMAT};
 use wgpu_unsupervised::{Error, GaussianMixtureModel, Gpu, KMeansModel, Matrix, PcaModel};
 
 use crate::flow::{self, timed, write_labels, write_rows, Context, Human, Outputs, Report, Task};
-use crate::model_file::{load_model, LoadedModel, GMM_FORMAT, KMEANS_FORMAT, PCA_FORMAT};
 use crate::{CliResult, Failure};
 
 /// Arguments of `predict`.
@@ -107,61 +107,63 @@ struct TransformReport<'a> {
     seconds: f64,
 }
 
+/// Reads the model file given to `--model` (any failure is the file's: exit 2).
+fn load(path: &Path) -> CliResult<Model> {
+    Model::load(path).map_err(Failure::input)
+}
+
+/// What a model file holds, as the refusals name it: `a K-Means model (format "...")`.
+fn described(model: &Model) -> String {
+    format!("a {} model (format \"{}\")", model.name(), model.format())
+}
+
 /// `predict`: loads the model, then runs the task its kind calls for.
 pub fn predict(args: PredictArgs) -> CliResult {
-    let refuse_proba = |kind: &str, format: &str| match &args.proba {
-        None => Ok(()),
-        Some(_) => Err(Failure::invalid(format!(
-            "{}: {kind} (format \"{format}\"); --proba writes the responsibilities of a \
-             Gaussian-mixture model (format \"{GMM_FORMAT}\", written by `gmm --model`)",
-            args.model.display()
-        ))),
-    };
-    match load_model(&args.model)? {
-        LoadedModel::KMeans(model) => {
-            refuse_proba("a K-Means model", KMEANS_FORMAT)?;
-            flow::run(Labels {
-                model: Labelling::KMeans(model),
-                args,
-            })
-        }
-        LoadedModel::Gmm(model) => flow::run(Labels {
-            model: Labelling::Mixture(model),
+    let model = load(&args.model)?;
+    if args.proba.is_some() && !matches!(model, Model::GaussianMixture(_)) {
+        return Err(Failure::invalid(format!(
+            "{}: {}; --proba writes the responsibilities of a Gaussian-mixture model (format \
+             \"{GMM_FORMAT}\", written by `gmm --model`)",
+            args.model.display(),
+            described(&model)
+        )));
+    }
+    match model {
+        Model::KMeans(model) => flow::run(Labels {
+            model: Labelling::KMeans(model),
             args,
         }),
-        LoadedModel::Pca(model) => {
-            refuse_proba("a PCA model", PCA_FORMAT)?;
-            flow::run(Projection {
-                model: *model,
-                model_path: args.model,
-                input: args.input,
-                output: args.output,
-                inverse: false,
-                json: args.json,
-                command: "predict",
-            })
-        }
+        Model::GaussianMixture(model) => flow::run(Labels {
+            model: Labelling::Mixture(Box::new(model)),
+            args,
+        }),
+        Model::Pca(model) => flow::run(Projection {
+            model,
+            model_path: args.model,
+            input: args.input,
+            output: args.output,
+            inverse: false,
+            json: args.json,
+            command: "predict",
+        }),
     }
 }
 
 /// `transform`: loads a PCA model, then projects (or reconstructs) the input.
 pub fn transform(args: TransformArgs) -> CliResult {
-    let refuse = |kind: &str, format: &str, instead: &str| {
-        Failure::invalid(format!(
-            "{}: {kind} (format \"{format}\"); transform needs a PCA model (format \
-             \"{PCA_FORMAT}\", written by `pca --model`); use predict for {instead}",
-            args.model.display()
-        ))
-    };
-    let model = match load_model(&args.model)? {
-        LoadedModel::Pca(model) => *model,
-        LoadedModel::KMeans(_) => return Err(refuse("a K-Means model", KMEANS_FORMAT, "labels")),
-        LoadedModel::Gmm(_) => {
-            return Err(refuse(
-                "a Gaussian-mixture model",
-                GMM_FORMAT,
-                "labels and responsibilities",
-            ))
+    let model = match load(&args.model)? {
+        Model::Pca(model) => model,
+        other => {
+            let instead = match other {
+                Model::GaussianMixture(_) => "labels and responsibilities",
+                _ => "labels",
+            };
+            return Err(Failure::invalid(format!(
+                "{}: {}; transform needs a PCA model (format \"{PCA_FORMAT}\", written by \
+                 `pca --model`); use predict for {instead}",
+                args.model.display(),
+                described(&other)
+            )));
         }
     };
     flow::run(Projection {

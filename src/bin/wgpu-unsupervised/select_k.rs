@@ -21,9 +21,7 @@ use wgpu_unsupervised::{
 };
 
 use crate::flow::{timed, Context, Human, Outputs, Report, Task};
-use crate::gmm::covariance_parser;
-use crate::mirrors::CriterionArg;
-use crate::{CliResult, Failure};
+use crate::{choices, CliResult, Failure};
 
 /// Arguments of `select-k`.
 #[derive(Debug, clap::Args)]
@@ -42,10 +40,10 @@ pub struct SelectKArgs {
     k_max: usize,
     /// Criterion: elbow or gap for kmeans, bic or aic for gmm [default: gap for kmeans, bic
     /// for gmm].
-    #[arg(long, value_enum, value_name = "CRITERION")]
-    criterion: Option<CriterionArg>,
+    #[arg(long, value_name = "CRITERION", value_parser = choices::criterion())]
+    criterion: Option<Criterion>,
     /// gmm only: shape of the component covariances [default: full].
-    #[arg(long, value_name = "TYPE", value_parser = covariance_parser())]
+    #[arg(long, value_name = "TYPE", value_parser = choices::covariance())]
     covariance: Option<CovarianceType>,
     /// gap only: number B of uniform reference data sets [default: 10].
     #[arg(long, value_name = "B")]
@@ -146,7 +144,7 @@ impl SelectK {
     pub fn new(args: SelectKArgs) -> CliResult<Self> {
         let algorithm = args.algorithm;
         let criterion = match (args.criterion, algorithm) {
-            (Some(c), _) => c.to_criterion(),
+            (Some(c), _) => c,
             (None, Algorithm::Kmeans) => Criterion::Gap,
             (None, Algorithm::Gmm) => Criterion::Bic,
         };
