@@ -1,0 +1,220 @@
+//! `wgpu-unsupervised evaluate --input X --labels y.npy [--truth t.npy] [--sample-size N]
+//! [--seed N] [--json]`
+//!
+//! Judges a labelling of `--input` (one integer label per row, `.npy` 1-D or `.csv`, read
+//! by `wgpu_unsupervised::io::read_labels`) with [`wgpu_unsupervised::metrics::evaluate`]:
+//! the silhouette (on the GPU; on a random sample of `--sample-size` rows drawn with
+//! `--seed` when given), Calinski–Harabasz, Davies–Bouldin and the inertia around the
+//! clusters' means, and with `--truth` the Rand and adjusted Rand indices. The labels need
+//! 2 ≤ clusters ≤ N − 1. `--json` keys: `n`, `d`, `k`, `silhouette`, `calinski_harabasz`,
+//! `davies_bouldin`, `inertia`, (`rand_index`, `adjusted_rand_index` with `--truth`),
+//! `silhouette_rows`, `seconds`, `adapter`.
+
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+use wgpu_unsupervised::metrics::{self, Evaluation};
+use wgpu_unsupervised::{io, Gpu, Matrix};
+
+use crate::flow::{timed, Context, Human, Outputs, Report, Task};
+use crate::{CliResult, Failure};
+
+/// Arguments of `evaluate`.
+#[derive(Debug, clap::Args)]
+pub struct EvaluateArgs {
+    /// Input matrix, one row per sample: .npy (2-D, C order) or .csv (optional header).
+    #[arg(long, value_name = "FILE")]
+    input: PathBuf,
+    /// The labelling to judge, one integer label per row (.npy 1-D integer, or .csv).
+    #[arg(long, value_name = "FILE")]
+    labels: PathBuf,
+    /// True labels, one per row: adds the Rand index and the adjusted Rand index.
+    #[arg(long, value_name = "FILE")]
+    truth: Option<PathBuf>,
+    /// Silhouette on a random sample of this many rows (at least 2) instead of all rows.
+    #[arg(long, value_name = "N")]
+    sample_size: Option<usize>,
+    /// Seed of the silhouette's random sample [default: 0].
+    #[arg(long, value_name = "N")]
+    seed: Option<u64>,
+    /// Print one line of JSON instead of the human report.
+    #[arg(long)]
+    json: bool,
+}
+
+/// The one-line `--json` report of `evaluate`.
+#[derive(Serialize)]
+struct EvaluateReport<'a> {
+    /// Rows of the input.
+    n: usize,
+    /// Features of the input.
+    d: usize,
+    /// Distinct labels in `--labels`.
+    k: usize,
+    /// Mean silhouette coefficient (over the sample with `--sample-size`).
+    silhouette: f64,
+    /// Calinski–Harabasz index (higher is better).
+    calinski_harabasz: f64,
+    /// Davies–Bouldin index (lower is better).
+    davies_bouldin: f64,
+    /// Within-cluster sum of squares around the clusters' means.
+    inertia: f64,
+    /// Rand index against `--truth` (only with it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    rand_index: Option<f64>,
+    /// Adjusted Rand index against `--truth` (only with it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    adjusted_rand_index: Option<f64>,
+    /// Rows the silhouette was computed on.
+    silhouette_rows: usize,
+    /// Wall time of the metrics (upload included, GPU start-up and file I/O excluded).
+    seconds: f64,
+    /// Adapter name.
+    adapter: &'a str,
+}
+
+/// The `evaluate` command.
+pub struct Evaluate {
+    /// The command line.
+    args: EvaluateArgs,
+    /// `--labels`, read and checked against the input.
+    labels: Vec<u32>,
+    /// `--truth`, read and checked against the input.
+    truth: Option<Vec<u32>>,
+    /// Distinct labels in `--labels`.
+    k: usize,
+}
+
+impl Evaluate {
+    /// The command for `args`; refuses a sample too small for a silhouette (exit 2).
+    pub fn new(args: EvaluateArgs) -> CliResult<Self> {
+        if let Some(m) = args.sample_size.filter(|&m| m < 2) {
+            return Err(Failure::invalid(format!(
+                "--sample-size must be at least 2, got {m}"
+            )));
+        }
+        Ok(Self {
+            args,
+            labels: Vec::new(),
+            truth: None,
+            k: 0,
+        })
+    }
+}
+
+/// Reads a labels file given to `flag` and checks it has one label per row (exit 2).
+fn read_row_labels(path: &Path, flag: &str, n: usize) -> CliResult<Vec<u32>> {
+    let labels = io::read_labels(path).map_err(Failure::input)?;
+    if labels.len() != n {
+        return Err(Failure::invalid(format!(
+            "{}: {flag} has {} labels but the input has {n} rows",
+            path.display(),
+            labels.len()
+        )));
+    }
+    Ok(labels)
+}
+
+impl Task for Evaluate {
+    /// The metrics and their wall time.
+    type Outcome = (Evaluation, f64);
+
+    fn input(&self) -> &Path {
+        &self.args.input
+    }
+
+    fn outputs(&self) -> Outputs<'_> {
+        Outputs::none()
+    }
+
+    fn json(&self) -> bool {
+        self.args.json
+    }
+
+    fn check(&mut self, x: &Matrix<'_>) -> CliResult {
+        let n = x.n_rows();
+        self.labels = read_row_labels(&self.args.labels, "--labels", n)?;
+        self.truth = match &self.args.truth {
+            Some(path) => Some(read_row_labels(path, "--truth", n)?),
+            None => None,
+        };
+        let mut distinct = self.labels.clone();
+        distinct.sort_unstable();
+        distinct.dedup();
+        self.k = distinct.len();
+        if self.k < 2 || self.k >= n {
+            return Err(Failure::invalid(format!(
+                "{}: the metrics need 2 <= clusters <= N - 1; the labels have {} clusters for \
+                 N = {n}",
+                self.args.labels.display(),
+                self.k
+            )));
+        }
+        Ok(())
+    }
+
+    fn compute(&self, gpu: &Gpu, x: Matrix<'_>) -> CliResult<Self::Outcome> {
+        timed(|| {
+            Ok(metrics::evaluate(
+                gpu,
+                &x,
+                &self.labels,
+                self.truth.as_deref(),
+                self.args.sample_size,
+                self.args.seed.unwrap_or(0),
+            )?)
+        })
+    }
+
+    fn report(&self, run: &Context<'_>, (e, seconds): &Self::Outcome) -> CliResult<Report> {
+        let n = run.n;
+        let silhouette_rows = self.args.sample_size.map_or(n, |m| m.min(n));
+        let mut human = Human::new();
+        human
+            .line("input", run.input_line())
+            .line(
+                "labels",
+                format!("{} ({} clusters)", self.args.labels.display(), self.k),
+            )
+            .line(
+                "silhouette",
+                format!(
+                    "{} (on {silhouette_rows} of {n} rows; in [-1, 1], higher is better)",
+                    e.silhouette
+                ),
+            )
+            .line(
+                "calinski-harabasz",
+                format!("{} (higher is better)", e.calinski_harabasz),
+            )
+            .line(
+                "davies-bouldin",
+                format!("{} (lower is better)", e.davies_bouldin),
+            )
+            .line("inertia", e.inertia);
+        if let (Some(ri), Some(ari), Some(path)) =
+            (e.rand_index, e.adjusted_rand_index, &self.args.truth)
+        {
+            human
+                .line("truth", path.display())
+                .line("rand index", ri)
+                .line("adjusted rand index", ari);
+        }
+        human.line("time", format!("{seconds:.3} s"));
+        let json = EvaluateReport {
+            n,
+            d: run.d,
+            k: self.k,
+            silhouette: e.silhouette,
+            calinski_harabasz: e.calinski_harabasz,
+            davies_bouldin: e.davies_bouldin,
+            inertia: e.inertia,
+            rand_index: e.rand_index,
+            adjusted_rand_index: e.adjusted_rand_index,
+            silhouette_rows,
+            seconds: *seconds,
+            adapter: &run.info.name,
+        };
+        Report::new(&json, human)
+    }
+}

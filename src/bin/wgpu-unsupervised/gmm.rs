@@ -1,0 +1,289 @@
+//! `wgpu-unsupervised gmm --input X --k 5 [--covariance full|tied|diag|spherical]
+//! [--n-init N] [--max-iter N] [--tol F] [--reg-covar F] [--seed N]
+//! [--init kmeans|kmeans++|random] [--output labels.npy] [--proba P.npy] [--model m.json]
+//! [--json]`
+//!
+//! Fits a Gaussian mixture by EM (see [`wgpu_unsupervised::GaussianMixture`]), then writes the
+//! training labels (most probable component, `u4`) to `--output`, the N x K responsibilities
+//! p(k | xᵢ) (`f4`, rows summing to 1) to `--proba` and the model to `--model`, when given.
+//! The report gives the mean log-likelihood of the training rows under the fitted model, the
+//! BIC and (human report) the AIC. `--json` keys: `algorithm`, `n`, `d`, `k`, `covariance`,
+//! `log_likelihood`, `bic`, `n_iter`, `converged`, `fit_seconds`, `adapter`.
+
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+use wgpu_unsupervised::{
+    CovarianceType, GaussianMixture, GaussianMixtureModel, GmmInit, Gpu, GpuMatrix, Matrix,
+};
+
+use crate::flow::{
+    iterations, timed, write_labels, write_rows, Context, Human, Outputs, Report, Task,
+};
+use crate::{choices, CliResult, Failure};
+
+/// Arguments of `gmm`.
+#[derive(Debug, clap::Args)]
+pub struct GmmArgs {
+    /// Input matrix, one row per sample: .npy (2-D, C order) or .csv (optional header).
+    #[arg(long, value_name = "FILE")]
+    input: PathBuf,
+    /// Number of mixture components.
+    #[arg(long, value_name = "K")]
+    k: usize,
+    /// Shape of the component covariances [default: full].
+    #[arg(long, value_name = "TYPE", value_parser = choices::covariance())]
+    covariance: Option<CovarianceType>,
+    /// Independent initialisations; the highest final log-likelihood bound wins
+    /// [default: 1].
+    #[arg(long, value_name = "N")]
+    n_init: Option<usize>,
+    /// Maximum EM iterations per initialisation [default: 100].
+    #[arg(long, value_name = "N")]
+    max_iter: Option<usize>,
+    /// Convergence threshold on the change of the mean per-sample log-likelihood bound
+    /// [default: 1e-3].
+    #[arg(long, value_name = "F", allow_negative_numbers = true)]
+    tol: Option<f64>,
+    /// Added to every covariance diagonal, keeping it positive definite [default: 1e-6].
+    #[arg(long, value_name = "F", allow_negative_numbers = true)]
+    reg_covar: Option<f64>,
+    /// Random seed; the same seed gives the same result on the same adapter [default: 0].
+    #[arg(long, value_name = "N")]
+    seed: Option<u64>,
+    /// Initial responsibilities [default: kmeans].
+    #[arg(long, value_name = "METHOD", value_parser = choices::gmm_init())]
+    init: Option<GmmInit>,
+    /// Write the training labels (most probable component) here (.npy, dtype u4).
+    #[arg(long, value_name = "FILE")]
+    output: Option<PathBuf>,
+    /// Write the N x K responsibilities p(k | x) of the training rows here (.npy, dtype f4).
+    #[arg(long, value_name = "FILE")]
+    proba: Option<PathBuf>,
+    /// Write the fitted model here (JSON).
+    #[arg(long, value_name = "FILE")]
+    model: Option<PathBuf>,
+    /// Print one line of JSON instead of the human report.
+    #[arg(long)]
+    json: bool,
+}
+
+/// The one-line `--json` report of `gmm`.
+#[derive(Serialize)]
+struct GmmReport<'a> {
+    /// Always "gmm".
+    algorithm: &'static str,
+    /// Rows of the input.
+    n: usize,
+    /// Features of the input.
+    d: usize,
+    /// Number of components.
+    k: usize,
+    /// "full", "tied", "diag" or "spherical".
+    covariance: &'static str,
+    /// Mean per-sample log-likelihood (1/N) Σᵢ log p(xᵢ) of the training rows under the
+    /// fitted model.
+    log_likelihood: f64,
+    /// Bayesian information criterion −2 log L + p log N on the training rows.
+    bic: f64,
+    /// EM iterations of the kept initialisation.
+    n_iter: usize,
+    /// Whether the kept initialisation converged before `max_iter`.
+    converged: bool,
+    /// Wall time of the fit (data upload included, GPU start-up, scoring and file I/O
+    /// excluded).
+    fit_seconds: f64,
+    /// Adapter name.
+    adapter: &'a str,
+}
+
+/// The `gmm` command.
+pub struct Gmm {
+    /// The command line.
+    args: GmmArgs,
+    /// The parameters it asks for, the library's defaults elsewhere.
+    params: GaussianMixture,
+}
+
+/// What a `gmm` run produced: the model and its score on the training rows.
+pub struct Fitted {
+    /// The fitted mixture.
+    model: GaussianMixtureModel,
+    /// Mean log-likelihood of the training rows.
+    log_likelihood: f64,
+    /// BIC on the training rows.
+    bic: f64,
+    /// AIC on the training rows.
+    aic: f64,
+    /// The N x K responsibilities, read back only when `--proba` asks for them.
+    proba: Option<Vec<f32>>,
+    /// Wall time of the fit.
+    fit_seconds: f64,
+    /// Wall time of the scoring E-step (and readback).
+    score_seconds: f64,
+}
+
+impl Gmm {
+    /// The command for `args`; the parameters are validated against the input later.
+    pub fn new(args: GmmArgs) -> Self {
+        let mut params = GaussianMixture::new(args.k);
+        if let Some(covariance) = args.covariance {
+            params = params.covariance(covariance);
+        }
+        if let Some(n_init) = args.n_init {
+            params = params.n_init(n_init);
+        }
+        if let Some(max_iter) = args.max_iter {
+            params = params.max_iter(max_iter);
+        }
+        if let Some(tol) = args.tol {
+            params = params.tol(tol);
+        }
+        if let Some(reg_covar) = args.reg_covar {
+            params = params.reg_covar(reg_covar);
+        }
+        if let Some(seed) = args.seed {
+            params = params.seed(seed);
+        }
+        if let Some(init) = &args.init {
+            params = params.init(init.clone());
+        }
+        Self { args, params }
+    }
+}
+
+impl Task for Gmm {
+    type Outcome = Fitted;
+
+    fn input(&self) -> &Path {
+        &self.args.input
+    }
+
+    fn outputs(&self) -> Outputs<'_> {
+        Outputs::none()
+            .npy("--output", self.args.output.as_deref(), "labels")
+            .npy("--proba", self.args.proba.as_deref(), "responsibilities")
+            .model(self.args.model.as_deref())
+    }
+
+    fn json(&self) -> bool {
+        self.args.json
+    }
+
+    fn check(&mut self, x: &Matrix<'_>) -> CliResult {
+        Ok(self.params.validate(x.n_rows(), x.n_features())?)
+    }
+
+    fn compute(&self, gpu: &Gpu, x: Matrix<'_>) -> CliResult<Fitted> {
+        let ((xg, model), fit_seconds) = timed(|| {
+            let xg = GpuMatrix::upload(gpu, &x)?;
+            let model = self.params.fit(gpu, &xg)?;
+            Ok((xg, model))
+        })?;
+        // One E-step with the final parameters gives the mean log-likelihood of the training
+        // rows (hence BIC and AIC) and the responsibilities.
+        let ((log_likelihood, proba), score_seconds) = timed(|| {
+            let evaluation = model.evaluate_gpu(gpu, &xg)?;
+            let proba = match &self.args.proba {
+                Some(_) => Some(evaluation.responsibilities.to_host(gpu)?),
+                None => None,
+            };
+            Ok((evaluation.mean_log_likelihood, proba))
+        })?;
+        let (bic, aic) = model.information_criteria(log_likelihood, x.n_rows());
+        Ok(Fitted {
+            model,
+            log_likelihood,
+            bic,
+            aic,
+            proba,
+            fit_seconds,
+            score_seconds,
+        })
+    }
+
+    fn write(&self, run: &Context<'_>, fitted: &Fitted) -> CliResult {
+        let model = &fitted.model;
+        if let Some(path) = &self.args.model {
+            model.save(path).map_err(Failure::output)?;
+        }
+        if let Some(path) = &self.args.output {
+            write_labels(path, model.labels())?;
+        }
+        if let (Some(path), Some(proba)) = (&self.args.proba, &fitted.proba) {
+            write_rows(path, proba, run.n, model.k())?;
+        }
+        Ok(())
+    }
+
+    fn report(&self, run: &Context<'_>, fitted: &Fitted) -> CliResult<Report> {
+        let (model, params, n) = (&fitted.model, &self.params, run.n);
+        let k = model.k();
+        let covariance = model.covariance_type().name();
+        let weights: Vec<String> = model
+            .weights()
+            .iter()
+            .take(8)
+            .map(|w| format!("{w:.4}"))
+            .collect();
+        let more = if k > weights.len() { ", …" } else { "" };
+        let mut human = Human::new();
+        human
+            .line("input", run.input_line())
+            .line(
+                "gmm",
+                format!(
+                    "k = {}, covariance {covariance}, init {}, n_init {}, max_iter {}, tol {}, \
+                     reg_covar {:e}, seed {}",
+                    params.k,
+                    params.init,
+                    params.n_init,
+                    params.max_iter,
+                    params.tol,
+                    params.reg_covar,
+                    params.seed
+                ),
+            )
+            .line("iterations", iterations(model.n_iter(), model.converged()))
+            .line(
+                "log-likelihood",
+                format!(
+                    "{} per sample (mean over the {n} training rows)",
+                    fitted.log_likelihood
+                ),
+            )
+            .line(
+                "BIC",
+                format!("{} ({} free parameters)", fitted.bic, model.n_parameters()),
+            )
+            .line("AIC", fitted.aic)
+            .line("weights", format!("{}{more}", weights.join(", ")))
+            .line(
+                "fit time",
+                format!(
+                    "{:.3} s (scoring {:.3} s)",
+                    fitted.fit_seconds, fitted.score_seconds
+                ),
+            )
+            .file("labels", self.args.output.as_deref(), "--output FILE.npy");
+        match &self.args.proba {
+            Some(p) => human.line("proba", format!("{} ({n} x {k})", p.display())),
+            None => human.line("proba", "not written (use --proba FILE.npy)"),
+        };
+        human.file("model", self.args.model.as_deref(), "--model FILE.json");
+        let json = GmmReport {
+            algorithm: "gmm",
+            n,
+            d: run.d,
+            k,
+            covariance,
+            log_likelihood: fitted.log_likelihood,
+            bic: fitted.bic,
+            n_iter: model.n_iter(),
+            converged: model.converged(),
+            fit_seconds: fitted.fit_seconds,
+            adapter: &run.info.name,
+        };
+        Report::new(&json, human)
+    }
+}

@@ -1,0 +1,173 @@
+//! `wgpu-unsupervised kmeans --input X.{npy,csv} --k 8 [--n-init N] [--max-iter N] [--tol F]
+//! [--seed N] [--init k-means++|random] [--output labels.npy] [--model model.json] [--json]`
+//!
+//! Fits K-Means on the matrix in `--input` (one row per sample), then writes the training
+//! labels as a 1-D `u4` `.npy` array to `--output` and the fitted model to `--model`, when
+//! given. Parameters left out keep the library's defaults (see
+//! [`wgpu_unsupervised::KMeans`]). `--json` keys: `algorithm`, `n`, `d`, `k`, `inertia`,
+//! `n_iter`, `converged`, `fit_seconds`, `adapter`.
+
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+use wgpu_unsupervised::{Gpu, KMeans, KMeansInit, KMeansModel, Matrix};
+
+use crate::flow::{iterations, timed, write_labels, Context, Human, Outputs, Report, Task};
+use crate::{choices, CliResult, Failure};
+
+/// Arguments of `kmeans`.
+#[derive(Debug, clap::Args)]
+pub struct KmeansArgs {
+    /// Input matrix, one row per sample: .npy (2-D, C order) or .csv (optional header).
+    #[arg(long, value_name = "FILE")]
+    input: PathBuf,
+    /// Number of clusters.
+    #[arg(long, value_name = "K")]
+    k: usize,
+    /// Independent restarts; the lowest inertia wins [default: 1].
+    #[arg(long, value_name = "N")]
+    n_init: Option<usize>,
+    /// Maximum Lloyd iterations per restart [default: 300].
+    #[arg(long, value_name = "N")]
+    max_iter: Option<usize>,
+    /// Convergence tolerance, relative to the mean feature variance [default: 1e-4].
+    #[arg(long, value_name = "F", allow_negative_numbers = true)]
+    tol: Option<f64>,
+    /// Random seed; the same seed gives the same result on the same adapter [default: 0].
+    #[arg(long, value_name = "N")]
+    seed: Option<u64>,
+    /// Initialisation method [default: k-means++].
+    #[arg(long, value_name = "METHOD", value_parser = choices::kmeans_init())]
+    init: Option<KMeansInit>,
+    /// Write the training labels here (.npy, dtype u4).
+    #[arg(long, value_name = "FILE")]
+    output: Option<PathBuf>,
+    /// Write the fitted model here (JSON).
+    #[arg(long, value_name = "FILE")]
+    model: Option<PathBuf>,
+    /// Print one line of JSON instead of the human report.
+    #[arg(long)]
+    json: bool,
+}
+
+/// The one-line `--json` report of `kmeans`.
+#[derive(Serialize)]
+struct KmeansReport<'a> {
+    /// Always "kmeans".
+    algorithm: &'static str,
+    /// Rows of the input.
+    n: usize,
+    /// Features of the input.
+    d: usize,
+    /// Number of clusters.
+    k: usize,
+    /// Final within-cluster sum of squares.
+    inertia: f64,
+    /// Lloyd iterations of the kept restart.
+    n_iter: usize,
+    /// Whether the kept restart converged before `max_iter`.
+    converged: bool,
+    /// Wall time of the fit (data upload included, GPU start-up and file I/O excluded).
+    fit_seconds: f64,
+    /// Adapter name.
+    adapter: &'a str,
+}
+
+/// The `kmeans` command.
+pub struct Kmeans {
+    /// The command line.
+    args: KmeansArgs,
+    /// The parameters it asks for, the library's defaults elsewhere.
+    params: KMeans,
+}
+
+impl Kmeans {
+    /// The command for `args`; the parameters are validated against the input later.
+    pub fn new(args: KmeansArgs) -> Self {
+        let mut params = KMeans::new(args.k);
+        if let Some(n_init) = args.n_init {
+            params = params.n_init(n_init);
+        }
+        if let Some(max_iter) = args.max_iter {
+            params = params.max_iter(max_iter);
+        }
+        if let Some(tol) = args.tol {
+            params = params.tol(tol);
+        }
+        if let Some(seed) = args.seed {
+            params = params.seed(seed);
+        }
+        if let Some(init) = &args.init {
+            params = params.init(init.clone());
+        }
+        Self { args, params }
+    }
+}
+
+impl Task for Kmeans {
+    /// The model and the fit's wall time.
+    type Outcome = (KMeansModel, f64);
+
+    fn input(&self) -> &Path {
+        &self.args.input
+    }
+
+    fn outputs(&self) -> Outputs<'_> {
+        Outputs::none()
+            .npy("--output", self.args.output.as_deref(), "labels")
+            .model(self.args.model.as_deref())
+    }
+
+    fn json(&self) -> bool {
+        self.args.json
+    }
+
+    fn check(&mut self, x: &Matrix<'_>) -> CliResult {
+        Ok(self.params.validate(x.n_rows(), x.n_features())?)
+    }
+
+    fn compute(&self, gpu: &Gpu, x: Matrix<'_>) -> CliResult<Self::Outcome> {
+        timed(|| Ok(self.params.fit(gpu, &x)?))
+    }
+
+    fn write(&self, _run: &Context<'_>, (model, _): &Self::Outcome) -> CliResult {
+        if let Some(path) = &self.args.model {
+            model.save(path).map_err(Failure::output)?;
+        }
+        if let Some(path) = &self.args.output {
+            write_labels(path, model.labels())?;
+        }
+        Ok(())
+    }
+
+    fn report(&self, run: &Context<'_>, (model, fit_seconds): &Self::Outcome) -> CliResult<Report> {
+        let params = &self.params;
+        let mut human = Human::new();
+        human
+            .line("input", run.input_line())
+            .line(
+                "k-means",
+                format!(
+                    "k = {}, init {}, n_init {}, max_iter {}, tol {}, seed {}",
+                    params.k, params.init, params.n_init, params.max_iter, params.tol, params.seed
+                ),
+            )
+            .line("inertia", model.inertia())
+            .line("iterations", iterations(model.n_iter(), model.converged()))
+            .line("fit time", format!("{fit_seconds:.3} s"))
+            .file("labels", self.args.output.as_deref(), "--output FILE.npy")
+            .file("model", self.args.model.as_deref(), "--model FILE.json");
+        let json = KmeansReport {
+            algorithm: "kmeans",
+            n: run.n,
+            d: run.d,
+            k: model.k(),
+            inertia: model.inertia(),
+            n_iter: model.n_iter(),
+            converged: model.converged(),
+            fit_seconds: *fit_seconds,
+            adapter: &run.info.name,
+        };
+        Report::new(&json, human)
+    }
+}

@@ -1,0 +1,161 @@
+//! `kmeans`.
+
+use wgpu_unsupervised::io;
+
+use crate::common::{case, files_in, json_line, ok, s, sorted_keys, usage, Case, Fixture};
+
+#[test]
+fn kmeans_npy_json_report_and_labels() {
+    let mut f = Fixture::new();
+    f.blobs("x", 300, 3, 4, 1);
+    let report = json_line(
+        &f.run("kmeans --input {x} --k 4 --seed 5 --n-init 2 --output {dir}/labels.npy --json"),
+    );
+    let mut expected = [
+        "algorithm",
+        "n",
+        "d",
+        "k",
+        "inertia",
+        "n_iter",
+        "converged",
+        "fit_seconds",
+        "adapter",
+    ];
+    expected.sort_unstable();
+    assert_eq!(sorted_keys(&report), expected, "{report}");
+    assert_eq!(report["algorithm"], "kmeans");
+    assert_eq!(report["n"], 300);
+    assert_eq!(report["d"], 3);
+    assert_eq!(report["k"], 4);
+    let inertia = report["inertia"].as_f64().unwrap();
+    assert!(inertia.is_finite() && inertia >= 0.0, "{report}");
+    assert!(report["n_iter"].as_u64().unwrap() >= 1, "{report}");
+    assert!(report["converged"].is_boolean(), "{report}");
+    assert!(report["fit_seconds"].as_f64().unwrap() >= 0.0, "{report}");
+    assert!(!report["adapter"].as_str().unwrap().is_empty(), "{report}");
+
+    let labels = io::read_labels(&f.file("labels.npy")).unwrap();
+    assert_eq!(labels.len(), 300);
+    assert!(labels.iter().all(|&l| l < 4), "{labels:?}");
+}
+
+#[test]
+fn kmeans_csv_with_header_and_human_report() {
+    let mut f = Fixture::new();
+    // Two well separated groups of six rows.
+    let mut text = String::from("width,height\n");
+    for i in 0..6 {
+        text += &format!("{},{}\n", 0.1 * i as f32, 1.0 - 0.1 * i as f32);
+    }
+    for i in 0..6 {
+        text += &format!("{},{}\n", 50.0 + 0.1 * i as f32, 40.0 + 0.2 * i as f32);
+    }
+    f.write("csv", "points.csv", &text);
+    let report = ok(&f.run("kmeans --input {csv} --k 2 --output {dir}/labels.npy"));
+    for word in ["adapter", "12 rows x 2 features", "inertia", "iterations"] {
+        assert!(report.contains(word), "{word:?} missing from {report}");
+    }
+    assert!(report.contains(s(&f.file("labels.npy"))), "{report}");
+
+    let labels = io::read_labels(&f.file("labels.npy")).unwrap();
+    assert_eq!(labels.len(), 12);
+    assert!(labels[..6].iter().all(|&l| l == labels[0]), "{labels:?}");
+    assert!(labels[6..].iter().all(|&l| l == labels[6]), "{labels:?}");
+    assert_ne!(labels[0], labels[6]);
+}
+
+#[test]
+fn kmeans_random_init_and_a_model_beside_the_json_report() {
+    let mut f = Fixture::new();
+    f.blobs("x", 200, 2, 3, 2);
+    let report = json_line(&f.run(
+        "kmeans --input {x} --k 3 --init random --seed 11 --max-iter 100 --tol 0 \
+         --model {dir}/m.json --json",
+    ));
+    assert_eq!(report["k"], 3);
+    assert_eq!(report["n"], 200);
+    assert!(report["inertia"].as_f64().unwrap().is_finite());
+    assert!(report["n_iter"].as_u64().unwrap() <= 100);
+    assert!(f.file("m.json").exists());
+}
+
+#[test]
+fn kmeans_init_takes_the_library_spellings_and_help_lists_them() {
+    let mut f = Fixture::new();
+    f.blobs("x", 40, 2, 2, 7);
+    for init in ["k-means++", "kmeans++", "RANDOM"] {
+        let report = json_line(&f.run(&format!("kmeans --input {{x}} --k 2 --init {init} --json")));
+        assert_eq!(report["k"], 2, "{init}: {report}");
+    }
+    let help = ok(&f.run("kmeans --help"));
+    assert!(
+        help.contains("[possible values: k-means++, random]"),
+        "{help}"
+    );
+}
+
+/// Command lines `kmeans` refuses. `{x}` has 10 rows of 2 features.
+const KMEANS_REFUSES: &[Case] = &[
+    // The argument parser.
+    usage("kmeans --input {x}", &["--k"]),
+    usage("cluster", &["cluster"]),
+    usage("kmeans --input {x} --k two", &["two"]),
+    usage("kmeans --input {x} --k 2 --init farthest", &["farthest"]),
+    // Parameters, named as the library names them.
+    case(
+        "kmeans --input {x} --k 50 --output {dir}/labels.npy --model {dir}/model.json",
+        2,
+        &["k = 50", "n = 10"],
+    ),
+    case("kmeans --input {x} --k 0", 2, &["k"]),
+    case("kmeans --input {x} --k 2 --tol -1", 2, &["tol"]),
+    case("kmeans --input {x} --k 2 --n-init 0", 2, &["n_init"]),
+    case("kmeans --input {x} --k 2 --max-iter 0", 2, &["max_iter"]),
+    // Inputs.
+    case(
+        "kmeans --input {dir}/nowhere.npy --k 2",
+        2,
+        &["nowhere.npy"],
+    ),
+    case("kmeans --input {txt} --k 1", 2, &["x.txt"]),
+    case("kmeans --input {nan} --k 2", 2, &["row 2", "column 1"]),
+    // Outputs: names (exit 2), then places that cannot be written (exit 1).
+    case(
+        "kmeans --input {x} --k 2 --output {dir}/labels.csv",
+        2,
+        &[".npy"],
+    ),
+    case(
+        "kmeans --input {x} --k 2 --output {dir}/l.npy --model {dir}/l.npy",
+        2,
+        &["same file"],
+    ),
+    case(
+        "kmeans --input {x} --k 2 --output {dir}/absent/labels.npy",
+        1,
+        &["absent"],
+    ),
+    case(
+        "kmeans --input {x} --k 2 --model {dir}/absent/model.json",
+        1,
+        &["absent"],
+    ),
+    case(
+        "kmeans --input {x} --k 2 --output {dir}/taken.npy",
+        1,
+        &["directory"],
+    ),
+];
+
+#[test]
+fn kmeans_refuses_bad_arguments_inputs_and_outputs_writing_nothing() {
+    let mut f = Fixture::new();
+    f.blobs("x", 10, 2, 2, 6);
+    f.write("txt", "x.txt", "1,2\n3,4\n");
+    f.write("nan", "bad.csv", "a,b,c\n1,2,3\n4,5,6\n7,NaN,9\n");
+    // An existing directory where an output should go.
+    std::fs::create_dir(f.file("taken.npy")).unwrap();
+    f.check(KMEANS_REFUSES);
+    assert!(files_in(&f.file("taken.npy")).is_empty());
+}
