@@ -108,7 +108,8 @@ pub use model_file::Model;
 pub use pca::{Components, Pca, PcaModel, PcaSolver};
 pub use selection::{Criterion, Curve, GapCurve, Spectrum};
 
-/// README.md's example, compiled and run as a doctest so it cannot rot.
-#[cfg(all(doctest, feature = "datasets"))]
+/// README.md's examples, compiled as doctests so they cannot rot (they use the bundled data
+/// and model files, hence the features).
+#[cfg(all(doctest, feature = "datasets", feature = "io"))]
 #[doc = include_str!("../README.md")]
 pub struct ReadmeExample;
