@@ -19,8 +19,11 @@
 //! the counts are multinomial), then x = μₖ + Lₖ z with z standard normal (Box–Muller), σ z
 //! for Diag/Spherical. As scikit-learn, the samples come grouped by component.
 //!
-//! The GPU fit and the model use these functions; the CPU oracle has its own independent
-//! implementation, and the tests hold the two against each other.
+//! One piece of code for the GPU fit, the model and the CPU oracle (`src/reference/`)
+//! alike, so it is neutral: it uses neither the GPU layer nor the oracle. As the oracle
+//! cannot check what it shares, `tests/gmm_math.rs` checks these functions by identities
+//! that do not reuse them (Uᵀ Σ U = I, round trips, hand-counted parameters, moments of
+//! large draws).
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -173,13 +176,35 @@ pub(crate) fn precision_cholesky_quoting(
 }
 
 /// The covariances of given precisions (inverted per component), in the same layout, for
-/// `d` features. A precision that is not positive definite is an
-/// [`Error::InvalidParameter`] named `init` (given starting parameters are its only source).
+/// `d` features; the number of components follows from `precisions.len()`.
+///
+/// Errors: [`Error::InvalidParameter`] named `init` (given starting parameters are the only
+/// source of precisions) for a precision that is not positive definite (or not finite),
+/// naming the component, and for a length that is not whole components (D² values exactly
+/// for `Tied`); named `n_features` for d = 0.
 pub fn covariances_from_precisions(
     precisions: &[f64],
     covariance_type: CovarianceType,
     d: usize,
 ) -> Result<Vec<f64>> {
+    if d == 0 {
+        return Err(Error::invalid("n_features", "must be at least 1"));
+    }
+    let per = block_len(covariance_type, d);
+    let whole = match covariance_type {
+        CovarianceType::Tied => precisions.len() == per,
+        _ => precisions.len().is_multiple_of(per),
+    };
+    if !whole {
+        return Err(Error::invalid(
+            "init",
+            format!(
+                "{} precision values are not whole {covariance_type:?} precisions of {d} \
+                 features ({per} values each)",
+                precisions.len()
+            ),
+        ));
+    }
     let bad = |c: usize| {
         Error::invalid(
             "init",
@@ -201,27 +226,25 @@ pub fn covariances_from_precisions(
                         out.push((0..d).map(|t| v[i * d + t] * v[j * d + t]).sum());
                     }
                 }
-            }
-            if out.iter().any(|v: &f64| !v.is_finite()) {
-                return Err(bad(0));
+                // A pivot so small that the inverse overflows is as good as zero.
+                if out[c * d * d..].iter().any(|v: &f64| !v.is_finite()) {
+                    return Err(bad(c));
+                }
             }
             Ok(out)
         }
-        CovarianceType::Diag | CovarianceType::Spherical => {
-            let per = block_len(covariance_type, d);
-            precisions
-                .iter()
-                .enumerate()
-                .map(|(i, &v)| {
-                    let s = 1.0 / v;
-                    if v > 0.0 && s.is_finite() {
-                        Ok(s)
-                    } else {
-                        Err(bad(i / per))
-                    }
-                })
-                .collect()
-        }
+        CovarianceType::Diag | CovarianceType::Spherical => precisions
+            .iter()
+            .enumerate()
+            .map(|(i, &v)| {
+                let s = 1.0 / v;
+                if v > 0.0 && s.is_finite() {
+                    Ok(s)
+                } else {
+                    Err(bad(i / per))
+                }
+            })
+            .collect(),
     }
 }
 

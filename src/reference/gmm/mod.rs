@@ -12,7 +12,9 @@
 //! parametrisation, the same convergence rule and the same reported quantities.
 //!
 //! **Precision Cholesky factors.** Each component is evaluated through a factor Uₖ of its
-//! precision, Σₖ⁻¹ = Uₖ Uₖᵀ, never through Σₖ⁻¹ itself:
+//! precision, Σₖ⁻¹ = Uₖ Uₖᵀ, never through Σₖ⁻¹ itself. The factors (and the covariances of
+//! given precisions) come from [`crate::gmm::math`], the neutral module the GPU path uses too;
+//! the oracle does not check that shared code, `tests/gmm_math.rs` does, by identities. Layout:
 //!
 //! * `Full`: with Σₖ = Lₖ Lₖᵀ (lower Cholesky factor), Uₖ = (Lₖ⁻¹)ᵀ, which is **upper**
 //!   triangular. `precisions_cholesky` holds the K blocks Uₖ, each D x D row-major
@@ -89,43 +91,34 @@
 //!   precisions, precision factors from those covariances); nothing is random, so `n_init`
 //!   is ignored and EM starts from these parameters with an E-step.
 //!
-//! **Model selection.** With p free parameters (scikit-learn's `_n_parameters`: the
-//! covariance values per type, Full K·D(D+1)/2, Tied D(D+1)/2, Diag K·D, Spherical K, plus
-//! K·D means and K − 1 weights) and log L = Σᵢ log p(xᵢ):
+//! **Model selection.** With p free parameters (scikit-learn's `_n_parameters`, from
+//! [`crate::gmm::math::n_parameters`]: the covariance values per type, Full K·D(D+1)/2, Tied
+//! D(D+1)/2, Diag K·D, Spherical K, plus K·D means and K − 1 weights) and
+//! log L = Σᵢ log p(xᵢ):
 //!
 //! ```text
 //! BIC = −2 log L + p log N,     AIC = −2 log L + 2 p
 //! ```
 //!
-//! **Sampling** draws each sample's component from the categorical distribution on π (so the
-//! counts are multinomial), then x = μₖ + Lₖ z with Lₖ the lower Cholesky factor of Σₖ (σ
-//! times z for Diag/Spherical) and z standard normal by Box–Muller. As scikit-learn, the
-//! samples come grouped by component (component 0 first).
+//! Sampling from a mixture is [`crate::gmm::math::sample`] (the tests draw their data with
+//! it).
 //!
 //! Everything is written for clarity, not speed.
-
 //!
-//! Files: this module holds the fit, prediction and scores; `steps` the precision factors,
-//! log-densities, E- and M-steps; `sample` the parameter count and sampling. The small
-//! algebra is the oracle's own ([`super::linalg`]), never the production code's.
+//! Files: this module holds the fit, prediction and scores; `steps` the log-densities, E- and
+//! M-steps.
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use crate::error::{Error, Result};
-use crate::gmm::{CovarianceType, GaussianMixture, GaussianMixtureModel, GmmInit};
+use crate::gmm::{math, CovarianceType, GaussianMixture, GaussianMixtureModel, GmmInit};
 use crate::kmeans::KMeans;
 
-mod sample;
 mod steps;
 #[cfg(test)]
 mod tests;
 
-pub use sample::{n_parameters, sample};
-pub(crate) use steps::precision_cholesky_impl;
-pub use steps::{
-    compute_precision_cholesky, covariances_from_precisions, estep, estimate_log_gaussian_prob,
-    mstep,
-};
+pub use steps::{estep, estimate_log_gaussian_prob, mstep};
 
 /// The outcome of one reference Gaussian-mixture fit.
 #[derive(Debug, Clone, PartialEq)]
@@ -177,23 +170,14 @@ impl ReferenceGmm {
     }
 }
 
-/// The number of covariance (and precision-factor) values for a type.
-pub(super) fn cov_len(covariance_type: CovarianceType, k: usize, d: usize) -> usize {
-    match covariance_type {
-        CovarianceType::Full => k.saturating_mul(d).saturating_mul(d),
-        CovarianceType::Tied => d.saturating_mul(d),
-        CovarianceType::Diag => k.saturating_mul(d),
-        CovarianceType::Spherical => k,
-    }
-}
-
 /// The number of components of a model whose shapes fit `d` features, else `None`.
 pub(super) fn model_k(model: &ReferenceGmm, d: usize) -> Option<usize> {
     let k = model.weights.len();
     (d > 0
         && k > 0
         && model.means.len() == k.saturating_mul(d)
-        && model.precisions_cholesky.len() == cov_len(model.covariance_type, k, d))
+        && math::covariance_len(model.covariance_type, k, d)
+            == Some(model.precisions_cholesky.len()))
     .then_some(k)
 }
 
@@ -234,7 +218,7 @@ fn model_from_resp(
         params.covariance_type,
         params.reg_covar,
     )?;
-    let precisions_cholesky = precision_cholesky_impl(
+    let precisions_cholesky = math::precision_cholesky_quoting(
         &covariances,
         params.covariance_type,
         params.k,
@@ -300,8 +284,9 @@ fn initialize(
             resp
         }
         GmmInit::Given(p) => {
-            let covariances = covariances_from_precisions(p, params.covariance_type, d)?;
-            let precisions_cholesky = precision_cholesky_impl(
+            let covariances =
+                math::covariances_from_precisions(&p.precisions, params.covariance_type, d)?;
+            let precisions_cholesky = math::precision_cholesky_quoting(
                 &covariances,
                 params.covariance_type,
                 k,
@@ -438,16 +423,21 @@ fn total_log_likelihood(model: &ReferenceGmm, x: &[f64], d: usize) -> (f64, usiz
     (s.iter().sum(), s.len())
 }
 
+/// The free parameters of `model` with `d` features (K = the number of weights).
+fn parameter_count(model: &ReferenceGmm, d: usize) -> usize {
+    math::n_parameters(model.covariance_type, model.weights.len(), d)
+}
+
 /// Bayesian information criterion −2 log L + p log N on `x` (lower is better). NaN when `x`
 /// has no rows or does not fit the model.
 pub fn bic(model: &ReferenceGmm, x: &[f64], d: usize) -> f64 {
     let (ll, n) = total_log_likelihood(model, x, d);
-    -2.0 * ll + n_parameters(model, d) as f64 * (n as f64).ln()
+    -2.0 * ll + parameter_count(model, d) as f64 * (n as f64).ln()
 }
 
 /// Akaike information criterion −2 log L + 2p on `x` (lower is better). NaN when `x` has no
 /// rows or does not fit the model.
 pub fn aic(model: &ReferenceGmm, x: &[f64], d: usize) -> f64 {
     let (ll, _) = total_log_likelihood(model, x, d);
-    -2.0 * ll + 2.0 * n_parameters(model, d) as f64
+    -2.0 * ll + 2.0 * parameter_count(model, d) as f64
 }

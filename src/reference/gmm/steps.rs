@@ -1,101 +1,10 @@
-//! The building blocks of the oracle's EM: precision Cholesky factors (and covariances of
-//! given precisions), log-densities through them, the log-sum-exp E-step and the centred
-//! M-step (formulas in the parent module).
+//! The building blocks of the oracle's EM: log-densities through the precision Cholesky
+//! factors, the log-sum-exp E-step and the centred M-step (formulas in the parent module).
+//! The factors themselves come from the neutral [`crate::gmm::math`].
 
-use super::{cov_len, model_k, weighted_log_prob, ReferenceGmm};
+use super::{model_k, weighted_log_prob, ReferenceGmm};
 use crate::error::{Error, Result};
-use crate::gmm::{CovarianceType, InitialParameters};
-use crate::reference::linalg;
-
-/// Computes the Cholesky factors of the precisions from covariances (layouts in the module
-/// docs): scikit-learn's `_compute_precision_cholesky`.
-///
-/// `k` is the number of components and `d` the number of features; `covariances` must hold
-/// K·D² (Full), D² (Tied), K·D (Diag) or K (Spherical) finite values.
-///
-/// Errors: [`Error::InvalidParameter`] named `reg_covar` when a covariance is not positive
-/// definite (a failed Cholesky pivot or a variance ≤ 0), naming the component (the tied
-/// covariance for `Tied`); [`Error::InvalidParameter`] named `covariances` for a wrong
-/// length or a non-finite value, `n_features` for d = 0. The result is never NaN.
-pub fn compute_precision_cholesky(
-    covariances: &[f64],
-    covariance_type: CovarianceType,
-    k: usize,
-    d: usize,
-) -> Result<Vec<f64>> {
-    precision_cholesky_impl(covariances, covariance_type, k, d, None)
-}
-
-/// [`compute_precision_cholesky`], quoting the `reg_covar` in use in the error message.
-pub(crate) fn precision_cholesky_impl(
-    covariances: &[f64],
-    covariance_type: CovarianceType,
-    k: usize,
-    d: usize,
-    reg_covar: Option<f64>,
-) -> Result<Vec<f64>> {
-    if d == 0 {
-        return Err(Error::invalid("n_features", "must be at least 1"));
-    }
-    let expected = cov_len(covariance_type, k, d);
-    if covariances.len() != expected {
-        return Err(Error::invalid(
-            "covariances",
-            format!(
-                "expected {expected} values for {covariance_type:?} covariances of {k} \
-                 components and {d} features, got {}",
-                covariances.len()
-            ),
-        ));
-    }
-    if let Some(i) = covariances.iter().position(|v| !v.is_finite()) {
-        return Err(Error::invalid(
-            "covariances",
-            format!("non-finite value {} at index {i}", covariances[i]),
-        ));
-    }
-    let not_pd = |which: String| {
-        let now = reg_covar.map_or_else(String::new, |r| format!(" (now {r:e})"));
-        Error::invalid(
-            "reg_covar",
-            format!("{which} is not positive definite; increase reg_covar{now}"),
-        )
-    };
-    let component = |c: usize| match covariance_type {
-        CovarianceType::Tied => "tied covariance (shared by all components)".to_string(),
-        _ => format!("covariance of component {c}"),
-    };
-
-    let mut out = Vec::with_capacity(expected);
-    match covariance_type {
-        CovarianceType::Full | CovarianceType::Tied => {
-            for (c, block) in covariances.chunks_exact(d * d).enumerate() {
-                let l = linalg::cholesky_lower(block, d).ok_or_else(|| not_pd(component(c)))?;
-                let u = linalg::transpose(&linalg::lower_inverse(&l, d), d);
-                // A pivot so small that its reciprocal overflows is as good as zero.
-                if u.iter().any(|v| !v.is_finite()) {
-                    return Err(not_pd(component(c)));
-                }
-                out.extend(u);
-            }
-        }
-        CovarianceType::Diag | CovarianceType::Spherical => {
-            let per = if covariance_type == CovarianceType::Diag {
-                d
-            } else {
-                1
-            };
-            for (i, &v) in covariances.iter().enumerate() {
-                let p = 1.0 / v.sqrt();
-                if !(v > 0.0 && p.is_finite()) {
-                    return Err(not_pd(component(i / per)));
-                }
-                out.push(p);
-            }
-        }
-    }
-    Ok(out)
-}
+use crate::gmm::{math, CovarianceType};
 
 /// log N(xᵢ | μₖ, Σₖ) for every row of `x` and every component: N x K row-major
 /// (scikit-learn's `_estimate_log_gaussian_prob`), from the precision factors.
@@ -114,7 +23,7 @@ pub fn estimate_log_gaussian_prob(
     if d == 0
         || !x.len().is_multiple_of(d)
         || means.len() != k.saturating_mul(d)
-        || precisions_cholesky.len() != cov_len(covariance_type, k, d)
+        || math::covariance_len(covariance_type, k, d) != Some(precisions_cholesky.len())
     {
         return Vec::new();
     }
@@ -326,59 +235,4 @@ pub fn mstep(
         }
     };
     Ok((weights, means, covariances))
-}
-
-/// The covariances of given precisions (inverted per component), in the same layout.
-pub fn covariances_from_precisions(
-    p: &InitialParameters,
-    covariance_type: CovarianceType,
-    d: usize,
-) -> Result<Vec<f64>> {
-    let bad = |c: usize| {
-        Error::invalid(
-            "init",
-            match covariance_type {
-                CovarianceType::Tied => "the given tied precision is not positive definite".into(),
-                _ => format!("the given precision of component {c} is not positive definite"),
-            },
-        )
-    };
-    match covariance_type {
-        CovarianceType::Full | CovarianceType::Tied => {
-            let mut out = Vec::with_capacity(p.precisions.len());
-            for (c, block) in p.precisions.chunks_exact(d * d).enumerate() {
-                // P = C Cᵀ, so Σ = P⁻¹ = C⁻ᵀ C⁻¹ = V Vᵀ with V = (C⁻¹)ᵀ.
-                let chol = linalg::cholesky_lower(block, d).ok_or_else(|| bad(c))?;
-                let v = linalg::transpose(&linalg::lower_inverse(&chol, d), d);
-                for i in 0..d {
-                    for j in 0..d {
-                        out.push((0..d).map(|t| v[i * d + t] * v[j * d + t]).sum());
-                    }
-                }
-            }
-            if out.iter().any(|v: &f64| !v.is_finite()) {
-                return Err(bad(0));
-            }
-            Ok(out)
-        }
-        CovarianceType::Diag | CovarianceType::Spherical => {
-            let per = if covariance_type == CovarianceType::Diag {
-                d
-            } else {
-                1
-            };
-            p.precisions
-                .iter()
-                .enumerate()
-                .map(|(i, &v)| {
-                    let s = 1.0 / v;
-                    if v > 0.0 && s.is_finite() {
-                        Ok(s)
-                    } else {
-                        Err(bad(i / per))
-                    }
-                })
-                .collect()
-        }
-    }
 }
