@@ -64,7 +64,9 @@
 //! - [`data`], [`error`], [`datasets`]: validated input views, the one [`Error`], data;
 //! - `io`, `model_file`, `plot`: files and pictures, behind features;
 //! - [`reference`](mod@reference): the CPU oracle, a leaf that nothing else in `src/`
-//!   uses; it has its own algebra so that it can catch bugs in the production math.
+//!   uses; it has its own algebra so that it can catch bugs in the production math (apart
+//!   from the neutral [`gmm::math`] it shares with the GPU path, which `tests/gmm_math.rs`
+//!   checks by identities).
 //!
 //! ## Embedding
 //! [`Gpu::from_wgpu`] wraps your `wgpu::Device` and `Queue`; [`GpuMatrix::from_buffer`] views
