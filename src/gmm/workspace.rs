@@ -9,8 +9,8 @@ use rand_chacha::ChaCha8Rng;
 
 use crate::error::{Error, Result};
 use crate::gmm::CovarianceType;
+use crate::gpu::batch::Batch;
 use crate::gpu::buffer::{check_budget, Chunk};
-use crate::gpu::kernel::Batch;
 use crate::gpu::{Gpu, GpuMatrix, GpuVector};
 use crate::kernels::gmm_estep::{self, Components, RowOutputs, Segment, NORMALIZE_ROWS};
 use crate::kernels::gmm_mstep::{self, Blocks, Moment};
@@ -280,7 +280,7 @@ impl<'a> Workspace<'a> {
     }
 
     /// Reads the folded sums of `moment` (f64).
-    fn read_totals(&self, batch: &mut Batch<'_>, moment: Moment) -> crate::gpu::kernel::ReadHandle {
+    fn read_totals(&self, batch: &mut Batch<'_>, moment: Moment) -> crate::gpu::batch::ReadHandle {
         batch.read(&self.totals, 0, (moment.outputs(self.k, self.d) * 4) as u64)
     }
 

@@ -10,8 +10,8 @@ use std::marker::PhantomData;
 
 use bytemuck::Pod;
 
+use super::batch::{Batch, Bind};
 use super::context::Gpu;
-use super::kernel::{Batch, Bind};
 use crate::data::Matrix;
 use crate::error::{Error, Result};
 

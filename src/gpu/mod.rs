@@ -8,7 +8,7 @@
 //! - `shaders`: the table `build.rs` generates from the composed WGSL (below);
 //! - `pipeline`: shader modules, bind-group and pipeline layouts and pipelines, made once per
 //!   device from that table and cached;
-//! - [`kernel`]: `Batch`, which records dispatches (buffers bound by name), clears and copies
+//! - `batch`: `Batch`, which records dispatches (buffers bound by name), clears and copies
 //!   into one submission with the one readback path, and dispatch grids (2-D past
 //!   `max_compute_workgroups_per_dimension`);
 //! - `uniforms`: the per-device pool of pages that hold per-dispatch parameters.
@@ -36,10 +36,10 @@
 //! value for pipelines). Per-dispatch parameters take a slot in a pooled uniform page written
 //! once per batch, so recording a dispatch creates one bind group and no buffer.
 
+pub(crate) mod batch;
 pub mod buffer;
 pub mod context;
 pub mod input;
-pub mod kernel;
 pub(crate) mod pipeline;
 pub(crate) mod shaders;
 pub(crate) mod uniforms;

@@ -4,7 +4,7 @@
 
 use rand::{Rng, SeedableRng};
 
-use super::kernel::{Batch, Bind, Grid};
+use super::batch::{Batch, Bind, Grid};
 use super::shaders::{rows, EntryPoint, Shader};
 use super::{Gpu, GpuMatrix};
 use crate::data::Matrix;

@@ -1,7 +1,7 @@
 //! Per-dispatch parameters without a buffer per dispatch.
 //!
 //! Each dispatch's parameter struct takes a slot in a *page*, a uniform buffer of
-//! [`PAGE_BYTES`] that a [`Batch`](super::kernel::Batch) holds while it records; slots are
+//! [`PAGE_BYTES`] that a [`Batch`](super::batch::Batch) holds while it records; slots are
 //! aligned to the device's `min_uniform_buffer_offset_alignment` and bound at their offset.
 //! The parameters are gathered on the host and written with one `queue.write_buffer` per page
 //! just before the batch is submitted. Pages then go back to a per-device pool for the next

@@ -7,7 +7,7 @@ use bytemuck::{Pod, Zeroable};
 use super::gmm_estep::Segment;
 use super::ROW_WG_SIZE;
 use crate::error::Result;
-use crate::gpu::kernel::{Batch, Bind};
+use crate::gpu::batch::{Batch, Bind};
 use crate::gpu::shaders::{check_params, gmm_mstep as wgsl};
 use crate::gpu::Gpu;
 

@@ -4,8 +4,8 @@ use bytemuck::{Pod, Zeroable};
 
 use super::ROW_WG_SIZE;
 use crate::error::Result;
+use crate::gpu::batch::{Batch, Bind};
 use crate::gpu::buffer::Chunk;
-use crate::gpu::kernel::{Batch, Bind};
 use crate::gpu::shaders::{check_params, kmeans_pp as wgsl};
 use crate::gpu::Gpu;
 

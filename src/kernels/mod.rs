@@ -2,7 +2,7 @@
 //! (`assign.rs` <-> `shaders/assign.wgsl`). Each holds the `#[repr(C)]` twin of its shader's
 //! parameter struct, checked at compile time against the size naga reflected
 //! ([`check_params`](crate::gpu::shaders::check_params)), and functions that record
-//! dispatches into a [`Batch`](crate::gpu::kernel::Batch), binding buffers by their WGSL
+//! dispatches into a [`Batch`](crate::gpu::batch::Batch), binding buffers by their WGSL
 //! names. Sizes the shaders decide (tiles, blocks, workgroup sizes) come from the generated
 //! table in [`crate::gpu::shaders`], never written twice.
 

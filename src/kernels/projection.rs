@@ -3,7 +3,7 @@
 use bytemuck::{Pod, Zeroable};
 
 use crate::error::Result;
-use crate::gpu::kernel::{Batch, Bind};
+use crate::gpu::batch::{Batch, Bind};
 use crate::gpu::shaders::{check_params, projection as wgsl};
 use crate::gpu::Gpu;
 

@@ -4,8 +4,8 @@ use bytemuck::{Pod, Zeroable};
 
 use super::{feature_wg_size, FEATURE_WG_SIZE, ROW_WG_SIZE};
 use crate::error::Result;
+use crate::gpu::batch::{Batch, Bind};
 use crate::gpu::buffer::Chunk;
-use crate::gpu::kernel::{Batch, Bind};
 use crate::gpu::shaders::{check_params, reduce as wgsl, EntryPoint};
 use crate::gpu::Gpu;
 

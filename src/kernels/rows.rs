@@ -4,8 +4,8 @@ use bytemuck::{Pod, Zeroable};
 
 use super::ROW_WG_SIZE;
 use crate::error::Result;
+use crate::gpu::batch::{Batch, Bind, Grid};
 use crate::gpu::buffer::{Chunk, GpuMatrix};
-use crate::gpu::kernel::{Batch, Bind, Grid};
 use crate::gpu::shaders::{check_params, rows as wgsl};
 use crate::gpu::Gpu;
 

@@ -4,8 +4,8 @@
 use bytemuck::{Pod, Zeroable};
 
 use crate::error::Result;
+use crate::gpu::batch::{Batch, Bind};
 use crate::gpu::buffer::Chunk;
-use crate::gpu::kernel::{Batch, Bind};
 use crate::gpu::shaders::{check_params, silhouette as wgsl};
 use crate::gpu::Gpu;
 

@@ -6,7 +6,7 @@ use super::centroid_update::{accumulate_cluster_partials_at, ClusterPartials};
 use super::reduce::column_moments_at;
 use super::{feature_wg_size, feature_wg_sizes};
 use crate::data::Matrix;
-use crate::gpu::kernel::Batch;
+use crate::gpu::batch::Batch;
 use crate::gpu::tests::{gpu, random};
 use crate::gpu::GpuMatrix;
 

@@ -8,8 +8,8 @@ use rand_chacha::ChaCha8Rng;
 
 use super::{KMeans, KMeansInit, KMeansModel};
 use crate::error::{Error, Result};
+use crate::gpu::batch::Batch;
 use crate::gpu::buffer::Chunk;
-use crate::gpu::kernel::Batch;
 use crate::gpu::{Gpu, GpuInput, GpuMatrix, GpuVector};
 use crate::kernels::{assign, centroid_update, kmeans_pp, reduce, rows};
 

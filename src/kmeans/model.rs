@@ -2,7 +2,7 @@
 //! deserializing), prediction and distances on the device.
 
 use crate::error::{Error, Result};
-use crate::gpu::kernel::Batch;
+use crate::gpu::batch::Batch;
 use crate::gpu::{Gpu, GpuInput, GpuMatrix, GpuVector};
 use crate::kernels::assign;
 

@@ -7,8 +7,8 @@ use rand_chacha::ChaCha8Rng;
 
 use super::{check_cluster_count, check_label_count, cluster_index};
 use crate::error::{Error, Result};
+use crate::gpu::batch::Batch;
 use crate::gpu::buffer::{check_budget, Chunk};
-use crate::gpu::kernel::Batch;
 use crate::gpu::{Gpu, GpuInput, GpuMatrix};
 use crate::kernels::{rows, silhouette as kernel};
 

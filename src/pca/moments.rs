@@ -4,8 +4,8 @@
 //! the device and rounds of blocks added in f64 on the host.
 
 use crate::error::Result;
+use crate::gpu::batch::{Batch, Bind};
 use crate::gpu::buffer::Chunk;
-use crate::gpu::kernel::{Batch, Bind};
 use crate::gpu::{Gpu, GpuMatrix};
 use crate::kernels::{covariance, reduce, rows};
 
@@ -85,7 +85,7 @@ fn fold_partials(
     partials: &wgpu::Buffer,
     n_blocks: usize,
     n_cols: usize,
-) -> Result<crate::gpu::kernel::ReadHandle> {
+) -> Result<crate::gpu::batch::ReadHandle> {
     let totals = gpu.buffer_zeroed("folded partials", (n_cols * 4) as u64);
     reduce::sum_partial_columns_f32(gpu, batch, partials, n_blocks, n_cols, &totals)?;
     Ok(batch.read(&totals, 0, (n_cols * 4) as u64))

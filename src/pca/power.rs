@@ -7,7 +7,7 @@ use rand_chacha::ChaCha8Rng;
 use super::moments::gram_over_rows;
 use super::Pca;
 use crate::error::{Error, Result};
-use crate::gpu::kernel::{Batch, Bind};
+use crate::gpu::batch::{Batch, Bind};
 use crate::gpu::{Gpu, GpuMatrix};
 use crate::kernels::projection;
 use crate::linalg;
