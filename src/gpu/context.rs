@@ -85,6 +85,14 @@ impl Gpu {
     /// `WGPU_BACKEND` (e.g. `vulkan`, `metal`, `dx12`, `gl`) restricts the backends and
     /// `WGPU_ADAPTER_NAME` keeps only adapters whose name contains it (case-insensitive).
     /// Errors: [`Error::NoAdapter`] with install advice when nothing is found.
+    ///
+    /// On a Linux machine without a display (no `XDG_RUNTIME_DIR`), Mesa's implicit Vulkan
+    /// layer `VK_LAYER_MESA_device_select` probes for a Wayland compositor while the adapters
+    /// are listed, and libwayland prints `error: XDG_RUNTIME_DIR is invalid or not set in the
+    /// environment.` to stderr. It is harmless (the probe fails, the adapters are found). A
+    /// library must not change its host's environment, so this call leaves it alone; a
+    /// program can set `NODEVICE_SELECT=1` (the layer's own off switch) before its first
+    /// thread starts, as the `wgpu-unsupervised` CLI does when no compositor is reachable.
     pub fn new() -> Result<Self> {
         pollster::block_on(Self::new_async())
     }
