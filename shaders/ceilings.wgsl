@@ -4,7 +4,7 @@
 // Host wrapper: src/kernels/ceilings.rs; timing and sizing: src/gpu/ceilings.rs.
 //
 // fma_chains: every invocation advances VEC4_CHAINS independent vec4 chains
-// a <- fma(a, scale, step) for `iterations` steps. The chains are independent so the
+// a <- fma(a, scale, step) for `iterations` x UNROLL steps. The chains are independent so the
 // latency of one FMA hides behind the others; `scale` and `step` come from the uniform so
 // the compiler cannot fold them, and each invocation writes the sum of its chains so none
 // can be dropped. With scale = step = 1 and small integer starts every value is an exact
@@ -18,11 +18,15 @@
 
 // Independent vec4 chains per invocation (4 x VEC4_CHAINS scalar FMAs per step).
 const VEC4_CHAINS: u32 = 8u;
+// Steps per trip of the outer loop: a fixed inner count the compiler unrolls, so the loop's
+// own counting and branching (costly on a CPU adapter such as lavapipe) stays small next to
+// the FMAs.
+const UNROLL: u32 = 8u;
 
 // Twin: CeilingParams in src/kernels/ceilings.rs.
 struct CeilingParams {
     n_items: u32,    // fma_chains: invocations that write; copy_vec4: vec4 elements
-    iterations: u32, // fma_chains: steps of every chain
+    iterations: u32, // fma_chains: trips of the outer loop, UNROLL steps each
     stride: u32,     // copy_vec4: invocations in the dispatch
     grid_x: u32,
     scale: f32,
@@ -58,14 +62,16 @@ fn fma_chains(
     var a6 = a0 + 24.0;
     var a7 = a0 + 28.0;
     for (var i = 0u; i < params.iterations; i++) {
-        a0 = fma(a0, s, c);
-        a1 = fma(a1, s, c);
-        a2 = fma(a2, s, c);
-        a3 = fma(a3, s, c);
-        a4 = fma(a4, s, c);
-        a5 = fma(a5, s, c);
-        a6 = fma(a6, s, c);
-        a7 = fma(a7, s, c);
+        for (var u = 0u; u < UNROLL; u++) {
+            a0 = fma(a0, s, c);
+            a1 = fma(a1, s, c);
+            a2 = fma(a2, s, c);
+            a3 = fma(a3, s, c);
+            a4 = fma(a4, s, c);
+            a5 = fma(a5, s, c);
+            a6 = fma(a6, s, c);
+            a7 = fma(a7, s, c);
+        }
     }
     let t = ((a0 + a1) + (a2 + a3)) + ((a4 + a5) + (a6 + a7));
     chain_sums[e] = (t.x + t.y) + (t.z + t.w);

@@ -44,6 +44,8 @@ pub const REPETITIONS: usize = 3;
 /// integer well below 2^24, so the work is the same whatever the size.
 const FMA_STEPS: u32 = 1024;
 
+const _: () = assert!(FMA_STEPS % kernel::STEPS_PER_ITERATION == 0);
+
 /// Invocations of the first FMA run (about 0.27 GFLOP).
 const FMA_FIRST_INVOCATIONS: u64 = 4096;
 
@@ -175,7 +177,7 @@ fn measure_fma(gpu: &Gpu, target_seconds: f64, repetitions: usize) -> Result<Tim
     }
     let run = |invocations: u64| FmaChains {
         invocations: invocations as u32,
-        iterations: FMA_STEPS,
+        iterations: FMA_STEPS / kernel::STEPS_PER_ITERATION,
         scale: 1.0,
         step: 1.0,
     };

@@ -12,6 +12,9 @@ use crate::gpu::Gpu;
 /// Scalar FMAs per chain step of one invocation (`VEC4_CHAINS` vec4 chains).
 pub(crate) const FMAS_PER_STEP: u64 = 4 * wgsl::VEC4_CHAINS as u64;
 
+/// Chain steps per trip of the shader's outer loop.
+pub(crate) const STEPS_PER_ITERATION: u32 = wgsl::UNROLL;
+
 /// Bytes of one element of the copy (a `vec4<f32>`).
 pub(crate) const COPY_ELEMENT_BYTES: u64 = 16;
 
@@ -36,8 +39,8 @@ pub(crate) struct CeilingParams {
 
 const _: () = check_params::<CeilingParams>(wgsl::ENTRY_POINTS);
 
-/// One FMA chain run: `invocations` invocations, each `iterations` steps of
-/// `a <- fma(a, scale, step)` on every chain.
+/// One FMA chain run: `invocations` invocations, each `iterations` x
+/// [`STEPS_PER_ITERATION`] steps of `a <- fma(a, scale, step)` on every chain.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct FmaChains {
     pub invocations: u32,
@@ -47,9 +50,14 @@ pub(crate) struct FmaChains {
 }
 
 impl FmaChains {
+    /// Chain steps of every invocation.
+    pub(crate) fn steps(&self) -> u32 {
+        self.iterations * STEPS_PER_ITERATION
+    }
+
     /// Floating-point operations of the run, an FMA counted as 2.
     pub(crate) fn flops(&self) -> u64 {
-        2 * FMAS_PER_STEP * self.invocations as u64 * self.iterations as u64
+        2 * FMAS_PER_STEP * self.invocations as u64 * self.steps() as u64
     }
 }
 
@@ -116,7 +124,7 @@ mod tests {
     fn host_chain_sum(e: u32, run: &FmaChains) -> f64 {
         let base = (e % 1024) as f64;
         let mut lanes: Vec<f64> = (0..FMAS_PER_STEP).map(|j| base + j as f64).collect();
-        for _ in 0..run.iterations {
+        for _ in 0..run.steps() {
             for a in &mut lanes {
                 *a = *a * run.scale as f64 + run.step as f64;
             }
@@ -138,7 +146,7 @@ mod tests {
         // 1,100 invocations: a partial last workgroup, and starts that wrap at 1024.
         let run = FmaChains {
             invocations: 1100,
-            iterations: 300,
+            iterations: 37,
             scale: 1.0,
             step: 1.0,
         };
@@ -153,7 +161,7 @@ mod tests {
         // A contraction: rounding errors stay near one ulp instead of growing.
         let run = FmaChains {
             invocations: 130,
-            iterations: 57,
+            iterations: 7,
             scale: 0.75,
             step: 0.3,
         };
