@@ -44,7 +44,7 @@ pub const REPETITIONS: usize = 3;
 /// integer well below 2^24, so the work is the same whatever the size.
 const FMA_STEPS: u32 = 1024;
 
-const _: () = assert!(FMA_STEPS % kernel::STEPS_PER_ITERATION == 0);
+const _: () = assert!(FMA_STEPS.is_multiple_of(kernel::STEPS_PER_ITERATION));
 
 /// Invocations of the first FMA run (about 0.27 GFLOP).
 const FMA_FIRST_INVOCATIONS: u64 = 4096;
