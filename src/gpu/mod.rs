@@ -11,7 +11,9 @@
 //! - `batch`: `Batch`, which records dispatches (buffers bound by name), clears and copies
 //!   into one submission with the one readback path, and dispatch grids (2-D past
 //!   `max_compute_workgroups_per_dimension`);
-//! - `uniforms`: the per-device pool of pages that hold per-dispatch parameters.
+//! - `uniforms`: the per-device pool of pages that hold per-dispatch parameters;
+//! - [`ceilings`]: [`Gpu::measure_ceilings`], the FMA throughput and copy bandwidth this
+//!   adapter reaches, measured by microbenchmarks (the roofline's two limits).
 //!
 //! # Shaders
 //!
@@ -38,6 +40,7 @@
 
 pub(crate) mod batch;
 pub mod buffer;
+pub mod ceilings;
 pub mod context;
 pub mod input;
 pub(crate) mod pipeline;
@@ -45,6 +48,7 @@ pub(crate) mod shaders;
 pub(crate) mod uniforms;
 
 pub use buffer::{GpuMatrix, GpuVector};
+pub use ceilings::Ceilings;
 pub use context::{Gpu, GpuInfo};
 pub use input::GpuInput;
 

@@ -7,6 +7,7 @@
 //! table in [`crate::gpu::shaders`], never written twice.
 
 pub(crate) mod assign;
+pub(crate) mod ceilings;
 pub(crate) mod centroid_update;
 pub(crate) mod covariance;
 pub(crate) mod gmm_estep;

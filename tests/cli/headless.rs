@@ -25,6 +25,28 @@ fn info_human_and_json() {
     assert!(info["max_storage_buffer_binding_size"].as_u64().unwrap() > 0);
 }
 
+#[test]
+fn info_ceilings_adds_the_measured_peaks() {
+    let text = ok(&crate::common::cli(&["info", "--ceilings"]));
+    for word in ["ceilings", "GFLOP/s", "GB/s"] {
+        assert!(text.contains(word), "{word:?} missing from {text}");
+    }
+    let plain = json_line(&crate::common::cli(&["info", "--json"]));
+    assert!(
+        plain.get("peak_gflops").is_none(),
+        "measured without --ceilings"
+    );
+
+    let info = json_line(&crate::common::cli(&["info", "--ceilings", "--json"]));
+    assert!(!info["name"].as_str().unwrap().is_empty());
+    for key in ["peak_gflops", "peak_gbps"] {
+        let v = info[key]
+            .as_f64()
+            .unwrap_or_else(|| panic!("{key} missing from {info}"));
+        assert!(v.is_finite() && v > 0.0, "{key} = {v}");
+    }
+}
+
 /// Variables a display session sets, and those that configure Mesa's device-selection layer:
 /// removed to run the program as on a plain server, whatever the test machine has.
 const SESSION_VARIABLES: [&str; 8] = [

@@ -1,9 +1,11 @@
-//! `wgpu-unsupervised info [--json]`
+//! `wgpu-unsupervised info [--ceilings] [--json]`
 //!
 //! Prints the adapter the program would use (name, backend, device type, driver) and the
 //! device limits that matter to the crate. `--json` prints the library's
 //! [`wgpu_unsupervised::GpuInfo`] on one line (keys `name`, `backend`, `device_type`,
-//! `driver` and the limits).
+//! `driver` and the limits). `--ceilings` also measures the adapter's FMA throughput and
+//! copy bandwidth ([`wgpu_unsupervised::Gpu::measure_ceilings`]) and adds them as
+//! `peak_gflops` and `peak_gbps`.
 
 use crate::flow::{open_gpu, Human, Outputs, Report};
 use crate::CliResult;
@@ -14,6 +16,21 @@ pub struct InfoArgs {
     /// Print one line of JSON instead of the human report.
     #[arg(long)]
     json: bool,
+    /// Also measure the adapter's FMA throughput (GFLOP/s) and copy bandwidth (GB/s) with
+    /// short microbenchmarks (well under a second on a software adapter).
+    #[arg(long)]
+    ceilings: bool,
+}
+
+/// The JSON form: the adapter's information, plus the ceilings when measured.
+#[derive(serde::Serialize)]
+struct InfoReport<'a> {
+    #[serde(flatten)]
+    info: &'a wgpu_unsupervised::GpuInfo,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    peak_gflops: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    peak_gbps: Option<f64>,
 }
 
 /// `info`: the adapter and its limits (no input, no outputs: only the report of the flow).
@@ -55,5 +72,27 @@ pub fn info(args: InfoArgs) -> CliResult {
             "  min_storage_buffer_offset_alignment:   {}",
             info.min_storage_buffer_offset_alignment
         ));
-    Report::new(info, human)?.print(args.json)
+    let ceilings = if args.ceilings {
+        Some(gpu.measure_ceilings()?)
+    } else {
+        None
+    };
+    if let Some(c) = &ceilings {
+        human
+            .free("ceilings (measured on this adapter, best of a few wall-clock runs):")
+            .free(format!(
+                "  FMA throughput:                        {:.1} GFLOP/s (an FMA = 2 FLOPs)",
+                c.peak_gflops
+            ))
+            .free(format!(
+                "  copy bandwidth:                        {:.1} GB/s (bytes read + written)",
+                c.peak_gbps
+            ));
+    }
+    let machine = InfoReport {
+        info,
+        peak_gflops: ceilings.as_ref().map(|c| c.peak_gflops),
+        peak_gbps: ceilings.as_ref().map(|c| c.peak_gbps),
+    };
+    Report::new(&machine, human)?.print(args.json)
 }
