@@ -45,7 +45,7 @@ export KIT_WORK=$OUT
 # first 50 components; the big kernel shape). Quick: small ones, for a smoke run anywhere.
 if [[ $QUICK == 1 ]]; then
     KM_K=(10 64) KM_IT=5 EM_IT=5 PCA_M=20 GMM_K=10 GMM_PCA=20 SYNTH=4000,32,8
-    BIG=20000,64,64 BIG_IT=3 KERNEL_SHAPE=(--shape 20000,64,32) REPEATS=1 QUICK_FLAG=--quick
+    BIG=20000,64,64 BIG_IT=3 KERNEL_SHAPE=(--shape 10000,32,16) REPEATS=1 QUICK_FLAG=--quick
 else
     KM_K=(10 256) KM_IT=30 EM_IT=20 PCA_M=50 GMM_K=10 GMM_PCA=50 SYNTH=70000,784,10
     BIG=1000000,256,4096 BIG_IT=5 KERNEL_SHAPE=() REPEATS=3 QUICK_FLAG=

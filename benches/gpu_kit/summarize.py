@@ -66,9 +66,9 @@ def table(rows):
             if k not in best_ours or r["seconds"] < best_ours[k]["seconds"]:
                 best_ours[k] = r
     order = {"kernel": 0, "fit": 1}
-    rows = sorted(rows, key=lambda r: (order.get(r["kind"], 2), r["kernel"], str(r.get("detail") or ""),
-                                       r.get("n") or 0, r.get("d") or 0, r.get("k") or 0,
-                                       r["impl"] != OURS, r["impl"]))
+    rows = sorted(rows, key=lambda r: (order.get(r["kind"], 2),) + key(r)[1:3]
+                  + (r.get("n") or 0, r.get("d") or 0, r.get("k") or 0, r["impl"] != OURS,
+                     r["impl"]))
     header = ["impl", "device", "kind", "kernel", "n x d", "k", "it", "seconds", "GFLOP/s",
               "GB/s", "eff.", "bound", "ours/peer"]
     out = []
@@ -111,11 +111,14 @@ def main(argv):
     peers = {}
     for r in rows:
         if r["impl"] != OURS:
-            peers.setdefault((r["impl"], r.get("adapter"), r.get("peak_gflops"), r.get("peak_gbps")), r)
-    for (impl, adapter, pg, pb), r in peers.items():
-        threads = f", {r['threads']} threads" if r.get("threads") else ""
-        print(f"{impl}: {adapter} ({r.get('device', '?')}{threads}), ceilings "
-              f"{fmt(pg, '.1f')} GFLOP/s, {fmt(pb, '.1f')} GB/s")
+            peers.setdefault((r["impl"], r.get("adapter"), r.get("device"), r.get("threads")),
+                             []).append(r)
+    for (impl, adapter, device, threads), rs in peers.items():
+        gf = sorted(r.get("peak_gflops") or 0 for r in rs)
+        gb = sorted(r.get("peak_gbps") or 0 for r in rs)
+        span = lambda v: fmt(v[0], ".1f") + ("" if v[0] == v[-1] else "-" + fmt(v[-1], ".1f"))  # noqa: E731
+        print(f"{impl}: {adapter} ({device or '?'}{f', {threads} threads' if threads else ''}),"
+              f" ceilings {span(gf)} GFLOP/s, {span(gb)} GB/s")
     if not rows:
         print("no measurements in " + ", ".join(paths))
         return 1

@@ -26,6 +26,7 @@ N-sized work as dense matrix products:
 
 import math
 import time
+import warnings
 
 import numpy as np
 
@@ -264,16 +265,22 @@ class TorchBackend:
 
 
 def disable_tf32(torch):
-    """Plain fp32 products (the ceiling is measured the same way)."""
-    try:
-        torch.set_float32_matmul_precision("highest")
-    except (AttributeError, RuntimeError):
-        pass
-    try:
-        torch.backends.cuda.matmul.allow_tf32 = False
-        torch.backends.cudnn.allow_tf32 = False
-    except (AttributeError, RuntimeError):
-        pass
+    """Plain fp32 products (the ceiling is measured the same way): the fp32_precision settings
+    of torch >= 2.9, else the older allow_tf32 flags (torch refuses a mix of the two)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            torch.backends.cuda.matmul.fp32_precision = "ieee"
+            torch.backends.cudnn.conv.fp32_precision = "ieee"
+            return
+        except (AttributeError, RuntimeError, ValueError):
+            pass
+        try:
+            torch.set_float32_matmul_precision("highest")
+            torch.backends.cuda.matmul.allow_tf32 = False
+            torch.backends.cudnn.allow_tf32 = False
+        except (AttributeError, RuntimeError):
+            pass
 
 
 def row_blocks(n, per_row):

@@ -531,7 +531,6 @@ def measure(a, peers, jobs, data, emit):
             quality.pop("centroids", None)
             extra = dict(peer.extra, data=data + suffix, iterations_requested=it,
                          repeats=len(runs), **quality)
-            extra["device"] = peer.peak.get("device", extra.get("device"))
             emit(record(peer.impl, kernel, (x.shape[0], x.shape[1], k, done), seconds,
                         peer.peak, extra))
 
