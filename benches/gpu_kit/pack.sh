@@ -48,6 +48,7 @@ if [[ $LOADER == 1 ]]; then
     tmp=$(mktemp -d)
     o=(-oAPT::Architecture=amd64 -oAPT::Architectures=amd64 -oDir::State::Lists="$tmp/lists")
     mkdir -p "$tmp/lists/partial" "$tmp/debs" "$tmp/root"
+    chmod 755 "$tmp" "$tmp/debs" # apt downloads as _apt where it can
     apt-get "${o[@]}" update -qq
     (cd "$tmp/debs" && apt-get "${o[@]}" download libvulkan1 libx11-6 libxext6 libxcb1 \
         libxau6 libxdmcp6 libbsd0 libmd0 libglvnd0)

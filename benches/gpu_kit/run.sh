@@ -173,13 +173,19 @@ fi
 # 5. The peers: torch on CUDA (and FAISS) first, then scikit-learn with every core.
 KM_KS=$(IFS=,; echo "${KM_K[*]}")
 if [[ $HAVE_MAIN == 1 ]]; then
-    TORCH=(--impl torch,faiss --repeats "$REPEATS" --threads "$THREADS")
-    [[ ${KIT_HAVE_TORCH_CUDA:-0} == 1 ]] && TORCH+=(--torch-device cuda)
+    DEVICE=()
+    [[ ${KIT_HAVE_TORCH_CUDA:-0} == 1 ]] && DEVICE=(--torch-device cuda)
+    TORCH=(--impl torch,faiss --repeats "$REPEATS" --threads "$THREADS" "${DEVICE[@]}")
     MAIN_ARGS=(--input "$MAIN" --name "$MAIN_NAME" --gmm-input "$GMM_DATA" --k "$KM_KS"
         --iterations "$KM_IT" --em-iterations "$EM_IT" --pca-components "$PCA_M"
         --gmm-k "$GMM_K")
     BLOB_ARGS=(--input "$BLOBS" --name "blobs-$BIG" --only kmeans --k "$BIG_K"
         --iterations "$BIG_IT")
+    if [[ ${KIT_HAVE_SKLEARN:-0} == 1 ]]; then
+        step "self-check of the torch loops against scikit-learn" 90 "$PY" \
+            "$KIT_DIR/peers/peers.py" --self-check --threads "$THREADS" \
+            "${DEVICE[@]}" | tee "$OUT/selfcheck.txt"
+    fi
     peers "torch peer on $MAIN_NAME" 150 "${TORCH[@]}" "${MAIN_ARGS[@]}"
     if [[ $HAVE_BLOBS == 1 ]]; then
         [[ $OURS_RAN == 1 ]] && ours "ours: kmeans on blobs $BIG" 90 --fit kmeans \
@@ -203,6 +209,8 @@ if command -v "$PY" >/dev/null 2>&1; then
 else
     cat "$RESULTS"
 fi
+[[ -e $OUT/selfcheck.txt ]] &&
+    echo "peers' loops against scikit-learn: $(grep -h '^self-check:' "$OUT/selfcheck.txt" || echo 'no verdict (see the log)')"
 echo "results: $RESULTS ($(wc -l <"$RESULTS") lines); log: $LOG"
 rm -f "$OUT"/data/*.npy
 if [[ $OURS_RAN == 0 ]]; then

@@ -155,7 +155,7 @@ def best_of(fn, repeats):
 
 
 def numpy_ceilings(threads, quick):
-    """float32 numpy matmul (best of 3) and a threaded np.copyto (read + write bytes)."""
+    """float32 numpy matmul (best of 5) and a threaded np.copyto (read + write bytes)."""
     from threadpoolctl import threadpool_limits
 
     m = 1024 if quick else 2048
@@ -164,7 +164,7 @@ def numpy_ceilings(threads, quick):
     b = rng.standard_normal((m, m), dtype=np.float32)
     with threadpool_limits(limits=threads):
         a @ b
-        t_mm = best_of(lambda: a @ b, 3)
+        t_mm = best_of(lambda: a @ b, 5)
     values = (1 << 23) if quick else (1 << 26)
     src = np.ones(values, dtype=np.float32)
     dst = np.empty_like(src)
