@@ -8,10 +8,11 @@
 // workgroup memory TILE_K features at a time with coalesced loads, and each invocation
 // accumulates a 4 x 4 register block of squared distances (4 rows x 4 centroids).
 //
-// For K <= SMALL_K a second entry point, assign_nearest_centroid_small_k, skips the tiling:
-// one invocation per row, the few centroids read straight from the storage buffer (the same
-// address across the workgroup, so a broadcast) into SMALL_K register accumulators; with so
-// little arithmetic per row the data read dominates and barriers would only add latency.
+// A second entry point, assign_nearest_centroid_registers, skips the tiling: one invocation
+// per row, SMALL_K centroids at a time read straight from the storage buffer (a broadcast)
+// into register accumulators. With few centroids the data read dominates and barriers only
+// add latency; on adapters where barriers and workgroup memory are costly (lavapipe: lanes
+// are SIMD, a barrier switches coroutines) it can win at any K. The host times both.
 //
 // Distances are accumulated as Σ (x_j − c_j)² rather than ‖x‖² − 2x·c + ‖c‖²: no cancellation
 // when the data sit far from the origin, so labels and distances match the f64 reference up
@@ -21,7 +22,7 @@
 #import grid
 #import distance_tile
 
-const SMALL_K: u32 = 16u; // centroids handled by assign_nearest_centroid_small_k
+const SMALL_K: u32 = 16u; // register accumulators of assign_nearest_centroid_registers
 
 // Twin: AssignParams in src/kernels/assign.rs.
 struct AssignParams {
@@ -153,9 +154,13 @@ fn register_sq_distances(k0: u32, row: u32) -> array<f32, SMALL_K> {
     return acc;
 }
 
-// assign_nearest_centroid for K <= SMALL_K, one invocation per row, no workgroup memory.
+// assign_nearest_centroid without workgroup memory or barriers: one invocation per row, the
+// centroids read straight from the storage buffer (the same address across the workgroup, so
+// a broadcast), SMALL_K of them at a time into register accumulators. The distances and the
+// tie rule are those of the tiled kernel, bit for bit, so the host may pick either (it times
+// both on first use per adapter and shape; for K <= SMALL_K it always takes this one).
 @compute @workgroup_size(ROW_WG_SIZE)
-fn assign_nearest_centroid_small_k(
+fn assign_nearest_centroid_registers(
     @builtin(local_invocation_index) lid: u32,
     @builtin(workgroup_id) wid: vec3<u32>,
 ) {
@@ -163,13 +168,16 @@ fn assign_nearest_centroid_small_k(
     if row >= params.n_rows {
         return;
     }
-    let acc = register_sq_distances(0u, row);
     var best = F32_MAX;
     var best_k = 0u;
-    for (var c = 0u; c < min(SMALL_K, params.k); c++) {
-        if acc[c] < best {
-            best = acc[c];
-            best_k = c;
+    for (var k0 = 0u; k0 < params.k; k0 += SMALL_K) {
+        let acc = register_sq_distances(k0, row);
+        // Centroids are visited in increasing order, so `<` keeps the lowest index on ties.
+        for (var c = 0u; c < min(SMALL_K, params.k - k0); c++) {
+            if acc[c] < best {
+                best = acc[c];
+                best_k = k0 + c;
+            }
         }
     }
     if labels[row] != best_k {

@@ -77,6 +77,7 @@
 
 #[cfg(any(feature = "io", feature = "plot"))]
 mod atomic;
+pub mod bench;
 pub mod data;
 pub mod datasets;
 pub mod error;
@@ -103,7 +104,7 @@ pub mod selection;
 pub use data::Matrix;
 pub use error::{Error, Result};
 pub use gmm::{CovarianceType, GaussianMixture, GaussianMixtureModel, GmmInit};
-pub use gpu::{Gpu, GpuInfo, GpuInput, GpuMatrix, GpuVector};
+pub use gpu::{Ceilings, Gpu, GpuInfo, GpuInput, GpuMatrix, GpuVector, Profile, ProfileClock};
 pub use kmeans::{KMeans, KMeansInit, KMeansModel};
 #[cfg(feature = "io")]
 pub use model_file::Model;

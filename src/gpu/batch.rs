@@ -7,6 +7,7 @@ use wgpu::util::DeviceExt;
 
 use super::context::Gpu;
 use super::pipeline::list;
+use super::profile::{Clock, DispatchRecord, TimestampQueries, Work, TRANSFERS};
 use super::shaders::{BindingKind, EntryPoint};
 use super::uniforms::Uniforms;
 use crate::error::{Error, Result};
@@ -130,6 +131,11 @@ pub(crate) struct Batch<'g> {
     encoder: wgpu::CommandEncoder,
     uniforms: Uniforms<'g>,
     reads: Vec<(wgpu::Buffer, u64, u64)>,
+    /// The running profile's clock, fixed when the batch starts.
+    clock: Option<Clock>,
+    timestamps: TimestampQueries,
+    /// Wall clock: clears or copies recorded since the last submission.
+    transfers_pending: bool,
 }
 
 impl<'g> Batch<'g> {
@@ -142,12 +148,43 @@ impl<'g> Batch<'g> {
             encoder,
             uniforms: Uniforms::new(&gpu.uniform_pages, &gpu.device),
             reads: Vec::new(),
+            clock: gpu.profiling_clock(),
+            timestamps: TimestampQueries::new(),
+            transfers_pending: false,
         }
+    }
+
+    /// A batch that no profile times (the autotuner's trials).
+    pub(crate) fn untimed(gpu: &'g Gpu, label: &str) -> Self {
+        let mut batch = Self::new(gpu, label);
+        batch.clock = None;
+        batch
+    }
+
+    /// Wall-clock profiling: submits what is recorded, waits for it and returns the seconds.
+    fn submit_and_time(&mut self) -> Result<f64> {
+        let encoder = std::mem::replace(
+            &mut self.encoder,
+            self.gpu
+                .device
+                .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                    label: Some("profiled"),
+                }),
+        );
+        self.uniforms.flush(&self.gpu.queue);
+        let start = std::time::Instant::now();
+        self.gpu.queue.submit([encoder.finish()]);
+        let polled = self.gpu.device.poll(wgpu::PollType::wait_indefinitely());
+        let seconds = start.elapsed().as_secs_f64();
+        self.gpu.check_alive()?;
+        polled.map_err(|e| Error::Gpu(format!("waiting for the GPU: {e}")))?;
+        Ok(seconds)
     }
 
     /// Records `entry` over `grid`: `params` (the `#[repr(C)]` twin of its uniform struct) as
     /// its uniform, each buffer of `binds` at the binding of that name, and `overrides` (name,
-    /// value) for every override it depends on.
+    /// value) for every override it depends on. `work` is what the dispatch must do at the
+    /// least, for the profiler.
     ///
     /// Errors ([`Error::Gpu`], before anything is recorded): a name the entry point does not
     /// use, one it uses but not given, one given twice, parameters whose size differs from
@@ -159,6 +196,7 @@ impl<'g> Batch<'g> {
         params: &P,
         binds: &[(&str, Bind<'_>)],
         grid: Grid,
+        work: Work,
     ) -> Result<()> {
         let resources = resolve(entry, binds)?;
         let uniform = uniform_of(entry, std::mem::size_of::<P>())?;
@@ -184,20 +222,52 @@ impl<'g> Batch<'g> {
                 layout: &kernel.bind_group_layout,
                 entries: &entries,
             });
-        let mut pass = self
-            .encoder
-            .begin_compute_pass(&wgpu::ComputePassDescriptor {
-                label: Some(entry.name),
-                timestamp_writes: None,
-            });
-        pass.set_pipeline(&kernel.pipeline);
-        pass.set_bind_group(0, &bind_group, &[]);
-        pass.dispatch_workgroups(grid.x, grid.y, 1);
+        let workgroups = grid.x as u64 * grid.y as u64;
+        if self.clock == Some(Clock::WallClock) && self.transfers_pending {
+            let seconds = self.submit_and_time()?;
+            self.transfers_pending = false;
+            self.gpu.record_dispatches([DispatchRecord {
+                kernel: TRANSFERS,
+                seconds,
+                work: Work::default(),
+                workgroups: 0,
+            }]);
+        }
+        let timestamp_writes = match self.clock {
+            Some(Clock::Timestamps) => {
+                Some(
+                    self.timestamps
+                        .next(&self.gpu.device, entry.name, work, workgroups),
+                )
+            }
+            _ => None,
+        };
+        {
+            let mut pass = self
+                .encoder
+                .begin_compute_pass(&wgpu::ComputePassDescriptor {
+                    label: Some(entry.name),
+                    timestamp_writes,
+                });
+            pass.set_pipeline(&kernel.pipeline);
+            pass.set_bind_group(0, &bind_group, &[]);
+            pass.dispatch_workgroups(grid.x, grid.y, 1);
+        }
+        if self.clock == Some(Clock::WallClock) {
+            let seconds = self.submit_and_time()?;
+            self.gpu.record_dispatches([DispatchRecord {
+                kernel: entry.name,
+                seconds,
+                work,
+                workgroups,
+            }]);
+        }
         Ok(())
     }
 
     /// Zeroes a whole buffer.
     pub(crate) fn clear(&mut self, buffer: &wgpu::Buffer) {
+        self.transfers_pending = true;
         self.encoder.clear_buffer(buffer, 0, None);
     }
 
@@ -210,6 +280,7 @@ impl<'g> Batch<'g> {
         dst_offset: u64,
         size: u64,
     ) {
+        self.transfers_pending = true;
         self.encoder
             .copy_buffer_to_buffer(src, src_offset, dst, dst_offset, size);
     }
@@ -222,6 +293,37 @@ impl<'g> Batch<'g> {
 
     /// Submits the work and, if anything was asked for, waits for it and returns the bytes.
     pub(crate) fn finish(mut self) -> Result<Readback> {
+        let timestamps = self
+            .timestamps
+            .resolve(&self.gpu.device, &mut self.encoder)
+            .map(|(buffer, size)| self.read(&buffer, 0, size));
+        if self.clock == Some(Clock::WallClock) && self.transfers_pending {
+            let seconds = self.submit_and_time()?;
+            self.gpu.record_dispatches([DispatchRecord {
+                kernel: TRANSFERS,
+                seconds,
+                work: Work::default(),
+                workgroups: 0,
+            }]);
+        }
+        let mut back = self.submit_and_read()?;
+        if let Some(h) = timestamps {
+            let ticks: Vec<u64> = back.bytes_as(h);
+            back.parts.pop();
+            let period = self.gpu.queue.get_timestamp_period();
+            self.gpu
+                .record_dispatches(self.timestamps.records(&ticks, period));
+        }
+        Ok(back)
+    }
+
+    fn submit_and_read(&mut self) -> Result<Readback> {
+        let mut encoder = std::mem::replace(
+            &mut self.encoder,
+            self.gpu
+                .device
+                .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: None }),
+        );
         let total: u64 = self.reads.iter().map(|r| r.2).sum();
         let staging = (total > 0).then(|| {
             self.gpu.device.create_buffer(&wgpu::BufferDescriptor {
@@ -234,13 +336,12 @@ impl<'g> Batch<'g> {
         if let Some(staging) = &staging {
             let mut at = 0;
             for (buffer, offset, size) in &self.reads {
-                self.encoder
-                    .copy_buffer_to_buffer(buffer, *offset, staging, at, *size);
+                encoder.copy_buffer_to_buffer(buffer, *offset, staging, at, *size);
                 at += size;
             }
         }
         self.uniforms.flush(&self.gpu.queue);
-        self.gpu.queue.submit([self.encoder.finish()]);
+        self.gpu.queue.submit([encoder.finish()]);
         let Some(staging) = staging else {
             return Ok(Readback::default());
         };

@@ -5,6 +5,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use super::pipeline::KernelCache;
+use super::profile::Profiler;
+use super::tuning::Tuner;
 use super::uniforms::PagePool;
 use crate::error::{Error, Result};
 
@@ -56,6 +58,8 @@ pub struct Gpu {
     info: GpuInfo,
     pub(crate) cache: KernelCache,
     pub(crate) uniform_pages: PagePool,
+    pub(crate) profiler: Profiler,
+    pub(crate) tuner: Tuner,
     lost: Arc<Mutex<Option<String>>>,
     uncaptured: Arc<Mutex<Option<String>>>,
     memory_budget: AtomicU64,
@@ -146,6 +150,9 @@ impl Gpu {
                 // Take everything the adapter offers: the large binding and buffer sizes
                 // decide how big the data chunks can be.
                 required_limits: adapter.limits(),
+                // Timestamps let the profiler time each dispatch inside a batch; they cost
+                // nothing unless a profile is running.
+                required_features: adapter.features() & wgpu::Features::TIMESTAMP_QUERY,
                 memory_hints: wgpu::MemoryHints::Performance,
                 ..Default::default()
             })
@@ -209,6 +216,8 @@ impl Gpu {
             info,
             cache: KernelCache::default(),
             uniform_pages: PagePool::default(),
+            profiler: Profiler::default(),
+            tuner: Tuner::default(),
             lost,
             uncaptured: Arc::new(Mutex::new(None)),
             memory_budget: AtomicU64::new(u64::MAX),

@@ -13,7 +13,12 @@
 //!   `max_compute_workgroups_per_dimension`);
 //! - `uniforms`: the per-device pool of pages that hold per-dispatch parameters;
 //! - [`ceilings`]: [`Gpu::measure_ceilings`], the FMA throughput and copy bandwidth this
-//!   adapter reaches, measured by microbenchmarks (the roofline's two limits).
+//!   adapter reaches, measured by microbenchmarks (the roofline's two limits);
+//! - [`profile`]: [`Gpu::profile`], GPU time per kernel (timestamp queries, or the wall clock
+//!   where the device has none) with the FLOPs and bytes each dispatch must do, held against
+//!   the ceilings;
+//! - `tuning`: the autotuner, which times a kernel's bit-identical variants on first use and
+//!   keeps the fastest per device and shape class ([`Gpu::tuning_choices`]).
 //!
 //! # Shaders
 //!
@@ -44,13 +49,16 @@ pub mod ceilings;
 pub mod context;
 pub mod input;
 pub(crate) mod pipeline;
+pub mod profile;
 pub(crate) mod shaders;
+pub(crate) mod tuning;
 pub(crate) mod uniforms;
 
 pub use buffer::{GpuMatrix, GpuVector};
 pub use ceilings::Ceilings;
 pub use context::{Gpu, GpuInfo};
 pub use input::GpuInput;
+pub use profile::{Bound, Clock, DispatchRecord, KernelSummary, Profile, ProfileClock, Work};
 
 #[cfg(test)]
 pub(crate) mod tests;

@@ -5,6 +5,7 @@
 use rand::{Rng, SeedableRng};
 
 use super::batch::{Batch, Bind, Grid};
+use super::profile::Work;
 use super::shaders::{rows, EntryPoint, Shader};
 use super::{Gpu, GpuMatrix};
 use crate::data::Matrix;
@@ -80,8 +81,16 @@ fn buffers_are_bound_by_name_and_wrong_names_are_errors() {
     let (indices, out) = (Bind::Whole(&g.indices), Bind::Whole(&g.out));
     let grid = Grid { x: 1, y: 1 };
     let mut batch = Batch::new(&gpu, "names");
-    let mut dispatch =
-        |binds: &[(&str, Bind<'_>)]| batch.dispatch(rows::GATHER_ROWS, &[], &g.params, binds, grid);
+    let mut dispatch = |binds: &[(&str, Bind<'_>)]| {
+        batch.dispatch(
+            rows::GATHER_ROWS,
+            &[],
+            &g.params,
+            binds,
+            grid,
+            Work::default(),
+        )
+    };
     let unknown = gpu_error(dispatch(&[
         ("x", x),
         ("indexes", indices),
@@ -122,13 +131,27 @@ fn parameters_and_overrides_are_checked_against_the_shader() {
     let grid = Grid { x: 1, y: 1 };
     let mut batch = Batch::new(&gpu, "checks");
     let short = [0u32; 4];
-    let size = gpu_error(batch.dispatch(rows::GATHER_ROWS, &[], &short, &binds, grid));
+    let size = gpu_error(batch.dispatch(
+        rows::GATHER_ROWS,
+        &[],
+        &short,
+        &binds,
+        grid,
+        Work::default(),
+    ));
     assert!(
         size.contains("16 bytes for `RowsParams`, which has 32"),
         "{size}"
     );
     let unknown = [(kernels::FEATURE_WG_SIZE, 64)];
-    let o = gpu_error(batch.dispatch(rows::GATHER_ROWS, &unknown, &g.params, &binds, grid));
+    let o = gpu_error(batch.dispatch(
+        rows::GATHER_ROWS,
+        &unknown,
+        &g.params,
+        &binds,
+        grid,
+        Work::default(),
+    ));
     assert!(o.contains("has no override `FEATURE_WG_SIZE`"), "{o}");
     // An entry point sized by the host must be given its size.
     let moments = super::shaders::reduce::COLUMN_MOMENTS;
@@ -138,7 +161,14 @@ fn parameters_and_overrides_are_checked_against_the_shader() {
         ("partial_sum", Bind::Whole(&g.out)),
         ("partial_sum_sq", Bind::Whole(&g.out)),
     ];
-    let needs = gpu_error(batch.dispatch(moments, &[], &[0u32; 8], &moment_binds, grid));
+    let needs = gpu_error(batch.dispatch(
+        moments,
+        &[],
+        &[0u32; 8],
+        &moment_binds,
+        grid,
+        Work::default(),
+    ));
     assert!(
         needs.contains("needs a value for override `FEATURE_WG_SIZE`"),
         "{needs}"
@@ -205,7 +235,14 @@ fn gather_one_by_one(gpu: &Gpu, xg: &GpuMatrix, out: &wgpu::Buffer, slot: u64) -
         ];
         let grid = Grid { x: 1, y: 1 };
         batch
-            .dispatch(rows::GATHER_ROWS, &[], &params, &binds, grid)
+            .dispatch(
+                rows::GATHER_ROWS,
+                &[],
+                &params,
+                &binds,
+                grid,
+                Work::default(),
+            )
             .unwrap();
     }
     let h = batch.read(out, 0, n as u64 * slot);

@@ -6,6 +6,7 @@ use bytemuck::{Pod, Zeroable};
 use super::ROW_WG_SIZE;
 use crate::error::Result;
 use crate::gpu::batch::{Batch, Bind};
+use crate::gpu::profile::Work;
 use crate::gpu::shaders::{ceilings as wgsl, check_params};
 use crate::gpu::Gpu;
 
@@ -84,6 +85,7 @@ pub(crate) fn fma_chains(
         &params,
         &[("chain_sums", Bind::Whole(chain_sums))],
         grid,
+        Work::f32s(run.flops() as f64, run.invocations as f64),
     )
 }
 
@@ -111,6 +113,7 @@ pub(crate) fn copy_vec4(
         &params,
         &[("src", Bind::Whole(src)), ("dst", Bind::Whole(dst))],
         grid,
+        Work::f32s(0.0, 8.0 * n_elements as f64),
     )
 }
 

@@ -6,6 +6,7 @@ use super::{feature_wg_size, FEATURE_WG_SIZE};
 use crate::error::Result;
 use crate::gpu::batch::{Batch, Bind};
 use crate::gpu::buffer::Chunk;
+use crate::gpu::profile::Work;
 use crate::gpu::shaders::{centroid_update as wgsl, check_params};
 use crate::gpu::Gpu;
 
@@ -114,5 +115,12 @@ pub(super) fn accumulate_cluster_partials_at(
             ("partial_sq_dist", Bind::Whole(out.sq_dist)),
         ],
         grid,
+        // x − old centroid and a sum per value; rows, labels and distances read once, every
+        // block's partials written once.
+        Work::f32s(
+            2.0 * (chunk.n_rows * d) as f64,
+            (chunk.n_rows * (d + 2) + k * d + chunk.n_rows.div_ceil(block_rows) * k * (d + 2))
+                as f64,
+        ),
     )
 }

@@ -4,6 +4,7 @@ use bytemuck::{Pod, Zeroable};
 
 use crate::error::Result;
 use crate::gpu::batch::{Batch, Bind};
+use crate::gpu::profile::Work;
 use crate::gpu::shaders::{check_params, covariance as wgsl};
 use crate::gpu::Gpu;
 
@@ -93,5 +94,17 @@ pub(crate) fn gram_partials(
             ("partials", Bind::Whole(partials)),
         ],
         grid,
+        // The products actually needed (the upper triangle for a symmetric product), and the
+        // shifts' subtractions; operands read once, every block's partial written.
+        Work::f32s(
+            n_rows as f64
+                * if upper_only {
+                    (a.cols * (a.cols + 1) + 2 * a.cols) as f64
+                } else {
+                    (2 * a.cols * b.cols + a.cols + b.cols) as f64
+                },
+            (n_rows * (a.cols + if upper_only { 0 } else { b.cols }) + n_blocks * a.cols * b.cols)
+                as f64,
+        ),
     )
 }

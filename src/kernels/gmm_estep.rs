@@ -8,6 +8,7 @@ use super::ROW_WG_SIZE;
 use crate::error::Result;
 use crate::gpu::batch::{Batch, Bind};
 use crate::gpu::buffer::Chunk;
+use crate::gpu::profile::Work;
 use crate::gpu::shaders::{check_params, gmm_estep as wgsl};
 use crate::gpu::Gpu;
 
@@ -118,6 +119,19 @@ pub(crate) fn squared_mahalanobis(
             ("resp", Bind::Whole(seg.resp)),
         ],
         grid,
+        // Per row and component: d subtractions, then the triangular product (d(d+1)/2
+        // FMAs) and the squared norm, or d scaled squares for diagonal factors.
+        Work::f32s(
+            (seg.n_rows * k) as f64
+                * if comps.full {
+                    (d * d + 3 * d) as f64
+                } else {
+                    3.0 * d as f64
+                },
+            (seg.n_rows * (d + k)
+                + k * d
+                + k.max(1) * comps.prec_stride.max(d * d * comps.full as usize)) as f64,
+        ),
     )
 }
 
@@ -152,6 +166,11 @@ pub(crate) fn normalize_responsibilities(
             ("block_log_density", Bind::Whole(out.block_log_density)),
         ],
         grid,
+        // A max, an exp and a sum per value; responsibilities in and out, three per-row outputs.
+        Work::f32s(
+            4.0 * (seg.n_rows * k) as f64,
+            (seg.n_rows * (2 * k + 3)) as f64,
+        ),
     )
 }
 
@@ -179,5 +198,6 @@ pub(crate) fn responsibilities_from_labels(
             ("given_labels", Bind::Whole(labels)),
         ],
         grid,
+        Work::f32s(0.0, (seg.n_rows * (k + 1)) as f64),
     )
 }

@@ -8,6 +8,7 @@ use super::gmm_estep::Segment;
 use super::ROW_WG_SIZE;
 use crate::error::Result;
 use crate::gpu::batch::{Batch, Bind};
+use crate::gpu::profile::Work;
 use crate::gpu::shaders::{check_params, gmm_mstep as wgsl};
 use crate::gpu::Gpu;
 
@@ -127,5 +128,16 @@ pub(crate) fn weighted_sums(
             ("partials", Bind::Whole(blocks.partials)),
         ],
         grid,
+        Work::f32s(
+            (seg.n_rows * k) as f64
+                * match moment {
+                    // (x − s) and an FMA per feature, or its square too.
+                    Moment::First => 3.0 * d as f64,
+                    Moment::SecondDiagonal => 4.0 * d as f64,
+                    // (x − s), then the upper triangle of r·(x − s)(x − s)ᵀ.
+                    Moment::Scatter => (d * d + 2 * d) as f64,
+                },
+            (seg.n_rows * (d + k) + k * d + n_blocks * n_outputs) as f64,
+        ),
     )
 }

@@ -6,6 +6,7 @@ use super::ROW_WG_SIZE;
 use crate::error::Result;
 use crate::gpu::batch::{Batch, Bind};
 use crate::gpu::buffer::Chunk;
+use crate::gpu::profile::Work;
 use crate::gpu::shaders::{check_params, kmeans_pp as wgsl};
 use crate::gpu::Gpu;
 
@@ -69,6 +70,11 @@ pub(crate) fn kmeanspp_update_min_distance(
             ("block_sums", Bind::Whole(block_sums)),
         ],
         grid,
+        // A difference and an FMA per value; rows read, D² read and written.
+        Work::f32s(
+            3.0 * (chunk.n_rows * d) as f64,
+            (chunk.n_rows * (d + 2) + d + blocks_in(chunk)) as f64,
+        ),
     )
 }
 
@@ -108,5 +114,9 @@ pub(crate) fn kmeanspp_trial_potentials(
             ("block_sums", Bind::Whole(block_sums)),
         ],
         grid,
+        Work::f32s(
+            3.0 * (chunk.n_rows * d * n_candidates) as f64,
+            (chunk.n_rows * (d + 1) + (d + blocks_in(chunk)) * n_candidates) as f64,
+        ),
     )
 }

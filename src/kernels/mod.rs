@@ -20,6 +20,8 @@ pub(crate) mod silhouette;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod variant_tests;
 
 use crate::gpu::shaders::shared::constants;
 

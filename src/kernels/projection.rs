@@ -4,6 +4,7 @@ use bytemuck::{Pod, Zeroable};
 
 use crate::error::Result;
 use crate::gpu::batch::{Batch, Bind};
+use crate::gpu::profile::Work;
 use crate::gpu::shaders::{check_params, projection as wgsl};
 use crate::gpu::Gpu;
 
@@ -67,5 +68,9 @@ pub(crate) fn affine_matmul(
             ("output", Bind::Whole(output)),
         ],
         grid,
+        Work::f32s(
+            2.0 * (n_rows * in_cols * out_cols) as f64,
+            (n_rows * (in_cols + out_cols) + in_cols * out_cols) as f64,
+        ),
     )
 }

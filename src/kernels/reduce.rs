@@ -6,6 +6,7 @@ use super::{feature_wg_size, FEATURE_WG_SIZE, ROW_WG_SIZE};
 use crate::error::Result;
 use crate::gpu::batch::{Batch, Bind};
 use crate::gpu::buffer::Chunk;
+use crate::gpu::profile::Work;
 use crate::gpu::shaders::{check_params, reduce as wgsl, EntryPoint};
 use crate::gpu::Gpu;
 
@@ -52,6 +53,7 @@ fn sum_columns(
             (names.1, Bind::Whole(totals)),
         ],
         grid,
+        Work::f32s((n_blocks * n_cols) as f64, ((n_blocks + 1) * n_cols) as f64),
     )
 }
 
@@ -182,5 +184,10 @@ pub(super) fn column_moments_at(
             ("partial_sum_sq", Bind::Whole(partial_sum_sq)),
         ],
         grid,
+        // x − shift, then a sum and a sum of squares per value.
+        Work::f32s(
+            4.0 * (chunk.n_rows * d) as f64,
+            (chunk.n_rows * d + 2 * n_blocks * d) as f64,
+        ),
     )
 }

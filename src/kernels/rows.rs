@@ -6,6 +6,7 @@ use super::ROW_WG_SIZE;
 use crate::error::Result;
 use crate::gpu::batch::{Batch, Bind, Grid};
 use crate::gpu::buffer::{Chunk, GpuMatrix};
+use crate::gpu::profile::Work;
 use crate::gpu::shaders::{check_params, rows as wgsl};
 use crate::gpu::Gpu;
 
@@ -83,6 +84,7 @@ fn gather_chunk_rows(
             ("gathered", Bind::Whole(out)),
         ],
         grid,
+        Work::f32s(0.0, (2 * n_indices * (d + 1)) as f64),
     )
 }
 
@@ -124,6 +126,7 @@ pub(crate) fn find_non_finite(gpu: &Gpu, m: &GpuMatrix) -> Result<Option<(usize,
                     ("first_non_finite", Bind::Whole(&first)),
                 ],
                 grid,
+                Work::f32s((chunk.n_rows * d) as f64, (chunk.n_rows * d) as f64),
             )?;
             handles.push((chunk.row_start, batch.read(&first, 0, 4)));
         }

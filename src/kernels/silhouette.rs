@@ -6,6 +6,7 @@ use bytemuck::{Pod, Zeroable};
 use crate::error::Result;
 use crate::gpu::batch::{Batch, Bind};
 use crate::gpu::buffer::Chunk;
+use crate::gpu::profile::Work;
 use crate::gpu::shaders::{check_params, silhouette as wgsl};
 use crate::gpu::Gpu;
 
@@ -66,5 +67,10 @@ pub(crate) fn cluster_distance_sums(
             ("sums", Bind::Whole(sums)),
         ],
         grid,
+        // A difference and an FMA per feature of each pair, a square root and a sum per pair.
+        Work::f32s(
+            (queries.n_rows * data.n_rows) as f64 * (3 * d + 2) as f64,
+            ((queries.n_rows + data.n_rows) * d + queries.n_rows) as f64,
+        ),
     )
 }

@@ -28,6 +28,7 @@
 //! line, so that they cannot be mistaken for a driver's messages; a successful run prints
 //! nothing on stderr (see [`headless`] for the one driver message that had to be avoided).
 
+mod bench;
 mod choices;
 mod evaluate;
 mod flow;
@@ -89,6 +90,9 @@ enum Command {
     Transform(predict::TransformArgs),
     /// Show the GPU adapter and its limits.
     Info(info::InfoArgs),
+    /// Time the hot kernels and the end-to-end fits against the adapter's measured
+    /// ceilings (GFLOP/s, GB/s, roofline efficiency).
+    Bench(bench::BenchArgs),
     /// Judge a labelling of a matrix: silhouette, Calinski–Harabasz, Davies–Bouldin,
     /// inertia, and the (adjusted) Rand index against true labels.
     Evaluate(evaluate::EvaluateArgs),
@@ -219,6 +223,7 @@ fn run(cli: Cli) -> CliResult {
         Command::Evaluate(args) => flow::run(evaluate::Evaluate::new(args)?),
         Command::SelectK(args) => flow::run(select_k::SelectK::new(args)?),
         Command::Info(args) => info::info(args),
+        Command::Bench(args) => bench::bench(args),
     }
 }
 

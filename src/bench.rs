@@ -1,0 +1,549 @@
+//! Benchmarks: the hot kernels and the end-to-end fits, timed on the adapter in use and held
+//! against its measured [`Ceilings`] (what `wgpu-unsupervised bench` prints).
+//!
+//! # Kernels
+//!
+//! Each [`KernelBench`] runs a public operation under the [profiler](crate::gpu::profile)
+//! and sums the GPU time of the entry points that make up that step, so the kernels are
+//! measured where they really run (same data layout, same batches):
+//!
+//! | bench | operation profiled | entry points |
+//! |---|---|---|
+//! | `assign` | `KMeansModel::predict` | `assign_nearest_centroid*` |
+//! | `centroid-update` | one Lloyd iteration | `accumulate_cluster_partials`, its folds |
+//! | `covariance` | `Pca::fit`, full solver | column moments, `gram_partials`, their folds |
+//! | `gmm-estep` | `GaussianMixtureModel::score` | `mahalanobis_*`, `normalize_responsibilities` |
+//! | `gmm-mstep` | one EM iteration | `weighted_*`, their folds |
+//!
+//! The first run warms the pipelines up; the figure is the median of the timed runs.
+//!
+//! # Cost model
+//!
+//! Efficiencies use the least work the step or fit must do ([`cost`]), the same formulas the
+//! peers' script (`benches/peers/peers.py`) uses, so a faster figure is faster work, never a
+//! different count: a Lloyd iteration is 2·n·d·k FLOPs over one read of X (4·n·d bytes), a
+//! covariance n·d·(d+1) FLOPs (the upper triangle of XᵀX) over one read, an EM iteration
+//! 7·n·k·d (diagonal) or n·k·(2d² + 5d) (full) FLOPs over one read. The efficiency is the
+//! roofline's bound time over the measured time (see [`Work::roofline`]).
+
+use std::time::Instant;
+
+use crate::error::{Error, Result};
+use crate::gpu::profile::{Profile, ProfileClock, Work};
+use crate::gpu::{Ceilings, Gpu, GpuMatrix};
+use crate::{
+    Components, CovarianceType, GaussianMixture, GmmInit, KMeans, KMeansInit, KMeansModel, Matrix,
+    Pca, PcaSolver,
+};
+
+/// The `impl` of this crate's measurements.
+pub const IMPLEMENTATION: &str = "wgpu-unsupervised";
+
+/// A kernel (one step of an algorithm) to benchmark.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KernelBench {
+    /// Nearest-centroid assignment.
+    Assign,
+    /// The Lloyd centroid update (per-cluster sums, counts and their folds).
+    CentroidUpdate,
+    /// The covariance (column moments and the Gram product).
+    Covariance,
+    /// The EM E-step (Mahalanobis distances and normalised responsibilities).
+    GmmEstep,
+    /// The EM M-step's weighted statistics.
+    GmmMstep,
+}
+
+impl KernelBench {
+    /// Every kernel bench, in the order `bench` runs them.
+    pub const ALL: [KernelBench; 5] = [
+        KernelBench::Assign,
+        KernelBench::CentroidUpdate,
+        KernelBench::Covariance,
+        KernelBench::GmmEstep,
+        KernelBench::GmmMstep,
+    ];
+
+    /// The name `bench --kernel` takes.
+    pub fn name(self) -> &'static str {
+        match self {
+            KernelBench::Assign => "assign",
+            KernelBench::CentroidUpdate => "centroid-update",
+            KernelBench::Covariance => "covariance",
+            KernelBench::GmmEstep => "gmm-estep",
+            KernelBench::GmmMstep => "gmm-mstep",
+        }
+    }
+
+    /// The shape (n, d, k) the targets name.
+    pub fn default_shape(self) -> (usize, usize, usize) {
+        match self {
+            KernelBench::Assign | KernelBench::CentroidUpdate => (100_000, 128, 256),
+            KernelBench::Covariance => (70_000, 784, 0),
+            KernelBench::GmmEstep | KernelBench::GmmMstep => (70_000, 50, 10),
+        }
+    }
+
+    /// Whether an entry point belongs to this step.
+    fn owns(self, entry: &str) -> bool {
+        match self {
+            KernelBench::Assign => entry.starts_with("assign_nearest_centroid"),
+            KernelBench::CentroidUpdate => {
+                entry == "accumulate_cluster_partials" || entry.starts_with("sum_partial_columns")
+            }
+            KernelBench::Covariance => {
+                entry == "column_moments"
+                    || entry == "gram_partials"
+                    || entry.starts_with("sum_partial_columns")
+            }
+            KernelBench::GmmEstep => {
+                entry.starts_with("mahalanobis") || entry == "normalize_responsibilities"
+            }
+            KernelBench::GmmMstep => {
+                entry.starts_with("weighted_") || entry.starts_with("sum_partial_columns")
+            }
+        }
+    }
+}
+
+/// An end-to-end fit to benchmark.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FitBench {
+    /// K-Means, Lloyd from the first k rows, fixed iterations.
+    KMeans,
+    /// PCA with k components (the library's default solver).
+    Pca,
+    /// EM with diagonal covariances, fixed iterations.
+    GmmDiag,
+    /// EM with full covariances, fixed iterations.
+    GmmFull,
+}
+
+impl FitBench {
+    /// Every fit bench, in the order `bench` runs them.
+    pub const ALL: [FitBench; 4] = [
+        FitBench::KMeans,
+        FitBench::Pca,
+        FitBench::GmmDiag,
+        FitBench::GmmFull,
+    ];
+
+    /// The name `bench --fit` takes.
+    pub fn name(self) -> &'static str {
+        match self {
+            FitBench::KMeans => "kmeans",
+            FitBench::Pca => "pca",
+            FitBench::GmmDiag => "gmm-diag",
+            FitBench::GmmFull => "gmm-full",
+        }
+    }
+}
+
+macro_rules! parse_by_name {
+    ($t:ty) => {
+        impl std::str::FromStr for $t {
+            type Err = Error;
+            fn from_str(s: &str) -> Result<Self> {
+                Self::ALL
+                    .into_iter()
+                    .find(|b| b.name() == s)
+                    .ok_or_else(|| Error::InvalidParameter {
+                        name: "bench",
+                        reason: format!(
+                            "unknown name `{s}` (expected one of: {})",
+                            Self::ALL.map(|b| b.name()).join(", ")
+                        ),
+                    })
+            }
+        }
+    };
+}
+parse_by_name!(KernelBench);
+parse_by_name!(FitBench);
+
+/// The least work of a step or a fit named as in `bench` (`it` iterations where it
+/// iterates; `k` clusters, components or principal components).
+pub fn cost(name: &str, n: usize, d: usize, k: usize, it: usize) -> Option<Work> {
+    let (n, d, k, it) = (n as f64, d as f64, k as f64, it as f64);
+    let read = 4.0 * n * d;
+    Some(match name {
+        "assign" => Work {
+            flops: 2.0 * n * d * k,
+            bytes: read,
+        },
+        "centroid-update" => Work {
+            flops: n * d,
+            bytes: read + 4.0 * n,
+        },
+        "covariance" | "pca" => Work {
+            flops: n * d * (d + 1.0),
+            bytes: read,
+        },
+        "kmeans" => Work {
+            flops: it * 2.0 * n * d * k,
+            bytes: it * read,
+        },
+        "gmm-estep-diag" => Work {
+            flops: 3.0 * n * k * d,
+            bytes: read,
+        },
+        "gmm-mstep-diag" => Work {
+            flops: 4.0 * n * k * d,
+            bytes: read,
+        },
+        "gmm-estep-full" => Work {
+            flops: n * k * (d * d + 2.0 * d),
+            bytes: read,
+        },
+        "gmm-mstep-full" => Work {
+            flops: n * k * (d * d + 3.0 * d),
+            bytes: read,
+        },
+        "gmm-diag" => Work {
+            flops: it * 7.0 * n * k * d,
+            bytes: it * read,
+        },
+        "gmm-full" => Work {
+            flops: it * n * k * (2.0 * d * d + 5.0 * d),
+            bytes: it * read,
+        },
+        _ => return None,
+    })
+}
+
+/// One measurement, with the keys the peers' script writes too.
+#[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct Measurement {
+    /// Who ran it: [`IMPLEMENTATION`] here.
+    #[cfg_attr(feature = "serde", serde(rename = "impl"))]
+    pub implementation: String,
+    /// `"kernel"` or `"fit"`.
+    pub kind: String,
+    /// The kernel or fit name.
+    pub kernel: String,
+    /// Rows.
+    pub n: usize,
+    /// Features.
+    pub d: usize,
+    /// Clusters, components or principal components.
+    pub k: usize,
+    /// Iterations (1 for a single step).
+    pub iterations: usize,
+    /// Seconds (a kernel's GPU time; a fit's wall-clock time from host data).
+    pub seconds: f64,
+    /// FLOPs of the cost model.
+    pub flops: f64,
+    /// Bytes of the cost model.
+    pub bytes: f64,
+    /// Achieved GFLOP/s.
+    pub gflops: f64,
+    /// Achieved GB/s.
+    pub gbps: f64,
+    /// The adapter's measured FMA ceiling.
+    pub peak_gflops: f64,
+    /// The adapter's measured copy ceiling.
+    pub peak_gbps: f64,
+    /// Roofline bound time over the measured time.
+    pub efficiency: f64,
+    /// `"compute"` or `"memory"`: the ceiling that bounds the work.
+    pub bound: String,
+    /// The adapter's name.
+    pub adapter: String,
+    /// How the time was taken: `timestamps`, `wall-clock` (per dispatch) or `fit wall-clock`.
+    pub timing: String,
+    /// What the data were (`blobs` or the input file's name).
+    pub data: String,
+    /// Variant details (e.g. the covariance type or the PCA solver).
+    pub detail: String,
+}
+
+impl Measurement {
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        kind: &str,
+        name: &str,
+        (n, d, k, iterations): (usize, usize, usize, usize),
+        seconds: f64,
+        work: Work,
+        ceilings: &Ceilings,
+        timing: &str,
+        data: &str,
+        detail: String,
+    ) -> Self {
+        let (bound, least) = work.roofline(ceilings);
+        let per = |x: f64| if seconds > 0.0 { x / seconds } else { 0.0 };
+        Self {
+            implementation: IMPLEMENTATION.into(),
+            kind: kind.into(),
+            kernel: name.into(),
+            n,
+            d,
+            k,
+            iterations,
+            seconds,
+            flops: work.flops,
+            bytes: work.bytes,
+            gflops: per(work.flops) / 1e9,
+            gbps: per(work.bytes) / 1e9,
+            peak_gflops: ceilings.peak_gflops,
+            peak_gbps: ceilings.peak_gbps,
+            efficiency: per(least),
+            bound: bound.name().into(),
+            adapter: ceilings.adapter.clone(),
+            timing: timing.into(),
+            data: data.into(),
+            detail,
+        }
+    }
+}
+
+/// Data to benchmark on: the rows and a name for the report.
+pub struct BenchData<'a> {
+    /// The matrix.
+    pub x: Matrix<'a>,
+    /// `blobs`, a file name, ...
+    pub name: String,
+}
+
+/// Checks a planned kernel bench on n x d data with `k` before any GPU work: the errors the
+/// run itself would give, up front.
+pub fn check_kernel(bench: KernelBench, n: usize, d: usize, k: usize) -> Result<()> {
+    match bench {
+        KernelBench::Covariance => Pca::new(Components::Count(1)).validate(n, d),
+        KernelBench::GmmEstep | KernelBench::GmmMstep => GaussianMixture::new(k).validate(n, d),
+        KernelBench::Assign | KernelBench::CentroidUpdate => KMeans::new(k).validate(n, d),
+    }
+}
+
+/// Checks a planned fit bench on n x d data with `k` before any GPU work.
+pub fn check_fit(bench: FitBench, n: usize, d: usize, k: usize) -> Result<()> {
+    match bench {
+        FitBench::KMeans => KMeans::new(k).validate(n, d),
+        FitBench::Pca => Pca::new(Components::Count(k)).validate(n, d),
+        FitBench::GmmDiag | FitBench::GmmFull => GaussianMixture::new(k).validate(n, d),
+    }
+}
+
+fn first_rows(x: &Matrix<'_>, k: usize) -> Result<Vec<f32>> {
+    if k == 0 || k > x.n_rows() {
+        return Err(Error::TooFewSamples { k, n: x.n_rows() });
+    }
+    Ok(x.as_slice()[..k * x.n_features()].to_vec())
+}
+
+/// Given EM starting parameters: equal weights, the first k rows as means, and isotropic
+/// covariances at the data's mean feature variance.
+fn gmm_start(x: &Matrix<'_>, k: usize, cov: CovarianceType) -> Result<GmmInit> {
+    let (n, d) = (x.n_rows(), x.n_features());
+    let means: Vec<f64> = first_rows(x, k)?.into_iter().map(f64::from).collect();
+    let mut var = 0.0;
+    for j in 0..d {
+        let col = (0..n).map(|i| x.row(i)[j] as f64);
+        let mean = col.clone().sum::<f64>() / n as f64;
+        var += col.map(|v| (v - mean) * (v - mean)).sum::<f64>() / n as f64;
+    }
+    let p = 1.0 / (var / d as f64).max(1e-6);
+    let precisions = match cov {
+        CovarianceType::Full => (0..k * d * d)
+            .map(|e| if (e % (d * d)) % (d + 1) == 0 { p } else { 0.0 })
+            .collect(),
+        CovarianceType::Tied => (0..d * d)
+            .map(|e| if e % (d + 1) == 0 { p } else { 0.0 })
+            .collect(),
+        CovarianceType::Diag => vec![p; k * d],
+        CovarianceType::Spherical => vec![p; k],
+    };
+    Ok(GmmInit::Given(crate::gmm::InitialParameters {
+        weights: vec![1.0 / k as f64; k],
+        means,
+        precisions,
+    }))
+}
+
+fn em(k: usize, cov: CovarianceType, init: GmmInit, it: usize) -> GaussianMixture {
+    GaussianMixture::new(k)
+        .covariance(cov)
+        .init(init)
+        .tol(0.0)
+        .max_iter(it)
+        .reg_covar(1e-6)
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+/// Times one kernel bench on `data` with `k` (ignored by the covariance) and, for the EM
+/// steps, covariance type `cov`: one warm-up run, then the median of `repeats` runs.
+pub fn bench_kernel(
+    gpu: &Gpu,
+    ceilings: &Ceilings,
+    bench: KernelBench,
+    data: &BenchData<'_>,
+    k: usize,
+    cov: CovarianceType,
+    repeats: usize,
+) -> Result<Measurement> {
+    let x = &data.x;
+    let (n, d) = (x.n_rows(), x.n_features());
+    let xg = GpuMatrix::upload(gpu, x)?;
+    let centroids =
+        || -> Result<Vec<f64>> { Ok(first_rows(x, k)?.into_iter().map(f64::from).collect()) };
+    // The E-step is timed on a model fitted beforehand: the fit is not part of the step.
+    let scored_model = match bench {
+        KernelBench::GmmEstep => Some(em(k, cov, gmm_start(x, k, cov)?, 1).fit(gpu, &xg)?),
+        _ => None,
+    };
+    let run = || -> Result<()> {
+        match bench {
+            KernelBench::Assign => {
+                KMeansModel::from_centroids(first_rows(x, k)?, d)?.predict_gpu(gpu, &xg)?;
+            }
+            KernelBench::CentroidUpdate => {
+                KMeans::new(k)
+                    .init(KMeansInit::Centroids(centroids()?))
+                    .tol(0.0)
+                    .max_iter(1)
+                    .fit(gpu, &xg)?;
+            }
+            KernelBench::Covariance => {
+                Pca::new(Components::Count(1))
+                    .solver(PcaSolver::Full)
+                    .fit(gpu, &xg)?;
+            }
+            KernelBench::GmmEstep => {
+                if let Some(model) = &scored_model {
+                    model.score(gpu, &xg)?;
+                }
+            }
+            KernelBench::GmmMstep => {
+                em(k, cov, gmm_start(x, k, cov)?, 1).fit(gpu, &xg)?;
+            }
+        }
+        Ok(())
+    };
+    let mut times = Vec::with_capacity(repeats);
+    let mut timing = "";
+    let mut entries: Vec<&'static str> = Vec::new();
+    for rep in 0..=repeats.max(1) {
+        let (_, profile) = gpu.profile(ProfileClock::Auto, run)?;
+        if rep > 0 {
+            times.push(step_seconds(&profile, bench));
+            timing = profile.clock.name();
+            for r in profile.dispatches.iter().filter(|r| bench.owns(r.kernel)) {
+                if !entries.contains(&r.kernel) {
+                    entries.push(r.kernel);
+                }
+            }
+        }
+    }
+    let (cost_name, detail) = match bench {
+        KernelBench::GmmEstep | KernelBench::GmmMstep => {
+            let c = if cov == CovarianceType::Full {
+                "full"
+            } else {
+                "diag"
+            };
+            (format!("{}-{c}", bench.name()), format!("{} ", cov.name()))
+        }
+        _ => (bench.name().to_string(), String::new()),
+    };
+    // Which entry points ran (the autotuner's choice among them).
+    let detail = detail + &entries.join("+");
+    let work = cost(&cost_name, n, d, k, 1).expect("every kernel bench has a cost");
+    let k = if bench == KernelBench::Covariance {
+        0
+    } else {
+        k
+    };
+    Ok(Measurement::new(
+        "kernel",
+        bench.name(),
+        (n, d, k, 1),
+        median(times),
+        work,
+        ceilings,
+        timing,
+        &data.name,
+        detail,
+    ))
+}
+
+/// GPU seconds of the entry points that make up `bench`'s step.
+fn step_seconds(profile: &Profile, bench: KernelBench) -> f64 {
+    profile
+        .dispatches
+        .iter()
+        .filter(|r| bench.owns(r.kernel))
+        .map(|r| r.seconds)
+        .sum()
+}
+
+/// Times one end-to-end fit from host data (upload included, pipelines warm): K-Means and
+/// EM run `iterations` iterations from the first k rows; PCA keeps `k` components. A
+/// one-iteration fit warms the pipelines (and the autotuner) up first. With `profile`, a
+/// second, profiled run gives the per-kernel breakdown.
+pub fn bench_fit(
+    gpu: &Gpu,
+    ceilings: &Ceilings,
+    bench: FitBench,
+    data: &BenchData<'_>,
+    k: usize,
+    iterations: usize,
+    profile: bool,
+) -> Result<(Measurement, Option<Profile>)> {
+    let x = &data.x;
+    let (n, d) = (x.n_rows(), x.n_features());
+    let it = iterations.max(1);
+    let run = |it: usize| -> Result<String> {
+        let gmm = |cov| -> Result<GaussianMixture> { Ok(em(k, cov, gmm_start(x, k, cov)?, it)) };
+        Ok(match bench {
+            FitBench::KMeans => {
+                let init = first_rows(x, k)?.into_iter().map(f64::from).collect();
+                let m = KMeans::new(k)
+                    .init(KMeansInit::Centroids(init))
+                    .tol(0.0)
+                    .max_iter(it)
+                    .fit(gpu, x)?;
+                format!("{} iterations", m.n_iter())
+            }
+            FitBench::Pca => {
+                let m = Pca::new(Components::Count(k)).fit(gpu, x)?;
+                format!("solver {}", m.solver().name())
+            }
+            FitBench::GmmDiag => {
+                gmm(CovarianceType::Diag)?.fit(gpu, x)?;
+                "diag".into()
+            }
+            FitBench::GmmFull => {
+                gmm(CovarianceType::Full)?.fit(gpu, x)?;
+                "full".into()
+            }
+        })
+    };
+    run(1)?;
+    let start = Instant::now();
+    let detail = run(it)?;
+    let seconds = start.elapsed().as_secs_f64();
+    let profile = if profile {
+        Some(gpu.profile(ProfileClock::Auto, || run(it))?.1)
+    } else {
+        None
+    };
+    let iterations = if bench == FitBench::Pca { 1 } else { it };
+    let work = cost(bench.name(), n, d, k, iterations).expect("every fit bench has a cost");
+    let m = Measurement::new(
+        "fit",
+        bench.name(),
+        (n, d, k, iterations),
+        seconds,
+        work,
+        ceilings,
+        "fit wall-clock",
+        &data.name,
+        detail,
+    );
+    Ok((m, profile))
+}

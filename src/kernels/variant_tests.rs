@@ -1,0 +1,112 @@
+//! Kernels with variants the autotuner chooses between: every variant must give the same
+//! bits, or the choice would make results depend on timing.
+
+use super::assign::{record_assign, AssignOutputs, ASSIGN_VARIANTS};
+use crate::data::Matrix;
+use crate::gpu::batch::Batch;
+use crate::gpu::tests::{gpu, random};
+use crate::gpu::tuning::TuneKey;
+use crate::gpu::GpuMatrix;
+
+#[test]
+fn assignment_variants_give_identical_bits() {
+    let gpu = gpu();
+    // K below, at and past the register block and the tile; D below and past a tile step;
+    // rows past one workgroup of either variant; a ragged chunk offset.
+    for (n, d, k, seed) in [
+        (300, 3, 5, 1),
+        (517, 17, 16, 2),
+        (700, 40, 70, 3),
+        (333, 70, 130, 4),
+    ] {
+        let mut x = random(n * d, seed);
+        // Ties: duplicate a centroid so the lowest index must win in both variants.
+        let mut c = random(k * d, 100 + seed);
+        c.copy_within(0..d, (k - 1) * d);
+        x[..d].copy_from_slice(&c[..d]);
+        gpu.set_max_chunk_bytes((n / 2 * d * 4) as u64);
+        let xg = GpuMatrix::upload(&gpu, &Matrix::new(&x, d).unwrap()).unwrap();
+        let none = wgpu::BufferUsages::empty();
+        let centroids = gpu.buffer_from("centroids", &c, none);
+        let mut results = Vec::new();
+        for variant in ASSIGN_VARIANTS {
+            let mut batch = Batch::new(&gpu, "variant");
+            let mut handles = Vec::new();
+            for chunk in xg.chunks() {
+                let labels = gpu.buffer_zeroed("labels", 4 * chunk.n_rows as u64);
+                let dist = gpu.buffer_zeroed("dist", 4 * chunk.n_rows as u64);
+                let changed = gpu.buffer_zeroed("changed", 4);
+                let out = AssignOutputs {
+                    labels: &labels,
+                    min_sq_dist: &dist,
+                    changed: &changed,
+                };
+                record_assign(
+                    &gpu,
+                    &mut batch,
+                    variant,
+                    chunk,
+                    chunk.n_rows,
+                    d,
+                    k,
+                    &centroids,
+                    &out,
+                )
+                .unwrap();
+                let bytes = 4 * chunk.n_rows as u64;
+                handles.push((
+                    batch.read(&labels, 0, bytes),
+                    batch.read(&dist, 0, bytes),
+                    batch.read(&changed, 0, 4),
+                ));
+            }
+            let back = batch.finish().unwrap();
+            let got: Vec<(Vec<u32>, Vec<u32>, Vec<u32>)> = handles
+                .into_iter()
+                .map(|(l, m, ch)| (back.u32s(l), back.u32s(m), back.u32s(ch)))
+                .collect();
+            results.push(got);
+        }
+        assert_eq!(results[0], results[1], "n {n} d {d} k {k}");
+        // Row 0 equals centroids 0 and k − 1: the lowest index, at distance 0.
+        assert_eq!(results[0][0].0[0], 0);
+        assert_eq!(results[0][0].1[0], 0);
+        gpu.set_max_chunk_bytes(u64::MAX);
+    }
+}
+
+#[test]
+fn the_tuner_times_once_per_key_and_keeps_the_fastest() {
+    let gpu = gpu();
+    let mut calls = Vec::new();
+    let key = TuneKey::new("test kernel", 100, 300);
+    let chosen = gpu
+        .tuned(key.clone(), &["slow", "fast"], |v| {
+            calls.push(v);
+            Ok(if v == "fast" { 1.0 } else { 2.0 })
+        })
+        .unwrap();
+    assert_eq!(chosen, "fast");
+    // A warm-up and two timed runs each.
+    assert_eq!(calls, ["slow", "slow", "slow", "fast", "fast", "fast"]);
+    // The same class (sizes rounded up to powers of two) is not timed again.
+    let again = gpu
+        .tuned(
+            TuneKey::new("test kernel", 128, 257),
+            &["slow", "fast"],
+            |_| panic!("timed twice"),
+        )
+        .unwrap();
+    assert_eq!(again, "fast");
+    assert!(gpu.tuning_choices().contains(&(
+        "test kernel".into(),
+        "128x512".into(),
+        "fast".into()
+    )));
+    // A failing trial is an error, and nothing is cached.
+    let failed = gpu.tuned(TuneKey::new("failing", 1, 1), &["a"], |_| {
+        Err(crate::Error::Gpu("trial failed".into()))
+    });
+    assert!(failed.is_err());
+    assert!(!gpu.tuning_choices().iter().any(|c| c.0 == "failing"));
+}
