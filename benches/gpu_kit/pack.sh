@@ -46,7 +46,8 @@ chmod +x "$DEST/run.sh" "$DEST/wgpu-unsupervised" "$DEST/summarize.py" "$DEST/pe
 if [[ $LOADER == 1 ]]; then
     # Debian's packages for amd64 whatever this machine's architecture; unpacked, not installed.
     tmp=$(mktemp -d)
-    o=(-oAPT::Architecture=amd64 -oAPT::Architectures=amd64 -oDir::State::Lists="$tmp/lists")
+    o=(-oAPT::Architecture=amd64 -oAPT::Architectures=amd64 -oDir::State::Lists="$tmp/lists"
+        -oAPT::Sandbox::User=root)
     mkdir -p "$tmp/lists/partial" "$tmp/debs" "$tmp/root"
     chmod 755 "$tmp" "$tmp/debs" # apt downloads as _apt where it can
     apt-get "${o[@]}" update -qq

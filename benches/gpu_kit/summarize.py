@@ -74,7 +74,10 @@ def table(rows):
     out = []
     for r in rows:
         rel, per_it = (None, False) if r["impl"] == OURS else ratio(best_ours.get(key(r)), r)
-        kernel = r["kernel"] + (f" ({r['detail']})" if r["kind"] == "kernel" and r.get("detail") else "")
+        detail = str(r.get("detail") or "") if r["kind"] == "kernel" else ""
+        if len(detail) > 32:
+            detail = detail[:31] + "…"
+        kernel = r["kernel"] + (f" ({detail})" if detail else "")
         out.append([
             r["impl"], str(r.get("device") or ""), r["kind"],
             kernel, f"{r.get('n')} x {r.get('d')}", str(r.get("k", "")),
