@@ -87,12 +87,15 @@ ours() {
     return $rc
 }
 
-# A peers.py run; its JSON lines go to the results.
+# A peers.py run; its JSON lines go to the results. It starts no new fit after two thirds
+# of its time limit, so that the fit under way can end before the limit.
 peers() {
-    local name=$1 cap=$2
+    local name=$1 cap=$2 left
     shift 2
+    left=$(($(remaining) - 10))
+    ((left < cap)) && cap=$left
     step "$name" "$cap" "$PY" "$KIT_DIR/peers/peers.py" --out "$RESULTS" --append \
-        --max-seconds $(($(remaining) - 40)) "$@"
+        --max-seconds $((cap * 2 / 3)) "$@"
 }
 
 echo "wgpu-unsupervised GPU run kit: $(date -u +%FT%TZ) on $(hostname), budget ${BUDGET}s, out $OUT"
@@ -120,6 +123,10 @@ if step "info" 60 "$BIN" info --json >"$OUT/info.json"; then
     OURS_RAN=1
     sed 's/^{/{"kind":"info","impl":"wgpu-unsupervised",/' "$OUT/info.json" >>"$RESULTS"
     cat "$OUT/info.json"
+    if ! grep -q '"backend":"Vulkan"' "$OUT/info.json"; then
+        echo "  WARNING  our binary is not on Vulkan (the Vulkan ICD failed; see above): figures" \
+            "are of that backend"
+    fi
     if grep -q '"device_type":"Cpu"' "$OUT/info.json"; then
         echo "  WARNING  our binary picked a software adapter (CPU); figures are not the GPU's." \
             "Check the ICD lines above, or set WGPU_ADAPTER_NAME."
@@ -209,7 +216,7 @@ if command -v "$PY" >/dev/null 2>&1; then
 else
     cat "$RESULTS"
 fi
-[[ -e $OUT/selfcheck.txt ]] &&
+[[ -s $OUT/selfcheck.txt ]] &&
     echo "peers' loops against scikit-learn: $(grep -h '^self-check:' "$OUT/selfcheck.txt" || echo 'no verdict (see the log)')"
 echo "results: $RESULTS ($(wc -l <"$RESULTS") lines); log: $LOG"
 rm -f "$OUT"/data/*.npy
