@@ -226,6 +226,9 @@ fn module(m: &Module, variant: Option<&str>) -> Result<String, String> {
                 Kind::Uniform { struct_name, size } => {
                     format!("BindingKind::Uniform {{ struct_name: {struct_name:?}, size: {size} }}")
                 }
+                Kind::UniformData { size } => {
+                    format!("BindingKind::UniformData {{ size: {size} }}")
+                }
                 Kind::Storage { read_only } => {
                     format!("BindingKind::Storage {{ read_only: {read_only} }}")
                 }

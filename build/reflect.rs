@@ -24,6 +24,12 @@ pub enum Kind {
         /// Its size in bytes, as naga lays it out.
         size: u32,
     },
+    /// `var<uniform>` of an array: data bound by name like a storage buffer (a slice of
+    /// centroids, say), for adapters where uniform loads are cheaper.
+    UniformData {
+        /// Its size in bytes: the bound range must be exactly this large.
+        size: u32,
+    },
     /// `var<storage, read>` (`read_only`) or `var<storage, read_write>`.
     Storage {
         /// Declared without write access.
@@ -134,6 +140,13 @@ pub fn reflect(module: &Module, info: &ModuleInfo) -> Result<Reflection, String>
                 ));
             }
             let kind = match var.space {
+                AddressSpace::Uniform
+                    if !matches!(module.types[var.ty].inner, naga::TypeInner::Struct { .. }) =>
+                {
+                    Kind::UniformData {
+                        size: module.types[var.ty].inner.size(module.to_ctx()),
+                    }
+                }
                 AddressSpace::Uniform => Kind::Uniform {
                     struct_name: module.types[var.ty].name.clone().unwrap_or_default(),
                     size: module.types[var.ty].inner.size(module.to_ctx()),

@@ -32,9 +32,15 @@ struct AssignParams {
     k: u32,
     grid_x: u32,    // workgroups along x (2-D grids when one dimension is not enough)
     sqrt_output: u32, // pairwise_distances: 1 = Euclidean, 0 = squared
-    _pad0: u32,
-    _pad1: u32,
+    k_first: u32,     // assign_nearest_centroid_uniform: global index of the slice's first centroid
+    slice_flags: u32, // assign_nearest_centroid_uniform: FIRST_SLICE | LAST_SLICE
 }
+
+const FIRST_SLICE: u32 = 1u;
+const LAST_SLICE: u32 = 2u;
+// vec4s of one centroid slice: 64 KiB, the smallest max_uniform_buffer_binding_size WebGPU
+// allows, so the slice binds on every adapter.
+const SLICE_VEC4S: u32 = 4096u;
 
 @group(0) @binding(0) var<uniform> params: AssignParams;
 @group(0) @binding(1) var<storage, read> x: array<f32>;
@@ -43,6 +49,10 @@ struct AssignParams {
 @group(0) @binding(4) var<storage, read_write> min_sq_dist: array<f32>;
 @group(0) @binding(5) var<storage, read_write> changed: atomic<u32>;
 @group(0) @binding(6) var<storage, read_write> distances: array<f32>;
+// Centroids k_first .. k_first + k, each padded to ceil(D / 4) vec4s (zeros past D).
+@group(0) @binding(7) var<uniform> centroid_slice: array<vec4<f32>, SLICE_VEC4S>;
+// Best centroid so far, between the slices of one assignment.
+@group(0) @binding(8) var<storage, read_write> running_labels: array<u32>;
 
 // Squared distances from the invocation's 4 rows (first + lane_row(i)) to its 4 centroids
 // (k0 + lane_col(m)) as acc[i * 4 + m]. Zero padding past N, D and K adds nothing. Uniform
@@ -179,6 +189,78 @@ fn assign_nearest_centroid_registers(
                 best_k = k0 + c;
             }
         }
+    }
+    if labels[row] != best_k {
+        atomicAdd(&changed, 1u);
+    }
+    labels[row] = best_k;
+    min_sq_dist[row] = best;
+}
+
+// assign_nearest_centroid with the centroids in a uniform buffer, one slice of at most
+// SLICE_VEC4S vec4s per dispatch: one invocation per row, SMALL_K centroids at a time into
+// register accumulators, as assign_nearest_centroid_registers. Some adapters load a uniform
+// address from a uniform buffer once for all lanes but gather it lane by lane from a storage
+// buffer (lavapipe: measured 14x apart), so this variant trades the host's copy of the
+// centroids into slices for much cheaper loads. Features are still summed one at a time, in
+// order, so the distances and the result are those of the other variants, bit for bit; the
+// running best carries across slices in increasing centroid order (`<` keeps the lowest
+// index on ties).
+@compute @workgroup_size(ROW_WG_SIZE)
+fn assign_nearest_centroid_uniform(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+) {
+    let row = invocation_index(wid, params.grid_x, ROW_WG_SIZE, lid);
+    if row >= params.n_rows {
+        return;
+    }
+    let d4 = (params.d + 3u) / 4u;
+    let full = params.d / 4u;
+    let base = params.x_offset + row * params.d;
+    var best = F32_MAX;
+    var best_k = 0u;
+    if (params.slice_flags & FIRST_SLICE) == 0u {
+        best = min_sq_dist[row];
+        best_k = running_labels[row];
+    }
+    for (var k0 = 0u; k0 < params.k; k0 += SMALL_K) {
+        var acc: array<f32, SMALL_K>;
+        var cbase: array<u32, SMALL_K>;
+        for (var c = 0u; c < SMALL_K; c++) {
+            cbase[c] = min(k0 + c, params.k - 1u) * d4;
+        }
+        for (var j = 0u; j < full; j++) {
+            let b = base + 4u * j;
+            let xv = vec4<f32>(x[b], x[b + 1u], x[b + 2u], x[b + 3u]);
+            for (var c = 0u; c < SMALL_K; c++) {
+                let diff = xv - centroid_slice[cbase[c] + j];
+                var a = acc[c];
+                a = fma(diff.x, diff.x, a);
+                a = fma(diff.y, diff.y, a);
+                a = fma(diff.z, diff.z, a);
+                a = fma(diff.w, diff.w, a);
+                acc[c] = a;
+            }
+        }
+        for (var t = 4u * full; t < params.d; t++) {
+            let xv = x[base + t];
+            for (var c = 0u; c < SMALL_K; c++) {
+                let diff = xv - centroid_slice[cbase[c] + full][t - 4u * full];
+                acc[c] = fma(diff, diff, acc[c]);
+            }
+        }
+        for (var c = 0u; c < min(SMALL_K, params.k - k0); c++) {
+            if acc[c] < best {
+                best = acc[c];
+                best_k = params.k_first + k0 + c;
+            }
+        }
+    }
+    if (params.slice_flags & LAST_SLICE) == 0u {
+        min_sq_dist[row] = best;
+        running_labels[row] = best_k;
+        return;
     }
     if labels[row] != best_k {
         atomicAdd(&changed, 1u);

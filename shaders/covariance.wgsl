@@ -13,6 +13,7 @@
 // Blocks bound every f32 sum; the host folds the blocks together (sum_partial_columns_f32,
 // Kahan) and finishes in f64.
 
+#import constants
 #import grid
 #import tile
 
@@ -111,5 +112,95 @@ fn gram_partials(
                 }
             }
         }
+    }
+}
+
+// gram_partials_uniform: the same partials, a slice of A's rows at a time from a uniform
+// buffer. The host copies up to SLICE_VALUES consecutive values of A (whole rows) into the
+// slice and dispatches once per slice, never across a block boundary. An invocation owns
+// one output column jb and GRAM_IB consecutive A columns i0 .. i0 + GRAM_IB: per row, one
+// value of B (a gather) meets GRAM_IB values of A at the same address in every lane (a
+// broadcast, cheap from a uniform buffer on adapters such as lavapipe, which gather storage
+// loads lane by lane). Each output is still Σ_r fma(a − a_shift, b − b_shift, acc) over the
+// block's rows in order from zero, so the partials are those of gram_partials, bit for bit;
+// the running sums pass from slice to slice through `partials`. Only the entries
+// gram_partials writes are written (with `upper_only`, 64-tiles on or above the diagonal).
+
+const SLICE_VALUES: u32 = 16384u; // 64 KiB: the smallest max_uniform_buffer_binding_size
+const GRAM_IB: u32 = 16u;         // A columns per invocation (a multiple of 4 dividing TILE)
+const GRAM_IB4: u32 = GRAM_IB / 4u;
+
+// Twin: GramSliceParams in src/kernels/covariance.rs.
+struct GramSliceParams {
+    slice_rows: u32,  // rows in this slice
+    b_offset: u32,    // index of the slice's first B value inside the bound range of b
+    a_cols: u32,
+    b_cols: u32,
+    block: u32,       // global index of the block the slice belongs to
+    first_slice: u32, // 1: the block's first slice (sums start from zero)
+    upper_only: u32,
+    n_iblocks: u32,   // ceil(a_cols / GRAM_IB)
+    n_jgroups: u32,   // ceil(b_cols / ROW_WG_SIZE)
+    grid_x: u32,
+    _pad0: u32,
+    _pad1: u32,
+}
+
+@group(0) @binding(6) var<uniform> slice_params: GramSliceParams;
+@group(0) @binding(7) var<uniform> a_slice: array<vec4<f32>, SLICE_VALUES / 4u>;
+
+@compute @workgroup_size(ROW_WG_SIZE)
+fn gram_partials_uniform(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+) {
+    let sp = slice_params;
+    let g = workgroup_index(wid, sp.grid_x);
+    let iblock = g / sp.n_jgroups;
+    let jb = (g % sp.n_jgroups) * ROW_WG_SIZE + lid;
+    if iblock >= sp.n_iblocks || jb >= sp.b_cols {
+        return;
+    }
+    let i0 = iblock * GRAM_IB;
+    if sp.upper_only != 0u && jb / TILE < i0 / TILE {
+        return;
+    }
+    let n_i = min(GRAM_IB, sp.a_cols - i0);
+    let out = (sp.block * sp.a_cols + i0) * sp.b_cols + jb;
+    // Four vec4 accumulators: lane q·4 + c of them is column i0 + 4q + c. A vec4 fma is four
+    // scalar fmas, so the sums are the same.
+    var acc: array<vec4<f32>, GRAM_IB4>;
+    var ash: array<vec4<f32>, GRAM_IB4>;
+    for (var m = 0u; m < GRAM_IB; m++) {
+        let i = min(i0 + m, sp.a_cols - 1u);
+        ash[m / 4u][m % 4u] = a_shift[i];
+        if sp.first_slice == 0u && m < n_i {
+            acc[m / 4u][m % 4u] = partials[out + m * sp.b_cols];
+        }
+    }
+    let bsh = b_shift[jb];
+    if sp.a_cols % 4u == 0u {
+        // Rows start on a vec4 boundary: whole vec4s of A, one load for four columns.
+        for (var r = 0u; r < sp.slice_rows; r++) {
+            let vb = vec4<f32>(b[sp.b_offset + r * sp.b_cols + jb] - bsh);
+            let q0 = (r * sp.a_cols + i0) / 4u;
+            for (var q = 0u; q < GRAM_IB4; q++) {
+                let va = a_slice[min(q0 + q, SLICE_VALUES / 4u - 1u)] - ash[q];
+                acc[q] = fma(va, vb, acc[q]);
+            }
+        }
+    } else {
+        for (var r = 0u; r < sp.slice_rows; r++) {
+            let vb = b[sp.b_offset + r * sp.b_cols + jb] - bsh;
+            let arow = r * sp.a_cols + i0;
+            for (var m = 0u; m < GRAM_IB; m++) {
+                let e = min(arow + m, SLICE_VALUES - 1u);
+                let va = a_slice[e / 4u][e % 4u] - ash[m / 4u][m % 4u];
+                acc[m / 4u][m % 4u] = fma(va, vb, acc[m / 4u][m % 4u]);
+            }
+        }
+    }
+    for (var m = 0u; m < n_i; m++) {
+        partials[out + m * sp.b_cols] = acc[m / 4u][m % 4u];
     }
 }

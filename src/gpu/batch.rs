@@ -380,10 +380,12 @@ impl<'g> Batch<'g> {
 /// The binding number of each buffer in `binds`, checked against the buffers `entry` uses.
 fn resolve<'a>(entry: &EntryPoint, binds: &[(&str, Bind<'a>)]) -> Result<Vec<(u32, Bind<'a>)>> {
     let buffers = || {
-        entry
-            .bindings
-            .iter()
-            .filter(|b| matches!(b.kind, BindingKind::Storage { .. }))
+        entry.bindings.iter().filter(|b| {
+            matches!(
+                b.kind,
+                BindingKind::Storage { .. } | BindingKind::UniformData { .. }
+            )
+        })
     };
     let mut resolved = Vec::with_capacity(binds.len());
     for (i, &(name, bind)) in binds.iter().enumerate() {

@@ -171,6 +171,11 @@ impl Gpu {
                                 has_dynamic_offset: false,
                                 min_binding_size: wgpu::BufferSize::new(size),
                             },
+                            BindingKind::UniformData { size } => wgpu::BindingType::Buffer {
+                                ty: wgpu::BufferBindingType::Uniform,
+                                has_dynamic_offset: false,
+                                min_binding_size: wgpu::BufferSize::new(size),
+                            },
                             BindingKind::Storage { read_only } => wgpu::BindingType::Buffer {
                                 ty: wgpu::BufferBindingType::Storage { read_only },
                                 has_dynamic_offset: false,

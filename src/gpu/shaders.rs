@@ -14,11 +14,16 @@ include!(concat!(env!("OUT_DIR"), "/shaders.rs"));
 /// How an entry point declares one of its bindings.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum BindingKind {
-    /// `var<uniform>`: the dispatch's parameter struct.
+    /// `var<uniform>` of a struct: the dispatch's parameter struct.
     Uniform {
         /// The WGSL struct's name (its `#[repr(C)]` twin names it in its doc comment).
         struct_name: &'static str,
         /// Its size in bytes as naga lays it out: the twin's `size_of` must match.
+        size: u64,
+    },
+    /// `var<uniform>` of an array: data bound by name, exactly `size` bytes.
+    UniformData {
+        /// Its size in bytes.
         size: u64,
     },
     /// `var<storage, read>` (`read_only`) or `var<storage, read_write>`.

@@ -1,11 +1,16 @@
 //! Per-block cross products of centred data over rows (`shaders/covariance.wgsl`).
 
+use std::time::Instant;
+
 use bytemuck::{Pod, Zeroable};
+
+use super::ROW_WG_SIZE;
 
 use crate::error::Result;
 use crate::gpu::batch::{Batch, Bind};
 use crate::gpu::profile::Work;
 use crate::gpu::shaders::{check_params, covariance as wgsl};
+use crate::gpu::tuning::TuneKey;
 use crate::gpu::Gpu;
 
 /// Output tile edge (`TILE` in the shader).
@@ -29,7 +34,40 @@ pub(crate) struct GramParams {
     grid_x: u32,
 }
 
-const _: () = check_params::<GramParams>(wgsl::ENTRY_POINTS);
+const _: () = check_params::<GramParams>(&[wgsl::GRAM_PARTIALS]);
+
+/// Twin of `GramSliceParams` in shaders/covariance.wgsl.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Pod, Zeroable)]
+pub(crate) struct GramSliceParams {
+    slice_rows: u32,
+    b_offset: u32,
+    a_cols: u32,
+    b_cols: u32,
+    block: u32,
+    first_slice: u32,
+    upper_only: u32,
+    n_iblocks: u32,
+    n_jgroups: u32,
+    grid_x: u32,
+    _pad0: u32,
+    _pad1: u32,
+}
+
+const _: () = check_params::<GramSliceParams>(&[wgsl::GRAM_PARTIALS_UNIFORM]);
+
+/// Values of A in one uniform slice (`SLICE_VALUES` in the shader).
+const SLICE_VALUES: usize = wgsl::SLICE_VALUES as usize;
+
+/// A columns per invocation of the sliced kernel (`GRAM_IB` in the shader).
+const GRAM_IB: usize = wgsl::GRAM_IB as usize;
+
+/// The Gram kernels, which give the same bits (see the shader).
+pub(super) const GRAM_VARIANTS: [&str; 2] =
+    [wgsl::GRAM_PARTIALS.name, wgsl::GRAM_PARTIALS_UNIFORM.name];
+
+/// Rows the autotuner times each variant on.
+const TRIAL_ROWS: usize = 2048;
 
 /// One operand of [`gram_partials`]: rows bound from a buffer range, and a per-column shift.
 pub(crate) struct Operand<'a> {
@@ -59,6 +97,96 @@ pub(crate) fn gram_partials(
     upper_only: bool,
     partials: &wgpu::Buffer,
 ) -> Result<()> {
+    let variant = gram_variant(gpu, n_rows, a, b, block_rows, upper_only)?;
+    record_gram(
+        gpu,
+        batch,
+        variant,
+        n_rows,
+        a,
+        b,
+        block_rows,
+        block_offset,
+        upper_only,
+        partials,
+    )
+}
+
+/// The buffer behind a binding and the byte offset the binding starts at.
+fn buffer_of<'a>(bind: Bind<'a>) -> (&'a wgpu::Buffer, u64) {
+    match bind {
+        Bind::Whole(buffer) => (buffer, 0),
+        Bind::Range(buffer, offset, _) => (buffer, offset),
+    }
+}
+
+/// The variant for this shape: the tiled kernel alone when the sliced one cannot run (rows
+/// wider than a slice, or an A the host may not copy from), else the autotuner's choice,
+/// timed on the first rows with scratch partials.
+fn gram_variant(
+    gpu: &Gpu,
+    n_rows: usize,
+    a: &Operand<'_>,
+    b: &Operand<'_>,
+    block_rows: usize,
+    upper_only: bool,
+) -> Result<&'static str> {
+    let copyable = buffer_of(a.bind)
+        .0
+        .usage()
+        .contains(wgpu::BufferUsages::COPY_SRC);
+    if a.cols > SLICE_VALUES || !copyable {
+        return Ok(wgsl::GRAM_PARTIALS.name);
+    }
+    let rows = n_rows.min(TRIAL_ROWS);
+    let scratch = gpu.buffer_zeroed(
+        "gram trial partials",
+        (rows.div_ceil(block_rows) * a.cols * b.cols * 4) as u64,
+    );
+    let key = TuneKey::new(
+        if upper_only { "gram-symmetric" } else { "gram" },
+        a.cols,
+        b.cols,
+    );
+    gpu.tuned(key, &GRAM_VARIANTS, |variant| {
+        let mut batch = Batch::untimed(gpu, "gram trial");
+        record_gram(
+            gpu, &mut batch, variant, rows, a, b, block_rows, 0, upper_only, &scratch,
+        )?;
+        batch.read(&scratch, 0, 4);
+        let start = Instant::now();
+        batch.finish()?;
+        Ok(start.elapsed().as_secs_f64())
+    })
+}
+
+/// Records `variant` (one of [`GRAM_VARIANTS`]).
+#[allow(clippy::too_many_arguments)]
+pub(super) fn record_gram(
+    gpu: &Gpu,
+    batch: &mut Batch<'_>,
+    variant: &str,
+    n_rows: usize,
+    a: &Operand<'_>,
+    b: &Operand<'_>,
+    block_rows: usize,
+    block_offset: usize,
+    upper_only: bool,
+    partials: &wgpu::Buffer,
+) -> Result<()> {
+    if variant == wgsl::GRAM_PARTIALS_UNIFORM.name {
+        return record_gram_uniform(
+            gpu,
+            batch,
+            n_rows,
+            a,
+            b,
+            block_rows,
+            block_offset,
+            upper_only,
+            partials,
+        );
+    }
     let n_tiles_a = a.cols.div_ceil(TILE);
     let n_tiles_b = b.cols.div_ceil(TILE);
     let n_pairs = if upper_only {
@@ -94,17 +222,96 @@ pub(crate) fn gram_partials(
             ("partials", Bind::Whole(partials)),
         ],
         grid,
-        // The products actually needed (the upper triangle for a symmetric product), and the
-        // shifts' subtractions; operands read once, every block's partial written.
-        Work::f32s(
-            n_rows as f64
-                * if upper_only {
-                    (a.cols * (a.cols + 1) + 2 * a.cols) as f64
-                } else {
-                    (2 * a.cols * b.cols + a.cols + b.cols) as f64
-                },
-            (n_rows * (a.cols + if upper_only { 0 } else { b.cols }) + n_blocks * a.cols * b.cols)
-                as f64,
-        ),
+        gram_work(n_rows, a.cols, b.cols, upper_only, n_blocks),
+    )
+}
+
+/// Records `gram_partials_uniform`: per block, slices of whole rows of A copied into a
+/// uniform buffer, one dispatch per slice (the copies and dispatches alternate in order, so
+/// one slice buffer serves them all).
+#[allow(clippy::too_many_arguments)]
+fn record_gram_uniform(
+    gpu: &Gpu,
+    batch: &mut Batch<'_>,
+    n_rows: usize,
+    a: &Operand<'_>,
+    b: &Operand<'_>,
+    block_rows: usize,
+    block_offset: usize,
+    upper_only: bool,
+    partials: &wgpu::Buffer,
+) -> Result<()> {
+    let (a_buffer, a_base) = buffer_of(a.bind);
+    let slice_rows = (SLICE_VALUES / a.cols).min(block_rows).max(1);
+    let slice = gpu.device.create_buffer(&wgpu::BufferDescriptor {
+        label: Some("gram slice"),
+        size: 4 * SLICE_VALUES as u64,
+        usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
+        mapped_at_creation: false,
+    });
+    let n_iblocks = a.cols.div_ceil(GRAM_IB);
+    let n_jgroups = b.cols.div_ceil(ROW_WG_SIZE as usize);
+    let grid = gpu.grid((n_iblocks * n_jgroups) as u64)?;
+    for block in 0..n_rows.div_ceil(block_rows) {
+        let last = ((block + 1) * block_rows).min(n_rows);
+        let mut first = block * block_rows;
+        while first < last {
+            let rows = slice_rows.min(last - first);
+            let values = (rows * a.cols) as u64;
+            let src = a_base + 4 * (a.offset as u64 + (first * a.cols) as u64);
+            batch.copy(a_buffer, src, &slice, 0, 4 * values);
+            let params = GramSliceParams {
+                slice_rows: rows as u32,
+                b_offset: b.offset + (first * b.cols) as u32,
+                a_cols: a.cols as u32,
+                b_cols: b.cols as u32,
+                block: (block_offset + block) as u32,
+                first_slice: u32::from(first == block * block_rows),
+                upper_only: upper_only as u32,
+                n_iblocks: n_iblocks as u32,
+                n_jgroups: n_jgroups as u32,
+                grid_x: grid.x,
+                _pad0: 0,
+                _pad1: 0,
+            };
+            batch.dispatch(
+                wgsl::GRAM_PARTIALS_UNIFORM,
+                &[],
+                &params,
+                &[
+                    ("a_slice", Bind::Range(&slice, 0, 4 * SLICE_VALUES as u64)),
+                    ("b", b.bind),
+                    ("a_shift", Bind::Whole(a.shift)),
+                    ("b_shift", Bind::Whole(b.shift)),
+                    ("partials", Bind::Whole(partials)),
+                ],
+                grid,
+                gram_work(rows, a.cols, b.cols, upper_only, 0),
+            )?;
+            first += rows;
+        }
+    }
+    Ok(())
+}
+
+/// The least work of the products over `n_rows` rows (the upper triangle for a symmetric
+/// product) with the shifts' subtractions, the operands read once and `n_blocks` blocks of
+/// partials written.
+fn gram_work(
+    n_rows: usize,
+    a_cols: usize,
+    b_cols: usize,
+    upper_only: bool,
+    n_blocks: usize,
+) -> Work {
+    Work::f32s(
+        n_rows as f64
+            * if upper_only {
+                (a_cols * (a_cols + 1) + 2 * a_cols) as f64
+            } else {
+                (2 * a_cols * b_cols + a_cols + b_cols) as f64
+            },
+        (n_rows * (a_cols + if upper_only { 0 } else { b_cols }) + n_blocks * a_cols * b_cols)
+            as f64,
     )
 }

@@ -67,7 +67,9 @@ fn assignment_variants_give_identical_bits() {
                 .collect();
             results.push(got);
         }
-        assert_eq!(results[0], results[1], "n {n} d {d} k {k}");
+        for (variant, r) in ASSIGN_VARIANTS.iter().zip(&results).skip(1) {
+            assert_eq!(&results[0], r, "{variant}: n {n} d {d} k {k}");
+        }
         // Row 0 equals centroids 0 and k − 1: the lowest index, at distance 0.
         assert_eq!(results[0][0].0[0], 0);
         assert_eq!(results[0][0].1[0], 0);
@@ -109,4 +111,55 @@ fn the_tuner_times_once_per_key_and_keeps_the_fastest() {
     });
     assert!(failed.is_err());
     assert!(!gpu.tuning_choices().iter().any(|c| c.0 == "failing"));
+}
+
+#[test]
+fn gram_variants_give_identical_bits() {
+    use super::covariance::{record_gram, Operand, GRAM_VARIANTS};
+    use crate::gpu::batch::Bind;
+    let gpu = gpu();
+    let none = wgpu::BufferUsages::empty();
+    // (rows, A columns, B columns or None for the symmetric product, block rows): two
+    // 64-tiles, a rectangular product, and rows wide enough for three slices per block.
+    for (n, da, db, block_rows, seed) in [
+        (150, 70, None, 40, 11),
+        (97, 100, Some(7), 32, 12),
+        (90, 1000, None, 40, 13),
+    ] {
+        let cols_b = db.unwrap_or(da);
+        // A starts 5 rows into its buffer, as a chunk inside a caller's buffer may.
+        let a_vals = random((n + 5) * da, seed);
+        let b_vals = random(n * cols_b, seed + 1);
+        let a_buf = gpu.buffer_from("a", &a_vals, none);
+        let b_buf = gpu.buffer_from("b", &b_vals, none);
+        let a_shift = gpu.buffer_from("a shift", &random(da, seed + 2), none);
+        let b_shift = gpu.buffer_from("b shift", &random(cols_b, seed + 3), none);
+        let a = Operand {
+            bind: Bind::Whole(&a_buf),
+            offset: (5 * da) as u32,
+            cols: da,
+            shift: &a_shift,
+        };
+        let b = Operand {
+            bind: Bind::Whole(if db.is_some() { &b_buf } else { &a_buf }),
+            offset: if db.is_some() { 0 } else { (5 * da) as u32 },
+            cols: cols_b,
+            shift: if db.is_some() { &b_shift } else { &a_shift },
+        };
+        let bytes = (n.div_ceil(block_rows) * da * cols_b * 4) as u64;
+        let mut results = Vec::new();
+        for variant in GRAM_VARIANTS {
+            let partials = gpu.buffer_zeroed("partials", bytes);
+            let mut batch = Batch::new(&gpu, "gram variant");
+            let upper = db.is_none();
+            record_gram(
+                &gpu, &mut batch, variant, n, &a, &b, block_rows, 0, upper, &partials,
+            )
+            .unwrap();
+            let h = batch.read(&partials, 0, bytes);
+            results.push(batch.finish().unwrap().u32s(h));
+        }
+        assert!(results[0].iter().any(|&v| v != 0));
+        assert!(results[0] == results[1], "n {n} a {da} b {cols_b}");
+    }
 }
