@@ -215,7 +215,7 @@ fn record_assign_uniform(
         let first = s * per_slice;
         let count = per_slice.min(k - first);
         let at = SLICE_BYTES * s as u64;
-        if d % 4 == 0 {
+        if d.is_multiple_of(4) {
             // Padding is empty: the slice is one contiguous run of centroids.
             batch.copy(
                 centroids,
@@ -254,8 +254,8 @@ fn record_assign_uniform(
             grid_x: grid.x,
             sqrt_output: 0,
             k_first: first as u32,
-            slice_flags: u32::from(s == 0) * wgsl::FIRST_SLICE
-                | u32::from(s + 1 == n_slices) * wgsl::LAST_SLICE,
+            slice_flags: (u32::from(s == 0) * wgsl::FIRST_SLICE)
+                | (u32::from(s + 1 == n_slices) * wgsl::LAST_SLICE),
         };
         batch.dispatch(
             wgsl::ASSIGN_NEAREST_CENTROID_UNIFORM,
