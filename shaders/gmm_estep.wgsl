@@ -45,7 +45,16 @@ struct EstepParams {
     prec_stride: u32,  // values between two components' factors: D*D (Full), 0 (Tied), D (Diag)
     row_offset: u32,   // the segment's first row inside the per-chunk vectors (log p, labels)
     block_offset: u32, // global index of the segment's first block of log p sums
+    comp_first: u32,   // *_uniform: the slice's first component
+    slice_k: u32,      // *_uniform: components in the slice
+    _pad0: u32,
+    _pad1: u32,
 }
+
+// vec4s of one component slice: 64 KiB, the smallest max_uniform_buffer_binding_size.
+const SLICE_VEC4S: u32 = 4096u;
+// Largest D of mahalanobis_full_uniform (the row and its differences in registers).
+const UNIFORM_MAX_D: u32 = 64u;
 
 @group(0) @binding(0) var<uniform> params: EstepParams;
 @group(0) @binding(1) var<storage, read> x: array<f32>;
@@ -58,6 +67,13 @@ struct EstepParams {
 @group(0) @binding(7) var<storage, read_write> labels: array<u32>;
 @group(0) @binding(8) var<storage, read_write> block_log_density: array<f32>;
 @group(0) @binding(9) var<storage, read> given_labels: array<u32>; // n_rows values
+// *_uniform: components comp_first .. comp_first + slice_k, each its mean then its factor
+// (D x D for Full and Tied, D values for Diag and Spherical), packed without padding.
+@group(0) @binding(10) var<uniform> component_slice: array<vec4<f32>, SLICE_VEC4S>;
+
+fn slice_value(e: u32) -> f32 {
+    return component_slice[e / 4u][e % 4u];
+}
 
 var<workgroup> block_sum: array<f32, NORMALIZE_WG_SIZE>;
 
@@ -199,6 +215,100 @@ fn mahalanobis_diag(
         for (var c = 0u; c < COMPONENTS_PER_PASS; c++) {
             if k0 + c < p.k {
                 resp[row * p.k + k0 + c] = acc[c];
+            }
+        }
+    }
+}
+
+// The *_uniform variants read the component parameters from a uniform slice instead of
+// storage: the same address in every lane, which some adapters load once for all lanes from
+// a uniform buffer but gather lane by lane from storage (lavapipe). Every sum keeps the order
+// of the kernel the host would otherwise run for that D, so the results are the same bits.
+
+// mahalanobis_full and mahalanobis_full_small_d for D <= UNIFORM_MAX_D: one row per
+// invocation, y_j = Σ_{i<=j} fma(x_i − μ_i, U_ij, ·) in order of i; q sums y_j² as
+// mahalanobis_full_small_d does for D <= SMALL_D (in order of j), else as mahalanobis_full's
+// tile does (per lane column tx the fma chain over j = tx, tx + 16, ..., then the 16 lane
+// parts added in order).
+@compute @workgroup_size(ROW_WG_SIZE)
+fn mahalanobis_full_uniform(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+) {
+    let p = params;
+    let row = invocation_index(wid, p.grid_x, ROW_WG_SIZE, lid);
+    if row >= p.n_rows {
+        return;
+    }
+    var xr: array<f32, UNIFORM_MAX_D>;
+    for (var i = 0u; i < p.d; i++) {
+        xr[i] = x[p.x_offset + row * p.d + i];
+    }
+    let stride = p.d + p.d * p.d;
+    for (var c = 0u; c < p.slice_k; c++) {
+        let m_base = c * stride;
+        let u_base = m_base + p.d;
+        var diff: array<f32, UNIFORM_MAX_D>;
+        for (var i = 0u; i < p.d; i++) {
+            diff[i] = xr[i] - slice_value(m_base + i);
+        }
+        var q = 0.0;
+        if p.d <= SMALL_D {
+            for (var j = 0u; j < p.d; j++) {
+                var y = 0.0;
+                for (var i = 0u; i <= j; i++) {
+                    y = fma(diff[i], slice_value(u_base + i * p.d + j), y);
+                }
+                q = fma(y, y, q);
+            }
+        } else {
+            for (var tx = 0u; tx < TILE_LANES; tx++) {
+                var part = 0.0;
+                for (var m = 0u; m < TILE_BLOCK; m++) {
+                    let j = tx + m * TILE_LANES;
+                    if j < p.d {
+                        var y = 0.0;
+                        for (var i = 0u; i <= j; i++) {
+                            y = fma(diff[i], slice_value(u_base + i * p.d + j), y);
+                        }
+                        part = fma(y, y, part);
+                    }
+                }
+                q += part;
+            }
+        }
+        resp[row * p.k + p.comp_first + c] = q;
+    }
+}
+
+// mahalanobis_diag with the means and factors from a uniform slice.
+@compute @workgroup_size(ROW_WG_SIZE)
+fn mahalanobis_diag_uniform(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+) {
+    let p = params;
+    let row = invocation_index(wid, p.grid_x, ROW_WG_SIZE, lid);
+    if row >= p.n_rows {
+        return;
+    }
+    let base = p.x_offset + row * p.d;
+    for (var k0 = 0u; k0 < p.slice_k; k0 += COMPONENTS_PER_PASS) {
+        var acc: array<f32, COMPONENTS_PER_PASS>;
+        var cbase: array<u32, COMPONENTS_PER_PASS>;
+        for (var c = 0u; c < COMPONENTS_PER_PASS; c++) {
+            cbase[c] = min(k0 + c, p.slice_k - 1u) * 2u * p.d;
+        }
+        for (var j = 0u; j < p.d; j++) {
+            let xv = x[base + j];
+            for (var c = 0u; c < COMPONENTS_PER_PASS; c++) {
+                let t = (xv - slice_value(cbase[c] + j)) * slice_value(cbase[c] + p.d + j);
+                acc[c] = fma(t, t, acc[c]);
+            }
+        }
+        for (var c = 0u; c < COMPONENTS_PER_PASS; c++) {
+            if k0 + c < p.slice_k {
+                resp[row * p.k + p.comp_first + k0 + c] = acc[c];
             }
         }
     }

@@ -13,6 +13,9 @@
 use std::collections::HashMap;
 use std::sync::Mutex;
 
+use std::time::Instant;
+
+use super::batch::Batch;
 use super::Gpu;
 use crate::error::Result;
 
@@ -68,6 +71,21 @@ impl Gpu {
         }
         self.tuner.choices.lock().unwrap().insert(key, best.1);
         Ok(best.1)
+    }
+
+    /// Seconds of one trial: what `record` records, submitted alone (outside any profile) and
+    /// waited for by reading 4 bytes of `written` back.
+    pub(crate) fn time_trial(
+        &self,
+        record: impl FnOnce(&mut Batch<'_>) -> Result<()>,
+        written: &wgpu::Buffer,
+    ) -> Result<f64> {
+        let mut batch = Batch::untimed(self, "autotuner trial");
+        record(&mut batch)?;
+        batch.read(written, 0, 4);
+        let start = Instant::now();
+        batch.finish()?;
+        Ok(start.elapsed().as_secs_f64())
     }
 
     /// The autotuner's choices on this device so far: (kernel, shape class, variant), sorted.

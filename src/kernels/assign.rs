@@ -1,7 +1,5 @@
 //! Nearest-centroid assignment and point-to-centroid distances (`shaders/assign.wgsl`).
 
-use std::time::Instant;
-
 use bytemuck::{Pod, Zeroable};
 
 use super::ROW_WG_SIZE;
@@ -122,12 +120,10 @@ fn assign_variant(
         changed: &changed,
     };
     gpu.tuned(TuneKey::new("assign", d, k), &candidates, |variant| {
-        let mut batch = Batch::untimed(gpu, "assign trial");
-        record_assign(gpu, &mut batch, variant, chunk, rows, d, k, centroids, &out)?;
-        batch.read(&changed, 0, 4);
-        let start = Instant::now();
-        batch.finish()?;
-        Ok(start.elapsed().as_secs_f64())
+        gpu.time_trial(
+            |batch| record_assign(gpu, batch, variant, chunk, rows, d, k, centroids, &out),
+            &changed,
+        )
     })
 }
 

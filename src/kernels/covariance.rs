@@ -1,7 +1,5 @@
 //! Per-block cross products of centred data over rows (`shaders/covariance.wgsl`).
 
-use std::time::Instant;
-
 use bytemuck::{Pod, Zeroable};
 
 use super::ROW_WG_SIZE;
@@ -149,14 +147,14 @@ fn gram_variant(
         b.cols,
     );
     gpu.tuned(key, &GRAM_VARIANTS, |variant| {
-        let mut batch = Batch::untimed(gpu, "gram trial");
-        record_gram(
-            gpu, &mut batch, variant, rows, a, b, block_rows, 0, upper_only, &scratch,
-        )?;
-        batch.read(&scratch, 0, 4);
-        let start = Instant::now();
-        batch.finish()?;
-        Ok(start.elapsed().as_secs_f64())
+        gpu.time_trial(
+            |batch| {
+                record_gram(
+                    gpu, batch, variant, rows, a, b, block_rows, 0, upper_only, &scratch,
+                )
+            },
+            &scratch,
+        )
     })
 }
 

@@ -9,7 +9,8 @@ use crate::error::Result;
 use crate::gpu::batch::{Batch, Bind};
 use crate::gpu::buffer::Chunk;
 use crate::gpu::profile::Work;
-use crate::gpu::shaders::{check_params, gmm_estep as wgsl};
+use crate::gpu::shaders::{check_params, gmm_estep as wgsl, EntryPoint};
+use crate::gpu::tuning::TuneKey;
 use crate::gpu::Gpu;
 
 /// Rows per mahalanobis_full tile (`TILE` in the shader).
@@ -33,7 +34,16 @@ pub(crate) struct EstepParams {
     prec_stride: u32,
     row_offset: u32,
     block_offset: u32,
+    comp_first: u32,
+    slice_k: u32,
+    _pad0: u32,
+    _pad1: u32,
 }
+
+/// vec4s in one uniform slice of components (`SLICE_VEC4S` in the shader).
+const SLICE_VALUES: usize = 4 * wgsl::SLICE_VEC4S as usize;
+/// Largest D of the uniform Full/Tied variant (`UNIFORM_MAX_D` in the shader).
+const UNIFORM_MAX_D: usize = wgsl::UNIFORM_MAX_D as usize;
 
 const _: () = check_params::<EstepParams>(wgsl::ENTRY_POINTS);
 
@@ -80,7 +90,9 @@ pub(crate) struct RowOutputs<'a> {
     pub block_offset: usize,
 }
 
-/// Records qᵢₖ = ‖(xᵢ − μₖ)ᵀ Uₖ‖² for the rows of `seg` into `seg.resp`.
+/// Records qᵢₖ = ‖(xᵢ − μₖ)ᵀ Uₖ‖² for the rows of `seg` into `seg.resp`, with the kernel
+/// for this shape or its uniform-slice twin (the same bits), whichever the autotuner timed
+/// faster on this device.
 pub(crate) fn squared_mahalanobis(
     gpu: &Gpu,
     batch: &mut Batch<'_>,
@@ -89,12 +101,73 @@ pub(crate) fn squared_mahalanobis(
     k: usize,
     comps: &Components<'_>,
 ) -> Result<()> {
+    let native = native_entry(comps.full, d).name;
+    let uniform = if comps.full {
+        wgsl::MAHALANOBIS_FULL_UNIFORM.name
+    } else {
+        wgsl::MAHALANOBIS_DIAG_UNIFORM.name
+    };
+    let fits = if comps.full {
+        d <= UNIFORM_MAX_D
+    } else {
+        2 * d <= SLICE_VALUES
+    };
+    if !fits {
+        return record_mahalanobis(gpu, batch, native, seg, d, k, comps);
+    }
+    let rows = seg.n_rows.min(TRIAL_ROWS);
+    let scratch = gpu.buffer_zeroed("mahalanobis trial", (rows * k * 4) as u64);
+    let trial = Segment {
+        chunk: seg.chunk,
+        first: seg.first,
+        n_rows: rows,
+        resp: &scratch,
+    };
+    let key = TuneKey::new(native, d, k);
+    let variant = gpu.tuned(key, &[native, uniform], |v| {
+        gpu.time_trial(
+            |b| record_mahalanobis(gpu, b, v, &trial, d, k, comps),
+            &scratch,
+        )
+    })?;
+    record_mahalanobis(gpu, batch, variant, seg, d, k, comps)
+}
+
+/// Rows the autotuner times each variant on.
+const TRIAL_ROWS: usize = 8192;
+
+/// The storage-buffer kernel for Full (`full`) or diagonal factors with D features.
+fn native_entry(full: bool, d: usize) -> &'static EntryPoint {
+    if full && d <= SMALL_D {
+        wgsl::MAHALANOBIS_FULL_SMALL_D
+    } else if full {
+        wgsl::MAHALANOBIS_FULL
+    } else {
+        wgsl::MAHALANOBIS_DIAG
+    }
+}
+
+/// Records `variant` of the squared norms.
+pub(super) fn record_mahalanobis(
+    gpu: &Gpu,
+    batch: &mut Batch<'_>,
+    variant: &str,
+    seg: &Segment<'_>,
+    d: usize,
+    k: usize,
+    comps: &Components<'_>,
+) -> Result<()> {
+    if variant == wgsl::MAHALANOBIS_FULL_UNIFORM.name
+        || variant == wgsl::MAHALANOBIS_DIAG_UNIFORM.name
+    {
+        return record_mahalanobis_uniform(gpu, batch, seg, d, k, comps);
+    }
     let row_groups = (seg.n_rows as u64).div_ceil(ROW_WG_SIZE as u64);
-    let (entry, groups) = if comps.full && d <= SMALL_D {
-        (wgsl::MAHALANOBIS_FULL_SMALL_D, row_groups)
-    } else if comps.full {
+    let (entry, groups) = if variant == wgsl::MAHALANOBIS_FULL.name {
         let tiles = (seg.n_rows as u64).div_ceil(FULL_TILE_ROWS);
         (wgsl::MAHALANOBIS_FULL, tiles * k as u64)
+    } else if variant == wgsl::MAHALANOBIS_FULL_SMALL_D.name {
+        (wgsl::MAHALANOBIS_FULL_SMALL_D, row_groups)
     } else {
         (wgsl::MAHALANOBIS_DIAG, row_groups)
     };
@@ -119,19 +192,93 @@ pub(crate) fn squared_mahalanobis(
             ("resp", Bind::Whole(seg.resp)),
         ],
         grid,
-        // Per row and component: d subtractions, then the triangular product (d(d+1)/2
-        // FMAs) and the squared norm, or d scaled squares for diagonal factors.
-        Work::f32s(
-            (seg.n_rows * k) as f64
-                * if comps.full {
-                    (d * d + 3 * d) as f64
-                } else {
-                    3.0 * d as f64
-                },
-            (seg.n_rows * (d + k)
-                + k * d
-                + k.max(1) * comps.prec_stride.max(d * d * comps.full as usize)) as f64,
-        ),
+        mahalanobis_work(seg.n_rows, d, k, comps.full, comps.prec_stride),
+    )
+}
+
+/// Records the uniform-slice twin: each component's mean and factor copied into 64 KiB
+/// uniform slices (whole components), one dispatch per slice.
+fn record_mahalanobis_uniform(
+    gpu: &Gpu,
+    batch: &mut Batch<'_>,
+    seg: &Segment<'_>,
+    d: usize,
+    k: usize,
+    comps: &Components<'_>,
+) -> Result<()> {
+    let (entry, factor) = if comps.full {
+        (wgsl::MAHALANOBIS_FULL_UNIFORM, d * d)
+    } else {
+        (wgsl::MAHALANOBIS_DIAG_UNIFORM, d)
+    };
+    let stride = d + factor;
+    let per_slice = SLICE_VALUES / stride;
+    let n_slices = k.div_ceil(per_slice);
+    let slice_bytes = 4 * SLICE_VALUES as u64;
+    let slices = gpu.device.create_buffer(&wgpu::BufferDescriptor {
+        label: Some("component slices"),
+        size: slice_bytes * n_slices as u64,
+        usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
+        mapped_at_creation: false,
+    });
+    for c in 0..k {
+        let at = slice_bytes * (c / per_slice) as u64 + 4 * ((c % per_slice) * stride) as u64;
+        batch.copy(comps.means, 4 * (c * d) as u64, &slices, at, 4 * d as u64);
+        let src = 4 * (c * comps.prec_stride) as u64;
+        batch.copy(
+            comps.precisions,
+            src,
+            &slices,
+            at + 4 * d as u64,
+            4 * factor as u64,
+        );
+    }
+    let grid = gpu.grid((seg.n_rows as u64).div_ceil(ROW_WG_SIZE as u64))?;
+    for s in 0..n_slices {
+        let first = s * per_slice;
+        let count = per_slice.min(k - first);
+        let params = EstepParams {
+            n_rows: seg.n_rows as u32,
+            x_offset: seg.x_offset(d),
+            d: d as u32,
+            k: k as u32,
+            grid_x: grid.x,
+            prec_stride: comps.prec_stride as u32,
+            comp_first: first as u32,
+            slice_k: count as u32,
+            ..Zeroable::zeroed()
+        };
+        batch.dispatch(
+            entry,
+            &[],
+            &params,
+            &[
+                ("x", seg.chunk.bind()),
+                (
+                    "component_slice",
+                    Bind::Range(&slices, slice_bytes * s as u64, slice_bytes),
+                ),
+                ("resp", Bind::Whole(seg.resp)),
+            ],
+            grid,
+            mahalanobis_work(seg.n_rows, d, count, comps.full, comps.prec_stride),
+        )?;
+    }
+    Ok(())
+}
+
+/// Per row and component: d subtractions, then the triangular product (d(d+1)/2 FMAs) and
+/// the squared norm, or d scaled squares for diagonal factors; rows read once, the
+/// parameters once, q written.
+fn mahalanobis_work(n_rows: usize, d: usize, k: usize, full: bool, prec_stride: usize) -> Work {
+    Work::f32s(
+        (n_rows * k) as f64
+            * if full {
+                (d * d + 3 * d) as f64
+            } else {
+                3.0 * d as f64
+            },
+        (n_rows * (d + k) + k * d + k.max(1) * prec_stride.max(d * d * full as usize)) as f64,
     )
 }
 

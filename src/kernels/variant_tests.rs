@@ -163,3 +163,75 @@ fn gram_variants_give_identical_bits() {
         assert!(results[0] == results[1], "n {n} a {da} b {cols_b}");
     }
 }
+
+#[test]
+fn mahalanobis_variants_give_identical_bits() {
+    use super::gmm_estep::{record_mahalanobis, Components, Segment};
+    let gpu = gpu();
+    let none = wgpu::BufferUsages::empty();
+    // (rows, D, K, factor): the one-row kernel (D <= 16) and the tiled one (D > 16) for Full,
+    // Tied (one shared factor), Diag; K past one slice for the diagonal twin at D = 3000.
+    for (n, d, k, kind, seed) in [
+        (300, 5, 3, "full", 21),
+        (260, 40, 13, "full", 22),
+        (200, 64, 4, "tied", 23),
+        (333, 30, 11, "diag", 24),
+        (70, 3000, 6, "diag", 25),
+    ] {
+        let x = random(n * d, seed);
+        let xg = GpuMatrix::upload(&gpu, &Matrix::new(&x, d).unwrap()).unwrap();
+        let means = gpu.buffer_from("means", &random(k * d, seed + 1), none);
+        let (full, stride) = match kind {
+            "full" => (true, d * d),
+            "tied" => (true, 0),
+            _ => (false, d),
+        };
+        // Upper-triangular factors with zeros below the diagonal, as the host sends them.
+        let mut prec = random(k.max(1) * d * d, seed + 2);
+        if full {
+            for (e, v) in prec.iter_mut().enumerate() {
+                let (i, j) = ((e % (d * d)) / d, e % d);
+                if i > j {
+                    *v = 0.0;
+                }
+            }
+        }
+        prec.truncate(match kind {
+            "full" => k * d * d,
+            "tied" => d * d,
+            _ => k * d,
+        });
+        let precisions = gpu.buffer_from("precisions", &prec, none);
+        let comps = Components {
+            means: &means,
+            precisions: &precisions,
+            prec_stride: stride,
+            full,
+        };
+        let (native, twin) = match (full, d <= 16) {
+            (true, true) => ("mahalanobis_full_small_d", "mahalanobis_full_uniform"),
+            (true, false) => ("mahalanobis_full", "mahalanobis_full_uniform"),
+            _ => ("mahalanobis_diag", "mahalanobis_diag_uniform"),
+        };
+        let mut results = Vec::new();
+        for variant in [native, twin] {
+            let resp = gpu.buffer_zeroed("resp", (n * k * 4) as u64);
+            let chunk = &xg.chunks()[0];
+            let seg = Segment {
+                chunk,
+                first: 0,
+                n_rows: n,
+                resp: &resp,
+            };
+            let mut batch = Batch::new(&gpu, "mahalanobis variant");
+            record_mahalanobis(&gpu, &mut batch, variant, &seg, d, k, &comps).unwrap();
+            let h = batch.read(&resp, 0, (n * k * 4) as u64);
+            results.push(batch.finish().unwrap().u32s(h));
+        }
+        assert!(results[0].iter().all(|&v| f32::from_bits(v) > 0.0));
+        assert!(
+            results[0] == results[1],
+            "{native}: n {n} d {d} k {k} {kind}"
+        );
+    }
+}
