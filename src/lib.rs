@@ -61,7 +61,7 @@
 //! - [`metrics`] (silhouette on the GPU, host criteria, agreement) and [`selection`]:
 //!   judging a clustering and choosing k, K or M;
 //! - [`linalg`]: small dense host algebra in f64 (eigen, QR, Cholesky);
-//! - [`bench`]: the kernel and fit benchmarks behind `wgpu-unsupervised bench`, on top of the
+//! - [`bench`](mod@bench): the kernel and fit benchmarks behind `wgpu-unsupervised bench`, on top of the
 //!   profiler ([`gpu::profile`]) and the ceilings ([`Gpu::measure_ceilings`]);
 //! - [`data`], [`error`], [`datasets`]: validated input views, the one [`Error`], data;
 //! - `io`, `model_file`, `plot`: files and pictures, behind features;
