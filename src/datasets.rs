@@ -132,7 +132,14 @@ pub fn make_blobs(
         .collect();
 
     let mut normal = StandardNormal::default();
-    let mut x = Vec::with_capacity(len);
+    // A size the host cannot hold is an error, not an abort.
+    let mut x = Vec::new();
+    x.try_reserve_exact(len).map_err(|_| {
+        Error::invalid(
+            "n",
+            format!("{n} x {n_features} values do not fit in host memory"),
+        )
+    })?;
     let mut labels = Vec::with_capacity(n);
     for i in 0..n {
         let k = i % centers;
@@ -159,6 +166,13 @@ pub fn uniform(n: usize, d: usize, seed: u64) -> Vec<f32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn make_blobs_too_large_for_the_host_is_an_error() {
+        // 2^60 x 4 f32 values (2^64 bytes): no overflow of the count, but no host can hold them.
+        let e = make_blobs(1 << 60, 4, 3, 1.0, (-1.0, 1.0), 0).unwrap_err();
+        assert!(e.to_string().contains("host memory"), "{e}");
+    }
 
     #[cfg(feature = "datasets")]
     #[test]

@@ -47,6 +47,12 @@ pub(crate) struct Tuner {
 }
 
 impl Gpu {
+    /// The choice already made for `key`, if any: wrappers look before they allocate the
+    /// trial's scratch buffers, so a cached choice costs nothing per dispatch.
+    pub(crate) fn tuned_choice(&self, key: &TuneKey) -> Option<&'static str> {
+        self.tuner.choices.lock().unwrap().get(key).copied()
+    }
+
     /// The variant of `candidates` to use for `key`: the cached choice, or the fastest by
     /// `time` (seconds of one run of a candidate), measured now and cached.
     pub(crate) fn tuned(
@@ -55,7 +61,7 @@ impl Gpu {
         candidates: &[&'static str],
         mut time: impl FnMut(&'static str) -> Result<f64>,
     ) -> Result<&'static str> {
-        if let Some(&c) = self.tuner.choices.lock().unwrap().get(&key) {
+        if let Some(c) = self.tuned_choice(&key) {
             return Ok(c);
         }
         let mut best = (f64::INFINITY, candidates[0]);

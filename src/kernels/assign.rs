@@ -14,8 +14,8 @@ use crate::gpu::Gpu;
 /// Rows per workgroup of the tiled entry points (`TILE` in the shader).
 const ROWS_PER_WORKGROUP: u64 = wgsl::TILE as u64;
 
-/// Register accumulators of the untiled kernel (`SMALL_K` in the shader): up to this K it
-/// is always the faster.
+/// Register accumulators of the untiled kernels (`SMALL_K` in the shader). Up to this K the
+/// tiled kernel would leave most of its 64-centroid tile empty, so it is not a candidate.
 pub(crate) const SMALL_K: usize = wgsl::SMALL_K as usize;
 
 /// Twin of `AssignParams` in shaders/assign.wgsl.
@@ -110,6 +110,10 @@ fn assign_variant(
     if candidates.len() == 1 {
         return Ok(candidates[0]);
     }
+    let key = TuneKey::new("assign", d, k);
+    if let Some(c) = gpu.tuned_choice(&key) {
+        return Ok(c);
+    }
     let rows = chunk.n_rows.min(TRIAL_ROWS);
     let labels = gpu.buffer_zeroed("assign trial labels", 4 * rows as u64);
     let min_sq_dist = gpu.buffer_zeroed("assign trial distances", 4 * rows as u64);
@@ -119,7 +123,7 @@ fn assign_variant(
         min_sq_dist: &min_sq_dist,
         changed: &changed,
     };
-    gpu.tuned(TuneKey::new("assign", d, k), &candidates, |variant| {
+    gpu.tuned(key, &candidates, |variant| {
         gpu.time_trial(
             |batch| record_assign(gpu, batch, variant, chunk, rows, d, k, centroids, &out),
             &changed,

@@ -136,15 +136,18 @@ fn gram_variant(
     if a.cols > SLICE_VALUES || !copyable {
         return Ok(wgsl::GRAM_PARTIALS.name);
     }
-    let rows = n_rows.min(TRIAL_ROWS);
-    let scratch = gpu.buffer_zeroed(
-        "gram trial partials",
-        (rows.div_ceil(block_rows) * a.cols * b.cols * 4) as u64,
-    );
     let key = TuneKey::new(
         if upper_only { "gram-symmetric" } else { "gram" },
         a.cols,
         b.cols,
+    );
+    if let Some(c) = gpu.tuned_choice(&key) {
+        return Ok(c);
+    }
+    let rows = n_rows.min(TRIAL_ROWS);
+    let scratch = gpu.buffer_zeroed(
+        "gram trial partials",
+        (rows.div_ceil(block_rows) * a.cols * b.cols * 4) as u64,
     );
     gpu.tuned(key, &GRAM_VARIANTS, |variant| {
         gpu.time_trial(

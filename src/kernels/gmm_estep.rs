@@ -115,6 +115,10 @@ pub(crate) fn squared_mahalanobis(
     if !fits {
         return record_mahalanobis(gpu, batch, native, seg, d, k, comps);
     }
+    let key = TuneKey::new(native, d, k);
+    if let Some(variant) = gpu.tuned_choice(&key) {
+        return record_mahalanobis(gpu, batch, variant, seg, d, k, comps);
+    }
     let rows = seg.n_rows.min(TRIAL_ROWS);
     let scratch = gpu.buffer_zeroed("mahalanobis trial", (rows * k * 4) as u64);
     let trial = Segment {
@@ -123,7 +127,6 @@ pub(crate) fn squared_mahalanobis(
         n_rows: rows,
         resp: &scratch,
     };
-    let key = TuneKey::new(native, d, k);
     let variant = gpu.tuned(key, &[native, uniform], |v| {
         gpu.time_trial(
             |b| record_mahalanobis(gpu, b, v, &trial, d, k, comps),

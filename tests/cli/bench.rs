@@ -146,6 +146,13 @@ fn bench_refuses_bad_arguments() {
         usage("bench --shape 10,2", &["N,D,K"]),
         usage("bench --shape 0,2,3", &["N,D,K"]),
         usage("bench --shape 10,2,3 --input {iris}", &["--input"]),
+        usage("bench --kernel assign --repeats 0", &["0"]),
+        usage("bench --fit kmeans --iterations 0", &["0"]),
+        case(
+            "bench --kernel assign --shape 1152921504606846976,4,3",
+            2,
+            &["host memory"],
+        ),
         case("bench --input {dir}/missing.npy", 2, &["missing.npy"]),
         case(
             "bench --kernel assign --input {iris} --k 151 --repeats 1",

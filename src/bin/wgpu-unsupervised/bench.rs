@@ -53,10 +53,10 @@ pub struct BenchArgs {
     #[arg(long, value_name = "M")]
     pca: Option<usize>,
     /// Iterations of the K-Means and EM fits [default: 30 for kmeans, 20 for EM].
-    #[arg(long, value_name = "I")]
+    #[arg(long, value_name = "I", value_parser = at_least_one())]
     iterations: Option<usize>,
     /// Timed runs of each kernel (the median counts), after one warm-up run.
-    #[arg(long, value_name = "R", default_value_t = 3)]
+    #[arg(long, value_name = "R", default_value_t = 3, value_parser = at_least_one())]
     repeats: usize,
     /// Seed of the synthetic data.
     #[arg(long, value_name = "S", default_value_t = 0)]
@@ -67,6 +67,11 @@ pub struct BenchArgs {
     /// One JSON object per line instead of the table.
     #[arg(long)]
     json: bool,
+}
+
+/// A count of one or more (zero iterations or repeats would measure nothing).
+fn at_least_one() -> clap::builder::RangedU64ValueParser<usize> {
+    clap::builder::RangedU64ValueParser::<usize>::new().range(1..)
 }
 
 fn parse_shape(s: &str) -> Result<(usize, usize, usize), String> {
@@ -132,16 +137,22 @@ struct ProfileLine<'a> {
     timing: &'static str,
 }
 
-/// Where the measurements go: JSON lines or the table, as they come.
+/// Where the measurements go: JSON lines or the table, as they come. The table's preamble
+/// (adapter, ceilings) waits for the first measurement, so a run refused while making its
+/// data prints nothing but the error.
 struct Printer {
     json: bool,
     header: bool,
+    preamble: Option<String>,
 }
 
 impl Printer {
     fn measurement(&mut self, m: &Measurement) -> CliResult {
         if self.json {
             return emit(m);
+        }
+        if let Some(preamble) = self.preamble.take() {
+            println!("{preamble}");
         }
         if !self.header {
             self.header = true;
@@ -288,13 +299,11 @@ pub fn bench(args: BenchArgs) -> CliResult {
     let mut out = Printer {
         json: args.json,
         header: false,
-    };
-    if !args.json {
-        println!(
+        preamble: Some(format!(
             "adapter: {}\nceilings: {:.2} GFLOP/s (FMA), {:.2} GB/s (copy)",
             ceilings.adapter, ceilings.peak_gflops, ceilings.peak_gbps
-        );
-    }
+        )),
+    };
     let data_for = |shape: Option<(usize, usize)>, mixture: bool| -> CliResult<Data> {
         let base = match (shape, &input) {
             (Some((n, d)), _) => Data::blobs(n, d, args.seed)?,
