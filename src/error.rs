@@ -139,6 +139,13 @@ pub enum Error {
         /// What is wrong with the text.
         reason: String,
     },
+    /// A [`RowSource`](crate::source::RowSource) delivered something other than it
+    /// declared: another number of rows, or values that are not whole rows.
+    #[error("row source: {reason}")]
+    Source {
+        /// What it declared and what it delivered.
+        reason: String,
+    },
     /// A file's content could not be understood.
     #[error("{path}: {reason}")]
     Format {

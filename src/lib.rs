@@ -102,16 +102,18 @@ pub mod plot;
 mod random;
 pub mod reference;
 pub mod selection;
+pub mod source;
 
 pub use data::Matrix;
 pub use error::{Error, Result};
 pub use gmm::{CovarianceType, GaussianMixture, GaussianMixtureModel, GmmInit};
 pub use gpu::{Ceilings, Gpu, GpuInfo, GpuInput, GpuMatrix, GpuVector, Profile, ProfileClock};
-pub use kmeans::{KMeans, KMeansInit, KMeansModel};
+pub use kmeans::{KMeans, KMeansInit, KMeansModel, KMeansStats};
 #[cfg(feature = "io")]
 pub use model_file::Model;
-pub use pca::{Components, Pca, PcaModel, PcaSolver};
+pub use pca::{Components, IncrementalPca, Pca, PcaModel, PcaMoments, PcaSolver};
 pub use selection::{Criterion, Curve, GapCurve, Spectrum};
+pub use source::{RowChunks, RowSource};
 
 /// README.md's examples, compiled as doctests so they cannot rot (they use the bundled data
 /// and model files, hence the features).

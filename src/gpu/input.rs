@@ -7,6 +7,7 @@ use std::borrow::Cow;
 use crate::data::Matrix;
 use crate::error::Result;
 use crate::gpu::{Gpu, GpuMatrix};
+use crate::source::RowSource;
 
 /// Data a fit or prediction can take: a host [`Matrix`] (uploaded for the call) or a
 /// [`GpuMatrix`] already on the device (used in place).
@@ -15,6 +16,11 @@ pub trait GpuInput {
     fn shape(&self) -> (usize, usize);
     /// The data on the device, uploading it if needed.
     fn on_gpu(&self, gpu: &Gpu) -> Result<Cow<'_, GpuMatrix>>;
+    /// The data as a [`RowSource`] when they are on the host: the fits stream host data
+    /// that exceed the device-memory budget instead of failing.
+    fn as_source(&self) -> Option<&dyn RowSource> {
+        None
+    }
 }
 
 impl GpuInput for Matrix<'_> {
@@ -23,6 +29,9 @@ impl GpuInput for Matrix<'_> {
     }
     fn on_gpu(&self, gpu: &Gpu) -> Result<Cow<'_, GpuMatrix>> {
         Ok(Cow::Owned(GpuMatrix::upload(gpu, self)?))
+    }
+    fn as_source(&self) -> Option<&dyn RowSource> {
+        Some(self)
     }
 }
 

@@ -17,6 +17,9 @@
 //! - [`profile`]: [`Gpu::profile`], GPU time per kernel (timestamp queries, or the wall clock
 //!   where the device has none) with the FLOPs and bytes each dispatch must do, held against
 //!   the ceilings;
+//! - `stream`: a [`RowSource`](crate::source::RowSource) on the device: uploaded once when
+//!   it fits the memory budget, else streamed through one bounded buffer on every pass, read
+//!   one piece ahead on a second thread;
 //! - `tuning`: the autotuner, which times a kernel's bit-identical variants on first use and
 //!   keeps the fastest per device and shape class ([`Gpu::tuning_choices`]).
 //!
@@ -51,6 +54,7 @@ pub mod input;
 pub(crate) mod pipeline;
 pub mod profile;
 pub(crate) mod shaders;
+pub(crate) mod stream;
 pub(crate) mod tuning;
 pub(crate) mod uniforms;
 

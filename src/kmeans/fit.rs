@@ -3,10 +3,11 @@
 //! D² sampling from block sums, empty-cluster repair and the restarts (algorithm in the
 //! parent module).
 
-use rand::{Rng, SeedableRng};
+use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 
-use super::{KMeans, KMeansInit, KMeansModel};
+use super::lloyd::{fit_restarts, LloydData};
+use super::{KMeans, KMeansInit, KMeansModel, KMeansStats};
 use crate::error::{Error, Result};
 use crate::gpu::batch::Batch;
 use crate::gpu::buffer::Chunk;
@@ -14,24 +15,22 @@ use crate::gpu::{Gpu, GpuInput, GpuMatrix, GpuVector};
 use crate::kernels::{assign, centroid_update, kmeans_pp, reduce, rows};
 
 /// Per-iteration statistics read back from the device.
-struct Stats {
+pub(super) struct Stats {
     /// K x D sums of (x − old centroid) per cluster.
-    deviation_sums: Vec<f32>,
-    counts: Vec<u32>,
-    sq_dist: Vec<f32>,
-    changed: u32,
-}
-
-impl Stats {
-    fn inertia(&self) -> f64 {
-        self.sq_dist.iter().map(|&v| v as f64).sum()
-    }
+    pub(super) deviation_sums: Vec<f32>,
+    pub(super) counts: Vec<u32>,
+    pub(super) sq_dist: Vec<f32>,
+    pub(super) changed: u32,
+    /// The rows' labels and squared distances, when asked for (streamed pieces).
+    pub(super) labels: Vec<u32>,
+    pub(super) min_sq_dist: Vec<f32>,
 }
 
 /// Device buffers of one fit, reused by every restart and iteration.
-struct Workspace<'a> {
+pub(super) struct Workspace<'a> {
     gpu: &'a Gpu,
-    x: &'a GpuMatrix,
+    /// The rows the kernels run on: the whole data, or the streamed piece of the moment.
+    x: GpuMatrix,
     k: usize,
     labels: GpuVector<u32>,
     min_sq_dist: GpuVector<f32>,
@@ -54,7 +53,7 @@ struct Workspace<'a> {
 const PARTIALS_TARGET_BYTES: u64 = 64 << 20;
 
 impl<'a> Workspace<'a> {
-    fn new(gpu: &'a Gpu, x: &'a GpuMatrix, k: usize) -> Result<Self> {
+    pub(super) fn new(gpu: &'a Gpu, x: &GpuMatrix, k: usize) -> Result<Self> {
         let n = x.n_rows() as u64;
         let kd = (k * x.n_features()) as u64;
         let limit = gpu.binding_byte_limit().min(PARTIALS_TARGET_BYTES);
@@ -79,7 +78,7 @@ impl<'a> Workspace<'a> {
         gpu.scoped("allocating the K-Means workspace", || {
             Ok(Self {
                 gpu,
-                x,
+                x: x.clone(),
                 k,
                 labels: GpuVector::zeroed(gpu, x, "labels"),
                 min_sq_dist: GpuVector::zeroed(gpu, x, "min squared distances"),
@@ -99,13 +98,29 @@ impl<'a> Workspace<'a> {
         })
     }
 
-    fn chunks(&self) -> impl Iterator<Item = (usize, &'a Chunk)> {
+    fn chunks(&self) -> impl Iterator<Item = (usize, &Chunk)> {
         self.x.chunks().iter().enumerate()
+    }
+
+    /// Writes the labels the rows of the current piece had, so that the assignment counts
+    /// the ones that change.
+    pub(super) fn set_previous_labels(&self, labels: &[u32]) {
+        self.gpu
+            .queue
+            .write_buffer(&self.labels.chunks[0], 0, bytemuck::cast_slice(labels));
+    }
+
+    /// Points the kernels at a streamed piece: one chunk of at most the rows the workspace
+    /// was made for (its per-row buffers and partials are sized for those).
+    pub(super) fn use_piece(&mut self, piece: &GpuMatrix) {
+        debug_assert!(piece.n_chunks() == 1 && piece.n_rows() <= self.labels.len());
+        self.x = piece.clone();
     }
 
     /// One assignment against the first `k` rows of `centroids` and the statistics of the
     /// resulting clusters.
-    fn step(&self, centroids: &[f32], k: usize) -> Result<Stats> {
+    /// With `read_rows`, the labels and distances of the rows come back too (one chunk).
+    pub(super) fn step(&self, centroids: &[f32], k: usize, read_rows: bool) -> Result<Stats> {
         let gpu = self.gpu;
         let d = self.x.n_features();
         gpu.scoped("K-Means iteration", || {
@@ -175,34 +190,33 @@ impl<'a> Workspace<'a> {
             let h_counts = batch.read(&self.counts, 0, (k * 4) as u64);
             let h_sq = batch.read(&self.sq_dist, 0, (k * 4) as u64);
             let h_changed = batch.read(&self.changed, 0, 4);
+            let n_bytes = (self.x.n_rows() * 4) as u64;
+            let h_rows = read_rows.then(|| {
+                (
+                    batch.read(&self.labels.chunks[0], 0, n_bytes),
+                    batch.read(&self.min_sq_dist.chunks[0], 0, n_bytes),
+                )
+            });
             let back = batch.finish()?;
+            let (labels, min_sq_dist) = match h_rows {
+                Some((l, m)) => (back.u32s(l), back.f32s(m)),
+                None => (Vec::new(), Vec::new()),
+            };
             Ok(Stats {
                 deviation_sums: back.f32s(h_sums),
                 counts: back.u32s(h_counts),
                 sq_dist: back.f32s(h_sq),
                 changed: back.u32s(h_changed)[0],
+                labels,
+                min_sq_dist,
             })
         })
-    }
-
-    /// Mean over features of the population variance, from one pass with a single
-    /// "centroid" s (the first row): Σᵢ‖xᵢ − μ‖² = Σᵢ‖xᵢ − s‖² − N‖μ − s‖².
-    fn mean_variance(&self) -> Result<f64> {
-        let d = self.x.n_features();
-        let n = self.x.n_rows() as f64;
-        let shift = rows::read_rows(self.gpu, self.x, &[0])?;
-        let stats = self.step(&shift, 1)?;
-        let offset_sq: f64 = stats.deviation_sums[..d]
-            .iter()
-            .map(|&s| (s as f64 / n).powi(2))
-            .sum();
-        Ok(((stats.inertia() - n * offset_sq) / (n * d as f64)).max(0.0))
     }
 
     /// Greedy k-means++ seeding on the device.
     fn kmeans_plus_plus(&self, rng: &mut ChaCha8Rng, n_trials: usize) -> Result<Vec<f32>> {
         let gpu = self.gpu;
-        let x = self.x;
+        let x = &self.x;
         let (n, d) = (x.n_rows(), x.n_features());
         let offsets: Vec<usize> = x
             .chunks()
@@ -384,102 +398,37 @@ impl<'a> Workspace<'a> {
                 let mut idx = rand::seq::index::sample(rng, self.x.n_rows(), self.k).into_vec();
                 // Sampling order is random; the rows themselves are what matters.
                 idx.truncate(self.k);
-                rows::read_rows(self.gpu, self.x, &idx)
+                rows::read_rows(self.gpu, &self.x, &idx)
             }
             KMeansInit::KMeansPlusPlus => self.kmeans_plus_plus(rng, params.n_local_trials()),
         }
     }
-
-    /// Moves each empty cluster onto the row farthest from its centroid, taking rows only
-    /// from clusters with more than one member and updating the donors' means.
-    fn repair_empty_clusters(&self, centroids: &mut [f64], counts: &mut [u32]) -> Result<()> {
-        let d = self.x.n_features();
-        let labels = self.labels.to_host(self.gpu)?;
-        let dists = self.min_sq_dist.to_host(self.gpu)?;
-        let mut order: Vec<usize> = (0..labels.len()).collect();
-        order.sort_by(|&a, &b| dists[b].total_cmp(&dists[a]).then(a.cmp(&b)));
-        let mut far = order.into_iter();
-        for empty in 0..self.k {
-            if counts[empty] != 0 {
-                continue;
-            }
-            let Some(row) = far.by_ref().find(|&r| counts[labels[r] as usize] > 1) else {
-                break;
-            };
-            let donor = labels[row] as usize;
-            let x = rows::read_rows(self.gpu, self.x, &[row])?;
-            let m = counts[donor] as f64;
-            for j in 0..d {
-                let xj = x[j] as f64;
-                centroids[donor * d + j] = (centroids[donor * d + j] * m - xj) / (m - 1.0);
-                centroids[empty * d + j] = xj;
-            }
-            counts[donor] -= 1;
-            counts[empty] = 1;
-        }
-        Ok(())
-    }
-
-    /// One Lloyd run from `init`.
-    fn lloyd(&self, init: Vec<f32>, max_iter: usize, tol_abs: f64) -> Result<KMeansModelParts> {
-        let (k, d) = (self.k, self.x.n_features());
-        let mut centroids = init;
-        let mut history = Vec::new();
-        let mut converged = false;
-        let mut n_iter = 0;
-        for it in 0..max_iter {
-            let stats = self.step(&centroids, k)?;
-            history.push(stats.inertia());
-            n_iter = it + 1;
-            // The count compares with the previous iteration's labels (or a previous
-            // restart's, or zeros): meaningless on the first iteration of a run.
-            if it > 0 && stats.changed == 0 {
-                converged = true;
-                break;
-            }
-            let mut counts = stats.counts.clone();
-            let mut next: Vec<f64> = centroids.iter().map(|&v| v as f64).collect();
-            for c in 0..k {
-                if counts[c] > 0 {
-                    let m = counts[c] as f64;
-                    for j in 0..d {
-                        next[c * d + j] += stats.deviation_sums[c * d + j] as f64 / m;
-                    }
-                }
-            }
-            if counts.contains(&0) {
-                self.repair_empty_clusters(&mut next, &mut counts)?;
-            }
-            let next32: Vec<f32> = next.iter().map(|&v| v as f32).collect();
-            let shift: f64 = next32
-                .iter()
-                .zip(&centroids)
-                .map(|(&a, &b)| (a as f64 - b as f64).powi(2))
-                .sum();
-            centroids = next32;
-            if shift <= tol_abs {
-                converged = true;
-                break;
-            }
-        }
-        // Labels and inertia consistent with the final centroids.
-        let last = self.step(&centroids, k)?;
-        Ok(KMeansModelParts {
-            centroids,
-            inertia: last.inertia(),
-            n_iter,
-            converged,
-            history,
-        })
-    }
 }
 
-struct KMeansModelParts {
-    centroids: Vec<f32>,
-    inertia: f64,
-    n_iter: usize,
-    converged: bool,
-    history: Vec<f64>,
+impl LloydData for Workspace<'_> {
+    fn shape(&self) -> (usize, usize) {
+        (self.x.n_rows(), self.x.n_features())
+    }
+
+    fn pass(&mut self, centroids: &[f32]) -> Result<KMeansStats> {
+        let d = self.x.n_features();
+        let s = self.step(centroids, centroids.len() / d, false)?;
+        let mut stats = KMeansStats::empty(centroids, d)?;
+        stats.add_device(&s.deviation_sums, &s.counts, &s.sq_dist);
+        stats.changed = s.changed as u64;
+        Ok(stats)
+    }
+
+    fn labels_and_distances(&mut self) -> Result<(Vec<u32>, Vec<f32>)> {
+        Ok((
+            self.labels.to_host(self.gpu)?,
+            self.min_sq_dist.to_host(self.gpu)?,
+        ))
+    }
+
+    fn rows(&mut self, indices: &[usize]) -> Result<Vec<f32>> {
+        rows::read_rows(self.gpu, &self.x, indices)
+    }
 }
 
 /// Greedy k-means++ seeds (K x D, f32) of device data, drawn with `rng`: the seeding of
@@ -497,42 +446,26 @@ pub(crate) fn plus_plus_seeds(
 impl KMeans {
     /// Fits on host or device data: `n_init` restarts, keeping the lowest inertia.
     ///
+    /// Host data larger than the device-memory budget ([`Gpu::set_memory_budget`]) or than
+    /// one binding are streamed as by [`KMeans::fit_source`]; everything else is uploaded once.
+    ///
     /// Errors: invalid parameters ([`Error::InvalidParameter`], [`Error::TooFewSamples`]),
     /// and the GPU errors of [`GpuMatrix::upload`] and of the kernels.
     pub fn fit(&self, gpu: &Gpu, x: &impl GpuInput) -> Result<KMeansModel> {
         let (n, d) = x.shape();
         self.validate(n, d)?;
-        let x = x.on_gpu(gpu)?;
-        let ws = Workspace::new(gpu, &x, self.k)?;
-        let tol_abs = if self.tol > 0.0 {
-            self.tol * ws.mean_variance()?
-        } else {
-            0.0
-        };
-        let mut rng = ChaCha8Rng::seed_from_u64(self.seed);
-        let runs = match self.init {
-            KMeansInit::Centroids(_) => 1,
-            _ => self.n_init,
-        };
-        let mut best: Option<(KMeansModelParts, Vec<u32>)> = None;
-        for _ in 0..runs {
-            let init = ws.initial_centroids(self, &mut rng)?;
-            let run = ws.lloyd(init, self.max_iter, tol_abs)?;
-            if best.as_ref().is_none_or(|(b, _)| run.inertia < b.inertia) {
-                let labels = ws.labels.to_host(gpu)?;
-                best = Some((run, labels));
+        if let Some(source) = x.as_source() {
+            if super::stream::must_stream(gpu, n, d, self.k) {
+                return self.fit_source(gpu, source);
             }
         }
-        let (run, labels) = best.expect("at least one restart ran");
-        Ok(KMeansModel {
-            params: self.clone(),
-            n_features: d,
-            centroids: run.centroids,
-            labels,
-            inertia: run.inertia,
-            n_iter: run.n_iter,
-            converged: run.converged,
-            inertia_history: run.history,
-        })
+        let x = x.on_gpu(gpu)?;
+        self.fit_resident(gpu, &x)
+    }
+
+    /// The fit on rows that are all on the device.
+    pub(super) fn fit_resident(&self, gpu: &Gpu, x: &GpuMatrix) -> Result<KMeansModel> {
+        let mut ws = Workspace::new(gpu, x, self.k)?;
+        fit_restarts(self, &mut ws, |ws, rng| ws.initial_centroids(self, rng))
     }
 }

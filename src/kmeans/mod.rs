@@ -39,13 +39,17 @@ use crate::error::{Error, Result};
 use crate::names::parse_choice;
 
 mod fit;
+mod lloyd;
 mod model;
+mod stats;
+mod stream;
 
 pub use crate::gpu::GpuInput;
 pub(crate) use fit::plus_plus_seeds;
 pub use model::KMeansModel;
 #[cfg(feature = "io")]
 pub(crate) use model::KMeansModelFields;
+pub use stats::KMeansStats;
 
 /// How the initial centroids are chosen.
 #[derive(Debug, Clone, PartialEq)]

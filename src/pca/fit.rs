@@ -1,7 +1,7 @@
 //! Fitting: the solver `Auto` resolves to, the moments, then the eigenvectors by the chosen
 //! solver, and the reported quantities (scikit-learn's); the public [`covariance`].
 
-use super::moments::{column_moments, covariance_matrix};
+use super::moments::{column_moments, covariance_matrix, Moments};
 use super::power::{apply_dense, apply_matrix_free, subspace_iteration};
 use super::{components_for_fraction, Components, Pca, PcaModel, PcaSolver};
 use crate::error::{Error, Result};
@@ -30,7 +30,7 @@ pub fn covariance(gpu: &Gpu, x: &impl GpuInput, ddof: usize) -> Result<Vec<f64>>
 
 impl Pca {
     /// The solver `Auto` resolves to for this data.
-    fn resolve_solver(&self, gpu: &Gpu, n: usize, d: usize) -> Result<PcaSolver> {
+    pub(super) fn resolve_solver(&self, gpu: &Gpu, n: usize, d: usize) -> Result<PcaSolver> {
         let s_bytes = (d * d * 4) as u64;
         let s_fits = s_bytes <= gpu.binding_byte_limit() && s_bytes <= gpu.memory_budget();
         let wants_all = matches!(self.components, Components::Fraction(_));
@@ -71,6 +71,31 @@ impl Pca {
         let solver = self.resolve_solver(gpu, n, d)?;
         let x = x.on_gpu(gpu)?;
         let moments = column_moments(gpu, &x)?;
+        let denom = (n - self.ddof) as f64;
+        self.fit_from(
+            gpu,
+            n,
+            d,
+            solver,
+            &moments,
+            &mut |center, scale| covariance_matrix(gpu, &x, center, scale, self.ddof),
+            &mut |center, scale, v, p| apply_matrix_free(gpu, &x, center, scale, denom, v, p),
+        )
+    }
+
+    /// The fit from the column moments of the data: `covariance(center, scale)` forms S,
+    /// `apply(center, scale, V, p)` computes S·V without forming S (matrix-free).
+    #[allow(clippy::too_many_arguments, clippy::type_complexity)]
+    pub(super) fn fit_from(
+        &self,
+        gpu: &Gpu,
+        n: usize,
+        d: usize,
+        solver: PcaSolver,
+        moments: &Moments,
+        covariance: &mut dyn FnMut(&[f64], &[f64]) -> Result<Vec<f64>>,
+        apply: &mut dyn FnMut(&[f64], &[f64], &[f64], usize) -> Result<Vec<f64>>,
+    ) -> Result<PcaModel> {
         let center: Vec<f64> = if self.center {
             moments.mean.clone()
         } else {
@@ -104,7 +129,7 @@ impl Pca {
         let rank = n.min(d);
         let (values, vectors, m, n_iter) = match solver {
             PcaSolver::Full | PcaSolver::Auto => {
-                let s = covariance_matrix(gpu, &x, &center, &scale, self.ddof)?;
+                let s = covariance(&center, &scale)?;
                 let (mut values, vectors) = linalg::symmetric_eigen(&s, d)?;
                 values.truncate(rank);
                 for v in values.iter_mut() {
@@ -121,7 +146,7 @@ impl Pca {
             }
             PcaSolver::Power => {
                 let m = self.count();
-                let s = covariance_matrix(gpu, &x, &center, &scale, self.ddof)?;
+                let s = covariance(&center, &scale)?;
                 let s32: Vec<f32> = s.iter().map(|&v| v as f32).collect();
                 let s_buf = gpu.scoped("uploading the covariance", || {
                     Ok(gpu.buffer_from("covariance", &s32, wgpu::BufferUsages::empty()))
@@ -132,9 +157,8 @@ impl Pca {
             }
             PcaSolver::MatrixFree => {
                 let m = self.count();
-                let (values, vectors, it) = subspace_iteration(d, m, self, |v, p| {
-                    apply_matrix_free(gpu, &x, &center, &scale, self.ddof, v, p)
-                })?;
+                let (values, vectors, it) =
+                    subspace_iteration(d, m, self, |v, p| apply(&center, &scale, v, p))?;
                 (values, vectors, m, it)
             }
         };

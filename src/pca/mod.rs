@@ -32,8 +32,9 @@
 //!
 //! Layout: this module holds the parameters ([`Pca`], [`Components`], [`PcaSolver`]); `fit`
 //! the fit itself and the solver choice; `moments` the device passes over the data (column
-//! moments, blocked cross products); `power` the block power iteration; `model` the fitted
-//! [`PcaModel`].
+//! moments, blocked cross products); `power` the block power iteration; `stream` the fits
+//! over a [`RowSource`](crate::source::RowSource) and from moments that merge
+//! ([`PcaMoments`], [`IncrementalPca`]); `model` the fitted [`PcaModel`].
 
 use crate::error::{Error, Result};
 use crate::names::parse_choice;
@@ -42,11 +43,13 @@ mod fit;
 mod model;
 mod moments;
 mod power;
+mod stream;
 
 pub use fit::covariance;
 pub use model::PcaModel;
 #[cfg(feature = "io")]
 pub(crate) use model::PcaModelFields;
+pub use stream::{IncrementalPca, PcaMoments};
 
 /// How many components to keep.
 #[derive(Debug, Clone, Copy, PartialEq)]

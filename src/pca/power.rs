@@ -120,11 +120,11 @@ pub(super) fn apply_matrix_free(
     x: &GpuMatrix,
     center: &[f64],
     scale: &[f64],
-    ddof: usize,
+    denom: f64,
     v: &[f64],
     p: usize,
 ) -> Result<Vec<f64>> {
-    let (n, d) = (x.n_rows(), x.n_features());
+    let d = x.n_features();
     // P = Xs·V = (X − c)·(V/σ)ᵀ, one buffer per chunk.
     let mut vt = vec![0.0f32; d * p];
     for r in 0..p {
@@ -160,8 +160,7 @@ pub(super) fn apply_matrix_free(
         Ok((shift, zeros_p, projected))
     })?;
     let w = gram_over_rows(gpu, x, &shift, p, Some(&projected), &zeros_p)?;
-    // w is d x p: row j of Xcᵀ P; divide by σ_j and N − ddof, then rows per vector.
-    let denom = (n - ddof) as f64;
+    // w is d x p: row j of Xcᵀ P; divide by σ_j and `denom` (N − ddof), then rows per vector.
     let mut out = vec![0.0f64; p * d];
     for j in 0..d {
         for r in 0..p {

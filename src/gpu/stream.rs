@@ -1,0 +1,187 @@
+//! Streaming a [`RowSource`] through a bounded device buffer.
+//!
+//! A fit over a source asks for [`DeviceRows`]: when all N rows fit in the device-memory
+//! budget (next to what the fit itself needs per row and in all), they are uploaded once and
+//! stay for the whole fit; otherwise each pass streams them through one data buffer of at
+//! most [`STREAM_PIECE_BYTES`], so the device holds a bounded amount whatever N is.
+//!
+//! Reading the source (a file's pages, a user's iterator, the finiteness check) runs on a
+//! second thread one piece ahead of the GPU: while the GPU works on piece i, piece i+1 is
+//! read into the second of two host buffers (a channel of depth one), then written to the
+//! device buffer as soon as piece i's results are back. The host holds at most three pieces.
+//! (wgpu drives one queue, on which copies and kernels run in order, so overlapping the
+//! source's reads with the GPU is what double buffering can win here.)
+
+use super::buffer::Chunk;
+use super::{Gpu, GpuMatrix};
+use crate::error::{Error, Result};
+use crate::source::RowSource;
+
+/// The most bytes of data one streamed piece holds (device buffer and each host buffer).
+pub(crate) const STREAM_PIECE_BYTES: u64 = 128 << 20;
+
+/// Where a fit's data lives on the device: all of it, or one piece at a time.
+pub(crate) enum DeviceRows<'s, S: RowSource + ?Sized> {
+    /// Every row, uploaded once.
+    Resident(GpuMatrix),
+    /// One buffer of `capacity` rows, refilled from `source` on every pass.
+    Streamed {
+        source: &'s S,
+        slot: wgpu::Buffer,
+        capacity: usize,
+    },
+}
+
+impl<'s, S: RowSource + ?Sized> DeviceRows<'s, S> {
+    /// Decides how `source` lives on the device for a fit that needs `row_extra` bytes per
+    /// row on the device besides the row itself (labels, distances, responsibilities) and
+    /// `fixed` bytes in all (statistics, parameters), under the budget set with
+    /// [`Gpu::set_memory_budget`].
+    ///
+    /// Errors: [`Error::OutOfDeviceMemory`] when not even one row fits next to `fixed`.
+    pub(crate) fn new(gpu: &Gpu, source: &'s S, row_extra: u64, fixed: u64) -> Result<Self> {
+        let (n, d) = crate::source::check_shape(source)?;
+        let row_bytes = d as u64 * 4;
+        let per_row = row_bytes + row_extra;
+        let budget = gpu.memory_budget();
+        let room = budget.saturating_sub(fixed);
+        if room < per_row {
+            return Err(Error::OutOfDeviceMemory {
+                what: format!(
+                    "streaming rows of {d} features: {fixed} bytes of statistics and one row of \
+                     {per_row} bytes exceed the device-memory budget"
+                ),
+                requested: Some(fixed + per_row),
+                available: Some(budget),
+            });
+        }
+        let chunk_rows = (gpu.chunk_byte_limit() / row_bytes).max(1);
+        let fits = room / per_row;
+        if n as u64 <= fits.min(chunk_rows) {
+            let slot = gpu.buffer_zeroed("resident rows", n as u64 * row_bytes);
+            fill(gpu, source, &slot)?;
+            return Ok(DeviceRows::Resident(view(&slot, 0, n, d)));
+        }
+        let capacity = fits
+            .min(chunk_rows)
+            .min((STREAM_PIECE_BYTES / row_bytes).max(1)) as usize;
+        let slot = gpu.scoped("allocating the streaming buffer", || {
+            Ok(gpu.buffer_zeroed("streamed rows", capacity as u64 * row_bytes))
+        })?;
+        Ok(DeviceRows::Streamed {
+            source,
+            slot,
+            capacity,
+        })
+    }
+
+    /// Rows a piece may hold: what per-row device buffers must be sized for.
+    pub(crate) fn capacity(&self) -> usize {
+        match self {
+            DeviceRows::Resident(x) => x.n_rows(),
+            DeviceRows::Streamed { capacity, .. } => *capacity,
+        }
+    }
+
+    /// A matrix of [`DeviceRows::capacity`] rows shaped like every piece: what per-row and
+    /// per-block buffers are sized from.
+    pub(crate) fn capacity_view(&self) -> GpuMatrix {
+        match self {
+            DeviceRows::Resident(x) => x.clone(),
+            DeviceRows::Streamed {
+                source,
+                slot,
+                capacity,
+            } => view(slot, 0, *capacity, source.shape().1),
+        }
+    }
+
+    /// One pass: `work(piece, first_row)` for each piece of rows on the device, in order.
+    /// The piece is valid only during the call.
+    pub(crate) fn pass(
+        &self,
+        gpu: &Gpu,
+        mut work: impl FnMut(&GpuMatrix, usize) -> Result<()>,
+    ) -> Result<()> {
+        match self {
+            DeviceRows::Resident(x) => work(x, 0),
+            DeviceRows::Streamed {
+                source,
+                slot,
+                capacity,
+            } => stream(gpu, *source, *capacity, slot, &mut work),
+        }
+    }
+}
+
+/// A one-chunk matrix over the first `n` rows of `buffer`, numbered from 0.
+fn view(buffer: &wgpu::Buffer, row_start: usize, n: usize, d: usize) -> GpuMatrix {
+    let bytes = n as u64 * d as u64 * 4;
+    let chunk = Chunk {
+        buffer: buffer.clone(),
+        bind_offset: 0,
+        bind_size: bytes,
+        x_offset: 0,
+        row_start,
+        n_rows: n,
+    };
+    GpuMatrix::from_chunks(vec![chunk], n, d)
+}
+
+/// Copies the whole of a source that fits into `buffer`.
+fn fill<S: RowSource + ?Sized>(gpu: &Gpu, source: &S, buffer: &wgpu::Buffer) -> Result<()> {
+    let (_, d) = source.shape();
+    gpu.scoped("uploading the rows", || {
+        source.visit_rows(
+            (STREAM_PIECE_BYTES / (d as u64 * 4)).max(1) as usize,
+            &mut |first, rows| {
+                gpu.queue.write_buffer(
+                    buffer,
+                    first as u64 * d as u64 * 4,
+                    bytemuck::cast_slice(rows),
+                );
+                Ok(())
+            },
+        )
+    })
+}
+
+/// A streamed pass: a reader thread runs the source one piece ahead; this thread uploads
+/// each piece and runs `work` on it.
+fn stream<S: RowSource + ?Sized>(
+    gpu: &Gpu,
+    source: &S,
+    capacity: usize,
+    slot: &wgpu::Buffer,
+    work: &mut dyn FnMut(&GpuMatrix, usize) -> Result<()>,
+) -> Result<()> {
+    let (_, d) = source.shape();
+    std::thread::scope(|scope| {
+        let (tx, rx) = std::sync::mpsc::sync_channel::<(usize, Vec<f32>)>(1);
+        let reader = scope.spawn(move || {
+            source.visit_rows(capacity, &mut |first, rows| {
+                tx.send((first, rows.to_vec())).map_err(|_| Error::Source {
+                    reason: "the pass stopped".into(),
+                })
+            })
+        });
+        let mut outcome = Ok(());
+        for (first, rows) in rx.iter() {
+            let n = rows.len() / d;
+            gpu.queue.write_buffer(slot, 0, bytemuck::cast_slice(&rows));
+            drop(rows);
+            outcome = work(&view(slot, 0, n, d), first);
+            if outcome.is_err() {
+                break;
+            }
+        }
+        // Hanging up stops a reader that is still going (its send fails).
+        drop(rx);
+        let read = match reader.join() {
+            Ok(r) => r,
+            Err(panic) => std::panic::resume_unwind(panic),
+        };
+        // The work's own error first: the reader's is then only "the pass stopped".
+        outcome.and(read)
+    })
+}

@@ -1,0 +1,152 @@
+//! [`KMeansStats`]: what one Lloyd pass over some rows gives, in a form that merges.
+//!
+//! For centroids c₁…c_K held fixed, a pass over rows x assigns each to its nearest centroid
+//! and sums, per cluster k, the count Nₖ, the deviations Σ(x − cₖ) and the squared distances
+//! Σ‖x − cₖ‖². All three are plain sums over rows, so the statistics of disjoint sets of rows
+//! (chunks, devices, machines) add up to those of their union, and the Lloyd update
+//! μₖ = cₖ + Σ(x − cₖ)/Nₖ and the inertia J = Σₖ Σ‖x − cₖ‖² follow from the merged sums
+//! alone. Sums of deviations rather than of x keep the f32 device sums small (no
+//! cancellation when the data sit far from the origin); merging is in f64.
+//!
+//! This is the interface a distributed driver uses: send the centroids out, run
+//! [`KMeans::pass_stats`](crate::KMeans::pass_stats) on each partition, merge what comes
+//! back, take [`KMeansStats::next_centroids`], repeat.
+
+use crate::error::{Error, Result};
+
+/// Per-cluster sums of one assignment pass against fixed centroids; merge with
+/// [`KMeansStats::merge`].
+#[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct KMeansStats {
+    /// The K x D centroids the rows were assigned to (row-major, as the device saw them).
+    pub centroids: Vec<f32>,
+    /// Features D.
+    pub n_features: usize,
+    /// K x D: per cluster, Σ (x − cₖ) over its rows.
+    pub deviation_sums: Vec<f64>,
+    /// Rows per cluster, Nₖ.
+    pub counts: Vec<u64>,
+    /// Per cluster, Σ ‖x − cₖ‖² over its rows.
+    pub sq_dists: Vec<f64>,
+    /// Rows whose label differs from the one they had before the pass (fits only: zero
+    /// from [`KMeans::pass_stats`](crate::KMeans::pass_stats)).
+    pub changed: u64,
+}
+
+impl KMeansStats {
+    /// Empty statistics for `centroids` (K x D, row-major): what merging starts from.
+    ///
+    /// Errors: [`Error::Shape`] when the length is not a multiple of D, or D is 0.
+    pub fn empty(centroids: &[f32], n_features: usize) -> Result<Self> {
+        if n_features == 0 || centroids.is_empty() || !centroids.len().is_multiple_of(n_features) {
+            return Err(Error::Shape {
+                len: centroids.len(),
+                n_features,
+            });
+        }
+        let k = centroids.len() / n_features;
+        Ok(Self {
+            centroids: centroids.to_vec(),
+            n_features,
+            deviation_sums: vec![0.0; centroids.len()],
+            counts: vec![0; k],
+            sq_dists: vec![0.0; k],
+            changed: 0,
+        })
+    }
+
+    /// Number of clusters K.
+    pub fn k(&self) -> usize {
+        self.counts.len()
+    }
+
+    /// Rows seen, Σₖ Nₖ.
+    pub fn n_rows(&self) -> u64 {
+        self.counts.iter().sum()
+    }
+
+    /// The inertia J = Σₖ Σ‖x − cₖ‖² of the rows seen against these centroids.
+    pub fn inertia(&self) -> f64 {
+        self.sq_dists.iter().sum()
+    }
+
+    /// Adds the statistics of other rows, assigned to the same centroids.
+    ///
+    /// Errors: [`Error::InvalidParameter`] when the centroids (or shapes) differ: sums
+    /// against different centres do not add up to anything.
+    pub fn merge(&mut self, other: &KMeansStats) -> Result<()> {
+        if other.n_features != self.n_features || other.centroids != self.centroids {
+            return Err(Error::invalid(
+                "stats",
+                "statistics computed against different centroids cannot be merged",
+            ));
+        }
+        for (a, b) in self.deviation_sums.iter_mut().zip(&other.deviation_sums) {
+            *a += b;
+        }
+        for (a, b) in self.counts.iter_mut().zip(&other.counts) {
+            *a += b;
+        }
+        for (a, b) in self.sq_dists.iter_mut().zip(&other.sq_dists) {
+            *a += b;
+        }
+        self.changed += other.changed;
+        Ok(())
+    }
+
+    /// The Lloyd update, K x D in f64: μₖ = cₖ + Σ(x − cₖ)/Nₖ; a cluster without rows keeps
+    /// its centroid (the fits repair it; see [`KMeans`](crate::KMeans)).
+    pub fn next_centroids(&self) -> Vec<f64> {
+        let d = self.n_features;
+        let mut next: Vec<f64> = self.centroids.iter().map(|&v| v as f64).collect();
+        for (c, &count) in self.counts.iter().enumerate() {
+            if count > 0 {
+                let m = count as f64;
+                for j in 0..d {
+                    next[c * d + j] += self.deviation_sums[c * d + j] / m;
+                }
+            }
+        }
+        next
+    }
+
+    /// Adds one device pass's f32 sums.
+    pub(super) fn add_device(&mut self, deviation_sums: &[f32], counts: &[u32], sq: &[f32]) {
+        for (a, &b) in self.deviation_sums.iter_mut().zip(deviation_sums) {
+            *a += b as f64;
+        }
+        for (a, &b) in self.counts.iter_mut().zip(counts) {
+            *a += b as u64;
+        }
+        for (a, &b) in self.sq_dists.iter_mut().zip(sq) {
+            *a += b as f64;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn merging_adds_sums_and_refuses_other_centroids() {
+        let c = [0.0f32, 1.0, 2.0, 3.0];
+        let mut a = KMeansStats::empty(&c, 2).unwrap();
+        a.add_device(&[1.0, 2.0, 0.0, 0.0], &[2, 0], &[3.0, 0.0]);
+        let mut b = KMeansStats::empty(&c, 2).unwrap();
+        b.add_device(&[1.0, 0.0, 4.0, 4.0], &[2, 4], &[1.0, 8.0]);
+        a.merge(&b).unwrap();
+        assert_eq!(a.counts, vec![4, 4]);
+        assert_eq!(a.n_rows(), 8);
+        assert_eq!(a.inertia(), 12.0);
+        assert_eq!(a.next_centroids(), vec![0.5, 1.5, 3.0, 4.0]);
+        let other = KMeansStats::empty(&[0.0, 1.0, 2.0, 3.5], 2).unwrap();
+        assert!(a.merge(&other).is_err());
+        // An empty cluster keeps its centroid.
+        let e = KMeansStats::empty(&c, 2).unwrap();
+        assert_eq!(e.next_centroids(), vec![0.0, 1.0, 2.0, 3.0]);
+        assert!(KMeansStats::empty(&c, 3).is_err());
+        assert!(KMeansStats::empty(&[], 3).is_err());
+    }
+}
