@@ -28,6 +28,17 @@ impl<'a> Matrix<'a> {
         })
     }
 
+    /// A view over values already checked (a mapped file checked when it was opened).
+    #[cfg(feature = "io")]
+    pub(crate) fn checked(data: &'a [f32], n_rows: usize, n_features: usize) -> Self {
+        debug_assert_eq!(data.len(), n_rows * n_features);
+        Self {
+            data,
+            n_rows,
+            n_features,
+        }
+    }
+
     /// Number of rows (samples), N.
     pub fn n_rows(&self) -> usize {
         self.n_rows

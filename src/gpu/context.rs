@@ -246,7 +246,8 @@ impl Gpu {
         self.memory_budget.store(bytes, Ordering::Relaxed);
     }
 
-    pub(crate) fn memory_budget(&self) -> u64 {
+    /// The budget set with [`Gpu::set_memory_budget`] (`u64::MAX` when none was set).
+    pub fn memory_budget(&self) -> u64 {
         self.memory_budget.load(Ordering::Relaxed)
     }
 
@@ -313,5 +314,62 @@ impl Gpu {
             return Err(Error::Gpu(format!("{what}: {e}")));
         }
         result
+    }
+}
+
+/// Parses a memory size such as `512MiB`, `1.5GiB`, `64KiB` or `4096` (bytes): a number,
+/// then optionally `B`, `KiB`, `MiB`, `GiB` or `TiB` (powers of 1024, case-insensitive).
+/// What `--max-gpu-memory` takes; pass the result to [`Gpu::set_memory_budget`].
+///
+/// Errors: [`Error::InvalidParameter`] for anything else, or a size of 0 bytes.
+pub fn parse_memory_size(text: &str) -> Result<u64> {
+    let t = text.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (number, unit) = t.split_at(split);
+    let scale: u64 = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "kib" => 1 << 10,
+        "mib" => 1 << 20,
+        "gib" => 1 << 30,
+        "tib" => 1 << 40,
+        _ => {
+            return Err(Error::invalid(
+                "memory size",
+                format!("{text:?}: expected a number and B, KiB, MiB, GiB or TiB"),
+            ))
+        }
+    };
+    let value: f64 = number.parse().map_err(|_| {
+        Error::invalid(
+            "memory size",
+            format!("{text:?}: no number before the unit"),
+        )
+    })?;
+    let bytes = value * scale as f64;
+    if !(bytes >= 1.0 && bytes < u64::MAX as f64) {
+        return Err(Error::invalid(
+            "memory size",
+            format!("{text:?}: must be at least 1 byte"),
+        ));
+    }
+    Ok(bytes as u64)
+}
+
+#[cfg(test)]
+mod memory_size_tests {
+    use super::parse_memory_size;
+
+    #[test]
+    fn parses_binary_suffixes_and_refuses_the_rest() {
+        assert_eq!(parse_memory_size("512MiB").unwrap(), 512 << 20);
+        assert_eq!(parse_memory_size("1.5gib").unwrap(), 3 << 29);
+        assert_eq!(parse_memory_size("64 KiB").unwrap(), 64 << 10);
+        assert_eq!(parse_memory_size("4096").unwrap(), 4096);
+        assert_eq!(parse_memory_size("7B").unwrap(), 7);
+        for bad in ["", "MiB", "12MB", "-1GiB", "0", "1.2.3KiB", "0.1B"] {
+            assert!(parse_memory_size(bad).is_err(), "{bad:?}");
+        }
     }
 }

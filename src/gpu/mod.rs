@@ -60,7 +60,7 @@ pub(crate) mod uniforms;
 
 pub use buffer::{GpuMatrix, GpuVector};
 pub use ceilings::Ceilings;
-pub use context::{Gpu, GpuInfo};
+pub use context::{parse_memory_size, Gpu, GpuInfo};
 pub use input::GpuInput;
 pub use profile::{Bound, Clock, DispatchRecord, KernelSummary, Profile, ProfileClock, Work};
 

@@ -29,10 +29,12 @@ use crate::error::{Error, Result};
 use crate::npy::{npy_labels_from_reader, npy_matrix_from_reader};
 
 mod csv;
+mod mapped;
 #[cfg(test)]
 mod tests;
 
 pub use crate::npy::Dataset;
+pub use mapped::{open_matrix, InputMatrix, NpyRows};
 
 use csv::{csv_labels, csv_matrix};
 

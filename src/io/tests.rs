@@ -235,3 +235,64 @@ fn atomic_writes_leave_no_temp_files() {
         assert_eq!(mode, 0o644);
     }
 }
+
+#[test]
+fn little_endian_f4_files_are_mapped_and_the_rest_read_whole() {
+    use crate::source::RowSource;
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("x.npy");
+    let data: Vec<f32> = (0..3 * 1000).map(|v| (v % 17) as f32 - 8.5).collect();
+    write_npy_f32(&p, &data, &[1000, 3]).unwrap();
+    let rows = NpyRows::open(&p).unwrap();
+    assert_eq!(rows.shape(), (1000, 3));
+    assert_eq!(rows.matrix().as_slice(), &data[..]);
+    assert_eq!(
+        rows.gather(&[999, 0]).unwrap(),
+        [&data[2997..], &data[..3]].concat()
+    );
+    let mut seen = Vec::new();
+    rows.visit_rows(333, &mut |first, r| {
+        assert_eq!(&data[first * 3..first * 3 + r.len()], r);
+        seen.push(first);
+        Ok(())
+    })
+    .unwrap();
+    assert_eq!(seen, vec![0, 333, 666, 999]);
+    assert!(matches!(open_matrix(&p).unwrap(), InputMatrix::Mapped(_)));
+
+    // 1-D is N x 1; f8 and Fortran order are read whole (or refused) by read_matrix.
+    let p1 = dir.path().join("v.npy");
+    write_npy_f32(&p1, &data[..10], &[10]).unwrap();
+    assert_eq!(NpyRows::open(&p1).unwrap().shape(), (10, 1));
+    let p8 = dir.path().join("x8.npy");
+    let wide: Vec<f64> = data.iter().map(|&v| v as f64).collect();
+    write_npy(&p8, &wide, &[1000, 3], Order::C);
+    assert!(matches!(NpyRows::open(&p8), Err(Error::Format { .. })));
+    let read = open_matrix(&p8).unwrap();
+    assert!(matches!(read, InputMatrix::Read(_)));
+    assert_eq!(read.matrix().unwrap().as_slice(), &data[..]);
+    let pf = dir.path().join("xf.npy");
+    write_npy(&pf, &data, &[1000, 3], Order::Fortran);
+    assert!(matches!(open_matrix(&pf), Err(Error::Format { .. })));
+
+    // Values are checked when the file is opened; a short file is refused.
+    let mut bad = data.clone();
+    bad[3 * 500 + 1] = f32::NAN;
+    let pn = dir.path().join("nan.npy");
+    write_npy_f32(&pn, &bad, &[1000, 3]).unwrap();
+    assert!(matches!(
+        NpyRows::open(&pn),
+        Err(Error::NonFinite {
+            row: 500,
+            col: 1,
+            ..
+        })
+    ));
+    let bytes = fs::read(&p).unwrap();
+    let pt = dir.path().join("short.npy");
+    fs::write(&pt, &bytes[..bytes.len() - 4]).unwrap();
+    assert!(open_matrix(&pt).is_err());
+    let pe = dir.path().join("empty.npy");
+    write_npy_f32(&pe, &[], &[0, 3]).unwrap();
+    assert!(matches!(NpyRows::open(&pe), Err(Error::EmptyData { .. })));
+}

@@ -61,7 +61,8 @@ impl Pca {
         Ok(solver)
     }
 
-    /// Fits on host or device data.
+    /// Fits on host or device data. Host data over the device-memory budget
+    /// ([`Gpu::set_memory_budget`]) are streamed as by [`Pca::fit_source`].
     ///
     /// Errors: invalid parameters, fewer than 2 samples, a non-converging power iteration
     /// ([`Error::NotConverged`]), whitening a component of zero variance, and the GPU errors.
@@ -69,6 +70,11 @@ impl Pca {
         let (n, d) = x.shape();
         self.validate(n, d)?;
         let solver = self.resolve_solver(gpu, n, d)?;
+        if let Some(source) = x.as_source() {
+            if super::stream::must_stream(gpu, n, d) {
+                return self.fit_source(gpu, source);
+            }
+        }
         let x = x.on_gpu(gpu)?;
         let moments = column_moments(gpu, &x)?;
         let denom = (n - self.ddof) as f64;

@@ -49,8 +49,8 @@ impl PcaMoments {
     /// Errors: an empty source, a D x D matrix over the binding limit, the source's and the
     /// GPU's errors.
     pub fn of(gpu: &Gpu, source: &(impl RowSource + ?Sized), full: bool) -> Result<Self> {
-        let (_, d) = check_shape(source)?;
-        let rows = DeviceRows::new(gpu, source, 0, fixed_bytes(d))?;
+        let (n, d) = check_shape(source)?;
+        let rows = DeviceRows::new(gpu, source, 0, fixed_bytes(n, d))?;
         let mut total: Option<PcaMoments> = None;
         rows.pass(gpu, |piece, _| {
             let m = piece_moments(gpu, piece, full)?;
@@ -135,9 +135,18 @@ impl PcaMoments {
     }
 }
 
-/// Device bytes besides the rows: block partials (at most 64 MiB) and a D x D matrix.
-fn fixed_bytes(d: usize) -> u64 {
-    (64 << 20) + (d * d * 4) as u64 * 2
+/// Device bytes besides the rows of `n` x `d` data: the blocks' partial moments and cross
+/// products (at most 64 MiB) and two D x D matrices.
+fn fixed_bytes(n: usize, d: usize) -> u64 {
+    let dd = (d * d * 4) as u64;
+    let partials =
+        ((n / 4096 + 1) as u64 * dd).min(64 << 20) + (n / 1024 + 1) as u64 * d as u64 * 8;
+    partials + 2 * dd + 1024
+}
+
+/// True when host data of `n` x `d` must stream to stay within the memory budget.
+pub(super) fn must_stream(gpu: &Gpu, n: usize, d: usize) -> bool {
+    n as u64 * d as u64 * 4 + fixed_bytes(n, d) > gpu.memory_budget()
 }
 
 /// The moments of one piece on the device: column moments, then the cross products about
@@ -182,7 +191,7 @@ impl Pca {
         let (n, d) = check_shape(source)?;
         self.validate(n, d)?;
         let solver = self.resolve_solver(gpu, n, d)?;
-        let rows = DeviceRows::new(gpu, source, 0, fixed_bytes(d))?;
+        let rows = DeviceRows::new(gpu, source, 0, fixed_bytes(n, d))?;
         if let DeviceRows::Resident(x) = &rows {
             return self.fit(gpu, x);
         }

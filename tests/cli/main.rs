@@ -19,3 +19,4 @@ mod model_files;
 mod pca;
 mod predict;
 mod select_k;
+mod stream;

@@ -95,3 +95,10 @@ pub fn pca_solver() -> LibraryEnum<PcaSolver> {
 pub fn criterion() -> LibraryEnum<Criterion> {
     library_enum(Criterion::ALL.map(Criterion::name))
 }
+
+/// The value parser of `--max-gpu-memory`: the library's [`parse_memory_size`].
+///
+/// [`parse_memory_size`]: wgpu_unsupervised::gpu::parse_memory_size
+pub fn memory_size(text: &str) -> Result<u64, String> {
+    wgpu_unsupervised::gpu::parse_memory_size(text).map_err(|e| e.to_string())
+}

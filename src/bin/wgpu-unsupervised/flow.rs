@@ -39,6 +39,12 @@ pub trait Task {
 
     /// Checks the arguments against the validated input (exit 2), and reads any further
     /// input file; runs before the GPU starts.
+    /// The device-memory budget asked for (`--max-gpu-memory`): the fits stream data that
+    /// exceed it.
+    fn max_gpu_memory(&self) -> Option<u64> {
+        None
+    }
+
     fn check(&mut self, _x: &Matrix<'_>) -> CliResult {
         Ok(())
     }
@@ -82,10 +88,14 @@ impl Context<'_> {
 /// Carries out `task` in the order of the module docs.
 pub fn run<T: Task>(mut task: T) -> CliResult {
     task.outputs().check_names()?;
-    let data = io::read_matrix(task.input()).map_err(Failure::input)?;
-    let x = Matrix::new(&data.data, data.n_features).map_err(Failure::input)?;
+    // Memory-mapped when it can be: fits stream what exceeds --max-gpu-memory.
+    let data = io::open_matrix(task.input()).map_err(Failure::input)?;
+    let x = data.matrix().map_err(Failure::input)?;
     task.check(&x)?;
     let gpu = open_gpu(&task.outputs())?;
+    if let Some(bytes) = task.max_gpu_memory() {
+        gpu.set_memory_budget(bytes);
+    }
     let outcome = task.compute(&gpu, x)?;
     let run = Context {
         info: gpu.info(),

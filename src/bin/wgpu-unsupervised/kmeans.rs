@@ -1,5 +1,5 @@
 //! `wgpu-unsupervised kmeans --input X.{npy,csv} --k 8 [--n-init N] [--max-iter N] [--tol F]
-//! [--seed N] [--init k-means++|random] [--output labels.npy] [--model model.json] [--json]`
+//! [--seed N] [--init k-means++|random] [--max-gpu-memory SIZE] [--output labels.npy] [--model model.json] [--json]`
 //!
 //! Fits K-Means on the matrix in `--input` (one row per sample), then writes the training
 //! labels as a 1-D `u4` `.npy` array to `--output` and the fitted model to `--model`, when
@@ -45,6 +45,10 @@ pub struct KmeansArgs {
     /// Write the fitted model here (JSON).
     #[arg(long, value_name = "FILE")]
     model: Option<PathBuf>,
+    /// Device-memory budget, e.g. 512MiB or 2GiB (B, KiB, MiB, GiB, TiB): data beyond it
+    /// stream through the GPU a piece at a time on every pass.
+    #[arg(long, value_name = "SIZE", value_parser = choices::memory_size)]
+    max_gpu_memory: Option<u64>,
     /// Print one line of JSON instead of the human report.
     #[arg(long)]
     json: bool,
@@ -120,6 +124,10 @@ impl Task for Kmeans {
 
     fn json(&self) -> bool {
         self.args.json
+    }
+
+    fn max_gpu_memory(&self) -> Option<u64> {
+        self.args.max_gpu_memory
     }
 
     fn check(&mut self, x: &Matrix<'_>) -> CliResult {

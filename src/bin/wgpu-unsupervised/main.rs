@@ -151,6 +151,7 @@ impl From<Error> for Failure {
             | Error::NonFinite { .. }
             | Error::FeatureMismatch { .. }
             | Error::Format { .. }
+            | Error::Source { .. }
             | Error::InvalidModel { .. }
             | Error::ModelFormat { .. } => EXIT_INVALID,
             _ => EXIT_RUNTIME,

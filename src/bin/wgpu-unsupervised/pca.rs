@@ -1,6 +1,6 @@
 //! `wgpu-unsupervised pca --input X --components 50|0.95 [--whiten] [--no-center]
 //! [--standardize] [--solver auto|full|power|matrix-free] [--tol F] [--max-iter N] [--seed N]
-//! [--ddof 0|1] [--output Z.npy] [--model m.json] [--plot spectrum.svg] [--json]`
+//! [--ddof 0|1] [--incremental ROWS] [--max-gpu-memory SIZE] [--output Z.npy] [--model m.json] [--plot spectrum.svg] [--json]`
 //!
 //! Fits PCA (see [`wgpu_unsupervised::Pca`]), then writes the N x M projections of the
 //! training rows as a 2-D `f4` `.npy` array to `--output` and the model to `--model`.
@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 use wgpu_unsupervised::{
-    plot, selection, Components, Gpu, GpuMatrix, Matrix, Pca, PcaModel, PcaSolver,
+    plot, selection, Components, Gpu, GpuMatrix, IncrementalPca, Matrix, Pca, PcaModel, PcaSolver,
 };
 
 use crate::flow::{timed, write_rows, Context, Human, Outputs, Report, Task};
@@ -69,6 +69,14 @@ pub struct PcaArgs {
     /// here (.svg).
     #[arg(long, value_name = "FILE")]
     plot: Option<PathBuf>,
+    /// Fit chunk by chunk: merge the exact moments of every ROWS rows (incremental PCA;
+    /// the same model as a full fit within f32 rounding). Needs the full or power solver.
+    #[arg(long, value_name = "ROWS", value_parser = clap::value_parser!(u64).range(1..))]
+    incremental: Option<u64>,
+    /// Device-memory budget, e.g. 512MiB or 2GiB (B, KiB, MiB, GiB, TiB): data beyond it
+    /// stream through the GPU a piece at a time, projections are made a slice at a time.
+    #[arg(long, value_name = "SIZE", value_parser = choices::memory_size)]
+    max_gpu_memory: Option<u64>,
     /// Print one line of JSON instead of the human report.
     #[arg(long)]
     json: bool,
@@ -178,11 +186,47 @@ impl Task for PcaFit {
         self.args.json
     }
 
+    fn max_gpu_memory(&self) -> Option<u64> {
+        self.args.max_gpu_memory
+    }
+
     fn check(&mut self, x: &Matrix<'_>) -> CliResult {
         Ok(self.params.validate(x.n_rows(), x.n_features())?)
     }
 
     fn compute(&self, gpu: &Gpu, x: Matrix<'_>) -> CliResult<Fitted> {
+        let d = x.n_features();
+        if self.args.max_gpu_memory.is_some() || self.args.incremental.is_some() {
+            // Host rows, streamed or fed in chunks; projections made a slice at a time.
+            let (model, fit_seconds) = timed(|| match self.args.incremental {
+                Some(rows) => {
+                    let rows = rows as usize;
+                    let mut inc = IncrementalPca::new(self.params.clone());
+                    for part in x.as_slice().chunks(rows * d) {
+                        inc.partial_fit(gpu, &Matrix::new(part, d)?)?;
+                    }
+                    Ok(inc.model(gpu)?)
+                }
+                None => Ok(self.params.fit(gpu, &x)?),
+            })?;
+            let budget = gpu.memory_budget();
+            let rows = (budget / 2 / (4 * (d + model.n_components()) as u64)).max(1) as usize;
+            let projections = match &self.args.output {
+                Some(_) => Some(timed(|| {
+                    let mut z = Vec::new();
+                    for part in x.as_slice().chunks(rows.saturating_mul(d)) {
+                        z.extend(model.transform(gpu, &Matrix::new(part, d)?)?);
+                    }
+                    Ok(z)
+                })?),
+                None => None,
+            };
+            return Ok(Fitted {
+                model,
+                fit_seconds,
+                projections,
+            });
+        }
         let ((xg, model), fit_seconds) = timed(|| {
             let xg = GpuMatrix::upload(gpu, &x)?;
             let model = self.params.fit(gpu, &xg)?;

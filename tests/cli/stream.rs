@@ -1,0 +1,49 @@
+//! Streaming from the command line: `--max-gpu-memory`, `pca --incremental`.
+
+use crate::common::{json_line, usage_fails, Fixture};
+
+fn number(report: &serde_json::Value, key: &str) -> f64 {
+    report[key]
+        .as_f64()
+        .unwrap_or_else(|| panic!("{key} in {report}"))
+}
+
+#[test]
+fn kmeans_under_a_small_budget_streams_to_the_same_model() {
+    let mut f = Fixture::new();
+    f.blobs("x", 4000, 6, 5, 3);
+    let args = "kmeans --input {x} --k 5 --init random --seed 2 --tol 0 --json";
+    let resident = json_line(&f.run(args));
+    // 4000 x 6 f32 take 96 KB: 64 KiB forces streaming.
+    let streamed = json_line(&f.run(&format!("{args} --max-gpu-memory 64KiB")));
+    let (a, b) = (number(&resident, "inertia"), number(&streamed, "inertia"));
+    assert!((a - b).abs() / a < 1e-5, "{resident} vs {streamed}");
+    assert_eq!(resident["n_iter"], streamed["n_iter"]);
+    usage_fails(&f.run("kmeans --input {x} --k 5 --max-gpu-memory 12MB"));
+}
+
+#[test]
+fn pca_incremental_and_under_a_budget_equals_the_full_fit() {
+    let mut f = Fixture::new();
+    f.blobs("x", 3000, 8, 4, 4);
+    let base = "pca --input {x} --components 3 --json";
+    let full = json_line(&f.run(base));
+    for extra in [
+        "--incremental 250",
+        "--max-gpu-memory 64KiB",
+        "--incremental 999 --max-gpu-memory 1MiB",
+    ] {
+        let other = json_line(&f.run(&format!("{base} {extra} --output {{dir}}/z.npy")));
+        let (a, b) = (
+            full["explained_variance_ratio"].as_array().unwrap(),
+            other["explained_variance_ratio"].as_array().unwrap(),
+        );
+        for (x, y) in a.iter().zip(b) {
+            let (x, y) = (x.as_f64().unwrap(), y.as_f64().unwrap());
+            assert!((x - y).abs() < 1e-5, "{extra}: {full} vs {other}");
+        }
+        let z = crate::common::read_2d(&f.file("z.npy"), 3000, 3);
+        assert!(z.iter().all(|v| v.is_finite()));
+    }
+    usage_fails(&f.run("pca --input {x} --components 3 --incremental 0"));
+}
