@@ -108,7 +108,9 @@ pub use data::Matrix;
 pub use error::{Error, Result};
 pub use gmm::{CovarianceType, GaussianMixture, GaussianMixtureModel, GmmInit};
 pub use gpu::{Ceilings, Gpu, GpuInfo, GpuInput, GpuMatrix, GpuVector, Profile, ProfileClock};
-pub use kmeans::{KMeans, KMeansInit, KMeansModel, KMeansStats};
+pub use kmeans::{
+    KMeans, KMeansInit, KMeansModel, KMeansStats, MiniBatchKMeans, MiniBatchKMeansFit,
+};
 #[cfg(feature = "io")]
 pub use model_file::Model;
 pub use pca::{Components, IncrementalPca, Pca, PcaModel, PcaMoments, PcaSolver};

@@ -60,7 +60,7 @@ impl<'s, S: RowSource + ?Sized> DeviceRows<'s, S> {
         if n as u64 <= fits.min(chunk_rows) {
             let slot = gpu.buffer_zeroed("resident rows", n as u64 * row_bytes);
             fill(gpu, source, &slot)?;
-            return Ok(DeviceRows::Resident(view(&slot, 0, n, d)));
+            return Ok(DeviceRows::Resident(view(&slot, n, d)));
         }
         let capacity = fits
             .min(chunk_rows)
@@ -92,7 +92,7 @@ impl<'s, S: RowSource + ?Sized> DeviceRows<'s, S> {
                 source,
                 slot,
                 capacity,
-            } => view(slot, 0, *capacity, source.shape().1),
+            } => view(slot, *capacity, source.shape().1),
         }
     }
 
@@ -114,15 +114,15 @@ impl<'s, S: RowSource + ?Sized> DeviceRows<'s, S> {
     }
 }
 
-/// A one-chunk matrix over the first `n` rows of `buffer`, numbered from 0.
-fn view(buffer: &wgpu::Buffer, row_start: usize, n: usize, d: usize) -> GpuMatrix {
+/// A one-chunk matrix over the first `n` rows of `buffer` (a buffer this crate made).
+pub(crate) fn view(buffer: &wgpu::Buffer, n: usize, d: usize) -> GpuMatrix {
     let bytes = n as u64 * d as u64 * 4;
     let chunk = Chunk {
         buffer: buffer.clone(),
         bind_offset: 0,
         bind_size: bytes,
         x_offset: 0,
-        row_start,
+        row_start: 0,
         n_rows: n,
     };
     GpuMatrix::from_chunks(vec![chunk], n, d)
@@ -170,7 +170,7 @@ fn stream<S: RowSource + ?Sized>(
             let n = rows.len() / d;
             gpu.queue.write_buffer(slot, 0, bytemuck::cast_slice(&rows));
             drop(rows);
-            outcome = work(&view(slot, 0, n, d), first);
+            outcome = work(&view(slot, n, d), first);
             if outcome.is_err() {
                 break;
             }

@@ -105,7 +105,9 @@ impl NpyRows {
             1 => 10 + u16::from_le_bytes([map[8], map[9]]) as usize,
             _ => 12 + u32::from_le_bytes([map[8], map[9], map[10], map[11]]) as usize,
         };
-        let bytes = n_rows.checked_mul(n_features).and_then(|v| v.checked_mul(4));
+        let bytes = n_rows
+            .checked_mul(n_features)
+            .and_then(|v| v.checked_mul(4));
         if bytes.and_then(|b| b.checked_add(offset)) != Some(map.len()) {
             return Err(Error::format(
                 path,

@@ -32,7 +32,7 @@ pub(super) struct Run {
 
 /// Mean over features of the population variance, from one pass with a single "centroid"
 /// s (the first row): Σᵢ‖xᵢ − μ‖² = Σᵢ‖xᵢ − s‖² − N‖μ − s‖².
-fn mean_variance(data: &mut impl LloydData) -> Result<f64> {
+pub(super) fn mean_variance(data: &mut impl LloydData) -> Result<f64> {
     let (n, d) = data.shape();
     let n = n as f64;
     let shift = data.rows(&[0])?;

@@ -40,12 +40,14 @@ use crate::names::parse_choice;
 
 mod fit;
 mod lloyd;
+mod minibatch;
 mod model;
 mod stats;
 mod stream;
 
 pub use crate::gpu::GpuInput;
 pub(crate) use fit::plus_plus_seeds;
+pub use minibatch::{MiniBatchKMeans, MiniBatchKMeansFit};
 pub use model::KMeansModel;
 #[cfg(feature = "io")]
 pub(crate) use model::KMeansModelFields;

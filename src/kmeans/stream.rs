@@ -183,3 +183,29 @@ impl KMeans {
         Ok(stats)
     }
 }
+
+/// Labels and inertia of every row of `source` against `centroids` (K x D): one pass.
+pub(super) fn labels_and_inertia(
+    gpu: &Gpu,
+    source: &(impl RowSource + ?Sized),
+    centroids: &[f32],
+) -> Result<(Vec<u32>, f64)> {
+    let (n, d) = check_shape(source)?;
+    let k = centroids.len() / d;
+    let rows = DeviceRows::new(gpu, source, ROW_EXTRA_BYTES, fixed_bytes(n, d, k))?;
+    let mut data = Streamed::new(gpu, source, rows, k)?;
+    let stats = data.pass(centroids)?;
+    Ok((std::mem::take(&mut data.labels), stats.inertia()))
+}
+
+/// The mean feature variance of `source` (what `tol` is relative to): one pass.
+pub(super) fn mean_variance(
+    gpu: &Gpu,
+    source: &(impl RowSource + ?Sized),
+    k: usize,
+) -> Result<f64> {
+    let (n, d) = check_shape(source)?;
+    let rows = DeviceRows::new(gpu, source, ROW_EXTRA_BYTES, fixed_bytes(n, d, k))?;
+    let mut data = Streamed::new(gpu, source, rows, k)?;
+    super::lloyd::mean_variance(&mut data)
+}

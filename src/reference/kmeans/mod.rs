@@ -42,6 +42,7 @@ use rand_chacha::ChaCha8Rng;
 use crate::error::{Error, Result};
 use crate::kmeans::{KMeans, KMeansInit};
 
+pub mod minibatch;
 #[cfg(test)]
 mod tests;
 

@@ -1,0 +1,136 @@
+//! Mini-batch K-Means on the GPU against the f64 reference, against full Lloyd, and fed
+//! batch by batch.
+
+mod common;
+
+use common::{gpu, max_rel_err, to_f64};
+use wgpu_unsupervised::reference::kmeans::minibatch as refmb;
+use wgpu_unsupervised::{datasets, Error, KMeans, KMeansInit, Matrix, MiniBatchKMeans};
+
+fn blobs(n: usize, d: usize, k: usize, std: f32, seed: u64) -> Vec<f32> {
+    datasets::make_blobs(n, d, k, std, (-10.0, 10.0), seed)
+        .unwrap()
+        .0
+}
+
+#[test]
+fn mini_batch_steps_match_the_reference_draw_for_draw() {
+    for &(n, d, k, batch, seed) in &[(5000, 4, 5, 256, 1u64), (3000, 7, 8, 100, 2)] {
+        let gpu = gpu();
+        let x = blobs(n, d, k, 1.0, seed);
+        for init in [
+            KMeansInit::Random,
+            // One centroid far from everything: it gets no rows and must be reassigned.
+            KMeansInit::Centroids({
+                let mut c = to_f64(&x[..k * d]);
+                c[..d].iter_mut().for_each(|v| *v = 1e3);
+                c
+            }),
+        ] {
+            let params = MiniBatchKMeans::new(k)
+                .batch_size(batch)
+                .max_iter(2)
+                .max_no_improvement(None)
+                .init(init.clone())
+                .n_init(2)
+                .seed(seed);
+            let model = params.fit(&gpu, &Matrix::new(&x, d).unwrap()).unwrap();
+            let r = refmb::fit(&to_f64(&x), d, &params).unwrap();
+            assert_eq!(model.n_iter(), r.n_steps, "{init:?}");
+            assert_eq!(model.n_iter(), 2 * n / batch);
+            let err = max_rel_err(&to_f64(model.centroids()), &r.centroids, 1.0);
+            assert!(err < 1e-4, "n={n} {init}: centroids differ by {err}");
+            assert!((model.inertia() - r.inertia).abs() / r.inertia < 1e-5);
+            let same = model
+                .labels()
+                .iter()
+                .zip(&r.labels)
+                .filter(|(a, b)| a == b)
+                .count();
+            assert!(same * 1000 >= n * 999, "{} labels differ", n - same);
+            // Every centroid ended up near data (the far one was reassigned).
+            assert!(model.centroids().iter().all(|v| v.abs() < 100.0), "{init}");
+        }
+    }
+}
+
+#[test]
+fn mini_batch_reaches_lloyds_inertia_and_stops_early() {
+    for seed in [3u64, 4] {
+        let gpu = gpu();
+        let (n, d, k) = (20_000, 8, 6);
+        let x = blobs(n, d, k, 2.0, seed);
+        let m = Matrix::new(&x, d).unwrap();
+        let lloyd = KMeans::new(k).seed(seed).fit(&gpu, &m).unwrap();
+        let params = MiniBatchKMeans::new(k).batch_size(512).seed(seed);
+        let mb = params.fit(&gpu, &m).unwrap();
+        let gap = mb.inertia() / lloyd.inertia() - 1.0;
+        assert!(
+            gap < 0.03,
+            "seed {seed}: mini-batch inertia {gap:.4} above Lloyd's"
+        );
+        // max_no_improvement (10) ends the fit well before 100 epochs of steps.
+        assert!(
+            mb.converged() && mb.n_iter() < 100 * n / 512,
+            "{} steps",
+            mb.n_iter()
+        );
+        assert_eq!(params.fit(&gpu, &m).unwrap(), mb, "same seed, same model");
+    }
+}
+
+#[test]
+fn partial_fit_learns_batch_by_batch() {
+    let gpu = gpu();
+    let (n, d, k) = (12_000, 5, 4);
+    let x = blobs(n, d, k, 1.5, 5);
+    let m = Matrix::new(&x, d).unwrap();
+    let mut fit = MiniBatchKMeans::new(k).seed(5).partial();
+    assert!(matches!(fit.model(&gpu, &m), Err(Error::EmptyData { .. })));
+    // Rows of make_blobs cycle through the clusters, so every batch sees all of them.
+    for epoch in 0..2 {
+        for part in x.chunks(1000 * d) {
+            fit.partial_fit(&gpu, &Matrix::new(part, d).unwrap())
+                .unwrap();
+        }
+        assert_eq!(fit.n_steps(), (epoch + 1) * n / 1000);
+    }
+    let counts: f64 = fit.counts().unwrap().iter().sum();
+    assert!(counts >= n as f64, "{counts}");
+    let model = fit.model(&gpu, &m).unwrap();
+    let lloyd = KMeans::new(k).seed(5).fit(&gpu, &m).unwrap();
+    assert!(
+        model.inertia() / lloyd.inertia() < 1.03,
+        "{} vs {}",
+        model.inertia(),
+        lloyd.inertia()
+    );
+    let wrong = vec![0.5f32; 10 * (d + 1)];
+    assert!(matches!(
+        fit.partial_fit(&gpu, &Matrix::new(&wrong, d + 1).unwrap()),
+        Err(Error::FeatureMismatch { .. })
+    ));
+    assert!(matches!(
+        fit.model(&gpu, &Matrix::new(&wrong, d + 1).unwrap()),
+        Err(Error::FeatureMismatch { .. })
+    ));
+}
+
+#[test]
+fn bad_mini_batch_parameters_give_errors() {
+    let gpu = gpu();
+    let x = blobs(100, 2, 2, 1.0, 6);
+    let m = Matrix::new(&x, 2).unwrap();
+    for params in [
+        MiniBatchKMeans::new(0),
+        MiniBatchKMeans::new(101),
+        MiniBatchKMeans::new(2).batch_size(0),
+        MiniBatchKMeans::new(2).max_iter(0),
+        MiniBatchKMeans::new(2).max_no_improvement(Some(0)),
+        MiniBatchKMeans::new(2).reassignment_ratio(1.5),
+        MiniBatchKMeans::new(2).init_size(Some(0)),
+        MiniBatchKMeans::new(2).init(KMeansInit::Centroids(vec![0.0; 3])),
+    ] {
+        assert!(params.fit(&gpu, &m).is_err(), "{params:?}");
+    }
+}
