@@ -241,3 +241,47 @@ fn sources_that_lie_or_hold_nan_give_errors() {
     ));
     assert_eq!(short.shape(), (1200, 3));
 }
+
+#[test]
+fn rows_split_across_two_devices_fit_as_on_one() {
+    // Two devices opened on the same adapter stand in for two GPUs.
+    let (a, b) = (gpu(), gpu());
+    assert!(!Gpu::all().unwrap().is_empty());
+    for &(n, d, k, cut, seed) in &[(4000, 5, 6, 1500, 13u64), (2001, 3, 4, 1999, 14)] {
+        let x = blobs(n, d, k, seed);
+        let params = KMeans::new(k).init(KMeansInit::Random).n_init(2).seed(seed);
+        let whole = params.fit(&a, &Matrix::new(&x, d).unwrap()).unwrap();
+        let first = Matrix::new(&x[..cut * d], d).unwrap();
+        let second = RowChunks::new(n - cut, d, || ragged(&x[cut * d..], d, 300, seed));
+        // The second device streams its part in small pieces.
+        small_pieces(&b, 200, d);
+        let split = params
+            .fit_partitions(&[(&a, &first as &dyn RowSource), (&b, &second)])
+            .unwrap();
+        assert_eq!(split.n_iter(), whole.n_iter(), "n={n}");
+        let err = max_rel_err(&to_f64(split.centroids()), &to_f64(whole.centroids()), 1.0);
+        assert!(err < 1e-5, "n={n}: centroids differ by {err}");
+        assert!((split.inertia() - whole.inertia()).abs() / whole.inertia() < 1e-5);
+        assert_eq!(split.labels().len(), n);
+        let same = split
+            .labels()
+            .iter()
+            .zip(whole.labels())
+            .filter(|(p, q)| p == q)
+            .count();
+        assert!(same * 1000 >= n * 999, "{} labels differ", n - same);
+        b.set_max_chunk_bytes(u64::MAX);
+    }
+    let x = blobs(100, 2, 2, 15);
+    let m2 = Matrix::new(&x, 2).unwrap();
+    let m1 = Matrix::new(&x, 1).unwrap();
+    let params = KMeans::new(2);
+    assert!(matches!(
+        params.fit_partitions(&[]),
+        Err(Error::EmptyData { .. })
+    ));
+    assert!(matches!(
+        params.fit_partitions(&[(&a, &m2 as &dyn RowSource), (&b, &m1)]),
+        Err(Error::FeatureMismatch { .. })
+    ));
+}

@@ -103,47 +103,42 @@ impl Gpu {
 
     /// Async form of [`Gpu::new`].
     pub async fn new_async() -> Result<Self> {
-        // GL is a last resort (and probing it can print noise on headless machines): look
-        // at the native backends first.
-        let wanted = wgpu::Backends::all().with_env();
-        let native = wanted - wgpu::Backends::GL;
-        let mut adapters = Vec::new();
-        for backends in [native, wanted & wgpu::Backends::GL] {
-            if backends.is_empty() || !adapters.is_empty() {
-                continue;
+        let adapter = adapters()
+            .await?
+            .into_iter()
+            .next()
+            .ok_or(Error::NoAdapter {
+                detail: "no adapter".into(),
+            })?;
+        Self::open(adapter).await
+    }
+
+    /// One [`Gpu`] per adapter of the native backends (Vulkan, Metal, DX12; GL only when
+    /// there is no native one), best first as [`Gpu::new`] ranks them, honouring
+    /// `WGPU_BACKEND` and `WGPU_ADAPTER_NAME`. Software adapters (lavapipe) are left out
+    /// when a hardware one exists. For fits that split rows across devices
+    /// ([`KMeans::fit_partitions`](crate::KMeans::fit_partitions)).
+    ///
+    /// Errors: [`Error::NoAdapter`] when there is none, or a device cannot be opened.
+    pub fn all() -> Result<Vec<Self>> {
+        pollster::block_on(async {
+            let mut list = adapters().await?;
+            if list
+                .iter()
+                .any(|a| a.get_info().device_type != wgpu::DeviceType::Cpu)
+            {
+                list.retain(|a| a.get_info().device_type != wgpu::DeviceType::Cpu);
             }
-            let mut desc = wgpu::InstanceDescriptor::new_without_display_handle().with_env();
-            desc.backends = backends;
-            let instance = wgpu::Instance::new(desc);
-            adapters = instance.enumerate_adapters(backends).await;
-        }
-        let seen: Vec<String> = adapters
-            .iter()
-            .map(|a| {
-                let i = a.get_info();
-                format!("{} ({:?})", i.name, i.backend)
-            })
-            .collect();
-        if let Ok(wanted) = std::env::var("WGPU_ADAPTER_NAME") {
-            let wanted = wanted.to_lowercase();
-            adapters.retain(|a| a.get_info().name.to_lowercase().contains(&wanted));
-        }
-        adapters.sort_by_key(|a| {
-            let i = a.get_info();
-            (
-                u32::from(i.backend == wgpu::Backend::Gl),
-                device_type_rank(i.device_type),
-            )
-        });
-        let Some(adapter) = adapters.into_iter().next() else {
-            return Err(Error::NoAdapter {
-                detail: if seen.is_empty() {
-                    "no adapter on any enabled backend".into()
-                } else {
-                    format!("none matches WGPU_ADAPTER_NAME among {}", seen.join(", "))
-                },
-            });
-        };
+            let mut out = Vec::with_capacity(list.len());
+            for adapter in list {
+                out.push(Self::open(adapter).await?);
+            }
+            Ok(out)
+        })
+    }
+
+    /// Opens a device on `adapter` with everything it offers.
+    async fn open(adapter: wgpu::Adapter) -> Result<Self> {
         let (device, queue) = adapter
             .request_device(&wgpu::DeviceDescriptor {
                 label: Some("wgpu-unsupervised"),
@@ -315,6 +310,53 @@ impl Gpu {
         }
         result
     }
+}
+
+/// The adapters of the native backends (GL when there is none), filtered by
+/// `WGPU_ADAPTER_NAME`, best first: never empty.
+async fn adapters() -> Result<Vec<wgpu::Adapter>> {
+    // GL is a last resort (and probing it can print noise on headless machines): look
+    // at the native backends first.
+    let wanted = wgpu::Backends::all().with_env();
+    let native = wanted - wgpu::Backends::GL;
+    let mut adapters = Vec::new();
+    for backends in [native, wanted & wgpu::Backends::GL] {
+        if backends.is_empty() || !adapters.is_empty() {
+            continue;
+        }
+        let mut desc = wgpu::InstanceDescriptor::new_without_display_handle().with_env();
+        desc.backends = backends;
+        let instance = wgpu::Instance::new(desc);
+        adapters = instance.enumerate_adapters(backends).await;
+    }
+    let seen: Vec<String> = adapters
+        .iter()
+        .map(|a| {
+            let i = a.get_info();
+            format!("{} ({:?})", i.name, i.backend)
+        })
+        .collect();
+    if let Ok(wanted) = std::env::var("WGPU_ADAPTER_NAME") {
+        let wanted = wanted.to_lowercase();
+        adapters.retain(|a| a.get_info().name.to_lowercase().contains(&wanted));
+    }
+    adapters.sort_by_key(|a| {
+        let i = a.get_info();
+        (
+            u32::from(i.backend == wgpu::Backend::Gl),
+            device_type_rank(i.device_type),
+        )
+    });
+    if adapters.is_empty() {
+        return Err(Error::NoAdapter {
+            detail: if seen.is_empty() {
+                "no adapter on any enabled backend".into()
+            } else {
+                format!("none matches WGPU_ADAPTER_NAME among {}", seen.join(", "))
+            },
+        });
+    }
+    Ok(adapters)
 }
 
 /// Parses a memory size such as `512MiB`, `1.5GiB`, `64KiB` or `4096` (bytes): a number,

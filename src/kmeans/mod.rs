@@ -42,6 +42,7 @@ mod fit;
 mod lloyd;
 mod minibatch;
 mod model;
+mod partitions;
 mod stats;
 mod stream;
 

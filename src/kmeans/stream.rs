@@ -28,6 +28,14 @@ use crate::source::{check_shape, RowSource};
 const PLUS_PLUS_SAMPLE_PER_CLUSTER: usize = 256;
 const PLUS_PLUS_SAMPLE_MIN: usize = 10_000;
 
+/// Rows of the k-means++ sample: `max(10 000, 256·K)`, at most N and what one piece holds,
+/// at least K.
+pub(super) fn plus_plus_sample_size(n: usize, capacity: usize, k: usize) -> usize {
+    n.min(capacity)
+        .min(PLUS_PLUS_SAMPLE_MIN.max(PLUS_PLUS_SAMPLE_PER_CLUSTER * k))
+        .max(k)
+}
+
 /// Device bytes a fit needs besides the rows: per-block partial sums (at most 64 MiB, see
 /// the workspace), centroids and per-cluster sums.
 fn fixed_bytes(n: usize, d: usize, k: usize) -> u64 {
@@ -46,7 +54,7 @@ pub(super) fn must_stream(gpu: &Gpu, n: usize, d: usize, k: usize) -> bool {
 }
 
 /// Streamed rows, one workspace sized for a piece, and the rows' labels and distances.
-struct Streamed<'a, S: RowSource + ?Sized> {
+pub(super) struct Streamed<'a, S: RowSource + ?Sized> {
     gpu: &'a Gpu,
     source: &'a S,
     rows: DeviceRows<'a, S>,
@@ -69,6 +77,19 @@ impl<'a, S: RowSource + ?Sized> Streamed<'a, S> {
         })
     }
 
+    /// The rows of `source` on `gpu` under its budget (uploaded once when they fit), for
+    /// `k` clusters.
+    pub(super) fn open(gpu: &'a Gpu, source: &'a S, k: usize) -> Result<Self> {
+        let (n, d) = check_shape(source)?;
+        let rows = DeviceRows::new(gpu, source, ROW_EXTRA_BYTES, fixed_bytes(n, d, k))?;
+        Self::new(gpu, source, rows, k)
+    }
+
+    /// The rows' source.
+    pub(super) fn source(&self) -> &'a S {
+        self.source
+    }
+
     /// Initial centroids for one restart (see the module docs).
     fn initial_centroids(&mut self, params: &KMeans, rng: &mut ChaCha8Rng) -> Result<Vec<f32>> {
         let (n, d) = self.source.shape();
@@ -79,10 +100,7 @@ impl<'a, S: RowSource + ?Sized> Streamed<'a, S> {
                 self.source.gather(&idx)
             }
             KMeansInit::KMeansPlusPlus => {
-                let m = n
-                    .min(self.rows.capacity())
-                    .min(PLUS_PLUS_SAMPLE_MIN.max(PLUS_PLUS_SAMPLE_PER_CLUSTER * params.k))
-                    .max(params.k);
+                let m = plus_plus_sample_size(n, self.rows.capacity(), params.k);
                 let mut idx = rand::seq::index::sample(rng, n, m).into_vec();
                 idx.sort_unstable();
                 let rows = self.source.gather(&idx)?;
@@ -172,12 +190,10 @@ impl KMeans {
         source: &(impl RowSource + ?Sized),
         centroids: &[f32],
     ) -> Result<KMeansStats> {
-        let (n, d) = check_shape(source)?;
+        let (_, d) = check_shape(source)?;
         let empty = KMeansStats::empty(centroids, d)?;
         crate::data::check_finite(centroids, d)?;
-        let k = empty.k();
-        let rows = DeviceRows::new(gpu, source, ROW_EXTRA_BYTES, fixed_bytes(n, d, k))?;
-        let mut data = Streamed::new(gpu, source, rows, k)?;
+        let mut data = Streamed::open(gpu, source, empty.k())?;
         let mut stats = data.pass(centroids)?;
         stats.changed = 0;
         Ok(stats)
@@ -190,10 +206,8 @@ pub(super) fn labels_and_inertia(
     source: &(impl RowSource + ?Sized),
     centroids: &[f32],
 ) -> Result<(Vec<u32>, f64)> {
-    let (n, d) = check_shape(source)?;
-    let k = centroids.len() / d;
-    let rows = DeviceRows::new(gpu, source, ROW_EXTRA_BYTES, fixed_bytes(n, d, k))?;
-    let mut data = Streamed::new(gpu, source, rows, k)?;
+    let (_, d) = check_shape(source)?;
+    let mut data = Streamed::open(gpu, source, centroids.len() / d)?;
     let stats = data.pass(centroids)?;
     Ok((std::mem::take(&mut data.labels), stats.inertia()))
 }
@@ -204,8 +218,6 @@ pub(super) fn mean_variance(
     source: &(impl RowSource + ?Sized),
     k: usize,
 ) -> Result<f64> {
-    let (n, d) = check_shape(source)?;
-    let rows = DeviceRows::new(gpu, source, ROW_EXTRA_BYTES, fixed_bytes(n, d, k))?;
-    let mut data = Streamed::new(gpu, source, rows, k)?;
+    let mut data = Streamed::open(gpu, source, k)?;
     super::lloyd::mean_variance(&mut data)
 }
