@@ -47,3 +47,22 @@ fn pca_incremental_and_under_a_budget_equals_the_full_fit() {
     }
     usage_fails(&f.run("pca --input {x} --components 3 --incremental 0"));
 }
+
+#[test]
+fn kmeans_mini_batch_comes_close_to_lloyd() {
+    let mut f = Fixture::new();
+    f.blobs("x", 6000, 4, 3, 5);
+    let lloyd = json_line(&f.run("kmeans --input {x} --k 3 --seed 1 --json"));
+    let mb = json_line(
+        &f.run("kmeans --input {x} --k 3 --seed 1 --mini-batch 256 --output {dir}/l.npy --json"),
+    );
+    let (a, b) = (number(&lloyd, "inertia"), number(&mb, "inertia"));
+    assert!(b / a < 1.03, "{lloyd} vs {mb}");
+    assert_eq!(
+        wgpu_unsupervised::io::read_labels(&f.file("l.npy"))
+            .unwrap()
+            .len(),
+        6000
+    );
+    usage_fails(&f.run("kmeans --input {x} --k 3 --mini-batch 0"));
+}

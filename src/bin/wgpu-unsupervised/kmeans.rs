@@ -1,5 +1,6 @@
 //! `wgpu-unsupervised kmeans --input X.{npy,csv} --k 8 [--n-init N] [--max-iter N] [--tol F]
-//! [--seed N] [--init k-means++|random] [--max-gpu-memory SIZE] [--output labels.npy] [--model model.json] [--json]`
+//! [--seed N] [--init k-means++|random] [--max-gpu-memory SIZE] [--mini-batch SIZE]
+//! [--output labels.npy] [--model model.json] [--json]`
 //!
 //! Fits K-Means on the matrix in `--input` (one row per sample), then writes the training
 //! labels as a 1-D `u4` `.npy` array to `--output` and the fitted model to `--model`, when
@@ -10,7 +11,7 @@
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
-use wgpu_unsupervised::{Gpu, KMeans, KMeansInit, KMeansModel, Matrix};
+use wgpu_unsupervised::{Gpu, KMeans, KMeansInit, KMeansModel, Matrix, MiniBatchKMeans};
 
 use crate::flow::{iterations, timed, write_labels, Context, Human, Outputs, Report, Task};
 use crate::{choices, CliResult, Failure};
@@ -49,6 +50,10 @@ pub struct KmeansArgs {
     /// stream through the GPU a piece at a time on every pass.
     #[arg(long, value_name = "SIZE", value_parser = choices::memory_size)]
     max_gpu_memory: Option<u64>,
+    /// Mini-batch K-Means with batches of SIZE rows (scikit-learn's MiniBatchKMeans;
+    /// --max-iter then counts epochs, default 100, and n_iter in the report counts steps).
+    #[arg(long, value_name = "SIZE", value_parser = clap::value_parser!(u64).range(1..))]
+    mini_batch: Option<u64>,
     /// Print one line of JSON instead of the human report.
     #[arg(long)]
     json: bool,
@@ -135,7 +140,22 @@ impl Task for Kmeans {
     }
 
     fn compute(&self, gpu: &Gpu, x: Matrix<'_>) -> CliResult<Self::Outcome> {
-        timed(|| Ok(self.params.fit(gpu, &x)?))
+        match self.args.mini_batch {
+            Some(size) => {
+                let p = &self.params;
+                let mut mb = MiniBatchKMeans::new(p.k)
+                    .batch_size(size as usize)
+                    .n_init(p.n_init)
+                    .seed(p.seed)
+                    .init(p.init.clone())
+                    .tol(self.args.tol.unwrap_or(0.0));
+                if let Some(epochs) = self.args.max_iter {
+                    mb = mb.max_iter(epochs);
+                }
+                timed(|| Ok(mb.fit(gpu, &x)?))
+            }
+            None => timed(|| Ok(self.params.fit(gpu, &x)?)),
+        }
     }
 
     fn write(&self, _run: &Context<'_>, (model, _): &Self::Outcome) -> CliResult {
