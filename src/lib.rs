@@ -18,6 +18,11 @@
 //!   Calinski–Harabasz, Davies–Bouldin, inertia, Rand and adjusted Rand indices;
 //! - **model selection** ([`selection`]): elbow, gap statistic, BIC/AIC over k, PCA spectrum,
 //!   with SVG plots of them (`plot`, feature `plot`);
+//! - **data larger than the GPU** ([`source`]): fits over a [`RowSource`] (host chunks, a
+//!   memory-mapped `.npy`) streamed through a bounded buffer under
+//!   [`Gpu::set_memory_budget`]; statistics that merge across chunks, devices and machines
+//!   ([`KMeansStats`], [`PcaMoments`]); [`KMeans::fit_partitions`] over several devices;
+//!   [`MiniBatchKMeans`] and [`IncrementalPca`];
 //! - **model files** (`model_file`, feature `io`): `save`/`load` on every model, a versioned
 //!   envelope, every model validated when it is deserialized.
 //!
@@ -64,6 +69,7 @@
 //! - [`bench`](mod@bench): the kernel and fit benchmarks behind `wgpu-unsupervised bench`, on top of the
 //!   profiler ([`gpu::profile`]) and the ceilings ([`Gpu::measure_ceilings`]);
 //! - [`data`], [`error`], [`datasets`]: validated input views, the one [`Error`], data;
+//! - [`source`]: row sources that need not fit (their device side is `gpu::stream`);
 //! - `io`, `model_file`, `plot`: files and pictures, behind features;
 //! - [`reference`](mod@reference): the CPU oracle, a leaf that nothing else in `src/`
 //!   uses; it has its own algebra so that it can catch bugs in the production math (apart
