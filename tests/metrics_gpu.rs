@@ -356,3 +356,30 @@ fn bad_labellings_give_errors() {
     assert!(metrics::inertia(&x, &short).is_err());
     assert!(metrics::rand_index(&two, &short).is_err());
 }
+
+#[test]
+fn silhouette_of_a_source_equals_that_of_the_matrix() {
+    let gpu = gpu();
+    for (seed, sample) in [(31u64, Some(700)), (32, None)] {
+        let (n, d) = (1500, 6);
+        let (x, labels, _) = datasets::make_blobs(n, d, 4, 1.5, (-5.0, 5.0), seed).unwrap();
+        let m = Matrix::new(&x, d).unwrap();
+        let want = metrics::silhouette(&gpu, &m, &labels, sample, seed).unwrap();
+        let chunks = wgpu_unsupervised::RowChunks::new(n, d, || x.chunks(97 * d));
+        let got = metrics::silhouette_source(&gpu, &chunks, &labels, sample, seed).unwrap();
+        assert_eq!(got, want, "seed {seed}");
+        let r = refm::silhouette_samples(&to_f64(&x), d, &labels).unwrap();
+        if sample.is_none() {
+            let mean = r.iter().sum::<f64>() / n as f64;
+            assert!((got.score - mean).abs() < 1e-5, "{} vs {mean}", got.score);
+        }
+    }
+    // Evaluating every row needs them within the budget.
+    let x = random_matrix(400, 3, 33, 0.0, 1.0);
+    let labels: Vec<u32> = (0..400).map(|i| i % 3).collect();
+    gpu.set_memory_budget(1024);
+    let e = metrics::silhouette_source(&gpu, &Matrix::new(&x, 3).unwrap(), &labels, None, 0);
+    assert!(matches!(e, Err(Error::OutOfDeviceMemory { .. })), "{e:?}");
+    let ok = metrics::silhouette_source(&gpu, &Matrix::new(&x, 3).unwrap(), &labels, Some(50), 0);
+    assert!(ok.is_ok(), "{ok:?}");
+}

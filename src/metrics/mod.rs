@@ -35,7 +35,7 @@ mod silhouette;
 
 pub use agreement::{adjusted_rand_index, rand_index};
 pub use internal::{calinski_harabasz, davies_bouldin, inertia};
-pub use silhouette::{silhouette, Silhouette};
+pub use silhouette::{silhouette, silhouette_source, Silhouette};
 
 /// Distinct labels in increasing order and each label's position among them.
 pub(crate) fn cluster_index(labels: &[u32]) -> (Vec<u32>, Vec<usize>) {

@@ -6,11 +6,13 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
 use super::{check_cluster_count, check_label_count, cluster_index};
+use crate::data::Matrix;
 use crate::error::{Error, Result};
 use crate::gpu::batch::Batch;
 use crate::gpu::buffer::{check_budget, Chunk};
 use crate::gpu::{Gpu, GpuInput, GpuMatrix};
 use crate::kernels::{rows, silhouette as kernel};
+use crate::source::{check_shape, RowSource};
 
 /// Rows of one cluster summed by one dispatch at most: bounds the f32 sums of distances.
 const PIECE_ROWS: usize = 2048;
@@ -47,7 +49,47 @@ pub fn silhouette(
     sample_size: Option<usize>,
     seed: u64,
 ) -> Result<Silhouette> {
-    let (n, _) = x.shape();
+    silhouette_with(gpu, x.shape().0, labels, sample_size, seed, |sorted_rows| {
+        sorted_copy(gpu, &*x.on_gpu(gpu)?, sorted_rows)
+    })
+}
+
+/// [`silhouette`] of the rows of a [`RowSource`] (a memory-mapped file, host chunks): the
+/// evaluated rows (the sample, or all) are gathered on the host in cluster order and
+/// uploaded, so a sample of a source far larger than the device works; evaluating every row
+/// needs them all within the budget ([`Gpu::set_memory_budget`]), as the O(N²) pairs would
+/// make anything larger impractical anyway.
+///
+/// Errors: those of [`silhouette`] and of the source.
+pub fn silhouette_source(
+    gpu: &Gpu,
+    source: &(impl RowSource + ?Sized),
+    labels: &[u32],
+    sample_size: Option<usize>,
+    seed: u64,
+) -> Result<Silhouette> {
+    let (n, d) = check_shape(source)?;
+    silhouette_with(gpu, n, labels, sample_size, seed, |sorted_rows| {
+        check_budget(
+            gpu,
+            "the rows evaluated by the silhouette",
+            (sorted_rows.len() * d * 4) as u64,
+        )?;
+        let rows = source.gather(sorted_rows)?;
+        GpuMatrix::upload(gpu, &Matrix::new(&rows, d)?)
+    })
+}
+
+/// The silhouette of `n` rows given a way to put the rows `sorted_rows` (evaluated rows in
+/// cluster order) on the device.
+fn silhouette_with(
+    gpu: &Gpu,
+    n: usize,
+    labels: &[u32],
+    sample_size: Option<usize>,
+    seed: u64,
+    sorted_on_gpu: impl FnOnce(&[usize]) -> Result<GpuMatrix>,
+) -> Result<Silhouette> {
     check_label_count(labels, n)?;
     let rows: Vec<usize> = match sample_size {
         Some(m) if m < 2 => {
@@ -76,8 +118,7 @@ pub fn silhouette(
     index.iter().for_each(|&c| sizes[c] += 1);
     let sorted_rows: Vec<usize> = order.iter().map(|&i| rows[i]).collect();
 
-    let xg = x.on_gpu(gpu)?;
-    let sorted = sorted_copy(gpu, &xg, &sorted_rows)?;
+    let sorted = sorted_on_gpu(&sorted_rows)?;
     let sums = cluster_sums(gpu, &sorted, &sizes)?;
 
     // s for each sorted position, then back to the order of `rows`.
