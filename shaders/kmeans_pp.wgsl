@@ -9,6 +9,8 @@
 //   - kmeanspp_trial_potentials: for each of the local-trial candidates t, the block sum of
 //     min(D(x)², ‖x − c_t‖²), the potential the candidate would leave (scikit-learn's greedy
 //     variant keeps the candidate with the smallest one).
+// With sample weights (`weighted`) the block sums are of w·D² and w·min(D², ‖x − c_t‖²)
+// (scikit-learn's weighted seeding); D² itself stays unweighted.
 // The per-block partials are then folded by sum_partial_columns_f32 (reduce.wgsl).
 
 #import constants
@@ -25,7 +27,7 @@ struct KmeansPpParams {
     block_offset: u32, // global index of this chunk's first block
     grid_x: u32,
     first: u32,        // update: 1 = no previous centre, overwrite D²
-    _pad0: u32,
+    weighted: u32,     // 1: rows have weights in `weights`; 0: every weight is 1
 }
 
 @group(0) @binding(0) var<uniform> params: KmeansPpParams;
@@ -34,6 +36,14 @@ struct KmeansPpParams {
 @group(0) @binding(3) var<storage, read_write> min_sq_dist: array<f32>;
 // update: [block]; trials: [block][candidate]
 @group(0) @binding(4) var<storage, read_write> block_sums: array<f32>;
+@group(0) @binding(5) var<storage, read> weights: array<f32>;
+
+fn weight_of(row: u32) -> f32 {
+    if params.weighted != 0u {
+        return weights[row];
+    }
+    return 1.0;
+}
 
 fn sq_distance_to_candidate(row: u32, t: u32) -> f32 {
     let base = params.x_offset + row * params.d;
@@ -64,7 +74,7 @@ fn kmeanspp_update_min_distance(
             v = min(v, min_sq_dist[row]);
         }
         min_sq_dist[row] = v;
-        sum += v;
+        sum += weight_of(row) * v;
     }
     block_sums[params.block_offset + block] = sum;
 }
@@ -83,7 +93,7 @@ fn kmeanspp_trial_potentials(
     for (var t = 0u; t < params.n_candidates; t++) {
         var sum = 0.0;
         for (var row = first; row < last; row++) {
-            sum += min(min_sq_dist[row], sq_distance_to_candidate(row, t));
+            sum += weight_of(row) * min(min_sq_dist[row], sq_distance_to_candidate(row, t));
         }
         block_sums[(params.block_offset + block) * params.n_candidates + t] = sum;
     }

@@ -89,6 +89,26 @@ pub(crate) fn validate_row_major<T: Copy + Into<f64>>(data: &[T], n_features: us
     check_finite(data, n_features)
 }
 
+/// Checks per-row sample weights: one per row, finite, non-negative, not all zero.
+pub(crate) fn check_sample_weights(weights: &[f32], n_rows: usize) -> Result<()> {
+    if weights.len() != n_rows {
+        return Err(Error::invalid(
+            "sample_weight",
+            format!("{} weights for {n_rows} rows", weights.len()),
+        ));
+    }
+    if let Some(i) = weights.iter().position(|w| !(w.is_finite() && *w >= 0.0)) {
+        return Err(Error::invalid(
+            "sample_weight",
+            format!("weight {} of row {i} is not finite and >= 0", weights[i]),
+        ));
+    }
+    if !weights.iter().any(|&w| w > 0.0) {
+        return Err(Error::invalid("sample_weight", "every weight is 0"));
+    }
+    Ok(())
+}
+
 /// Returns [`Error::NonFinite`] for the first NaN/inf in row-major `data`.
 pub(crate) fn check_finite<T: Copy + Into<f64>>(data: &[T], n_features: usize) -> Result<()> {
     match data.iter().position(|&v| !v.into().is_finite()) {

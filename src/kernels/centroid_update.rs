@@ -22,6 +22,10 @@ pub(crate) struct AccumulateParams {
     block_offset: u32,
     grid_x: u32,
     in_workgroup_memory: u32,
+    weighted: u32,
+    _pad0: u32,
+    _pad1: u32,
+    _pad2: u32,
 }
 
 const _: () = check_params::<AccumulateParams>(wgsl::ENTRY_POINTS);
@@ -37,12 +41,13 @@ pub(crate) struct ClusterPartials<'a> {
     pub sums: &'a wgpu::Buffer,
     /// [block][cluster] member counts.
     pub counts: &'a wgpu::Buffer,
-    /// [block][cluster] sums of squared distances.
+    /// [block][cluster][2]: sums of weighted squared distances and of weights.
     pub sq_dist: &'a wgpu::Buffer,
 }
 
 /// Records the per-block cluster statistics of `chunk` (blocks of `block_rows` rows,
-/// numbered from `block_offset`). The partial buffers must have been cleared.
+/// numbered from `block_offset`), each row weighted by its value in `weights` when given.
+/// The partial buffers must have been cleared.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn accumulate_cluster_partials(
     gpu: &Gpu,
@@ -54,6 +59,7 @@ pub(crate) fn accumulate_cluster_partials(
     block_offset: usize,
     labels: &wgpu::Buffer,
     min_sq_dist: &wgpu::Buffer,
+    weights: Option<&wgpu::Buffer>,
     old_centroids: &wgpu::Buffer,
     out: &ClusterPartials<'_>,
 ) -> Result<()> {
@@ -67,6 +73,7 @@ pub(crate) fn accumulate_cluster_partials(
         block_offset,
         labels,
         min_sq_dist,
+        weights,
         old_centroids,
         out,
         feature_wg_size(d),
@@ -86,6 +93,7 @@ pub(super) fn accumulate_cluster_partials_at(
     block_offset: usize,
     labels: &wgpu::Buffer,
     min_sq_dist: &wgpu::Buffer,
+    weights: Option<&wgpu::Buffer>,
     old_centroids: &wgpu::Buffer,
     out: &ClusterPartials<'_>,
     wg_size: u32,
@@ -100,6 +108,10 @@ pub(super) fn accumulate_cluster_partials_at(
         block_offset: block_offset as u32,
         grid_x: grid.x,
         in_workgroup_memory: (k * d <= SHARED_SUMS && k <= SHARED_CLUSTERS) as u32,
+        weighted: weights.is_some() as u32,
+        _pad0: 0,
+        _pad1: 0,
+        _pad2: 0,
     };
     batch.dispatch(
         wgsl::ACCUMULATE_CLUSTER_PARTIALS,
@@ -109,6 +121,8 @@ pub(super) fn accumulate_cluster_partials_at(
             ("x", chunk.bind()),
             ("labels", Bind::Whole(labels)),
             ("min_sq_dist", Bind::Whole(min_sq_dist)),
+            // Unweighted: never read; the labels stand in (read-only, no allocation).
+            ("weights", Bind::Whole(weights.unwrap_or(labels))),
             ("old_centroids", Bind::Whole(old_centroids)),
             ("partial_sums", Bind::Whole(out.sums)),
             ("partial_counts", Bind::Whole(out.counts)),
@@ -119,8 +133,9 @@ pub(super) fn accumulate_cluster_partials_at(
         // block's partials written once.
         Work::f32s(
             2.0 * (chunk.n_rows * d) as f64,
-            (chunk.n_rows * (d + 2) + k * d + chunk.n_rows.div_ceil(block_rows) * k * (d + 2))
-                as f64,
+            (chunk.n_rows * (d + 2 + weights.is_some() as usize)
+                + k * d
+                + chunk.n_rows.div_ceil(block_rows) * k * (d + 3)) as f64,
         ),
     )
 }

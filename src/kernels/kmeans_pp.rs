@@ -24,7 +24,7 @@ pub(crate) struct KmeansPpParams {
     block_offset: u32,
     grid_x: u32,
     first: u32,
-    _pad0: u32,
+    weighted: u32,
 }
 
 const _: () = check_params::<KmeansPpParams>(wgsl::ENTRY_POINTS);
@@ -35,7 +35,8 @@ pub(crate) fn blocks_in(chunk: &Chunk) -> usize {
 }
 
 /// Records D² ← min(D², ‖x − c‖²) for the centre `c` (first row of `centre`), or D² ← ‖x − c‖²
-/// when `first`, and the block sums of D² into `block_sums[block_offset ..]`.
+/// when `first`, and the block sums of D² (of w·D² with `weights`) into
+/// `block_sums[block_offset ..]`.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn kmeanspp_update_min_distance(
     gpu: &Gpu,
@@ -47,6 +48,7 @@ pub(crate) fn kmeanspp_update_min_distance(
     block_sums: &wgpu::Buffer,
     block_offset: usize,
     first: bool,
+    weights: Option<&wgpu::Buffer>,
 ) -> Result<()> {
     let grid = gpu.grid((blocks_in(chunk) as u64).div_ceil(ROW_WG_SIZE as u64))?;
     let params = KmeansPpParams {
@@ -57,7 +59,7 @@ pub(crate) fn kmeanspp_update_min_distance(
         block_offset: block_offset as u32,
         grid_x: grid.x,
         first: first as u32,
-        _pad0: 0,
+        weighted: weights.is_some() as u32,
     };
     batch.dispatch(
         wgsl::KMEANSPP_UPDATE_MIN_DISTANCE,
@@ -68,6 +70,8 @@ pub(crate) fn kmeanspp_update_min_distance(
             ("candidates", Bind::Whole(centre)),
             ("min_sq_dist", Bind::Whole(min_sq_dist)),
             ("block_sums", Bind::Whole(block_sums)),
+            // Unweighted: never read; the centre stands in (read-only, no allocation).
+            ("weights", Bind::Whole(weights.unwrap_or(centre))),
         ],
         grid,
         // A difference and an FMA per value; rows read, D² read and written.
@@ -79,7 +83,8 @@ pub(crate) fn kmeanspp_update_min_distance(
 }
 
 /// Records, for each of `n_candidates` rows of `candidates`, the block sums of
-/// min(D², ‖x − c_t‖²) into `block_sums[(block_offset + b) * n_candidates + t]`.
+/// min(D², ‖x − c_t‖²) (times w with `weights`) into
+/// `block_sums[(block_offset + b) * n_candidates + t]`.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn kmeanspp_trial_potentials(
     gpu: &Gpu,
@@ -91,6 +96,7 @@ pub(crate) fn kmeanspp_trial_potentials(
     min_sq_dist: &wgpu::Buffer,
     block_sums: &wgpu::Buffer,
     block_offset: usize,
+    weights: Option<&wgpu::Buffer>,
 ) -> Result<()> {
     let grid = gpu.grid((blocks_in(chunk) as u64).div_ceil(ROW_WG_SIZE as u64))?;
     let params = KmeansPpParams {
@@ -101,7 +107,7 @@ pub(crate) fn kmeanspp_trial_potentials(
         block_offset: block_offset as u32,
         grid_x: grid.x,
         first: 0,
-        _pad0: 0,
+        weighted: weights.is_some() as u32,
     };
     batch.dispatch(
         wgsl::KMEANSPP_TRIAL_POTENTIALS,
@@ -112,6 +118,7 @@ pub(crate) fn kmeanspp_trial_potentials(
             ("candidates", Bind::Whole(candidates)),
             ("min_sq_dist", Bind::Whole(min_sq_dist)),
             ("block_sums", Bind::Whole(block_sums)),
+            ("weights", Bind::Whole(weights.unwrap_or(candidates))),
         ],
         grid,
         Work::f32s(

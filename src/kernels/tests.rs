@@ -51,41 +51,53 @@ fn centroid_partials_are_right_at_every_feature_workgroup_size() {
         let labels_b = gpu.buffer_from("labels", &labels, none);
         let sq_b = gpu.buffer_from("sq", &sq, none);
         let old_b = gpu.buffer_from("old", &old, none);
-        // Host: per block, cluster and feature, in row order.
-        let mut sums = vec![0.0f64; n_blocks * k * d];
-        let mut counts = vec![0u32; n_blocks * k];
-        let mut sq_dist = vec![0.0f64; n_blocks * k];
-        for r in 0..n {
-            let (b, c) = (r / block_rows, labels[r] as usize);
-            for j in 0..d {
-                sums[(b * k + c) * d + j] += (x[r * d + j] - old[c * d + j]) as f64;
+        // Weights in [0, 2), or none (every weight 1).
+        let w: Vec<f32> = random(n, 250 + d as u64)
+            .iter()
+            .map(|v| v.abs() * 2.0)
+            .collect();
+        let w_b = gpu.buffer_from("weights", &w, none);
+        for weighted in [false, true] {
+            let weight = |r: usize| if weighted { w[r] as f64 } else { 1.0 };
+            // Host: per block, cluster and feature, in row order.
+            let mut sums = vec![0.0f64; n_blocks * k * d];
+            let mut counts = vec![0u32; n_blocks * k];
+            let mut sq_dist = vec![0.0f64; n_blocks * k * 2];
+            for r in 0..n {
+                let (b, c) = (r / block_rows, labels[r] as usize);
+                for j in 0..d {
+                    sums[(b * k + c) * d + j] += weight(r) * (x[r * d + j] - old[c * d + j]) as f64;
+                }
+                counts[b * k + c] += 1;
+                sq_dist[2 * (b * k + c)] += weight(r) * sq[r] as f64;
+                sq_dist[2 * (b * k + c) + 1] += weight(r);
             }
-            counts[b * k + c] += 1;
-            sq_dist[b * k + c] += sq[r] as f64;
-        }
-        for wg in feature_wg_sizes() {
-            let out_sums = gpu.buffer_zeroed("sums", (n_blocks * k * d * 4) as u64);
-            let out_counts = gpu.buffer_zeroed("counts", (n_blocks * k * 4) as u64);
-            let out_sq = gpu.buffer_zeroed("sq_dist", (n_blocks * k * 4) as u64);
-            let out = ClusterPartials {
-                sums: &out_sums,
-                counts: &out_counts,
-                sq_dist: &out_sq,
-            };
-            let mut batch = Batch::new(&gpu, "partials");
-            let chunk = &xg.chunks()[0];
-            accumulate_cluster_partials_at(
-                &gpu, &mut batch, chunk, d, k, block_rows, 0, &labels_b, &sq_b, &old_b, &out, wg,
-            )
-            .unwrap();
-            let hs = batch.read(&out_sums, 0, (n_blocks * k * d * 4) as u64);
-            let hc = batch.read(&out_counts, 0, (n_blocks * k * 4) as u64);
-            let hq = batch.read(&out_sq, 0, (n_blocks * k * 4) as u64);
-            let back = batch.finish().unwrap();
-            let what = format!("D = {d}, K = {k}, FEATURE_WG_SIZE = {wg}");
-            assert_close(&format!("sums, {what}"), &back.f32s(hs), &sums);
-            assert_eq!(back.u32s(hc), counts, "counts, {what}");
-            assert_close(&format!("sq_dist, {what}"), &back.f32s(hq), &sq_dist);
+            for wg in feature_wg_sizes() {
+                let out_sums = gpu.buffer_zeroed("sums", (n_blocks * k * d * 4) as u64);
+                let out_counts = gpu.buffer_zeroed("counts", (n_blocks * k * 4) as u64);
+                let out_sq = gpu.buffer_zeroed("sq_dist", (n_blocks * k * 8) as u64);
+                let out = ClusterPartials {
+                    sums: &out_sums,
+                    counts: &out_counts,
+                    sq_dist: &out_sq,
+                };
+                let mut batch = Batch::new(&gpu, "partials");
+                let chunk = &xg.chunks()[0];
+                let weights = weighted.then_some(&w_b);
+                accumulate_cluster_partials_at(
+                    &gpu, &mut batch, chunk, d, k, block_rows, 0, &labels_b, &sq_b, weights,
+                    &old_b, &out, wg,
+                )
+                .unwrap();
+                let hs = batch.read(&out_sums, 0, (n_blocks * k * d * 4) as u64);
+                let hc = batch.read(&out_counts, 0, (n_blocks * k * 4) as u64);
+                let hq = batch.read(&out_sq, 0, (n_blocks * k * 8) as u64);
+                let back = batch.finish().unwrap();
+                let what = format!("D = {d}, K = {k}, FEATURE_WG_SIZE = {wg}, weighted {weighted}");
+                assert_close(&format!("sums, {what}"), &back.f32s(hs), &sums);
+                assert_eq!(back.u32s(hc), counts, "counts, {what}");
+                assert_close(&format!("sq_dist, {what}"), &back.f32s(hq), &sq_dist);
+            }
         }
     }
 }

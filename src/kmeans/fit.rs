@@ -6,12 +6,12 @@
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 
-use super::lloyd::{fit_restarts, LloydData};
-use super::{KMeans, KMeansInit, KMeansModel, KMeansStats};
+use super::lloyd::LloydData;
+use super::{KMeans, KMeansInit, KMeansStats};
 use crate::error::{Error, Result};
 use crate::gpu::batch::Batch;
 use crate::gpu::buffer::Chunk;
-use crate::gpu::{Gpu, GpuInput, GpuMatrix, GpuVector};
+use crate::gpu::{Gpu, GpuMatrix, GpuVector};
 use crate::kernels::{assign, centroid_update, kmeans_pp, reduce, rows};
 
 /// Per-iteration statistics read back from the device.
@@ -20,6 +20,8 @@ pub(super) struct Stats {
     pub(super) deviation_sums: Vec<f32>,
     pub(super) counts: Vec<u32>,
     pub(super) sq_dist: Vec<f32>,
+    /// Σ w per cluster (the counts' values when unweighted).
+    pub(super) weight_sums: Vec<f32>,
     pub(super) changed: u32,
     /// The rows' labels and squared distances, when asked for (streamed pieces).
     pub(super) labels: Vec<u32>,
@@ -34,6 +36,8 @@ pub(super) struct Workspace<'a> {
     k: usize,
     labels: GpuVector<u32>,
     min_sq_dist: GpuVector<f32>,
+    /// Per-row sample weights on the device (chunked like the rows), and on the host.
+    weights: Option<(GpuVector<f32>, &'a [f32])>,
     changed: wgpu::Buffer,
     centroids: wgpu::Buffer,
     block_rows: usize,
@@ -54,6 +58,18 @@ const PARTIALS_TARGET_BYTES: u64 = 64 << 20;
 
 impl<'a> Workspace<'a> {
     pub(super) fn new(gpu: &'a Gpu, x: &GpuMatrix, k: usize) -> Result<Self> {
+        Self::weighted(gpu, x, k, None)
+    }
+
+    /// A workspace whose rows carry `weights` (one per row of `x`, uploaded here; for a
+    /// streamed piece, the weights of the whole source, each piece's written with
+    /// [`Workspace::set_piece_weights`]).
+    pub(super) fn weighted(
+        gpu: &'a Gpu,
+        x: &GpuMatrix,
+        k: usize,
+        weights: Option<&'a [f32]>,
+    ) -> Result<Self> {
         let n = x.n_rows() as u64;
         let kd = (k * x.n_features()) as u64;
         let limit = gpu.binding_byte_limit().min(PARTIALS_TARGET_BYTES);
@@ -82,6 +98,14 @@ impl<'a> Workspace<'a> {
                 k,
                 labels: GpuVector::zeroed(gpu, x, "labels"),
                 min_sq_dist: GpuVector::zeroed(gpu, x, "min squared distances"),
+                weights: weights.map(|w| {
+                    let device = GpuVector::zeroed(gpu, x, "sample weights");
+                    for (c, buf) in x.chunks().iter().zip(&device.chunks) {
+                        let mine = &w[c.row_start..(c.row_start + c.n_rows).min(w.len())];
+                        gpu.queue.write_buffer(buf, 0, bytemuck::cast_slice(mine));
+                    }
+                    (device, w)
+                }),
                 changed: gpu.buffer_zeroed("changed labels", 4),
                 centroids: gpu.buffer_zeroed("centroids", kd * 4),
                 block_rows,
@@ -89,11 +113,13 @@ impl<'a> Workspace<'a> {
                 n_blocks,
                 partial_sums: gpu.buffer_zeroed("partial sums", partial_bytes),
                 partial_counts: gpu.buffer_zeroed("partial counts", n_blocks as u64 * k as u64 * 4),
-                partial_sq_dist: gpu
-                    .buffer_zeroed("partial squared distances", n_blocks as u64 * k as u64 * 4),
+                partial_sq_dist: gpu.buffer_zeroed(
+                    "partial squared distances and weights",
+                    n_blocks as u64 * k as u64 * 8,
+                ),
                 sums: gpu.buffer_zeroed("cluster sums", kd * 4),
                 counts: gpu.buffer_zeroed("cluster counts", k as u64 * 4),
-                sq_dist: gpu.buffer_zeroed("cluster squared distances", k as u64 * 4),
+                sq_dist: gpu.buffer_zeroed("cluster squared distances and weights", k as u64 * 8),
             })
         })
     }
@@ -108,6 +134,28 @@ impl<'a> Workspace<'a> {
         self.gpu
             .queue
             .write_buffer(&self.labels.chunks[0], 0, bytemuck::cast_slice(labels));
+    }
+
+    /// Writes the weights of the current piece's rows (streamed fits).
+    pub(super) fn set_piece_weights(&self, first_row: usize) {
+        if let Some((device, host)) = &self.weights {
+            let n = self.x.n_rows();
+            self.gpu.queue.write_buffer(
+                &device.chunks[0],
+                0,
+                bytemuck::cast_slice(&host[first_row..first_row + n]),
+            );
+        }
+    }
+
+    /// The host sample weights, when the rows have any.
+    pub(super) fn host_weights(&self) -> Option<&'a [f32]> {
+        self.weights.as_ref().map(|(_, w)| *w)
+    }
+
+    /// The device weights of chunk `i`.
+    fn chunk_weights(&self, i: usize) -> Option<&wgpu::Buffer> {
+        self.weights.as_ref().map(|(w, _)| &w.chunks[i])
     }
 
     /// Points the kernels at a streamed piece: one chunk of at most the rows the workspace
@@ -158,6 +206,7 @@ impl<'a> Workspace<'a> {
                     self.block_offsets[i],
                     &self.labels.chunks[i],
                     &self.min_sq_dist.chunks[i],
+                    self.chunk_weights(i),
                     &self.centroids,
                     &partials,
                 )?;
@@ -183,12 +232,12 @@ impl<'a> Workspace<'a> {
                 &mut batch,
                 &self.partial_sq_dist,
                 self.n_blocks,
-                k,
+                2 * k,
                 &self.sq_dist,
             )?;
             let h_sums = batch.read(&self.sums, 0, (k * d * 4) as u64);
             let h_counts = batch.read(&self.counts, 0, (k * 4) as u64);
-            let h_sq = batch.read(&self.sq_dist, 0, (k * 4) as u64);
+            let h_sq = batch.read(&self.sq_dist, 0, (k * 8) as u64);
             let h_changed = batch.read(&self.changed, 0, 4);
             let n_bytes = (self.x.n_rows() * 4) as u64;
             let h_rows = read_rows.then(|| {
@@ -202,10 +251,12 @@ impl<'a> Workspace<'a> {
                 Some((l, m)) => (back.u32s(l), back.f32s(m)),
                 None => (Vec::new(), Vec::new()),
             };
+            let pairs = back.f32s(h_sq);
             Ok(Stats {
                 deviation_sums: back.f32s(h_sums),
                 counts: back.u32s(h_counts),
-                sq_dist: back.f32s(h_sq),
+                sq_dist: pairs.iter().step_by(2).copied().collect(),
+                weight_sums: pairs.iter().skip(1).step_by(2).copied().collect(),
                 changed: back.u32s(h_changed)[0],
                 labels,
                 min_sq_dist,
@@ -250,6 +301,7 @@ impl<'a> Workspace<'a> {
                         &block_sums,
                         offsets[i],
                         first,
+                        self.chunk_weights(i),
                     )?;
                 }
                 let h = batch.read(&block_sums, 0, (n_blocks * 4) as u64);
@@ -257,7 +309,10 @@ impl<'a> Workspace<'a> {
             })
         };
 
-        let first_row = rng.random_range(0..n);
+        let first_row = match self.host_weights() {
+            None => rng.random_range(0..n),
+            Some(w) => weighted_pick(rng, w),
+        };
         let mut chosen = vec![first_row];
         let mut sums = update(true, &|b| {
             rows::gather_rows(gpu, b, x, &[first_row], &centre)
@@ -279,6 +334,7 @@ impl<'a> Workspace<'a> {
                         &self.min_sq_dist.chunks[i],
                         &block_sums,
                         offsets[i],
+                        self.chunk_weights(i),
                     )?;
                 }
                 reduce::sum_partial_columns_f32(
@@ -375,8 +431,15 @@ impl<'a> Workspace<'a> {
         Ok(draws
             .iter()
             .zip(values)
-            .map(|(&(b, mut u), vals)| {
+            .map(|(&(b, mut u), mut vals)| {
                 let (i, local) = block_start(b);
+                let first = self.x.chunks()[i].row_start + local;
+                // The block sums are of w·D²: weigh the values the same way.
+                if let Some(w) = self.host_weights() {
+                    for (r, v) in vals.iter_mut().enumerate() {
+                        *v *= w[first + r];
+                    }
+                }
                 let mut pick = vals.iter().rposition(|&v| v > 0.0).unwrap_or(0);
                 for (r, &v) in vals.iter().enumerate() {
                     if u < v as f64 {
@@ -385,17 +448,21 @@ impl<'a> Workspace<'a> {
                     }
                     u -= v as f64;
                 }
-                self.x.chunks()[i].row_start + local + pick
+                first + pick
             })
             .collect())
     }
 
     /// Initial centroids for one restart.
-    fn initial_centroids(&self, params: &KMeans, rng: &mut ChaCha8Rng) -> Result<Vec<f32>> {
+    pub(super) fn initial_centroids(
+        &self,
+        params: &KMeans,
+        rng: &mut ChaCha8Rng,
+    ) -> Result<Vec<f32>> {
         match &params.init {
             KMeansInit::Centroids(c) => Ok(c.iter().map(|&v| v as f32).collect()),
             KMeansInit::Random => {
-                let mut idx = rand::seq::index::sample(rng, self.x.n_rows(), self.k).into_vec();
+                let mut idx = random_rows(rng, self.x.n_rows(), self.k, self.host_weights())?;
                 // Sampling order is random; the rows themselves are what matters.
                 idx.truncate(self.k);
                 rows::read_rows(self.gpu, &self.x, &idx)
@@ -414,9 +481,14 @@ impl LloydData for Workspace<'_> {
         let d = self.x.n_features();
         let s = self.step(centroids, centroids.len() / d, false)?;
         let mut stats = KMeansStats::empty(centroids, d)?;
-        stats.add_device(&s.deviation_sums, &s.counts, &s.sq_dist);
+        let weights = self.weights.is_some().then_some(&s.weight_sums[..]);
+        stats.add_device(&s.deviation_sums, &s.counts, &s.sq_dist, weights);
         stats.changed = s.changed as u64;
         Ok(stats)
+    }
+
+    fn row_weights(&self) -> Option<&[f32]> {
+        self.host_weights()
     }
 
     fn labels_and_distances(&mut self) -> Result<(Vec<u32>, Vec<f32>)> {
@@ -431,6 +503,44 @@ impl LloydData for Workspace<'_> {
     }
 }
 
+/// K distinct rows drawn uniformly, or with probability ∝ weight (without replacement,
+/// as scikit-learn's random init).
+pub(super) fn random_rows(
+    rng: &mut ChaCha8Rng,
+    n: usize,
+    k: usize,
+    weights: Option<&[f32]>,
+) -> Result<Vec<usize>> {
+    let too_few = || {
+        Error::invalid(
+            "sample_weight",
+            format!("random init needs k = {k} rows of positive weight"),
+        )
+    };
+    match weights {
+        None => Ok(rand::seq::index::sample(rng, n, k).into_vec()),
+        Some(w) if w.iter().filter(|&&v| v > 0.0).count() < k => Err(too_few()),
+        Some(w) => rand::seq::index::sample_weighted(rng, n, |i| w[i] as f64, k)
+            .map(|s| s.into_vec())
+            .ok()
+            .filter(|idx| idx.len() == k)
+            .ok_or_else(too_few),
+    }
+}
+
+/// A row drawn with probability ∝ its weight (scikit-learn's first k-means++ centre).
+fn weighted_pick(rng: &mut ChaCha8Rng, weights: &[f32]) -> usize {
+    let total: f64 = weights.iter().map(|&w| w as f64).sum();
+    let mut u = rng.random::<f64>() * total;
+    for (i, &w) in weights.iter().enumerate() {
+        if u < w as f64 {
+            return i;
+        }
+        u -= w as f64;
+    }
+    weights.iter().rposition(|&w| w > 0.0).unwrap_or(0)
+}
+
 /// Greedy k-means++ seeds (K x D, f32) of device data, drawn with `rng`: the seeding of
 /// [`KMeans::fit`] on its own, for the Gaussian-mixture initialisation.
 pub(crate) fn plus_plus_seeds(
@@ -439,33 +549,17 @@ pub(crate) fn plus_plus_seeds(
     k: usize,
     rng: &mut ChaCha8Rng,
 ) -> Result<Vec<f32>> {
-    let ws = Workspace::new(gpu, x, k)?;
-    ws.kmeans_plus_plus(rng, KMeans::new(k).n_local_trials())
+    weighted_plus_plus_seeds(gpu, x, k, None, rng)
 }
 
-impl KMeans {
-    /// Fits on host or device data: `n_init` restarts, keeping the lowest inertia.
-    ///
-    /// Host data larger than the device-memory budget ([`Gpu::set_memory_budget`]) or than
-    /// one binding are streamed as by [`KMeans::fit_source`]; everything else is uploaded once.
-    ///
-    /// Errors: invalid parameters ([`Error::InvalidParameter`], [`Error::TooFewSamples`]),
-    /// and the GPU errors of [`GpuMatrix::upload`] and of the kernels.
-    pub fn fit(&self, gpu: &Gpu, x: &impl GpuInput) -> Result<KMeansModel> {
-        let (n, d) = x.shape();
-        self.validate(n, d)?;
-        if let Some(source) = x.as_source() {
-            if super::stream::must_stream(gpu, n, d, self.k) {
-                return self.fit_source(gpu, source);
-            }
-        }
-        let x = x.on_gpu(gpu)?;
-        self.fit_resident(gpu, &x)
-    }
-
-    /// The fit on rows that are all on the device.
-    pub(super) fn fit_resident(&self, gpu: &Gpu, x: &GpuMatrix) -> Result<KMeansModel> {
-        let mut ws = Workspace::new(gpu, x, self.k)?;
-        fit_restarts(self, &mut ws, |ws, rng| ws.initial_centroids(self, rng))
-    }
+/// [`plus_plus_seeds`] of rows carrying sample weights (one per row of `x`).
+pub(super) fn weighted_plus_plus_seeds(
+    gpu: &Gpu,
+    x: &GpuMatrix,
+    k: usize,
+    weights: Option<&[f32]>,
+    rng: &mut ChaCha8Rng,
+) -> Result<Vec<f32>> {
+    let ws = Workspace::weighted(gpu, x, k, weights)?;
+    ws.kmeans_plus_plus(rng, KMeans::new(k).n_local_trials())
 }

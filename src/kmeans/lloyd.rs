@@ -1,11 +1,14 @@
 //! The Lloyd loop, the empty-cluster repair, the tolerance scale and the restarts, written
-//! once over [`LloydData`]: rows that are all on the device, or streamed piece by piece.
+//! once over [`LloydData`]: rows that are all on the device, streamed piece by piece, or
+//! split across devices; and the resident fits, [`KMeans::fit`] and [`KMeans::fit_weighted`].
 
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
+use super::fit::Workspace;
 use super::{KMeans, KMeansInit, KMeansModel, KMeansStats};
 use crate::error::Result;
+use crate::gpu::{Gpu, GpuInput, GpuMatrix};
 
 /// What the Lloyd loop needs of the data.
 pub(super) trait LloydData {
@@ -19,6 +22,8 @@ pub(super) trait LloydData {
     fn labels_and_distances(&mut self) -> Result<(Vec<u32>, Vec<f32>)>;
     /// The rows `indices`, row-major, in that order.
     fn rows(&mut self, indices: &[usize]) -> Result<Vec<f32>>;
+    /// Every row's sample weight, when the rows are weighted.
+    fn row_weights(&self) -> Option<&[f32]>;
 }
 
 /// One restart's result.
@@ -30,13 +35,14 @@ pub(super) struct Run {
     pub(super) history: Vec<f64>,
 }
 
-/// Mean over features of the population variance, from one pass with a single "centroid"
-/// s (the first row): Σᵢ‖xᵢ − μ‖² = Σᵢ‖xᵢ − s‖² − N‖μ − s‖².
+/// Mean over features of the (weighted) population variance, from one pass with a single
+/// "centroid" s (the first row): Σᵢwᵢ‖xᵢ − μ‖² = Σᵢwᵢ‖xᵢ − s‖² − W‖μ − s‖², W = Σw (N
+/// unweighted). Weighted, so that integer weights and repeated rows get the same tolerance.
 pub(super) fn mean_variance(data: &mut impl LloydData) -> Result<f64> {
-    let (n, d) = data.shape();
-    let n = n as f64;
+    let (_, d) = data.shape();
     let shift = data.rows(&[0])?;
     let stats = data.pass(&shift)?;
+    let n = stats.weights[0];
     let offset_sq: f64 = stats.deviation_sums[..d]
         .iter()
         .map(|&s| (s / n).powi(2))
@@ -44,12 +50,13 @@ pub(super) fn mean_variance(data: &mut impl LloydData) -> Result<f64> {
     Ok(((stats.inertia() - n * offset_sq) / (n * d as f64)).max(0.0))
 }
 
-/// Moves each empty cluster onto the row farthest from its centroid, taking rows only from
-/// clusters with more than one member and updating the donors' means.
+/// Moves each empty cluster (no weight) onto the row farthest from its centroid, taking rows
+/// only from clusters with more than one member and updating the donors' (weighted) means.
 fn repair_empty_clusters(
     data: &mut impl LloydData,
     centroids: &mut [f64],
     counts: &mut [u64],
+    weights: &mut [f64],
 ) -> Result<()> {
     let (_, d) = data.shape();
     let (labels, dists) = data.labels_and_distances()?;
@@ -57,22 +64,28 @@ fn repair_empty_clusters(
     order.sort_by(|&a, &b| dists[b].total_cmp(&dists[a]).then(a.cmp(&b)));
     let mut far = order.into_iter();
     for empty in 0..counts.len() {
-        if counts[empty] != 0 {
+        if weights[empty] > 0.0 {
             continue;
         }
         let Some(row) = far.by_ref().find(|&r| counts[labels[r] as usize] > 1) else {
             break;
         };
         let donor = labels[row] as usize;
+        let w = data.row_weights().map_or(1.0, |wt| wt[row] as f64);
         let x = data.rows(&[row])?;
-        let m = counts[donor] as f64;
+        let m = weights[donor];
         for j in 0..d {
             let xj = x[j] as f64;
-            centroids[donor * d + j] = (centroids[donor * d + j] * m - xj) / (m - 1.0);
+            // A donor left without weight keeps its centroid.
+            if m - w > 0.0 {
+                centroids[donor * d + j] = (centroids[donor * d + j] * m - w * xj) / (m - w);
+            }
             centroids[empty * d + j] = xj;
         }
         counts[donor] -= 1;
         counts[empty] = 1;
+        weights[donor] -= w;
+        weights[empty] = w;
     }
     Ok(())
 }
@@ -94,9 +107,10 @@ fn lloyd(data: &mut impl LloydData, init: Vec<f32>, max_iter: usize, tol_abs: f6
             break;
         }
         let mut counts = stats.counts.clone();
+        let mut weights = stats.weights.clone();
         let mut next = stats.next_centroids();
-        if counts.contains(&0) {
-            repair_empty_clusters(data, &mut next, &mut counts)?;
+        if weights.iter().any(|&w| w <= 0.0) {
+            repair_empty_clusters(data, &mut next, &mut counts, &mut weights)?;
         }
         let next32: Vec<f32> = next.iter().map(|&v| v as f32).collect();
         let shift: f64 = next32
@@ -159,4 +173,62 @@ pub(super) fn fit_restarts<D: LloydData>(
         converged: run.converged,
         inertia_history: run.history,
     })
+}
+
+impl KMeans {
+    /// Fits on host or device data: `n_init` restarts, keeping the lowest inertia.
+    ///
+    /// Host data larger than the device-memory budget ([`Gpu::set_memory_budget`]) are
+    /// streamed as by [`KMeans::fit_source`]; everything else is uploaded once.
+    ///
+    /// Errors: invalid parameters ([`Error::InvalidParameter`], [`Error::TooFewSamples`]),
+    /// and the GPU errors of [`GpuMatrix::upload`] and of the kernels.
+    pub fn fit(&self, gpu: &Gpu, x: &impl GpuInput) -> Result<KMeansModel> {
+        self.fit_maybe_weighted(gpu, x, None)
+    }
+
+    /// [`KMeans::fit`] with a weight per row (scikit-learn's `sample_weight`): the centroids
+    /// are weighted means, the inertia is Σ w·‖x − c‖², k-means++ draws ∝ w·D² (its first
+    /// centre ∝ w), random init ∝ w, and `tol` is relative to the weighted variance. An
+    /// integer weight equals repeating the row that many times.
+    ///
+    /// Errors: weights that are not one per row, not finite and non-negative, or all zero
+    /// ([`Error::InvalidParameter`]), and those of [`KMeans::fit`].
+    pub fn fit_weighted(
+        &self,
+        gpu: &Gpu,
+        x: &impl GpuInput,
+        sample_weight: &[f32],
+    ) -> Result<KMeansModel> {
+        crate::data::check_sample_weights(sample_weight, x.shape().0)?;
+        self.fit_maybe_weighted(gpu, x, Some(sample_weight))
+    }
+
+    fn fit_maybe_weighted(
+        &self,
+        gpu: &Gpu,
+        x: &impl GpuInput,
+        weights: Option<&[f32]>,
+    ) -> Result<KMeansModel> {
+        let (n, d) = x.shape();
+        self.validate(n, d)?;
+        if let Some(source) = x.as_source() {
+            if super::stream::must_stream(gpu, n, d, self.k) {
+                return self.fit_source_maybe_weighted(gpu, source, weights);
+            }
+        }
+        let x = x.on_gpu(gpu)?;
+        self.fit_resident(gpu, &x, weights)
+    }
+
+    /// The fit on rows that are all on the device.
+    pub(super) fn fit_resident(
+        &self,
+        gpu: &Gpu,
+        x: &GpuMatrix,
+        weights: Option<&[f32]>,
+    ) -> Result<KMeansModel> {
+        let mut ws = Workspace::weighted(gpu, x, self.k, weights)?;
+        fit_restarts(self, &mut ws, |ws, rng| ws.initial_centroids(self, rng))
+    }
 }

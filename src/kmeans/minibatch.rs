@@ -343,7 +343,7 @@ impl<'g> MiniBatchRun<'g> {
         self.ws.use_piece(&view(&self.slot, n, self.d));
         let s = self.ws.step(centroids, self.k, false)?;
         let mut stats = KMeansStats::empty(centroids, self.d)?;
-        stats.add_device(&s.deviation_sums, &s.counts, &s.sq_dist);
+        stats.add_device(&s.deviation_sums, &s.counts, &s.sq_dist, None);
         Ok(stats)
     }
 

@@ -92,6 +92,10 @@ impl LloydData for Partitioned<'_> {
     fn rows(&mut self, indices: &[usize]) -> Result<Vec<f32>> {
         self.gather(indices)
     }
+
+    fn row_weights(&self) -> Option<&[f32]> {
+        None
+    }
 }
 
 impl KMeans {

@@ -23,11 +23,13 @@ pub struct KMeansStats {
     pub centroids: Vec<f32>,
     /// Features D.
     pub n_features: usize,
-    /// K x D: per cluster, Σ (x − cₖ) over its rows.
+    /// K x D: per cluster, Σ w·(x − cₖ) over its rows (w = 1 without sample weights).
     pub deviation_sums: Vec<f64>,
     /// Rows per cluster, Nₖ.
     pub counts: Vec<u64>,
-    /// Per cluster, Σ ‖x − cₖ‖² over its rows.
+    /// Sample weight per cluster, Wₖ = Σw (Nₖ when the rows are unweighted).
+    pub weights: Vec<f64>,
+    /// Per cluster, Σ w·‖x − cₖ‖² over its rows.
     pub sq_dists: Vec<f64>,
     /// Rows whose label differs from the one they had before the pass (fits only: zero
     /// from [`KMeans::pass_stats`](crate::KMeans::pass_stats)).
@@ -51,6 +53,7 @@ impl KMeansStats {
             n_features,
             deviation_sums: vec![0.0; centroids.len()],
             counts: vec![0; k],
+            weights: vec![0.0; k],
             sq_dists: vec![0.0; k],
             changed: 0,
         })
@@ -66,7 +69,7 @@ impl KMeansStats {
         self.counts.iter().sum()
     }
 
-    /// The inertia J = Σₖ Σ‖x − cₖ‖² of the rows seen against these centroids.
+    /// The inertia J = Σₖ Σ w·‖x − cₖ‖² of the rows seen against these centroids.
     pub fn inertia(&self) -> f64 {
         self.sq_dists.iter().sum()
     }
@@ -88,6 +91,9 @@ impl KMeansStats {
         for (a, b) in self.counts.iter_mut().zip(&other.counts) {
             *a += b;
         }
+        for (a, b) in self.weights.iter_mut().zip(&other.weights) {
+            *a += b;
+        }
         for (a, b) in self.sq_dists.iter_mut().zip(&other.sq_dists) {
             *a += b;
         }
@@ -95,14 +101,14 @@ impl KMeansStats {
         Ok(())
     }
 
-    /// The Lloyd update, K x D in f64: μₖ = cₖ + Σ(x − cₖ)/Nₖ; a cluster without rows keeps
-    /// its centroid (the fits repair it; see [`KMeans`](crate::KMeans)).
+    /// The Lloyd update, K x D in f64: μₖ = cₖ + Σw(x − cₖ)/Wₖ; a cluster without weight
+    /// keeps its centroid (the fits repair it; see [`KMeans`](crate::KMeans)).
     pub fn next_centroids(&self) -> Vec<f64> {
         let d = self.n_features;
         let mut next: Vec<f64> = self.centroids.iter().map(|&v| v as f64).collect();
-        for (c, &count) in self.counts.iter().enumerate() {
-            if count > 0 {
-                let m = count as f64;
+        for (c, &weight) in self.weights.iter().enumerate() {
+            if weight > 0.0 {
+                let m = weight;
                 for j in 0..d {
                     next[c * d + j] += self.deviation_sums[c * d + j] / m;
                 }
@@ -111,8 +117,27 @@ impl KMeansStats {
         next
     }
 
-    /// Adds one device pass's f32 sums.
-    pub(super) fn add_device(&mut self, deviation_sums: &[f32], counts: &[u32], sq: &[f32]) {
+    /// Adds one device pass's f32 sums; `weights`: the per-cluster weight sums of weighted
+    /// rows (`None`: the counts, exactly).
+    pub(super) fn add_device(
+        &mut self,
+        deviation_sums: &[f32],
+        counts: &[u32],
+        sq: &[f32],
+        weights: Option<&[f32]>,
+    ) {
+        match weights {
+            Some(w) => self
+                .weights
+                .iter_mut()
+                .zip(w)
+                .for_each(|(a, &b)| *a += b as f64),
+            None => self
+                .weights
+                .iter_mut()
+                .zip(counts)
+                .for_each(|(a, &b)| *a += b as f64),
+        }
         for (a, &b) in self.deviation_sums.iter_mut().zip(deviation_sums) {
             *a += b as f64;
         }
@@ -133,14 +158,24 @@ mod tests {
     fn merging_adds_sums_and_refuses_other_centroids() {
         let c = [0.0f32, 1.0, 2.0, 3.0];
         let mut a = KMeansStats::empty(&c, 2).unwrap();
-        a.add_device(&[1.0, 2.0, 0.0, 0.0], &[2, 0], &[3.0, 0.0]);
+        a.add_device(&[1.0, 2.0, 0.0, 0.0], &[2, 0], &[3.0, 0.0], None);
         let mut b = KMeansStats::empty(&c, 2).unwrap();
-        b.add_device(&[1.0, 0.0, 4.0, 4.0], &[2, 4], &[1.0, 8.0]);
+        b.add_device(&[1.0, 0.0, 4.0, 4.0], &[2, 4], &[1.0, 8.0], None);
         a.merge(&b).unwrap();
         assert_eq!(a.counts, vec![4, 4]);
         assert_eq!(a.n_rows(), 8);
         assert_eq!(a.inertia(), 12.0);
         assert_eq!(a.next_centroids(), vec![0.5, 1.5, 3.0, 4.0]);
+        // Weighted: the denominators are the weight sums.
+        let mut w = KMeansStats::empty(&c, 2).unwrap();
+        w.add_device(
+            &[1.0, 2.0, 0.0, 0.0],
+            &[2, 0],
+            &[3.0, 0.0],
+            Some(&[4.0, 0.0]),
+        );
+        assert_eq!(w.next_centroids(), vec![0.25, 1.5, 2.0, 3.0]);
+        assert_eq!(w.counts, vec![2, 0]);
         let other = KMeansStats::empty(&[0.0, 1.0, 2.0, 3.5], 2).unwrap();
         assert!(a.merge(&other).is_err());
         // An empty cluster keeps its centroid.

@@ -15,7 +15,7 @@
 
 use rand_chacha::ChaCha8Rng;
 
-use super::fit::{plus_plus_seeds, Workspace};
+use super::fit::{random_rows, weighted_plus_plus_seeds, Workspace};
 use super::lloyd::{fit_restarts, LloydData};
 use super::{KMeans, KMeansInit, KMeansModel, KMeansStats};
 use crate::data::Matrix;
@@ -64,9 +64,15 @@ pub(super) struct Streamed<'a, S: RowSource + ?Sized> {
 }
 
 impl<'a, S: RowSource + ?Sized> Streamed<'a, S> {
-    fn new(gpu: &'a Gpu, source: &'a S, rows: DeviceRows<'a, S>, k: usize) -> Result<Self> {
+    fn new(
+        gpu: &'a Gpu,
+        source: &'a S,
+        rows: DeviceRows<'a, S>,
+        k: usize,
+        weights: Option<&'a [f32]>,
+    ) -> Result<Self> {
         let (n, _) = source.shape();
-        let ws = Workspace::new(gpu, &rows.capacity_view(), k)?;
+        let ws = Workspace::weighted(gpu, &rows.capacity_view(), k, weights)?;
         Ok(Self {
             gpu,
             source,
@@ -82,7 +88,7 @@ impl<'a, S: RowSource + ?Sized> Streamed<'a, S> {
     pub(super) fn open(gpu: &'a Gpu, source: &'a S, k: usize) -> Result<Self> {
         let (n, d) = check_shape(source)?;
         let rows = DeviceRows::new(gpu, source, ROW_EXTRA_BYTES, fixed_bytes(n, d, k))?;
-        Self::new(gpu, source, rows, k)
+        Self::new(gpu, source, rows, k, None)
     }
 
     /// The rows' source.
@@ -96,16 +102,21 @@ impl<'a, S: RowSource + ?Sized> Streamed<'a, S> {
         match &params.init {
             KMeansInit::Centroids(c) => Ok(c.iter().map(|&v| v as f32).collect()),
             KMeansInit::Random => {
-                let idx = rand::seq::index::sample(rng, n, params.k).into_vec();
+                let idx = random_rows(rng, n, params.k, self.ws.host_weights())?;
                 self.source.gather(&idx)
             }
             KMeansInit::KMeansPlusPlus => {
+                // A uniform sample; its rows keep their weights, so D² sampling stays ∝ w·D².
                 let m = plus_plus_sample_size(n, self.rows.capacity(), params.k);
                 let mut idx = rand::seq::index::sample(rng, n, m).into_vec();
                 idx.sort_unstable();
                 let rows = self.source.gather(&idx)?;
+                let weights: Option<Vec<f32>> = self
+                    .ws
+                    .host_weights()
+                    .map(|w| idx.iter().map(|&i| w[i]).collect());
                 let sample = GpuMatrix::upload(self.gpu, &Matrix::new(&rows, d)?)?;
-                plus_plus_seeds(self.gpu, &sample, params.k, rng)
+                weighted_plus_plus_seeds(self.gpu, &sample, params.k, weights.as_deref(), rng)
             }
         }
     }
@@ -132,8 +143,10 @@ impl<S: RowSource + ?Sized> LloydData for Streamed<'_, S> {
             let span = first..first + piece.n_rows();
             ws.use_piece(piece);
             ws.set_previous_labels(&labels[span.clone()]);
+            ws.set_piece_weights(first);
             let s = ws.step(centroids, k, true)?;
-            stats.add_device(&s.deviation_sums, &s.counts, &s.sq_dist);
+            let weights = ws.host_weights().map(|_| &s.weight_sums[..]);
+            stats.add_device(&s.deviation_sums, &s.counts, &s.sq_dist, weights);
             stats.changed += s.changed as u64;
             labels[span.clone()].copy_from_slice(&s.labels);
             dists[span].copy_from_slice(&s.min_sq_dist);
@@ -144,6 +157,10 @@ impl<S: RowSource + ?Sized> LloydData for Streamed<'_, S> {
 
     fn labels_and_distances(&mut self) -> Result<(Vec<u32>, Vec<f32>)> {
         Ok((self.labels.clone(), self.dists.clone()))
+    }
+
+    fn row_weights(&self) -> Option<&[f32]> {
+        self.ws.host_weights()
     }
 
     fn rows(&mut self, indices: &[usize]) -> Result<Vec<f32>> {
@@ -165,13 +182,38 @@ impl KMeans {
     /// Errors: those of [`KMeans::fit`], and the source's ([`Error::Source`](crate::Error::Source),
     /// [`Error::NonFinite`](crate::Error::NonFinite) with the global row).
     pub fn fit_source(&self, gpu: &Gpu, source: &(impl RowSource + ?Sized)) -> Result<KMeansModel> {
+        self.fit_source_maybe_weighted(gpu, source, None)
+    }
+
+    /// [`KMeans::fit_source`] with a weight per row (see [`KMeans::fit_weighted`]); the
+    /// weights stay on the host and stream with their rows.
+    ///
+    /// Errors: those of [`KMeans::fit_weighted`] and [`KMeans::fit_source`].
+    pub fn fit_source_weighted(
+        &self,
+        gpu: &Gpu,
+        source: &(impl RowSource + ?Sized),
+        sample_weight: &[f32],
+    ) -> Result<KMeansModel> {
+        let (n, _) = check_shape(source)?;
+        crate::data::check_sample_weights(sample_weight, n)?;
+        self.fit_source_maybe_weighted(gpu, source, Some(sample_weight))
+    }
+
+    pub(super) fn fit_source_maybe_weighted(
+        &self,
+        gpu: &Gpu,
+        source: &(impl RowSource + ?Sized),
+        weights: Option<&[f32]>,
+    ) -> Result<KMeansModel> {
         let (n, d) = check_shape(source)?;
         self.validate(n, d)?;
-        let rows = DeviceRows::new(gpu, source, ROW_EXTRA_BYTES, fixed_bytes(n, d, self.k))?;
+        let extra = ROW_EXTRA_BYTES + 4 * weights.is_some() as u64;
+        let rows = DeviceRows::new(gpu, source, extra, fixed_bytes(n, d, self.k))?;
         if let DeviceRows::Resident(x) = &rows {
-            return self.fit_resident(gpu, x);
+            return self.fit_resident(gpu, x, weights);
         }
-        let mut data = Streamed::new(gpu, source, rows, self.k)?;
+        let mut data = Streamed::new(gpu, source, rows, self.k, weights)?;
         fit_restarts(self, &mut data, |data, rng| {
             data.initial_centroids(self, rng)
         })

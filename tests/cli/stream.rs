@@ -66,3 +66,25 @@ fn kmeans_mini_batch_comes_close_to_lloyd() {
     );
     usage_fails(&f.run("kmeans --input {x} --k 3 --mini-batch 0"));
 }
+
+#[test]
+fn kmeans_sample_weights_count_as_repeated_rows() {
+    let mut f = Fixture::new();
+    // Two rows weighted 2 and the same rows written twice: the same inertia.
+    let rows = "0,0\n1,0\n10,10\n11,10\n0,1\n";
+    f.write("x", "x.csv", &format!("a,b\n{rows}"));
+    f.write("w", "w.csv", "w\n2\n1\n1\n1\n2\n");
+    f.write("rep", "rep.csv", &format!("a,b\n{rows}0,0\n0,1\n"));
+    let weighted =
+        json_line(&f.run("kmeans --input {x} --k 2 --n-init 5 --sample-weight {w} --json"));
+    let repeated = json_line(&f.run("kmeans --input {rep} --k 2 --n-init 5 --json"));
+    let (a, b) = (number(&weighted, "inertia"), number(&repeated, "inertia"));
+    assert!(
+        (a - b).abs() < 1e-4 * b.max(1.0),
+        "{weighted} vs {repeated}"
+    );
+    f.write("short", "short.csv", "w\n1\n1\n");
+    usage_fails(&f.run("kmeans --input {x} --k 2 --sample-weight {short}"));
+    f.write("neg", "neg.csv", "w\n1\n1\n-1\n1\n1\n");
+    usage_fails(&f.run("kmeans --input {x} --k 2 --sample-weight {neg}"));
+}

@@ -1,6 +1,6 @@
 //! `wgpu-unsupervised kmeans --input X.{npy,csv} --k 8 [--n-init N] [--max-iter N] [--tol F]
 //! [--seed N] [--init k-means++|random] [--max-gpu-memory SIZE] [--mini-batch SIZE]
-//! [--output labels.npy] [--model model.json] [--json]`
+//! [--sample-weight w.npy] [--output labels.npy] [--model model.json] [--json]`
 //!
 //! Fits K-Means on the matrix in `--input` (one row per sample), then writes the training
 //! labels as a 1-D `u4` `.npy` array to `--output` and the fitted model to `--model`, when
@@ -11,7 +11,7 @@
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
-use wgpu_unsupervised::{Gpu, KMeans, KMeansInit, KMeansModel, Matrix, MiniBatchKMeans};
+use wgpu_unsupervised::{io, Gpu, KMeans, KMeansInit, KMeansModel, Matrix, MiniBatchKMeans};
 
 use crate::flow::{iterations, timed, write_labels, Context, Human, Outputs, Report, Task};
 use crate::{choices, CliResult, Failure};
@@ -50,6 +50,10 @@ pub struct KmeansArgs {
     /// stream through the GPU a piece at a time on every pass.
     #[arg(long, value_name = "SIZE", value_parser = choices::memory_size)]
     max_gpu_memory: Option<u64>,
+    /// A weight per row (.npy or .csv, one value per row; scikit-learn's sample_weight): an
+    /// integer weight counts as that many copies of the row.
+    #[arg(long, value_name = "FILE")]
+    sample_weight: Option<PathBuf>,
     /// Mini-batch K-Means with batches of SIZE rows (scikit-learn's MiniBatchKMeans;
     /// --max-iter then counts epochs, default 100, and n_iter in the report counts steps).
     #[arg(long, value_name = "SIZE", value_parser = clap::value_parser!(u64).range(1..))]
@@ -88,6 +92,8 @@ pub struct Kmeans {
     args: KmeansArgs,
     /// The parameters it asks for, the library's defaults elsewhere.
     params: KMeans,
+    /// `--sample-weight`, read when the input is checked.
+    weights: Option<Vec<f32>>,
 }
 
 impl Kmeans {
@@ -109,7 +115,11 @@ impl Kmeans {
         if let Some(init) = &args.init {
             params = params.init(init.clone());
         }
-        Self { args, params }
+        Self {
+            args,
+            params,
+            weights: None,
+        }
     }
 }
 
@@ -136,7 +146,26 @@ impl Task for Kmeans {
     }
 
     fn check(&mut self, x: &Matrix<'_>) -> CliResult {
-        Ok(self.params.validate(x.n_rows(), x.n_features())?)
+        self.params.validate(x.n_rows(), x.n_features())?;
+        if let Some(path) = &self.args.sample_weight {
+            if self.args.mini_batch.is_some() {
+                return Err(Failure::invalid(
+                    "--sample-weight is not supported with --mini-batch yet",
+                ));
+            }
+            let w = io::read_matrix(path).map_err(Failure::input)?;
+            if w.n_features != 1 || w.n_rows != x.n_rows() {
+                return Err(Failure::invalid(format!(
+                    "{}: expected {} weights (one per row), found {} x {}",
+                    path.display(),
+                    x.n_rows(),
+                    w.n_rows,
+                    w.n_features
+                )));
+            }
+            self.weights = Some(w.data);
+        }
+        Ok(())
     }
 
     fn compute(&self, gpu: &Gpu, x: Matrix<'_>) -> CliResult<Self::Outcome> {
@@ -154,7 +183,10 @@ impl Task for Kmeans {
                 }
                 timed(|| Ok(mb.fit(gpu, &x)?))
             }
-            None => timed(|| Ok(self.params.fit(gpu, &x)?)),
+            None => match &self.weights {
+                Some(w) => timed(|| Ok(self.params.fit_weighted(gpu, &x, w)?)),
+                None => timed(|| Ok(self.params.fit(gpu, &x)?)),
+            },
         }
     }
 
