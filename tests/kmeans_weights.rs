@@ -183,3 +183,25 @@ fn bad_weights_give_errors() {
         "{e}"
     );
 }
+
+#[test]
+fn weighted_statistics_of_partitions_merge() {
+    let gpu = gpu();
+    let (n, d, k) = (2000, 5, 4);
+    let (x, w, rep) = weighted_blobs(n, d, k, 6);
+    let c: Vec<f32> = x[..k * d].to_vec();
+    let whole = KMeans::pass_stats_weighted(&gpu, &Matrix::new(&x, d).unwrap(), &c, &w).unwrap();
+    let mut merged = wgpu_unsupervised::KMeansStats::empty(&c, d).unwrap();
+    for (lo, hi) in [(0, 700), (700, n)] {
+        let part = Matrix::new(&x[lo * d..hi * d], d).unwrap();
+        merged
+            .merge(&KMeans::pass_stats_weighted(&gpu, &part, &c, &w[lo..hi]).unwrap())
+            .unwrap();
+    }
+    let repeated = KMeans::pass_stats(&gpu, &Matrix::new(&rep, d).unwrap(), &c).unwrap();
+    for s in [&whole, &merged] {
+        assert!(max_rel_err(&s.weights, &repeated.weights, 1.0) < 1e-6);
+        assert!(max_rel_err(&s.next_centroids(), &repeated.next_centroids(), 1.0) < 1e-5);
+        assert!((s.inertia() - repeated.inertia()).abs() / repeated.inertia() < 1e-5);
+    }
+}

@@ -32,8 +32,18 @@
 //! [`reference`](crate::reference).
 
 //!
+//! **Sample weights** ([`KMeans::fit_weighted`]): with a weight wᵢ per row the objective is
+//! J = Σᵢ wᵢ‖xᵢ − μ_{c(i)}‖², the update is the weighted mean μₖ = Σw·x/Σw, k-means++ draws ∝
+//! w·D² (its first centre ∝ w), random init ∝ w, and `tol` is relative to the weighted
+//! variance, so an integer weight is exactly the row repeated. **Data larger than the GPU**:
+//! [`KMeans::fit_source`] streams a [`RowSource`](crate::source::RowSource) (module `stream`),
+//! [`KMeans::fit_partitions`] splits rows across devices, [`KMeansStats`] merge, and
+//! [`MiniBatchKMeans`] learns from batches.
+//!
 //! Layout: this module holds the parameters ([`KMeans`], [`KMeansInit`]); `fit` the device
-//! workspace, the seeding and the Lloyd loop; `model` the fitted [`KMeansModel`].
+//! workspace and the seeding; `lloyd` the loop over resident, streamed or partitioned rows
+//! and the resident fits; `model` the fitted [`KMeansModel`]; `stats`, `stream`,
+//! `partitions` and `minibatch` as above.
 
 use crate::error::{Error, Result};
 use crate::names::parse_choice;

@@ -232,10 +232,36 @@ impl KMeans {
         source: &(impl RowSource + ?Sized),
         centroids: &[f32],
     ) -> Result<KMeansStats> {
-        let (_, d) = check_shape(source)?;
+        Self::pass_stats_maybe_weighted(gpu, source, centroids, None)
+    }
+
+    /// [`KMeans::pass_stats`] of rows with a weight each (see [`KMeans::fit_weighted`]).
+    ///
+    /// Errors: those of [`KMeans::pass_stats`] and of the weights.
+    pub fn pass_stats_weighted(
+        gpu: &Gpu,
+        source: &(impl RowSource + ?Sized),
+        centroids: &[f32],
+        sample_weight: &[f32],
+    ) -> Result<KMeansStats> {
+        let (n, _) = check_shape(source)?;
+        crate::data::check_sample_weights(sample_weight, n)?;
+        Self::pass_stats_maybe_weighted(gpu, source, centroids, Some(sample_weight))
+    }
+
+    fn pass_stats_maybe_weighted(
+        gpu: &Gpu,
+        source: &(impl RowSource + ?Sized),
+        centroids: &[f32],
+        weights: Option<&[f32]>,
+    ) -> Result<KMeansStats> {
+        let (n, d) = check_shape(source)?;
         let empty = KMeansStats::empty(centroids, d)?;
         crate::data::check_finite(centroids, d)?;
-        let mut data = Streamed::open(gpu, source, empty.k())?;
+        let k = empty.k();
+        let extra = ROW_EXTRA_BYTES + 4 * weights.is_some() as u64;
+        let rows = DeviceRows::new(gpu, source, extra, fixed_bytes(n, d, k))?;
+        let mut data = Streamed::new(gpu, source, rows, k, weights)?;
         let mut stats = data.pass(centroids)?;
         stats.changed = 0;
         Ok(stats)
