@@ -134,3 +134,51 @@ fn bad_mini_batch_parameters_give_errors() {
         assert!(params.fit(&gpu, &m).is_err(), "{params:?}");
     }
 }
+
+#[test]
+fn mini_batch_weights_ignore_weightless_rows_and_unit_weights_change_nothing() {
+    for seed in [7u64, 8] {
+        let gpu = gpu();
+        let (n, d, k) = (8000, 4, 5);
+        let mut x = blobs(n, d, k, 0.5, seed);
+        let params = MiniBatchKMeans::new(k).batch_size(256).seed(seed);
+        let m = Matrix::new(&x, d).unwrap();
+        // From given centroids the draws are the same (weighted seeding draws differently).
+        let given = params
+            .clone()
+            .init(KMeansInit::Centroids(to_f64(&x[..k * d])));
+        let plain = given.fit(&gpu, &m).unwrap();
+        let ones = given.fit_weighted(&gpu, &m, &vec![1.0; n]).unwrap();
+        let err = max_rel_err(&to_f64(ones.centroids()), &to_f64(plain.centroids()), 1.0);
+        assert!(
+            err < 1e-5,
+            "seed {seed}: unit weights moved the centroids by {err}"
+        );
+        assert!((ones.inertia() - plain.inertia()).abs() / plain.inertia() < 1e-5);
+        // Every 8th row far away with weight 0: no centroid may follow it.
+        let mut w = vec![1.0f32; n];
+        for i in (0..n).step_by(8) {
+            x[i * d + 1] = -1e4;
+            w[i] = 0.0;
+        }
+        let m = Matrix::new(&x, d).unwrap();
+        let model = params.fit_weighted(&gpu, &m, &w).unwrap();
+        assert!(
+            model.centroids().iter().all(|v| v.abs() < 100.0),
+            "seed {seed}"
+        );
+        let mut fit = params.partial();
+        for (rows, ws) in x.chunks(1000 * d).zip(w.chunks(1000)) {
+            fit.partial_fit_weighted(&gpu, &Matrix::new(rows, d).unwrap(), ws)
+                .unwrap();
+        }
+        let model = fit.model_weighted(&gpu, &m, &w).unwrap();
+        assert!(
+            model.centroids().iter().all(|v| v.abs() < 100.0),
+            "seed {seed}"
+        );
+        assert!(fit
+            .partial_fit_weighted(&gpu, &Matrix::new(&x[..10 * d], d).unwrap(), &w[..9])
+            .is_err());
+    }
+}

@@ -174,7 +174,7 @@ fn statistics_of_partitions_merge_into_those_of_the_whole() {
             let part = Matrix::new(&x[w[0] * d..w[1] * d], d).unwrap();
             let s = KMeans::pass_stats(&gpu, &part, &c).unwrap();
             // Statistics travel as JSON between machines.
-            let s: KMeansStats = serde_json::from_str(&serde_json::to_string(&s).unwrap()).unwrap();
+            let s: KMeansStats = common::via_json(s);
             merged.merge(&s).unwrap();
         }
         assert_eq!(merged.counts, whole.counts);

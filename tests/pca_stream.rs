@@ -80,7 +80,7 @@ fn moments_of_partitions_merge_into_the_moments_of_the_whole() {
         let mut merged: Option<PcaMoments> = None;
         for part in [&x[..17 * d], &x[17 * d..1900 * d], &x[1900 * d..]] {
             let p = PcaMoments::of(&gpu, &Matrix::new(part, d).unwrap(), true).unwrap();
-            let p: PcaMoments = serde_json::from_str(&serde_json::to_string(&p).unwrap()).unwrap();
+            let p: PcaMoments = common::via_json(p);
             match merged.as_mut() {
                 None => merged = Some(p),
                 Some(t) => t.merge(&p).unwrap(),

@@ -36,8 +36,10 @@ pub(super) struct Workspace<'a> {
     k: usize,
     labels: GpuVector<u32>,
     min_sq_dist: GpuVector<f32>,
-    /// Per-row sample weights on the device (chunked like the rows), and on the host.
-    weights: Option<(GpuVector<f32>, &'a [f32])>,
+    /// Per-row sample weights on the device (chunked like the rows).
+    weights: Option<GpuVector<f32>>,
+    /// The weights of every row on the host (none for batches weighted by the caller).
+    host_weights: Option<&'a [f32]>,
     changed: wgpu::Buffer,
     centroids: wgpu::Buffer,
     block_rows: usize,
@@ -104,8 +106,9 @@ impl<'a> Workspace<'a> {
                         let mine = &w[c.row_start..(c.row_start + c.n_rows).min(w.len())];
                         gpu.queue.write_buffer(buf, 0, bytemuck::cast_slice(mine));
                     }
-                    (device, w)
+                    device
                 }),
+                host_weights: weights,
                 changed: gpu.buffer_zeroed("changed labels", 4),
                 centroids: gpu.buffer_zeroed("centroids", kd * 4),
                 block_rows,
@@ -138,24 +141,33 @@ impl<'a> Workspace<'a> {
 
     /// Writes the weights of the current piece's rows (streamed fits).
     pub(super) fn set_piece_weights(&self, first_row: usize) {
-        if let Some((device, host)) = &self.weights {
-            let n = self.x.n_rows();
-            self.gpu.queue.write_buffer(
-                &device.chunks[0],
-                0,
-                bytemuck::cast_slice(&host[first_row..first_row + n]),
-            );
+        if let Some(host) = self.host_weights {
+            self.set_batch_weights(&host[first_row..first_row + self.x.n_rows()]);
+        }
+    }
+
+    /// Makes the rows weighted, by weights each batch sets ([`Workspace::set_batch_weights`]).
+    pub(super) fn weigh_batches(&mut self) {
+        self.weights = Some(GpuVector::zeroed(self.gpu, &self.x, "batch weights"));
+    }
+
+    /// Writes the weights of the current piece's rows (one chunk), when they are weighted.
+    pub(super) fn set_batch_weights(&self, weights: &[f32]) {
+        if let Some(device) = &self.weights {
+            self.gpu
+                .queue
+                .write_buffer(&device.chunks[0], 0, bytemuck::cast_slice(weights));
         }
     }
 
     /// The host sample weights, when the rows have any.
     pub(super) fn host_weights(&self) -> Option<&'a [f32]> {
-        self.weights.as_ref().map(|(_, w)| *w)
+        self.host_weights
     }
 
     /// The device weights of chunk `i`.
     fn chunk_weights(&self, i: usize) -> Option<&wgpu::Buffer> {
-        self.weights.as_ref().map(|(w, _)| &w.chunks[i])
+        self.weights.as_ref().map(|w| &w.chunks[i])
     }
 
     /// Points the kernels at a streamed piece: one chunk of at most the rows the workspace

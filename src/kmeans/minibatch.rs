@@ -27,9 +27,9 @@
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use super::fit::{plus_plus_seeds, Workspace};
+use super::fit::{random_rows, weighted_plus_plus_seeds, Workspace};
 use super::stream::labels_and_inertia;
-use super::{KMeans, KMeansInit, KMeansModel, KMeansStats};
+use super::{KMeans, KMeansInit, KMeansModel, KMeansStats, MiniBatchKMeansFit};
 use crate::data::Matrix;
 use crate::error::{Error, Result};
 use crate::gpu::stream::view;
@@ -139,7 +139,7 @@ impl MiniBatchKMeans {
     }
 
     /// The Lloyd parameters these share (what the fitted model reports).
-    fn as_kmeans(&self) -> KMeans {
+    pub(super) fn as_kmeans(&self) -> KMeans {
         KMeans::new(self.k)
             .n_init(self.n_init.max(1))
             .max_iter(self.max_iter.max(1))
@@ -183,13 +183,42 @@ impl MiniBatchKMeans {
     ///
     /// Errors: invalid parameters, the source's and the GPU's errors.
     pub fn fit(&self, gpu: &Gpu, source: &(impl RowSource + ?Sized)) -> Result<KMeansModel> {
+        self.fit_maybe_weighted(gpu, source, None)
+    }
+
+    /// [`MiniBatchKMeans::fit`] with a weight per row (scikit-learn's `sample_weight`):
+    /// batches carry their rows' weights, the running counts are weight sums, seeding and
+    /// reassignment draw ∝ w, the inertia is weighted.
+    ///
+    /// Errors: weights that are not one per row, finite and non-negative, or all zero, and
+    /// those of [`MiniBatchKMeans::fit`].
+    pub fn fit_weighted(
+        &self,
+        gpu: &Gpu,
+        source: &(impl RowSource + ?Sized),
+        sample_weight: &[f32],
+    ) -> Result<KMeansModel> {
+        let (n, _) = check_shape(source)?;
+        crate::data::check_sample_weights(sample_weight, n)?;
+        self.fit_maybe_weighted(gpu, source, Some(sample_weight))
+    }
+
+    fn fit_maybe_weighted(
+        &self,
+        gpu: &Gpu,
+        source: &(impl RowSource + ?Sized),
+        weights: Option<&[f32]>,
+    ) -> Result<KMeansModel> {
         let (n, d) = check_shape(source)?;
         self.validate(n, d)?;
         let mut rng = ChaCha8Rng::seed_from_u64(self.seed);
-        let mut run = MiniBatchRun::new(gpu, self, d)?;
+        let mut run = MiniBatchRun::new(gpu, self, d, weights.is_some())?;
+        let weights_of =
+            |idx: &[usize]| weights.map(|w| idx.iter().map(|&i| w[i]).collect::<Vec<f32>>());
         let valid: Vec<usize> = (0..self.batch_size)
             .map(|_| rng.random_range(0..n))
             .collect();
+        let valid_weights = weights_of(&valid);
         let valid = source.gather(&valid)?;
         let candidates = match self.init {
             KMeansInit::Centroids(_) => 1,
@@ -197,15 +226,17 @@ impl MiniBatchKMeans {
         };
         let mut best: Option<(f64, Vec<f32>)> = None;
         for _ in 0..candidates {
-            let c = self.initial_centroids(gpu, source, &mut rng)?;
-            let inertia = run.batch_stats(&valid, &c)?.inertia();
+            let c = self.initial_centroids(gpu, source, weights, &mut rng)?;
+            let inertia = run
+                .batch_stats(&valid, &c, valid_weights.as_deref())?
+                .inertia();
             if best.as_ref().is_none_or(|(b, _)| inertia < *b) {
                 best = Some((inertia, c));
             }
         }
         run.centroids = best.expect("one candidate").1;
         let tol_abs = if self.tol > 0.0 {
-            self.tol * super::stream::mean_variance(gpu, source, self.k)?
+            self.tol * super::stream::mean_variance(gpu, source, self.k, weights)?
         } else {
             0.0
         };
@@ -220,7 +251,8 @@ impl MiniBatchKMeans {
                 .map(|_| rng.random_range(0..n))
                 .collect();
             let batch = source.gather(&idx)?;
-            let (batch_inertia, shift) = run.step(&batch, &mut rng)?;
+            let batch_weights = weights_of(&idx);
+            let (batch_inertia, shift) = run.step(&batch, batch_weights.as_deref(), &mut rng)?;
             history.push(batch_inertia);
             // scikit-learn's _mini_batch_convergence; the first step measures the start.
             if step == 0 {
@@ -245,7 +277,7 @@ impl MiniBatchKMeans {
                 break;
             }
         }
-        let (labels, inertia) = labels_and_inertia(gpu, source, &run.centroids)?;
+        let (labels, inertia) = labels_and_inertia(gpu, source, &run.centroids, weights)?;
         Ok(KMeansModel {
             params: self.as_kmeans(),
             n_features: d,
@@ -263,21 +295,20 @@ impl MiniBatchKMeans {
         &self,
         gpu: &Gpu,
         source: &(impl RowSource + ?Sized),
+        weights: Option<&[f32]>,
         rng: &mut ChaCha8Rng,
     ) -> Result<Vec<f32>> {
         let (n, d) = source.shape();
         match &self.init {
             KMeansInit::Centroids(c) => Ok(c.iter().map(|&v| v as f32).collect()),
-            KMeansInit::Random => {
-                let idx = rand::seq::index::sample(rng, n, self.k).into_vec();
-                source.gather(&idx)
-            }
+            KMeansInit::Random => source.gather(&random_rows(rng, n, self.k, weights)?),
             KMeansInit::KMeansPlusPlus => {
                 let m = self.sample_size(n);
                 let idx: Vec<usize> = (0..m).map(|_| rng.random_range(0..n)).collect();
                 let rows = source.gather(&idx)?;
+                let w: Option<Vec<f32>> = weights.map(|w| idx.iter().map(|&i| w[i]).collect());
                 let sample = GpuMatrix::upload(gpu, &Matrix::new(&rows, d)?)?;
-                plus_plus_seeds(gpu, &sample, self.k, rng)
+                weighted_plus_plus_seeds(gpu, &sample, self.k, w.as_deref(), rng)
             }
         }
     }
@@ -285,16 +316,13 @@ impl MiniBatchKMeans {
     /// A mini-batch fit fed batch by batch ([`MiniBatchKMeansFit::partial_fit`]), as
     /// scikit-learn's `partial_fit`.
     pub fn partial(&self) -> MiniBatchKMeansFit {
-        MiniBatchKMeansFit {
-            params: self.clone(),
-            state: None,
-        }
+        MiniBatchKMeansFit::new(self.clone())
     }
 }
 
 /// The device side of a mini-batch fit: a batch buffer with its workspace, the centroids
 /// and the running counts.
-struct MiniBatchRun<'g> {
+pub(super) struct MiniBatchRun<'g> {
     gpu: &'g Gpu,
     k: usize,
     d: usize,
@@ -302,18 +330,26 @@ struct MiniBatchRun<'g> {
     slot: wgpu::Buffer,
     capacity: usize,
     ws: Workspace<'g>,
-    centroids: Vec<f32>,
-    counts: Vec<f64>,
-    since_reassign: usize,
+    pub(super) centroids: Vec<f32>,
+    pub(super) counts: Vec<f64>,
+    pub(super) since_reassign: usize,
 }
 
 impl<'g> MiniBatchRun<'g> {
-    fn new(gpu: &'g Gpu, params: &MiniBatchKMeans, d: usize) -> Result<Self> {
+    pub(super) fn new(
+        gpu: &'g Gpu,
+        params: &MiniBatchKMeans,
+        d: usize,
+        weighted: bool,
+    ) -> Result<Self> {
         let capacity = params.batch_size;
         let slot = gpu.scoped("allocating the batch buffer", || {
             Ok(gpu.buffer_zeroed("mini-batch rows", (capacity * d * 4) as u64))
         })?;
-        let ws = Workspace::new(gpu, &view(&slot, capacity, d), params.k)?;
+        let mut ws = Workspace::new(gpu, &view(&slot, capacity, d), params.k)?;
+        if weighted {
+            ws.weigh_batches();
+        }
         Ok(Self {
             gpu,
             k: params.k,
@@ -329,7 +365,12 @@ impl<'g> MiniBatchRun<'g> {
     }
 
     /// The per-cluster sums of `rows` against `centroids` on the device.
-    fn batch_stats(&mut self, rows: &[f32], centroids: &[f32]) -> Result<KMeansStats> {
+    fn batch_stats(
+        &mut self,
+        rows: &[f32],
+        centroids: &[f32],
+        weights: Option<&[f32]>,
+    ) -> Result<KMeansStats> {
         let n = rows.len() / self.d;
         if n > self.capacity {
             return Err(Error::invalid(
@@ -341,15 +382,24 @@ impl<'g> MiniBatchRun<'g> {
             .queue
             .write_buffer(&self.slot, 0, bytemuck::cast_slice(rows));
         self.ws.use_piece(&view(&self.slot, n, self.d));
+        if let Some(w) = weights {
+            self.ws.set_batch_weights(w);
+        }
         let s = self.ws.step(centroids, self.k, false)?;
         let mut stats = KMeansStats::empty(centroids, self.d)?;
-        stats.add_device(&s.deviation_sums, &s.counts, &s.sq_dist, None);
+        let sums = weights.map(|_| &s.weight_sums[..]);
+        stats.add_device(&s.deviation_sums, &s.counts, &s.sq_dist, sums);
         Ok(stats)
     }
 
     /// One step on `batch`: returns the batch inertia (before the update) and the squared
     /// centroid shift.
-    fn step(&mut self, batch: &[f32], rng: &mut ChaCha8Rng) -> Result<(f64, f64)> {
+    pub(super) fn step(
+        &mut self,
+        batch: &[f32],
+        weights: Option<&[f32]>,
+        rng: &mut ChaCha8Rng,
+    ) -> Result<(f64, f64)> {
         let (k, d) = (self.k, self.d);
         let rows = batch.len() / d;
         // scikit-learn's _random_reassign, decided on the counts before this batch.
@@ -358,10 +408,10 @@ impl<'g> MiniBatchRun<'g> {
         if reassign {
             self.since_reassign = 0;
         }
-        let stats = self.batch_stats(batch, &self.centroids.clone())?;
+        let stats = self.batch_stats(batch, &self.centroids.clone(), weights)?;
         let mut next: Vec<f64> = self.centroids.iter().map(|&v| v as f64).collect();
         for c in 0..k {
-            let nb = stats.counts[c] as f64;
+            let nb = stats.weights[c];
             if nb > 0.0 {
                 let w = self.counts[c] + nb;
                 for j in 0..d {
@@ -382,8 +432,11 @@ impl<'g> MiniBatchRun<'g> {
                 small.truncate((0.5 * rows as f64) as usize);
                 small.sort_unstable();
             }
+            // New centres drawn ∝ weight among the batch rows (as many as have weight).
+            let positive = weights.map_or(rows, |w| w.iter().filter(|&&v| v > 0.0).count());
+            small.truncate(positive);
             if !small.is_empty() {
-                let picks = rand::seq::index::sample(rng, rows, small.len()).into_vec();
+                let picks = random_rows(rng, rows, small.len(), weights)?;
                 for (&c, &r) in small.iter().zip(&picks) {
                     for j in 0..d {
                         next[c * d + j] = batch[r * d + j] as f64;
@@ -406,116 +459,5 @@ impl<'g> MiniBatchRun<'g> {
             .sum();
         self.centroids = next32;
         Ok((stats.inertia(), shift))
-    }
-}
-
-/// A mini-batch K-Means fed batch by batch (from [`MiniBatchKMeans::partial`]): the first
-/// batch initialises the centroids (its rows are the initialisation sample), every batch
-/// then makes one step. The device buffers are made per call, so the value is plain data.
-#[derive(Debug, Clone)]
-pub struct MiniBatchKMeansFit {
-    params: MiniBatchKMeans,
-    state: Option<PartialState>,
-}
-
-#[derive(Debug, Clone)]
-struct PartialState {
-    centroids: Vec<f32>,
-    counts: Vec<f64>,
-    since_reassign: usize,
-    steps: usize,
-    rng: ChaCha8Rng,
-}
-
-impl MiniBatchKMeansFit {
-    /// One step on the rows of `batch` (at most any size: the batch is the batch).
-    ///
-    /// Errors: a first batch with fewer than K rows, another number of features than the
-    /// first batch ([`Error::FeatureMismatch`]), invalid parameters, the GPU's errors.
-    pub fn partial_fit(&mut self, gpu: &Gpu, batch: &Matrix<'_>) -> Result<()> {
-        let (n, d) = (batch.n_rows(), batch.n_features());
-        let params = self.params.clone().batch_size(n);
-        if let Some(s) = &self.state {
-            let expected = s.centroids.len() / self.params.k;
-            if expected != d {
-                return Err(Error::FeatureMismatch { expected, found: d });
-            }
-        } else {
-            self.params.validate(n, d)?;
-            let mut rng = ChaCha8Rng::seed_from_u64(self.params.seed);
-            let centroids = match &self.params.init {
-                KMeansInit::Centroids(c) => c.iter().map(|&v| v as f32).collect(),
-                KMeansInit::Random => {
-                    let idx = rand::seq::index::sample(&mut rng, n, self.params.k).into_vec();
-                    batch.gather(&idx)?
-                }
-                KMeansInit::KMeansPlusPlus => plus_plus_seeds(
-                    gpu,
-                    &GpuMatrix::upload(gpu, batch)?,
-                    self.params.k,
-                    &mut rng,
-                )?,
-            };
-            self.state = Some(PartialState {
-                centroids,
-                counts: vec![0.0; self.params.k],
-                since_reassign: 0,
-                steps: 0,
-                rng,
-            });
-        }
-        let state = self.state.as_mut().expect("initialised above");
-        let mut run = MiniBatchRun::new(gpu, &params, d)?;
-        run.centroids = std::mem::take(&mut state.centroids);
-        run.counts = std::mem::take(&mut state.counts);
-        run.since_reassign = state.since_reassign;
-        let outcome = run.step(batch.as_slice(), &mut state.rng);
-        state.centroids = run.centroids;
-        state.counts = run.counts;
-        state.since_reassign = run.since_reassign;
-        outcome?;
-        state.steps += 1;
-        Ok(())
-    }
-
-    /// The centroids so far (K x D), `None` before the first batch.
-    pub fn centroids(&self) -> Option<&[f32]> {
-        self.state.as_ref().map(|s| &s.centroids[..])
-    }
-
-    /// Rows each centroid has absorbed so far (reset for reassigned ones).
-    pub fn counts(&self) -> Option<&[f64]> {
-        self.state.as_ref().map(|s| &s.counts[..])
-    }
-
-    /// Steps taken.
-    pub fn n_steps(&self) -> usize {
-        self.state.as_ref().map_or(0, |s| s.steps)
-    }
-
-    /// The model of the centroids so far, with labels and inertia of `source` (one pass).
-    ///
-    /// Errors: [`Error::EmptyData`] before the first batch, the source's and GPU errors.
-    pub fn model(&self, gpu: &Gpu, source: &(impl RowSource + ?Sized)) -> Result<KMeansModel> {
-        let s = self.state.as_ref().ok_or(Error::EmptyData {
-            what: "mini-batch K-Means",
-            missing: "rows",
-        })?;
-        let (_, d) = check_shape(source)?;
-        let expected = s.centroids.len() / self.params.k;
-        if d != expected {
-            return Err(Error::FeatureMismatch { expected, found: d });
-        }
-        let (labels, inertia) = labels_and_inertia(gpu, source, &s.centroids)?;
-        Ok(KMeansModel {
-            params: self.params.as_kmeans(),
-            n_features: d,
-            centroids: s.centroids.clone(),
-            labels,
-            inertia,
-            n_iter: s.steps,
-            converged: false,
-            inertia_history: Vec::new(),
-        })
     }
 }

@@ -52,16 +52,18 @@ mod fit;
 mod lloyd;
 mod minibatch;
 mod model;
+mod partial;
 mod partitions;
 mod stats;
 mod stream;
 
 pub use crate::gpu::GpuInput;
 pub(crate) use fit::plus_plus_seeds;
-pub use minibatch::{MiniBatchKMeans, MiniBatchKMeansFit};
+pub use minibatch::MiniBatchKMeans;
 pub use model::KMeansModel;
 #[cfg(feature = "io")]
 pub(crate) use model::KMeansModelFields;
+pub use partial::MiniBatchKMeansFit;
 pub use stats::KMeansStats;
 
 /// How the initial centroids are chosen.

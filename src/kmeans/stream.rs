@@ -273,9 +273,12 @@ pub(super) fn labels_and_inertia(
     gpu: &Gpu,
     source: &(impl RowSource + ?Sized),
     centroids: &[f32],
+    weights: Option<&[f32]>,
 ) -> Result<(Vec<u32>, f64)> {
-    let (_, d) = check_shape(source)?;
-    let mut data = Streamed::open(gpu, source, centroids.len() / d)?;
+    let (n, d) = check_shape(source)?;
+    let k = centroids.len() / d;
+    let rows = DeviceRows::new(gpu, source, ROW_EXTRA_BYTES + 4, fixed_bytes(n, d, k))?;
+    let mut data = Streamed::new(gpu, source, rows, k, weights)?;
     let stats = data.pass(centroids)?;
     Ok((std::mem::take(&mut data.labels), stats.inertia()))
 }
@@ -285,7 +288,10 @@ pub(super) fn mean_variance(
     gpu: &Gpu,
     source: &(impl RowSource + ?Sized),
     k: usize,
+    weights: Option<&[f32]>,
 ) -> Result<f64> {
-    let mut data = Streamed::open(gpu, source, k)?;
+    let (n, d) = check_shape(source)?;
+    let rows = DeviceRows::new(gpu, source, ROW_EXTRA_BYTES + 4, fixed_bytes(n, d, k))?;
+    let mut data = Streamed::new(gpu, source, rows, k, weights)?;
     super::lloyd::mean_variance(&mut data)
 }

@@ -34,3 +34,16 @@ pub fn max_rel_err(a: &[f64], b: &[f64], floor: f64) -> f64 {
         .map(|(x, y)| (x - y).abs() / y.abs().max(floor))
         .fold(0.0, f64::max)
 }
+
+/// Through JSON and back, as statistics travel between machines (feature `serde`; without
+/// it the value is returned as it is).
+#[cfg(feature = "serde")]
+pub fn via_json<T: serde::Serialize + serde::de::DeserializeOwned>(value: T) -> T {
+    serde_json::from_str(&serde_json::to_string(&value).unwrap()).unwrap()
+}
+
+/// Without the `serde` feature there is no JSON form: the value as it is.
+#[cfg(not(feature = "serde"))]
+pub fn via_json<T>(value: T) -> T {
+    value
+}

@@ -148,11 +148,6 @@ impl Task for Kmeans {
     fn check(&mut self, x: &Matrix<'_>) -> CliResult {
         self.params.validate(x.n_rows(), x.n_features())?;
         if let Some(path) = &self.args.sample_weight {
-            if self.args.mini_batch.is_some() {
-                return Err(Failure::invalid(
-                    "--sample-weight is not supported with --mini-batch yet",
-                ));
-            }
             let w = io::read_matrix(path).map_err(Failure::input)?;
             if w.n_features != 1 || w.n_rows != x.n_rows() {
                 return Err(Failure::invalid(format!(
@@ -181,7 +176,10 @@ impl Task for Kmeans {
                 if let Some(epochs) = self.args.max_iter {
                     mb = mb.max_iter(epochs);
                 }
-                timed(|| Ok(mb.fit(gpu, &x)?))
+                match &self.weights {
+                    Some(w) => timed(|| Ok(mb.fit_weighted(gpu, &x, w)?)),
+                    None => timed(|| Ok(mb.fit(gpu, &x)?)),
+                }
             }
             None => match &self.weights {
                 Some(w) => timed(|| Ok(self.params.fit_weighted(gpu, &x, w)?)),
