@@ -181,7 +181,7 @@ impl KMeans {
     /// Host data larger than the device-memory budget ([`Gpu::set_memory_budget`]) are
     /// streamed as by [`KMeans::fit_source`]; everything else is uploaded once.
     ///
-    /// Errors: invalid parameters ([`Error::InvalidParameter`], [`Error::TooFewSamples`]),
+    /// Errors: invalid parameters ([`Error::InvalidParameter`](crate::Error::InvalidParameter), [`Error::TooFewSamples`](crate::Error::TooFewSamples)),
     /// and the GPU errors of [`GpuMatrix::upload`] and of the kernels.
     pub fn fit(&self, gpu: &Gpu, x: &impl GpuInput) -> Result<KMeansModel> {
         self.fit_maybe_weighted(gpu, x, None)
@@ -193,7 +193,7 @@ impl KMeans {
     /// integer weight equals repeating the row that many times.
     ///
     /// Errors: weights that are not one per row, not finite and non-negative, or all zero
-    /// ([`Error::InvalidParameter`]), and those of [`KMeans::fit`].
+    /// ([`Error::InvalidParameter`](crate::Error::InvalidParameter)), and those of [`KMeans::fit`].
     pub fn fit_weighted(
         &self,
         gpu: &Gpu,

@@ -22,7 +22,7 @@
 //!
 //! Every random draw comes from one ChaCha8 generator in a fixed order (validation batch,
 //! initialisations, then per step the batch and the reassignment picks), which the f64
-//! oracle (`reference::kmeans::minibatch`) follows too.
+//! oracle of the tests follows too.
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
