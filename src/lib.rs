@@ -112,7 +112,7 @@ pub mod source;
 
 pub use data::Matrix;
 pub use error::{Error, Result};
-pub use gmm::{CovarianceType, GaussianMixture, GaussianMixtureModel, GmmInit};
+pub use gmm::{CovarianceType, GaussianMixture, GaussianMixtureModel, GmmInit, GmmStats};
 pub use gpu::{Ceilings, Gpu, GpuInfo, GpuInput, GpuMatrix, GpuVector, Profile, ProfileClock};
 pub use kmeans::{
     KMeans, KMeansInit, KMeansModel, KMeansStats, MiniBatchKMeans, MiniBatchKMeansFit,

@@ -6,15 +6,20 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use super::math::{covariances_from_precisions, precision_cholesky_quoting};
+use super::stats::{full, parameters_from_sums, weights_of};
 use super::workspace::{Parameters, Run, Workspace};
-use super::{CovarianceType, GaussianMixture, GaussianMixtureModel, GmmInit};
+use super::{GaussianMixture, GaussianMixtureModel, GmmInit, InitialParameters};
 use crate::error::{Error, Result};
-use crate::gpu::{Gpu, GpuInput};
+use crate::gpu::{Gpu, GpuInput, GpuMatrix};
 use crate::kernels::rows;
 
 impl GaussianMixture {
     /// Fits a mixture to host or device data by EM (module docs), `n_init` times, keeping
     /// the highest final lower bound.
+    ///
+    /// Host data that do not fit the device-memory budget ([`Gpu::set_memory_budget`])
+    /// next to the fit's per-row buffers are streamed as [`GaussianMixture::fit_source`]
+    /// does; device data are used where they are.
     ///
     /// Not converging within `max_iter` is not an error: the model comes back with
     /// `converged() == false`.
@@ -28,42 +33,154 @@ impl GaussianMixture {
     pub fn fit(&self, gpu: &Gpu, x: &impl GpuInput) -> Result<GaussianMixtureModel> {
         let (n, d) = x.shape();
         self.validate(n, d)?;
-        let xg = x.on_gpu(gpu)?;
-        let ws = Workspace::new(gpu, &xg, self.k, self.covariance_type, true)?;
-        let mut rng = ChaCha8Rng::seed_from_u64(self.seed);
-        let runs = match self.init {
-            GmmInit::Given(_) => 1,
-            _ => self.n_init,
-        };
-        let mut best: Option<Run> = None;
-        for _ in 0..runs {
-            let start = ws.initial_parameters(self, &mut rng)?;
-            let run = ws.em(start, self)?;
-            // Strictly higher, so that among equal runs the earliest wins (as the reference).
-            if best
-                .as_ref()
-                .is_none_or(|b| run.lower_bound > b.lower_bound)
-            {
-                best = Some(run);
+        if let Some(source) = x.as_source() {
+            if super::stream::must_stream(gpu, n, d, self) {
+                return self.fit_source(gpu, source);
             }
         }
-        let run = best.expect("at least one initialisation ran");
-        // The final E-step: labels that agree with the returned parameters.
-        let labels = ws.labels(&run.parameters)?;
-        let p = run.parameters;
-        Ok(GaussianMixtureModel {
-            params: self.clone(),
-            n_features: d,
-            weights: p.weights,
-            means: p.means,
-            covariances: p.covariances,
-            precisions_cholesky: p.precisions_cholesky,
-            converged: run.converged,
-            n_iter: run.n_iter,
-            lower_bound: run.lower_bound,
-            lower_bound_history: run.history,
-            labels,
-        })
+        let xg = x.on_gpu(gpu)?;
+        self.fit_resident(gpu, &xg)
+    }
+
+    /// The fit on rows that are all on the device.
+    pub(super) fn fit_resident(&self, gpu: &Gpu, x: &GpuMatrix) -> Result<GaussianMixtureModel> {
+        let mut ws = Workspace::new(gpu, x, self.k, self.covariance_type, true)?;
+        fit_restarts(self, x.n_features(), &mut ws)
+    }
+}
+
+/// What EM needs of the data, resident or streamed.
+pub(super) trait EmData {
+    /// The starting parameters of one initialisation (parent module docs).
+    fn initial_parameters(
+        &mut self,
+        params: &GaussianMixture,
+        rng: &mut ChaCha8Rng,
+    ) -> Result<Parameters>;
+
+    /// One EM iteration from `p`: the mean log-likelihood of its E-step (checked finite
+    /// with [`check_lower_bound`] before the M-step) and the M-step's parameters.
+    fn step(&mut self, p: &Parameters, reg_covar: f64) -> Result<(f64, Parameters)>;
+
+    /// The most probable component of every row under `p`.
+    fn labels(&mut self, p: &Parameters) -> Result<Vec<u32>>;
+}
+
+/// The restarts, each run by EM to the end, the best kept, and its final labels.
+pub(super) fn fit_restarts(
+    params: &GaussianMixture,
+    d: usize,
+    data: &mut impl EmData,
+) -> Result<GaussianMixtureModel> {
+    let mut rng = ChaCha8Rng::seed_from_u64(params.seed);
+    let runs = match params.init {
+        GmmInit::Given(_) => 1,
+        _ => params.n_init,
+    };
+    let mut best: Option<Run> = None;
+    for _ in 0..runs {
+        let start = data.initial_parameters(params, &mut rng)?;
+        let run = em(data, start, params)?;
+        // Strictly higher, so that among equal runs the earliest wins (as the reference).
+        if best
+            .as_ref()
+            .is_none_or(|b| run.lower_bound > b.lower_bound)
+        {
+            best = Some(run);
+        }
+    }
+    let run = best.expect("at least one initialisation ran");
+    // The final E-step: labels that agree with the returned parameters.
+    let labels = data.labels(&run.parameters)?;
+    let p = run.parameters;
+    Ok(GaussianMixtureModel {
+        params: params.clone(),
+        n_features: d,
+        weights: p.weights,
+        means: p.means,
+        covariances: p.covariances,
+        precisions_cholesky: p.precisions_cholesky,
+        converged: run.converged,
+        n_iter: run.n_iter,
+        lower_bound: run.lower_bound,
+        lower_bound_history: run.history,
+        labels,
+    })
+}
+
+/// EM from `start` until the lower bound changes by less than `tol` or `max_iter` runs out.
+fn em(data: &mut impl EmData, start: Parameters, params: &GaussianMixture) -> Result<Run> {
+    let mut p = start;
+    let mut lower_bound = f64::NEG_INFINITY;
+    let mut history = Vec::new();
+    let mut converged = false;
+    let mut n_iter = 0;
+    for iter in 1..=params.max_iter {
+        let prev = lower_bound;
+        (lower_bound, p) = data.step(&p, params.reg_covar)?;
+        history.push(lower_bound);
+        n_iter = iter;
+        if (lower_bound - prev).abs() < params.tol {
+            converged = true;
+            break;
+        }
+    }
+    Ok(Run {
+        parameters: p,
+        converged,
+        n_iter,
+        lower_bound,
+        history,
+    })
+}
+
+/// The error of a lower bound that is not finite.
+pub(super) fn check_lower_bound(lower_bound: f64) -> Result<()> {
+    if lower_bound.is_finite() {
+        Ok(())
+    } else {
+        Err(Error::invalid(
+            "x",
+            "the log-likelihood is not finite (data of extreme scale?); rescale the data",
+        ))
+    }
+}
+
+/// The starting parameters given by the caller, with their covariances and factors.
+pub(super) fn given_parameters(
+    g: &InitialParameters,
+    params: &GaussianMixture,
+    d: usize,
+) -> Result<Parameters> {
+    let t = params.covariance_type;
+    let covariances = covariances_from_precisions(&g.precisions, t, d)?;
+    let precisions_cholesky =
+        precision_cholesky_quoting(&covariances, t, params.k, d, Some(params.reg_covar))?;
+    Ok(Parameters {
+        weights: g.weights.clone(),
+        means: g.means.clone(),
+        covariances,
+        precisions_cholesky,
+    })
+}
+
+impl EmData for Workspace<'_> {
+    fn initial_parameters(
+        &mut self,
+        params: &GaussianMixture,
+        rng: &mut ChaCha8Rng,
+    ) -> Result<Parameters> {
+        Workspace::initial_parameters(self, params, rng)
+    }
+
+    fn step(&mut self, p: &Parameters, reg_covar: f64) -> Result<(f64, Parameters)> {
+        let (lower_bound, first) = self.estep_and_first_moments(p)?;
+        check_lower_bound(lower_bound)?;
+        Ok((lower_bound, self.mstep_from(&first, &p.means, reg_covar)?))
+    }
+
+    fn labels(&mut self, p: &Parameters) -> Result<Vec<u32>> {
+        Workspace::labels(self, p)
     }
 }
 
@@ -77,11 +194,7 @@ impl Workspace<'_> {
         reg_covar: f64,
     ) -> Result<Parameters> {
         let (k, d) = (self.k, self.d);
-        let nk: Vec<f64> = (0..k)
-            .map(|c| first[c * (d + 1) + d].max(0.0) + 10.0 * f64::EPSILON)
-            .collect();
-        let total: f64 = nk.iter().sum();
-        let weights: Vec<f64> = nk.iter().map(|v| v / total).collect();
+        let (nk, weights) = weights_of(&(0..k).map(|c| first[c * (d + 1) + d]).collect::<Vec<_>>());
         let means: Vec<f64> = (0..k * d)
             .map(|e| {
                 let (c, j) = (e / d, e % d);
@@ -89,55 +202,18 @@ impl Workspace<'_> {
             })
             .collect();
         let second = self.second_moments(&means)?;
-        let covariances = match self.covariance_type {
-            CovarianceType::Full | CovarianceType::Tied => {
-                // Mirror the upper triangle the kernel wrote.
-                let scatter = |c: usize, i: usize, j: usize| {
-                    let (a, b) = if j >= i { (i, j) } else { (j, i) };
-                    second[c * d * d + a * d + b]
-                };
-                if self.covariance_type == CovarianceType::Full {
-                    let mut cov = Vec::with_capacity(k * d * d);
-                    for (c, n) in nk.iter().enumerate() {
-                        for i in 0..d {
-                            for j in 0..d {
-                                let reg = if i == j { reg_covar } else { 0.0 };
-                                cov.push(scatter(c, i, j) / n + reg);
-                            }
-                        }
-                    }
-                    cov
-                } else {
-                    let mut cov = Vec::with_capacity(d * d);
-                    for i in 0..d {
-                        for j in 0..d {
-                            let s: f64 = (0..k).map(|c| scatter(c, i, j)).sum();
-                            let reg = if i == j { reg_covar } else { 0.0 };
-                            cov.push(s / total + reg);
-                        }
-                    }
-                    cov
-                }
-            }
-            CovarianceType::Diag | CovarianceType::Spherical => {
-                let var = |c: usize, j: usize| second[c * (d + 1) + j] / nk[c] + reg_covar;
-                if self.covariance_type == CovarianceType::Diag {
-                    (0..k * d).map(|e| var(e / d, e % d)).collect()
-                } else {
-                    (0..k)
-                        .map(|c| (0..d).map(|j| var(c, j)).sum::<f64>() / d as f64)
-                        .collect()
-                }
+        let full = full(self.covariance_type);
+        // The kernel writes the upper triangle of a full scatter, the diagonal otherwise.
+        let scatter = |c: usize, i: usize, j: usize| {
+            if full {
+                let (a, b) = if j >= i { (i, j) } else { (j, i) };
+                second[c * d * d + a * d + b]
+            } else {
+                second[c * (d + 1) + j]
             }
         };
-        let precisions_cholesky =
-            precision_cholesky_quoting(&covariances, self.covariance_type, k, d, Some(reg_covar))?;
-        Ok(Parameters {
-            weights,
-            means,
-            covariances,
-            precisions_cholesky,
-        })
+        let t = self.covariance_type;
+        parameters_from_sums(t, d, nk, weights, means, scatter, reg_covar)
     }
 
     /// The M-step for the responsibilities on the device, shifting the first moments by
@@ -146,7 +222,7 @@ impl Workspace<'_> {
         let shift = match shift {
             Some(s) => s.to_vec(),
             None => {
-                let row = rows::read_rows(self.gpu, self.x, &[0])?;
+                let row = rows::read_rows(self.gpu, &self.x, &[0])?;
                 (0..self.k)
                     .flat_map(|_| row.iter().map(|&v| v as f64))
                     .collect()
@@ -168,68 +244,18 @@ impl Workspace<'_> {
                 let km = crate::kmeans::KMeans::new(k)
                     .n_init(1)
                     .seed(rng.random::<u64>())
-                    .fit(self.gpu, self.x)?;
+                    .fit(self.gpu, &self.x)?;
                 self.responsibilities_from_labels(km.labels())?;
             }
             GmmInit::KMeansPlusPlus => {
-                let seeds = crate::kmeans::plus_plus_seeds(self.gpu, self.x, k, rng)?;
+                let seeds = crate::kmeans::plus_plus_seeds(self.gpu, &self.x, k, rng)?;
                 let labels = crate::kmeans::KMeansModel::from_centroids(seeds, d)?
-                    .predict(self.gpu, self.x)?;
+                    .predict(self.gpu, &self.x)?;
                 self.responsibilities_from_labels(&labels)?;
             }
             GmmInit::Random => self.random_responsibilities(rng),
-            GmmInit::Given(g) => {
-                let covariances =
-                    covariances_from_precisions(&g.precisions, self.covariance_type, d)?;
-                let precisions_cholesky = precision_cholesky_quoting(
-                    &covariances,
-                    self.covariance_type,
-                    k,
-                    d,
-                    Some(params.reg_covar),
-                )?;
-                return Ok(Parameters {
-                    weights: g.weights.clone(),
-                    means: g.means.clone(),
-                    covariances,
-                    precisions_cholesky,
-                });
-            }
+            GmmInit::Given(g) => return given_parameters(g, params, d),
         }
         self.mstep(None, params.reg_covar)
-    }
-
-    /// EM from `start` until the lower bound changes by less than `tol` or `max_iter` runs out.
-    pub(super) fn em(&self, start: Parameters, params: &GaussianMixture) -> Result<Run> {
-        let mut p = start;
-        let mut lower_bound = f64::NEG_INFINITY;
-        let mut history = Vec::new();
-        let mut converged = false;
-        let mut n_iter = 0;
-        for iter in 1..=params.max_iter {
-            let prev = lower_bound;
-            let (lb, first) = self.estep_and_first_moments(&p)?;
-            lower_bound = lb;
-            if !lower_bound.is_finite() {
-                return Err(Error::invalid(
-                    "x",
-                    "the log-likelihood is not finite (data of extreme scale?); rescale the data",
-                ));
-            }
-            p = self.mstep_from(&first, &p.means, params.reg_covar)?;
-            history.push(lower_bound);
-            n_iter = iter;
-            if (lower_bound - prev).abs() < params.tol {
-                converged = true;
-                break;
-            }
-        }
-        Ok(Run {
-            parameters: p,
-            converged,
-            n_iter,
-            lower_bound,
-            history,
-        })
     }
 }

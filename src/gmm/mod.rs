@@ -61,11 +61,18 @@
 //! K-Means / k-means++ for `KMeans` / `KMeansPlusPlus`.
 
 //!
+//! **Data that do not fit on the device** ([`GaussianMixture::fit_source`], and
+//! [`GaussianMixture::fit`] of host data over the memory budget) are streamed piece by piece;
+//! each EM iteration is one pass whose pieces give mergeable [`GmmStats`] (`stream` and
+//! `stats` module docs, with the merge formulas). [`GaussianMixture::pass_stats`] is that
+//! pass on its own, for drivers that spread the rows over devices or machines.
+//!
 //! Layout: this module holds the parameters ([`GaussianMixture`], [`CovarianceType`],
 //! [`GmmInit`]) and the GPU M-step on its own ([`estimate_gaussian_parameters`]); [`math`]
 //! the host algebra (precision factors, parameter counts, sampling); `workspace` the device
-//! buffers and passes; `fit` the EM loop and its initialisations; `model` the fitted
-//! [`GaussianMixtureModel`].
+//! buffers and passes; `fit` the EM loop and its initialisations; `stats` the mergeable
+//! statistics and the M-step from sums; `stream` EM over a [`RowSource`](crate::RowSource);
+//! `model` the fitted [`GaussianMixtureModel`].
 
 use crate::error::{Error, Result};
 use crate::gpu::{Gpu, GpuInput};
@@ -74,11 +81,14 @@ use crate::names::parse_choice;
 mod fit;
 pub mod math;
 mod model;
+mod stats;
+mod stream;
 mod workspace;
 
 #[cfg(feature = "io")]
 pub(crate) use model::GaussianMixtureModelFields;
 pub use model::{GaussianMixtureModel, GmmEvaluation};
+pub use stats::GmmStats;
 
 use workspace::Workspace;
 

@@ -364,12 +364,17 @@ impl GaussianMixtureModel {
                 found: d,
             });
         }
-        Ok(Parameters {
+        Ok(self.parameters())
+    }
+
+    /// The parameters as the device passes take them.
+    pub(super) fn parameters(&self) -> Parameters {
+        Parameters {
             weights: self.weights.clone(),
             means: self.means.clone(),
             covariances: self.covariances.clone(),
             precisions_cholesky: self.precisions_cholesky.clone(),
-        })
+        }
     }
 
     /// One E-step over `x`: responsibilities, log-densities and labels left on the device,

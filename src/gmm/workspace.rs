@@ -38,7 +38,10 @@ pub(super) struct Run {
 struct SegmentBuffers {
     chunk: usize,
     first: usize,
+    /// Rows in use: `capacity`, or fewer in the last segments of a short streamed piece.
     n_rows: usize,
+    /// Rows the buffers were sized for.
+    capacity: usize,
     resp: wgpu::Buffer,
     /// First global M-step block and first global log p block.
     block_offset: usize,
@@ -55,11 +58,14 @@ const MIN_BLOCK_ROWS: usize = 256;
 /// Device buffers for evaluating or fitting a mixture on one data matrix.
 pub(super) struct Workspace<'a> {
     pub(super) gpu: &'a Gpu,
-    pub(super) x: &'a GpuMatrix,
+    /// The rows the passes run over: the whole data, or the current streamed piece.
+    pub(super) x: GpuMatrix,
     pub(super) k: usize,
     pub(super) d: usize,
     pub(super) covariance_type: CovarianceType,
     segments: Vec<SegmentBuffers>,
+    /// Segments holding rows of `x` (all but for a short streamed piece).
+    active: usize,
     log_density: GpuVector<f32>,
     labels: GpuVector<u32>,
     block_rows: usize,
@@ -79,7 +85,7 @@ impl<'a> Workspace<'a> {
     /// with `with_mstep` (fits) the per-block M-step sums, which evaluation does not need.
     pub(super) fn new(
         gpu: &'a Gpu,
-        x: &'a GpuMatrix,
+        x: &GpuMatrix,
         k: usize,
         covariance_type: CovarianceType,
         with_mstep: bool,
@@ -140,19 +146,22 @@ impl<'a> Workspace<'a> {
                         chunk,
                         first,
                         n_rows,
+                        capacity: n_rows,
                         resp: gpu.buffer_zeroed("responsibilities", n_rows as u64 * row_bytes),
                         block_offset,
                         log_block_offset,
                     },
                 )
-                .collect();
+                .collect::<Vec<_>>();
+            let active = segments.len();
             Ok(Self {
                 gpu,
-                x,
+                x: x.clone(),
                 k,
                 d,
                 covariance_type,
                 segments,
+                active,
                 log_density: GpuVector::zeroed(gpu, x, "log densities"),
                 labels: GpuVector::zeroed(gpu, x, "mixture labels"),
                 block_rows,
@@ -168,6 +177,30 @@ impl<'a> Workspace<'a> {
                     .buffer_zeroed("log density block sums", n_log_blocks as u64 * 4),
             })
         })
+    }
+
+    fn active_segments(&self) -> &[SegmentBuffers] {
+        &self.segments[..self.active]
+    }
+
+    /// Runs the next passes over `piece` (one chunk of at most the rows this workspace was
+    /// made for, as [`DeviceRows`](crate::gpu::stream::DeviceRows) hands them out): the
+    /// segments, blocks and per-row outputs of its rows are a prefix of those of the full
+    /// capacity, so the buffers are reused and only the counts change.
+    pub(super) fn use_piece(&mut self, piece: &GpuMatrix) {
+        let n = piece.n_rows();
+        debug_assert!(piece.n_chunks() == 1 && n <= self.log_density.len());
+        self.x = piece.clone();
+        let (mut active, mut n_blocks, mut n_log_blocks) = (0, 0, 0);
+        for s in &mut self.segments {
+            s.n_rows = s.capacity.min(n.saturating_sub(s.first));
+            if s.n_rows > 0 {
+                active += 1;
+                n_blocks = s.block_offset + s.n_rows.div_ceil(self.block_rows);
+                n_log_blocks = s.log_block_offset + s.n_rows.div_ceil(NORMALIZE_ROWS);
+            }
+        }
+        (self.active, self.n_blocks, self.n_log_blocks) = (active, n_blocks, n_log_blocks);
     }
 
     fn segment<'s>(&'s self, s: &'s SegmentBuffers) -> Segment<'s> {
@@ -230,7 +263,7 @@ impl<'a> Workspace<'a> {
             },
             full: self.full(),
         };
-        for s in &self.segments {
+        for s in self.active_segments() {
             let seg = self.segment(s);
             gmm_estep::squared_mahalanobis(self.gpu, batch, &seg, d, k, &comps)?;
             let out = RowOutputs {
@@ -252,7 +285,7 @@ impl<'a> Workspace<'a> {
             // Entries below the diagonal are never written: they must read as zero.
             batch.clear(&self.partials);
         }
-        for s in &self.segments {
+        for s in self.active_segments() {
             let blocks = Blocks {
                 block_rows: self.block_rows,
                 block_offset: s.block_offset,
@@ -293,12 +326,19 @@ impl<'a> Workspace<'a> {
 
     /// The mean of the per-block sums of log p, in f64.
     fn mean_log_density(&self, block_sums: &[f32]) -> f64 {
-        block_sums.iter().map(|&v| v as f64).sum::<f64>() / self.x.n_rows() as f64
+        sum_log_density(block_sums) / self.x.n_rows() as f64
     }
 
     /// One submission: the E-step for `p`, then Σ r and Σ r (x − μ) around p's means.
     /// Returns the mean log-likelihood and the first-moment sums (K x (D + 1)).
     pub(super) fn estep_and_first_moments(&self, p: &Parameters) -> Result<(f64, Vec<f64>)> {
+        let (block_sums, first) = self.estep_and_first_sums(p)?;
+        Ok((self.mean_log_density(&block_sums), first))
+    }
+
+    /// [`Workspace::estep_and_first_moments`] with the per-block sums of log p as they come
+    /// back (a streamed fit adds them up over the pieces).
+    pub(super) fn estep_and_first_sums(&self, p: &Parameters) -> Result<(Vec<f32>, Vec<f64>)> {
         let gpu = self.gpu;
         gpu.scoped("mixture E-step", || {
             self.write_parameters(p);
@@ -310,7 +350,7 @@ impl<'a> Workspace<'a> {
             let h_sums = self.read_totals(&mut batch, Moment::First);
             let back = batch.finish()?;
             let sums = back.f32s(h_sums).iter().map(|&v| v as f64).collect();
-            Ok((self.mean_log_density(&back.f32s(h_log)), sums))
+            Ok((back.f32s(h_log), sums))
         })
     }
 
@@ -347,7 +387,7 @@ impl<'a> Workspace<'a> {
     /// Copies host responsibilities (N x K, row-major) to the device.
     pub(super) fn upload_responsibilities(&self, resp: &[f32]) -> Result<()> {
         self.gpu.scoped("uploading responsibilities", || {
-            for s in &self.segments {
+            for s in self.active_segments() {
                 let start = (self.x.chunks()[s.chunk].row_start + s.first) * self.k;
                 let values = &resp[start..start + s.n_rows * self.k];
                 self.gpu
@@ -363,7 +403,7 @@ impl<'a> Workspace<'a> {
     /// segment (segments are in row order) to bound host memory.
     pub(super) fn random_responsibilities(&self, rng: &mut ChaCha8Rng) {
         let k = self.k;
-        for s in &self.segments {
+        for s in self.active_segments() {
             let mut resp = Vec::with_capacity(s.n_rows * k);
             for _ in 0..s.n_rows {
                 let row: Vec<f64> = (0..k).map(|_| rng.random::<f64>()).collect();
@@ -387,7 +427,7 @@ impl<'a> Workspace<'a> {
         let gpu = self.gpu;
         gpu.scoped("one-hot responsibilities", || {
             let mut batch = Batch::new(gpu, "one-hot responsibilities");
-            for s in &self.segments {
+            for s in self.active_segments() {
                 let start = self.x.chunks()[s.chunk].row_start + s.first;
                 let part = gpu.buffer_from(
                     "initial labels",
@@ -423,7 +463,10 @@ impl<'a> Workspace<'a> {
     /// The most probable component of every row under `p`.
     pub(super) fn labels(&self, p: &Parameters) -> Result<Vec<u32>> {
         self.run_estep(p)?;
-        self.labels.to_host(self.gpu)
+        let mut labels = self.labels.to_host(self.gpu)?;
+        // A short streamed piece uses the first rows of the buffers only.
+        labels.truncate(self.x.n_rows());
+        Ok(labels)
     }
 
     /// One E-step for `p`, its outputs left on the device.
@@ -451,4 +494,9 @@ impl<'a> Workspace<'a> {
             mean_log_likelihood,
         })
     }
+}
+
+/// The sum in f64 of per-block sums of log p.
+pub(super) fn sum_log_density(block_sums: &[f32]) -> f64 {
+    block_sums.iter().map(|&v| v as f64).sum::<f64>()
 }
