@@ -200,8 +200,7 @@ fn statistics_of_partitions_merge_into_those_of_the_whole_and_the_reference() {
             for w in cuts.windows(2) {
                 let part = Matrix::new(&x[w[0] * d..w[1] * d], d).unwrap();
                 let s = GaussianMixture::pass_stats(&gpu, &part, &model).unwrap();
-                let s: GmmStats =
-                    serde_json::from_str(&serde_json::to_string(&s).unwrap()).unwrap();
+                let s: GmmStats = common::via_json(s);
                 match &mut merged {
                     None => merged = Some(s),
                     Some(m) => m.merge(&s).unwrap(),

@@ -46,11 +46,6 @@ use crate::gpu::{Gpu, GpuMatrix};
 use crate::kmeans::{plus_plus_seeds, KMeans, KMeansModel};
 use crate::source::{check_shape, RowSource};
 
-/// Rows per component of the k-means++ sample of a streamed fit, and its least size (as
-/// the streamed K-Means).
-const PLUS_PLUS_SAMPLE_PER_COMPONENT: usize = 256;
-const PLUS_PLUS_SAMPLE_MIN: usize = 10_000;
-
 /// Device bytes per row besides the row: K responsibilities, log p and the label, and
 /// (rounded up) its share of the per-block log p sums.
 fn row_extra_bytes(k: usize) -> u64 {
@@ -177,10 +172,7 @@ impl<'a, S: RowSource + ?Sized> Streamed<'a, S> {
     /// k-means++ seeds drawn from a uniform sample of the rows (module docs).
     fn sampled_seeds(&self, k: usize, rng: &mut ChaCha8Rng) -> Result<Vec<f32>> {
         let (n, d) = self.source.shape();
-        let m = n
-            .min(self.rows.capacity())
-            .min(PLUS_PLUS_SAMPLE_MIN.max(PLUS_PLUS_SAMPLE_PER_COMPONENT * k))
-            .max(k);
+        let m = crate::kmeans::plus_plus_sample_size(n, self.rows.capacity(), k);
         let mut idx = rand::seq::index::sample(rng, n, m).into_vec();
         idx.sort_unstable();
         let rows = self.source.gather(&idx)?;

@@ -65,6 +65,7 @@ pub use model::KMeansModel;
 pub(crate) use model::KMeansModelFields;
 pub use partial::MiniBatchKMeansFit;
 pub use stats::KMeansStats;
+pub(crate) use stream::plus_plus_sample_size;
 
 /// How the initial centroids are chosen.
 #[derive(Debug, Clone, PartialEq)]

@@ -30,7 +30,7 @@ const PLUS_PLUS_SAMPLE_MIN: usize = 10_000;
 
 /// Rows of the k-means++ sample: `max(10 000, 256·K)`, at most N and what one piece holds,
 /// at least K.
-pub(super) fn plus_plus_sample_size(n: usize, capacity: usize, k: usize) -> usize {
+pub(crate) fn plus_plus_sample_size(n: usize, capacity: usize, k: usize) -> usize {
     n.min(capacity)
         .min(PLUS_PLUS_SAMPLE_MIN.max(PLUS_PLUS_SAMPLE_PER_CLUSTER * k))
         .max(k)
