@@ -88,3 +88,27 @@ fn kmeans_sample_weights_count_as_repeated_rows() {
     f.write("neg", "neg.csv", "w\n1\n1\n-1\n1\n1\n");
     usage_fails(&f.run("kmeans --input {x} --k 2 --sample-weight {neg}"));
 }
+
+#[test]
+fn gmm_under_a_small_budget_streams_to_the_same_model() {
+    let mut f = Fixture::new();
+    f.blobs("x", 3000, 5, 3, 6);
+    let args = "gmm --input {x} --k 3 --init random --seed 4 --covariance diag --json";
+    let resident = json_line(&f.run(args));
+    let streamed = json_line(&f.run(&format!(
+        "{args} --max-gpu-memory 48KiB --proba {{dir}}/p.npy"
+    )));
+    let (a, b) = (
+        number(&resident, "log_likelihood"),
+        number(&streamed, "log_likelihood"),
+    );
+    assert!(
+        (a - b).abs() < 1e-5 * a.abs().max(1.0),
+        "{resident} vs {streamed}"
+    );
+    assert_eq!(resident["n_iter"], streamed["n_iter"]);
+    let p = crate::common::read_2d(&f.file("p.npy"), 3000, 3);
+    for row in p.chunks(3) {
+        assert!((row.iter().sum::<f32>() - 1.0).abs() < 1e-4, "{row:?}");
+    }
+}

@@ -1,6 +1,6 @@
 //! `wgpu-unsupervised gmm --input X --k 5 [--covariance full|tied|diag|spherical]
 //! [--n-init N] [--max-iter N] [--tol F] [--reg-covar F] [--seed N]
-//! [--init kmeans|kmeans++|random] [--output labels.npy] [--proba P.npy] [--model m.json]
+//! [--init kmeans|kmeans++|random] [--max-gpu-memory SIZE] [--output labels.npy] [--proba P.npy] [--model m.json]
 //! [--json]`
 //!
 //! Fits a Gaussian mixture by EM (see [`wgpu_unsupervised::GaussianMixture`]), then writes the
@@ -66,6 +66,11 @@ pub struct GmmArgs {
     /// Print one line of JSON instead of the human report.
     #[arg(long)]
     json: bool,
+    /// Device-memory budget, e.g. 512MiB or 2GiB (B, KiB, MiB, GiB, TiB): data beyond it
+    /// stream through the GPU a piece at a time on every EM iteration; the scores and
+    /// probabilities are computed a slice at a time.
+    #[arg(long, value_name = "SIZE", value_parser = choices::memory_size)]
+    max_gpu_memory: Option<u64>,
 }
 
 /// The one-line `--json` report of `gmm`.
@@ -152,6 +157,40 @@ impl Gmm {
     }
 }
 
+impl Gmm {
+    /// The fit under `--max-gpu-memory`: the library streams what exceeds the budget; the
+    /// final E-step runs over slices of rows that fit it.
+    fn compute_in_slices(&self, gpu: &Gpu, x: Matrix<'_>) -> CliResult<Fitted> {
+        let (n, d) = (x.n_rows(), x.n_features());
+        let (model, fit_seconds) = timed(|| Ok(self.params.fit(gpu, &x)?))?;
+        let k = model.k();
+        let rows = (gpu.memory_budget() / 2 / (4 * (d + 2 * k + 2)) as u64).max(1) as usize;
+        let ((log_likelihood, proba), score_seconds) = timed(|| {
+            let mut total = 0.0;
+            let mut proba = self.args.proba.as_ref().map(|_| Vec::with_capacity(n * k));
+            for part in x.as_slice().chunks(rows.saturating_mul(d)) {
+                let slice = Matrix::new(part, d)?;
+                let evaluation = model.evaluate_gpu(gpu, &slice)?;
+                total += evaluation.mean_log_likelihood * slice.n_rows() as f64;
+                if let Some(p) = proba.as_mut() {
+                    p.extend(evaluation.responsibilities.to_host(gpu)?);
+                }
+            }
+            Ok((total / n as f64, proba))
+        })?;
+        let (bic, aic) = model.information_criteria(log_likelihood, n);
+        Ok(Fitted {
+            model,
+            log_likelihood,
+            bic,
+            aic,
+            proba,
+            fit_seconds,
+            score_seconds,
+        })
+    }
+}
+
 impl Task for Gmm {
     type Outcome = Fitted;
 
@@ -170,11 +209,18 @@ impl Task for Gmm {
         self.args.json
     }
 
+    fn max_gpu_memory(&self) -> Option<u64> {
+        self.args.max_gpu_memory
+    }
+
     fn check(&mut self, x: &Matrix<'_>) -> CliResult {
         Ok(self.params.validate(x.n_rows(), x.n_features())?)
     }
 
     fn compute(&self, gpu: &Gpu, x: Matrix<'_>) -> CliResult<Fitted> {
+        if self.args.max_gpu_memory.is_some() {
+            return self.compute_in_slices(gpu, x);
+        }
         let ((xg, model), fit_seconds) = timed(|| {
             let xg = GpuMatrix::upload(gpu, &x)?;
             let model = self.params.fit(gpu, &xg)?;
