@@ -67,6 +67,7 @@ const UNIFORM_MAX_D: u32 = 64u;
 @group(0) @binding(7) var<storage, read_write> labels: array<u32>;
 @group(0) @binding(8) var<storage, read_write> block_log_density: array<f32>;
 @group(0) @binding(9) var<storage, read> given_labels: array<u32>; // n_rows values
+@group(0) @binding(11) var<storage, read> sample_weights: array<f32>; // per row of the chunk
 // *_uniform: components comp_first .. comp_first + slice_k, each its mean then its factor
 // (D x D for Full and Tied, D values for Diag and Spherical), packed without padding.
 @group(0) @binding(10) var<uniform> component_slice: array<vec4<f32>, SLICE_VEC4S>;
@@ -386,5 +387,38 @@ fn responsibilities_from_labels(
     let label = given_labels[row];
     for (var c = 0u; c < p.k; c++) {
         resp[row * p.k + c] = select(0.0, 1.0, c == label);
+    }
+}
+
+// Sample weights: scales each row's responsibilities by its weight w (so the M-step sums are
+// Σ w·r, Σ w·r·x, ...) and replaces the segment's block sums of log p by block sums of
+// w·log p (a tree in the same fixed order). A row of weight 0 adds 0, even where log p = −∞.
+@compute @workgroup_size(NORMALIZE_WG_SIZE)
+fn weigh_responsibilities(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+) {
+    let p = params;
+    let g = workgroup_index(wid, p.grid_x);
+    let row = g * NORMALIZE_WG_SIZE + lid;
+    var v = 0.0;
+    if row < p.n_rows {
+        let w = sample_weights[p.row_offset + row];
+        for (var c = 0u; c < p.k; c++) {
+            resp[row * p.k + c] *= w;
+        }
+        if w > 0.0 {
+            v = w * log_density[p.row_offset + row];
+        }
+    }
+    block_sum[lid] = v;
+    for (var half = NORMALIZE_WG_SIZE / 2u; half > 0u; half = half / 2u) {
+        workgroupBarrier();
+        if lid < half {
+            block_sum[lid] += block_sum[lid + half];
+        }
+    }
+    if lid == 0u && g * NORMALIZE_WG_SIZE < p.n_rows {
+        block_log_density[p.block_offset + g] = block_sum[0];
     }
 }

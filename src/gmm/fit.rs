@@ -39,12 +39,41 @@ impl GaussianMixture {
             }
         }
         let xg = x.on_gpu(gpu)?;
-        self.fit_resident(gpu, &xg)
+        self.fit_resident(gpu, &xg, None)
+    }
+
+    /// [`GaussianMixture::fit`] with a weight per row: the M-step sums are Σ w·r, Σ w·r·x
+    /// and Σ w·r·(x − μ)(x − μ)ᵀ (so πₖ = Σw·rₖ / Σw), the lower bound is the weighted mean
+    /// log-likelihood Σ w·log p / Σ w, and the K-Means and k-means++ starts are weighted. An
+    /// integer weight equals repeating the row that many times. (Rows stay on the device:
+    /// a weighted fit does not stream yet.)
+    ///
+    /// Errors: weights that are not one per row, finite and non-negative, or all zero
+    /// ([`Error::InvalidParameter`] `sample_weight`), and those of [`GaussianMixture::fit`].
+    pub fn fit_weighted(
+        &self,
+        gpu: &Gpu,
+        x: &impl GpuInput,
+        sample_weight: &[f32],
+    ) -> Result<GaussianMixtureModel> {
+        let (n, d) = x.shape();
+        self.validate(n, d)?;
+        crate::data::check_sample_weights(sample_weight, n)?;
+        let xg = x.on_gpu(gpu)?;
+        self.fit_resident(gpu, &xg, Some(sample_weight))
     }
 
     /// The fit on rows that are all on the device.
-    pub(super) fn fit_resident(&self, gpu: &Gpu, x: &GpuMatrix) -> Result<GaussianMixtureModel> {
+    pub(super) fn fit_resident(
+        &self,
+        gpu: &Gpu,
+        x: &GpuMatrix,
+        weights: Option<&[f32]>,
+    ) -> Result<GaussianMixtureModel> {
         let mut ws = Workspace::new(gpu, x, self.k, self.covariance_type, true)?;
+        if let Some(w) = weights {
+            ws.weigh(w);
+        }
         fit_restarts(self, x.n_features(), &mut ws)
     }
 }
@@ -243,12 +272,21 @@ impl Workspace<'_> {
             GmmInit::KMeans => {
                 let km = crate::kmeans::KMeans::new(k)
                     .n_init(1)
-                    .seed(rng.random::<u64>())
-                    .fit(self.gpu, &self.x)?;
+                    .seed(rng.random::<u64>());
+                let km = match self.host_weights() {
+                    None => km.fit(self.gpu, &self.x)?,
+                    Some(w) => km.fit_weighted(self.gpu, &self.x, w)?,
+                };
                 self.responsibilities_from_labels(km.labels())?;
             }
             GmmInit::KMeansPlusPlus => {
-                let seeds = crate::kmeans::plus_plus_seeds(self.gpu, &self.x, k, rng)?;
+                let seeds = crate::kmeans::weighted_plus_plus_seeds(
+                    self.gpu,
+                    &self.x,
+                    k,
+                    self.host_weights(),
+                    rng,
+                )?;
                 let labels = crate::kmeans::KMeansModel::from_centroids(seeds, d)?
                     .predict(self.gpu, &self.x)?;
                 self.responsibilities_from_labels(&labels)?;
@@ -256,6 +294,7 @@ impl Workspace<'_> {
             GmmInit::Random => self.random_responsibilities(rng),
             GmmInit::Given(g) => return given_parameters(g, params, d),
         }
+        self.weigh_initial()?;
         self.mstep(None, params.reg_covar)
     }
 }

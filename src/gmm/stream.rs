@@ -302,7 +302,7 @@ impl GaussianMixture {
         let (k, t) = (self.k, self.covariance_type);
         let rows = device_rows(gpu, source, k, t)?;
         if let DeviceRows::Resident(x) = &rows {
-            return self.fit_resident(gpu, x);
+            return self.fit_resident(gpu, x, None);
         }
         let mut data = Streamed::new(gpu, source, rows, k, t)?;
         fit_restarts(self, d, &mut data)

@@ -78,6 +78,9 @@ pub(super) struct Workspace<'a> {
     partials: wgpu::Buffer,
     totals: wgpu::Buffer,
     block_log_density: wgpu::Buffer,
+    /// Sample weights of the rows (chunked like them), their host values, and the total
+    /// weight of the rows in use.
+    sample_weights: Option<(GpuVector<f32>, &'a [f32], f64)>,
 }
 
 impl<'a> Workspace<'a> {
@@ -175,7 +178,74 @@ impl<'a> Workspace<'a> {
                 totals: gpu.buffer_zeroed("mixture sums", outputs * 4),
                 block_log_density: gpu
                     .buffer_zeroed("log density block sums", n_log_blocks as u64 * 4),
+                sample_weights: None,
             })
+        })
+    }
+
+    /// Gives the rows sample weights (`host`: one per row of the data). From then on every E-step and every
+    /// initial responsibility is weighted, and the mean log-likelihood is Σw·log p / Σw.
+    pub(super) fn weigh(&mut self, host: &'a [f32]) {
+        let device = GpuVector::zeroed(self.gpu, &self.x, "sample weights");
+        for (c, buf) in self.x.chunks().iter().zip(&device.chunks) {
+            let mine = &host[c.row_start..(c.row_start + c.n_rows).min(host.len())];
+            self.gpu
+                .queue
+                .write_buffer(buf, 0, bytemuck::cast_slice(mine));
+        }
+        let total = host.iter().map(|&w| w as f64).sum();
+        self.sample_weights = Some((device, host, total));
+    }
+
+    /// The host sample weights, when the rows have them.
+    pub(super) fn host_weights(&self) -> Option<&'a [f32]> {
+        self.sample_weights.as_ref().map(|(_, w, _)| *w)
+    }
+
+    /// The total weight of the rows in use (their number without weights).
+    pub(super) fn weight_total(&self) -> f64 {
+        match &self.sample_weights {
+            Some((_, _, total)) => *total,
+            None => self.x.n_rows() as f64,
+        }
+    }
+
+    /// Records the weighting of the responsibilities of every segment (no-op unweighted).
+    fn record_weighing(&self, batch: &mut Batch<'_>) -> Result<()> {
+        let Some((weights, _, _)) = &self.sample_weights else {
+            return Ok(());
+        };
+        for s in self.active_segments() {
+            let out = RowOutputs {
+                log_density: &self.log_density.chunks[s.chunk],
+                labels: &self.labels.chunks[s.chunk],
+                block_log_density: &self.block_log_density,
+                block_offset: s.log_block_offset,
+            };
+            let seg = self.segment(s);
+            gmm_estep::weigh_responsibilities(
+                self.gpu,
+                batch,
+                &seg,
+                self.k,
+                &weights.chunks[s.chunk],
+                &out,
+            )?;
+        }
+        Ok(())
+    }
+
+    /// Weighs initial responsibilities (written by the host or from labels).
+    pub(super) fn weigh_initial(&self) -> Result<()> {
+        if self.sample_weights.is_none() {
+            return Ok(());
+        }
+        let gpu = self.gpu;
+        gpu.scoped("weighing responsibilities", || {
+            let mut batch = Batch::new(gpu, "weighing responsibilities");
+            self.record_weighing(&mut batch)?;
+            batch.finish()?;
+            Ok(())
         })
     }
 
@@ -274,7 +344,7 @@ impl<'a> Workspace<'a> {
             };
             gmm_estep::normalize_responsibilities(self.gpu, batch, &seg, k, &self.log_const, &out)?;
         }
-        Ok(())
+        self.record_weighing(batch)
     }
 
     /// Records the per-block sums of `moment` around the shifts in `self.shift`, folded into
@@ -326,7 +396,7 @@ impl<'a> Workspace<'a> {
 
     /// The mean of the per-block sums of log p, in f64.
     fn mean_log_density(&self, block_sums: &[f32]) -> f64 {
-        sum_log_density(block_sums) / self.x.n_rows() as f64
+        sum_log_density(block_sums) / self.weight_total()
     }
 
     /// One submission: the E-step for `p`, then Σ r and Σ r (x − μ) around p's means.

@@ -324,6 +324,44 @@ pub(crate) fn normalize_responsibilities(
     )
 }
 
+/// Records the weighting of `seg.resp` by the rows' sample weights (`weights`, one per row
+/// of the chunk) and the block sums of w·log p in place of those of log p.
+pub(crate) fn weigh_responsibilities(
+    gpu: &Gpu,
+    batch: &mut Batch<'_>,
+    seg: &Segment<'_>,
+    k: usize,
+    weights: &wgpu::Buffer,
+    out: &RowOutputs<'_>,
+) -> Result<()> {
+    let grid = gpu.grid((seg.n_rows as u64).div_ceil(NORMALIZE_ROWS as u64))?;
+    let params = EstepParams {
+        n_rows: seg.n_rows as u32,
+        k: k as u32,
+        grid_x: grid.x,
+        row_offset: seg.first as u32,
+        block_offset: out.block_offset as u32,
+        ..Zeroable::zeroed()
+    };
+    batch.dispatch(
+        wgsl::WEIGH_RESPONSIBILITIES,
+        &[],
+        &params,
+        &[
+            ("resp", Bind::Whole(seg.resp)),
+            ("sample_weights", Bind::Whole(weights)),
+            ("log_density", Bind::Whole(out.log_density)),
+            ("block_log_density", Bind::Whole(out.block_log_density)),
+        ],
+        grid,
+        // A product per value; responsibilities in and out, weight and log p read.
+        Work::f32s(
+            (seg.n_rows * (k + 1)) as f64,
+            (seg.n_rows * (2 * k + 2)) as f64,
+        ),
+    )
+}
+
 /// Records one-hot responsibilities of `labels` (one per row of `seg`) into `seg.resp`.
 pub(crate) fn responsibilities_from_labels(
     gpu: &Gpu,

@@ -565,7 +565,7 @@ pub(crate) fn plus_plus_seeds(
 }
 
 /// [`plus_plus_seeds`] of rows carrying sample weights (one per row of `x`).
-pub(super) fn weighted_plus_plus_seeds(
+pub(crate) fn weighted_plus_plus_seeds(
     gpu: &Gpu,
     x: &GpuMatrix,
     k: usize,
