@@ -106,3 +106,45 @@ fn weighted_starts_and_bad_weights() {
         );
     }
 }
+
+#[test]
+fn weighted_fits_stream_like_resident_ones() {
+    for t in CovarianceType::ALL {
+        let gpu = gpu();
+        let (n, d, k, seed) = (1800, 3, 3, 7u64);
+        let x = mixture_data(t, n, d, k, seed);
+        let (w, _) = weights_and_repeats(&x, d, seed);
+        let m = Matrix::new(&x, d).unwrap();
+        let start = random_model(t, k, d, seed + 100);
+        for init in [GmmInit::Given(start.initial_parameters()), GmmInit::Random] {
+            let params = GaussianMixture::new(k)
+                .covariance(t)
+                .init(init)
+                .max_iter(25)
+                .seed(seed);
+            let resident = params.fit_weighted(&gpu, &m, &w).unwrap();
+            gpu.set_max_chunk_bytes((400 * d * 4) as u64);
+            let streamed = params.fit_source_weighted(&gpu, &m, &w).unwrap();
+            gpu.set_max_chunk_bytes(u64::MAX);
+            let what = format!("{t}");
+            assert_eq!(streamed.n_iter(), resident.n_iter(), "{what}");
+            for (a, b, part) in [
+                (streamed.weights(), resident.weights(), "weights"),
+                (streamed.means(), resident.means(), "means"),
+                (
+                    streamed.covariances(),
+                    resident.covariances(),
+                    "covariances",
+                ),
+            ] {
+                let err = scaled_err(a, b, 1e-3);
+                assert!(err < 2e-5, "{what}: {part} differ by {err}");
+            }
+            let (la, lb) = (streamed.lower_bound(), resident.lower_bound());
+            assert!(
+                (la - lb).abs() < 1e-5 * lb.abs().max(1.0),
+                "{what}: {la} vs {lb}"
+            );
+        }
+    }
+}

@@ -45,8 +45,8 @@ impl GaussianMixture {
     /// [`GaussianMixture::fit`] with a weight per row: the M-step sums are Σ w·r, Σ w·r·x
     /// and Σ w·r·(x − μ)(x − μ)ᵀ (so πₖ = Σw·rₖ / Σw), the lower bound is the weighted mean
     /// log-likelihood Σ w·log p / Σ w, and the K-Means and k-means++ starts are weighted. An
-    /// integer weight equals repeating the row that many times. (Rows stay on the device:
-    /// a weighted fit does not stream yet.)
+    /// integer weight equals repeating the row that many times. Host data over the budget
+    /// stream as by [`GaussianMixture::fit_source_weighted`].
     ///
     /// Errors: weights that are not one per row, finite and non-negative, or all zero
     /// ([`Error::InvalidParameter`] `sample_weight`), and those of [`GaussianMixture::fit`].
@@ -59,6 +59,11 @@ impl GaussianMixture {
         let (n, d) = x.shape();
         self.validate(n, d)?;
         crate::data::check_sample_weights(sample_weight, n)?;
+        if let Some(source) = x.as_source() {
+            if super::stream::must_stream(gpu, n, d, self) {
+                return self.fit_source_maybe_weighted(gpu, source, Some(sample_weight));
+            }
+        }
         let xg = x.on_gpu(gpu)?;
         self.fit_resident(gpu, &xg, Some(sample_weight))
     }

@@ -65,7 +65,9 @@ pub struct GmmStats {
     pub precisions_cholesky: Vec<f64>,
     /// Rows seen.
     pub n_rows: u64,
-    /// Σᵢ log p(xᵢ) over the rows seen.
+    /// Σᵢ wᵢ over the rows seen (their number without sample weights).
+    pub weight_total: f64,
+    /// Σᵢ wᵢ·log p(xᵢ) over the rows seen (wᵢ = 1 without sample weights).
     pub log_likelihood: f64,
     /// Nₖ = Σᵢ rᵢₖ (K).
     pub resp_sums: Vec<f64>,
@@ -100,6 +102,7 @@ impl GmmStats {
             weights,
             precisions_cholesky,
             n_rows: 0,
+            weight_total: 0.0,
             log_likelihood: 0.0,
             resp_sums: vec![0.0; k],
             component_means: means.clone(),
@@ -113,10 +116,11 @@ impl GmmStats {
         self.resp_sums.len()
     }
 
-    /// The mean log-likelihood (1/N) Σᵢ log p(xᵢ) of the rows seen (the lower bound of the
-    /// E-step's parameters; NaN when no rows were seen).
+    /// The mean log-likelihood Σᵢ wᵢ·log p(xᵢ) / Σᵢ wᵢ of the rows seen (1/N Σ log p
+    /// without weights: the lower bound of the E-step's parameters; NaN when no rows were
+    /// seen).
     pub fn mean_log_likelihood(&self) -> f64 {
-        self.log_likelihood / self.n_rows as f64
+        self.log_likelihood / self.weight_total
     }
 
     /// Adds the statistics of other rows, computed for the same parameters (module docs).
@@ -169,6 +173,7 @@ impl GmmStats {
             self.resp_sums[c] = n;
         }
         self.n_rows += other.n_rows;
+        self.weight_total += other.weight_total;
         self.log_likelihood += other.log_likelihood;
         Ok(())
     }
@@ -328,6 +333,7 @@ mod tests {
             }
         }
         s.n_rows = (x.len() / d) as u64;
+        s.weight_total = s.n_rows as f64;
         s.log_likelihood = -(x.len() as f64);
         s
     }

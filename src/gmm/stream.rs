@@ -43,7 +43,7 @@ use crate::data::Matrix;
 use crate::error::{Error, Result};
 use crate::gpu::stream::DeviceRows;
 use crate::gpu::{Gpu, GpuMatrix};
-use crate::kmeans::{plus_plus_seeds, KMeans, KMeansModel};
+use crate::kmeans::{weighted_plus_plus_seeds, KMeans, KMeansModel};
 use crate::source::{check_shape, RowSource};
 
 /// Device bytes per row besides the row: K responsibilities, log p and the label, and
@@ -113,8 +113,12 @@ impl<'a, S: RowSource + ?Sized> Streamed<'a, S> {
         rows: DeviceRows<'a, S>,
         k: usize,
         t: CovarianceType,
+        weights: Option<&'a [f32]>,
     ) -> Result<Self> {
-        let ws = Workspace::new(gpu, &rows.capacity_view(), k, t, true)?;
+        let mut ws = Workspace::new(gpu, &rows.capacity_view(), k, t, true)?;
+        if let Some(w) = weights {
+            ws.weigh(w);
+        }
         Ok(Self {
             gpu,
             source,
@@ -135,13 +139,17 @@ impl<'a, S: RowSource + ?Sized> Streamed<'a, S> {
         let Self { gpu, rows, ws, .. } = self;
         rows.pass(gpu, |piece, first_row| {
             ws.use_piece(piece);
+            ws.weigh_piece(first_row);
             prepare(ws, first_row)?;
             let (first, log_likelihood) = match p {
                 Some(p) => {
                     let (blocks, first) = ws.estep_and_first_sums(p)?;
                     (first, sum_log_density(&blocks))
                 }
-                None => (ws.first_moments(&total.means)?, 0.0),
+                None => {
+                    ws.weigh_initial()?;
+                    (ws.first_moments(&total.means)?, 0.0)
+                }
             };
             let piece_stats = piece_stats(ws, &total, &first, log_likelihood)?;
             total.merge(&piece_stats)
@@ -176,8 +184,12 @@ impl<'a, S: RowSource + ?Sized> Streamed<'a, S> {
         let mut idx = rand::seq::index::sample(rng, n, m).into_vec();
         idx.sort_unstable();
         let rows = self.source.gather(&idx)?;
+        let weights: Option<Vec<f32>> = self
+            .ws
+            .host_weights()
+            .map(|w| idx.iter().map(|&i| w[i]).collect());
         let sample = GpuMatrix::upload(self.gpu, &Matrix::new(&rows, d)?)?;
-        plus_plus_seeds(self.gpu, &sample, k, rng)
+        weighted_plus_plus_seeds(self.gpu, &sample, k, weights.as_deref(), rng)
     }
 }
 
@@ -194,6 +206,7 @@ fn piece_stats(
     let (weights, factors) = (total.weights.clone(), total.precisions_cholesky.clone());
     let mut piece = GmmStats::about(t, d, total.means.clone(), weights, factors);
     piece.n_rows = ws.x.n_rows() as u64;
+    piece.weight_total = ws.weight_total();
     piece.log_likelihood = log_likelihood;
     for c in 0..k {
         let n = first[c * (d + 1) + d].max(0.0);
@@ -235,10 +248,11 @@ impl<S: RowSource + ?Sized> EmData for Streamed<'_, S> {
         let reg = params.reg_covar;
         match &params.init {
             GmmInit::KMeans => {
-                let km = KMeans::new(k)
-                    .n_init(1)
-                    .seed(rng.random::<u64>())
-                    .fit_source(self.gpu, self.source)?;
+                let km = KMeans::new(k).n_init(1).seed(rng.random::<u64>());
+                let km = match self.ws.host_weights() {
+                    None => km.fit_source(self.gpu, self.source)?,
+                    Some(w) => km.fit_source_weighted(self.gpu, self.source, w)?,
+                };
                 let labels = km.labels();
                 self.responsibility_parameters(reg, |ws, first| {
                     ws.responsibilities_from_labels(&labels[first..first + ws.x.n_rows()])
@@ -269,8 +283,9 @@ impl<S: RowSource + ?Sized> EmData for Streamed<'_, S> {
     fn labels(&mut self, p: &Parameters) -> Result<Vec<u32>> {
         let mut labels = Vec::with_capacity(self.source.shape().0);
         let Self { gpu, rows, ws, .. } = self;
-        rows.pass(gpu, |piece, _| {
+        rows.pass(gpu, |piece, first_row| {
             ws.use_piece(piece);
+            ws.weigh_piece(first_row);
             labels.extend(ws.labels(p)?);
             Ok(())
         })?;
@@ -297,14 +312,39 @@ impl GaussianMixture {
         gpu: &Gpu,
         source: &(impl RowSource + ?Sized),
     ) -> Result<GaussianMixtureModel> {
+        self.fit_source_maybe_weighted(gpu, source, None)
+    }
+
+    /// [`GaussianMixture::fit_source`] with a weight per row (see
+    /// [`GaussianMixture::fit_weighted`]); the weights stay on the host and stream with their
+    /// rows.
+    ///
+    /// Errors: those of the weights and of [`GaussianMixture::fit_source`].
+    pub fn fit_source_weighted(
+        &self,
+        gpu: &Gpu,
+        source: &(impl RowSource + ?Sized),
+        sample_weight: &[f32],
+    ) -> Result<GaussianMixtureModel> {
+        let (n, _) = check_shape(source)?;
+        crate::data::check_sample_weights(sample_weight, n)?;
+        self.fit_source_maybe_weighted(gpu, source, Some(sample_weight))
+    }
+
+    pub(super) fn fit_source_maybe_weighted(
+        &self,
+        gpu: &Gpu,
+        source: &(impl RowSource + ?Sized),
+        weights: Option<&[f32]>,
+    ) -> Result<GaussianMixtureModel> {
         let (n, d) = check_shape(source)?;
         self.validate(n, d)?;
         let (k, t) = (self.k, self.covariance_type);
         let rows = device_rows(gpu, source, k, t)?;
         if let DeviceRows::Resident(x) = &rows {
-            return self.fit_resident(gpu, x, None);
+            return self.fit_resident(gpu, x, weights);
         }
-        let mut data = Streamed::new(gpu, source, rows, k, t)?;
+        let mut data = Streamed::new(gpu, source, rows, k, t, weights)?;
         fit_restarts(self, d, &mut data)
     }
 
@@ -331,7 +371,7 @@ impl GaussianMixture {
         }
         let (k, t) = (model.k(), model.covariance_type());
         let rows = device_rows(gpu, source, k, t)?;
-        let mut data = Streamed::new(gpu, source, rows, k, t)?;
+        let mut data = Streamed::new(gpu, source, rows, k, t, None)?;
         data.estep_stats(&model.parameters())
     }
 }

@@ -197,6 +197,18 @@ impl<'a> Workspace<'a> {
         self.sample_weights = Some((device, host, total));
     }
 
+    /// Writes the weights of the current streamed piece, whose first row is `first_row`.
+    pub(super) fn weigh_piece(&mut self, first_row: usize) {
+        let n = self.x.n_rows();
+        if let Some((device, host, total)) = &mut self.sample_weights {
+            let mine = &host[first_row..first_row + n];
+            self.gpu
+                .queue
+                .write_buffer(&device.chunks[0], 0, bytemuck::cast_slice(mine));
+            *total = mine.iter().map(|&w| w as f64).sum();
+        }
+    }
+
     /// The host sample weights, when the rows have them.
     pub(super) fn host_weights(&self) -> Option<&'a [f32]> {
         self.sample_weights.as_ref().map(|(_, w, _)| *w)

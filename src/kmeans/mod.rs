@@ -58,7 +58,7 @@ mod stats;
 mod stream;
 
 pub use crate::gpu::GpuInput;
-pub(crate) use fit::{plus_plus_seeds, weighted_plus_plus_seeds};
+pub(crate) use fit::weighted_plus_plus_seeds;
 pub use minibatch::MiniBatchKMeans;
 pub use model::KMeansModel;
 #[cfg(feature = "io")]

@@ -112,3 +112,24 @@ fn gmm_under_a_small_budget_streams_to_the_same_model() {
         assert!((row.iter().sum::<f32>() - 1.0).abs() < 1e-4, "{row:?}");
     }
 }
+
+#[test]
+fn gmm_sample_weights_count_as_repeated_rows() {
+    let mut f = Fixture::new();
+    let rows = "0,0\n1,0.5\n0.2,1\n10,10\n11,10.5\n10.3,9\n0.5,0.1\n";
+    f.write("x", "x.csv", &format!("a,b\n{rows}"));
+    f.write("w", "w.csv", "w\n2\n1\n1\n3\n1\n1\n1\n");
+    f.write("rep", "rep.csv", &format!("a,b\n{rows}0,0\n10,10\n10,10\n"));
+    let args = "--k 2 --covariance spherical --reg-covar 0.01 --n-init 3 --json";
+    let weighted = json_line(&f.run(&format!("gmm --input {{x}} --sample-weight {{w}} {args}")));
+    let repeated = json_line(&f.run(&format!("gmm --input {{rep}} {args}")));
+    for key in ["log_likelihood", "bic"] {
+        let (a, b) = (number(&weighted, key), number(&repeated, key));
+        assert!(
+            (a - b).abs() < 1e-3 * b.abs().max(1.0),
+            "{key}: {weighted} vs {repeated}"
+        );
+    }
+    f.write("short", "short.csv", "w\n1\n");
+    usage_fails(&f.run("gmm --input {x} --k 2 --sample-weight {short}"));
+}

@@ -116,6 +116,21 @@ pub fn open_gpu(outputs: &Outputs<'_>) -> CliResult<Gpu> {
     Gpu::new().map_err(Failure::from)
 }
 
+/// Reads `--sample-weight`: one value per row of the input (a 1-D or N x 1 `.npy`, or a
+/// `.csv` column); the library checks the values (finite, non-negative, not all zero).
+pub fn read_sample_weights(path: &Path, n_rows: usize) -> CliResult<Vec<f32>> {
+    let w = io::read_matrix(path).map_err(Failure::input)?;
+    if w.n_features != 1 || w.n_rows != n_rows {
+        return Err(Failure::invalid(format!(
+            "{}: expected {n_rows} weights (one per row), found {} x {}",
+            path.display(),
+            w.n_rows,
+            w.n_features
+        )));
+    }
+    Ok(w.data)
+}
+
 /// Runs `work` and measures its wall time in seconds.
 pub fn timed<T>(work: impl FnOnce() -> CliResult<T>) -> CliResult<(T, f64)> {
     let start = Instant::now();

@@ -1,6 +1,7 @@
 //! `wgpu-unsupervised gmm --input X --k 5 [--covariance full|tied|diag|spherical]
 //! [--n-init N] [--max-iter N] [--tol F] [--reg-covar F] [--seed N]
-//! [--init kmeans|kmeans++|random] [--max-gpu-memory SIZE] [--output labels.npy] [--proba P.npy] [--model m.json]
+//! [--init kmeans|kmeans++|random] [--max-gpu-memory SIZE] [--sample-weight w.npy]
+//! [--output labels.npy] [--proba P.npy] [--model m.json]
 //! [--json]`
 //!
 //! Fits a Gaussian mixture by EM (see [`wgpu_unsupervised::GaussianMixture`]), then writes the
@@ -18,7 +19,8 @@ use wgpu_unsupervised::{
 };
 
 use crate::flow::{
-    iterations, timed, write_labels, write_rows, Context, Human, Outputs, Report, Task,
+    iterations, read_sample_weights, timed, write_labels, write_rows, Context, Human, Outputs,
+    Report, Task,
 };
 use crate::{choices, CliResult, Failure};
 
@@ -66,6 +68,10 @@ pub struct GmmArgs {
     /// Print one line of JSON instead of the human report.
     #[arg(long)]
     json: bool,
+    /// A weight per row (.npy or .csv, one value per row): an integer weight counts as that
+    /// many copies of the row; the reported log-likelihood is then Σ w·log p / Σ w.
+    #[arg(long, value_name = "FILE")]
+    sample_weight: Option<PathBuf>,
     /// Device-memory budget, e.g. 512MiB or 2GiB (B, KiB, MiB, GiB, TiB): data beyond it
     /// stream through the GPU a piece at a time on every EM iteration; the scores and
     /// probabilities are computed a slice at a time.
@@ -108,6 +114,8 @@ pub struct Gmm {
     args: GmmArgs,
     /// The parameters it asks for, the library's defaults elsewhere.
     params: GaussianMixture,
+    /// `--sample-weight`, read when the input is checked.
+    weights: Option<Vec<f32>>,
 }
 
 /// What a `gmm` run produced: the model and its score on the training rows.
@@ -153,32 +161,52 @@ impl Gmm {
         if let Some(init) = &args.init {
             params = params.init(init.clone());
         }
-        Self { args, params }
+        Self {
+            args,
+            params,
+            weights: None,
+        }
     }
 }
 
 impl Gmm {
-    /// The fit under `--max-gpu-memory`: the library streams what exceeds the budget; the
-    /// final E-step runs over slices of rows that fit it.
+    /// The fit under `--max-gpu-memory` or with `--sample-weight`: the library streams what
+    /// exceeds the budget; the final E-step runs over slices of rows that fit it, and the
+    /// log-likelihood is Σ w·log p / Σ w with weights (BIC and AIC then count Σ w rows).
     fn compute_in_slices(&self, gpu: &Gpu, x: Matrix<'_>) -> CliResult<Fitted> {
         let (n, d) = (x.n_rows(), x.n_features());
-        let (model, fit_seconds) = timed(|| Ok(self.params.fit(gpu, &x)?))?;
+        let (model, fit_seconds) = timed(|| match &self.weights {
+            Some(w) => Ok(self.params.fit_weighted(gpu, &x, w)?),
+            None => Ok(self.params.fit(gpu, &x)?),
+        })?;
         let k = model.k();
         let rows = (gpu.memory_budget() / 2 / (4 * (d + 2 * k + 2)) as u64).max(1) as usize;
         let ((log_likelihood, proba), score_seconds) = timed(|| {
-            let mut total = 0.0;
+            let (mut total, mut first) = (0.0, 0);
             let mut proba = self.args.proba.as_ref().map(|_| Vec::with_capacity(n * k));
             for part in x.as_slice().chunks(rows.saturating_mul(d)) {
                 let slice = Matrix::new(part, d)?;
                 let evaluation = model.evaluate_gpu(gpu, &slice)?;
-                total += evaluation.mean_log_likelihood * slice.n_rows() as f64;
+                total += match &self.weights {
+                    Some(w) => evaluation
+                        .log_density
+                        .to_host(gpu)?
+                        .iter()
+                        .zip(&w[first..])
+                        .filter(|(_, &wi)| wi > 0.0)
+                        .map(|(&lp, &wi)| wi as f64 * lp as f64)
+                        .sum(),
+                    None => evaluation.mean_log_likelihood * slice.n_rows() as f64,
+                };
+                first += slice.n_rows();
                 if let Some(p) = proba.as_mut() {
                     p.extend(evaluation.responsibilities.to_host(gpu)?);
                 }
             }
-            Ok((total / n as f64, proba))
+            Ok((total / self.effective_rows(n), proba))
         })?;
-        let (bic, aic) = model.information_criteria(log_likelihood, n);
+        let rows_counted = self.effective_rows(n).round() as usize;
+        let (bic, aic) = model.information_criteria(log_likelihood, rows_counted);
         Ok(Fitted {
             model,
             log_likelihood,
@@ -188,6 +216,16 @@ impl Gmm {
             fit_seconds,
             score_seconds,
         })
+    }
+}
+
+impl Gmm {
+    /// Σ w with weights, else N.
+    fn effective_rows(&self, n: usize) -> f64 {
+        match &self.weights {
+            Some(w) => w.iter().map(|&v| v as f64).sum(),
+            None => n as f64,
+        }
     }
 }
 
@@ -214,11 +252,15 @@ impl Task for Gmm {
     }
 
     fn check(&mut self, x: &Matrix<'_>) -> CliResult {
-        Ok(self.params.validate(x.n_rows(), x.n_features())?)
+        self.params.validate(x.n_rows(), x.n_features())?;
+        if let Some(path) = &self.args.sample_weight {
+            self.weights = Some(read_sample_weights(path, x.n_rows())?);
+        }
+        Ok(())
     }
 
     fn compute(&self, gpu: &Gpu, x: Matrix<'_>) -> CliResult<Fitted> {
-        if self.args.max_gpu_memory.is_some() {
+        if self.args.max_gpu_memory.is_some() || self.weights.is_some() {
             return self.compute_in_slices(gpu, x);
         }
         let ((xg, model), fit_seconds) = timed(|| {

@@ -11,9 +11,11 @@
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
-use wgpu_unsupervised::{io, Gpu, KMeans, KMeansInit, KMeansModel, Matrix, MiniBatchKMeans};
+use wgpu_unsupervised::{Gpu, KMeans, KMeansInit, KMeansModel, Matrix, MiniBatchKMeans};
 
-use crate::flow::{iterations, timed, write_labels, Context, Human, Outputs, Report, Task};
+use crate::flow::{
+    iterations, read_sample_weights, timed, write_labels, Context, Human, Outputs, Report, Task,
+};
 use crate::{choices, CliResult, Failure};
 
 /// Arguments of `kmeans`.
@@ -148,17 +150,7 @@ impl Task for Kmeans {
     fn check(&mut self, x: &Matrix<'_>) -> CliResult {
         self.params.validate(x.n_rows(), x.n_features())?;
         if let Some(path) = &self.args.sample_weight {
-            let w = io::read_matrix(path).map_err(Failure::input)?;
-            if w.n_features != 1 || w.n_rows != x.n_rows() {
-                return Err(Failure::invalid(format!(
-                    "{}: expected {} weights (one per row), found {} x {}",
-                    path.display(),
-                    x.n_rows(),
-                    w.n_rows,
-                    w.n_features
-                )));
-            }
-            self.weights = Some(w.data);
+            self.weights = Some(read_sample_weights(path, x.n_rows())?);
         }
         Ok(())
     }
