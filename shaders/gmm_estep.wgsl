@@ -315,6 +315,18 @@ fn mahalanobis_diag_uniform(
     }
 }
 
+// Sums `value` over the workgroup into block_sum[0] (for invocation 0) by a tree in a fixed
+// order, so block sums are reproducible.
+fn tree_sum(lid: u32, value: f32) {
+    block_sum[lid] = value;
+    for (var half = NORMALIZE_WG_SIZE / 2u; half > 0u; half = half / 2u) {
+        workgroupBarrier();
+        if lid < half {
+            block_sum[lid] += block_sum[lid + half];
+        }
+    }
+}
+
 // Turns the squared norms of each row into responsibilities (in place), writes log p(xᵢ)
 // and the most probable component (lowest index on ties), and the sum of log p over each
 // workgroup's rows (a tree in a fixed order) for the lower bound.
@@ -361,13 +373,7 @@ fn normalize_responsibilities(
         log_density[p.row_offset + row] = lse;
         labels[p.row_offset + row] = best;
     }
-    block_sum[lid] = lse;
-    for (var half = NORMALIZE_WG_SIZE / 2u; half > 0u; half = half / 2u) {
-        workgroupBarrier();
-        if lid < half {
-            block_sum[lid] += block_sum[lid + half];
-        }
-    }
+    tree_sum(lid, lse);
     if lid == 0u && g * NORMALIZE_WG_SIZE < p.n_rows {
         block_log_density[p.block_offset + g] = block_sum[0];
     }
@@ -411,13 +417,7 @@ fn weigh_responsibilities(
             v = w * log_density[p.row_offset + row];
         }
     }
-    block_sum[lid] = v;
-    for (var half = NORMALIZE_WG_SIZE / 2u; half > 0u; half = half / 2u) {
-        workgroupBarrier();
-        if lid < half {
-            block_sum[lid] += block_sum[lid + half];
-        }
-    }
+    tree_sum(lid, v);
     if lid == 0u && g * NORMALIZE_WG_SIZE < p.n_rows {
         block_log_density[p.block_offset + g] = block_sum[0];
     }

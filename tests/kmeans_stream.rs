@@ -3,6 +3,8 @@
 
 mod common;
 
+use common::stream::{ragged, small_pieces};
+
 use common::{gpu, max_rel_err, random_matrix, to_f64};
 use wgpu_unsupervised::reference::kmeans as refk;
 use wgpu_unsupervised::{
@@ -14,28 +16,6 @@ fn blobs(n: usize, d: usize, k: usize, seed: u64) -> Vec<f32> {
     datasets::make_blobs(n, d, k, 2.5, (-6.0, 6.0), seed)
         .unwrap()
         .0
-}
-
-/// `values` as ragged chunks of 1..=`max` rows, cut by a seeded pattern.
-fn ragged(values: &[f32], d: usize, max: usize, seed: u64) -> Vec<Vec<f32>> {
-    let n = values.len() / d;
-    let mut out = Vec::new();
-    let mut at = 0;
-    let mut s = seed;
-    while at < n {
-        s = s
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        let rows = (1 + (s >> 33) as usize % max).min(n - at);
-        out.push(values[at * d..(at + rows) * d].to_vec());
-        at += rows;
-    }
-    out
-}
-
-/// Forces pieces of `rows` rows on every pass.
-fn small_pieces(gpu: &Gpu, rows: usize, d: usize) {
-    gpu.set_max_chunk_bytes((rows * d * 4) as u64);
 }
 
 #[test]

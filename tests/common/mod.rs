@@ -6,6 +6,7 @@ use wgpu_unsupervised::Gpu;
 
 pub mod gmm;
 pub mod pca;
+pub mod stream;
 
 /// The best adapter, or a panic that says why there is none.
 pub fn gpu() -> Gpu {
