@@ -215,7 +215,8 @@ fn memory_budget_and_device_limits_give_errors() {
     let x = random_matrix(1000, 8, 1, 0.0, 1.0);
     let m = Matrix::new(&x, 8).unwrap();
     gpu.set_memory_budget(16 * 1024);
-    match KMeans::new(3).fit(&gpu, &m) {
+    // Uploading 32000 bytes at once is refused...
+    match GpuMatrix::upload(&gpu, &m) {
         Err(Error::OutOfDeviceMemory {
             requested: Some(32000),
             available: Some(16384),
@@ -223,6 +224,13 @@ fn memory_budget_and_device_limits_give_errors() {
         }) => {}
         other => panic!("expected OutOfDeviceMemory, got {other:?}"),
     }
+    // ...a fit on host data streams them instead; a budget without room for one row fails.
+    assert!(KMeans::new(3).fit(&gpu, &m).is_ok());
+    gpu.set_memory_budget(64);
+    assert!(matches!(
+        KMeans::new(3).fit(&gpu, &m),
+        Err(Error::OutOfDeviceMemory { .. })
+    ));
     gpu.set_memory_budget(u64::MAX);
     // A row wider than the largest chunk cannot be bound at all.
     gpu.set_max_chunk_bytes(16);
