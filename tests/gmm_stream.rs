@@ -211,6 +211,11 @@ fn statistics_of_partitions_merge_into_those_of_the_whole_and_the_reference() {
                 // and a component without weight keeps its mean there (`gmm` module docs),
                 // while the reference divides its tiny sums by Nₖ + 10 ε.
                 let next = s.next_parameters(1e-6).unwrap();
+                // Statistics from elsewhere whose parts do not fit: an error, not a panic.
+                let mut short = s.clone();
+                short.scatter.pop();
+                assert!(short.next_parameters(1e-6).is_err(), "{what}");
+                assert!(s.clone().merge(&short).is_err(), "{what}");
                 let (w, mu, cov) = refg::mstep(&x64, d, &resp, k, t, 1e-6).unwrap();
                 assert!(scaled_err(&next.weights, &w, 1.0) < 1e-5, "{what}: weights");
                 let weighty = |v: &[f64]| -> Vec<f64> {

@@ -133,6 +133,9 @@ fn bad_mini_batch_parameters_give_errors() {
     ] {
         assert!(params.fit(&gpu, &m).is_err(), "{params:?}");
     }
+    // A batch larger than one binding is a clear error before anything is allocated.
+    let huge = MiniBatchKMeans::new(2).batch_size(usize::MAX / 16);
+    assert!(matches!(huge.fit(&gpu, &m), Err(Error::DeviceLimit { .. })));
 }
 
 #[test]

@@ -105,6 +105,17 @@ fn moments_of_partitions_merge_into_the_moments_of_the_whole() {
         assert!(merged.clone().merge(&diag).is_err());
         let params = Pca::new(Components::Count(3));
         assert!(params.fit_moments(&gpu, &diag).is_err());
+        // Moments from elsewhere whose parts do not fit are an error, not a panic.
+        let mut short = merged.clone();
+        short.mean.pop();
+        assert!(matches!(
+            params.fit_moments(&gpu, &short),
+            Err(Error::InvalidParameter { .. })
+        ));
+        assert!(merged.clone().merge(&short).is_err());
+        let mut nan = merged.clone();
+        nan.comoment[3] = f64::NAN;
+        assert!(nan.check().is_err());
         let from_moments = params.fit_moments(&gpu, &merged).unwrap();
         let resident = params.fit(&gpu, &Matrix::new(&x, d).unwrap()).unwrap();
         assert_same_model(&from_moments, &resident, "fit_moments");

@@ -128,6 +128,8 @@ impl GmmStats {
     /// Errors: [`Error::InvalidParameter`] named `stats` when the covariance type, shapes or
     /// E-step parameters differ: sums for different parameters do not add up to anything.
     pub fn merge(&mut self, other: &GmmStats) -> Result<()> {
+        self.check()?;
+        other.check()?;
         let same_shape = other.covariance_type == self.covariance_type
             && other.n_features == self.n_features
             && other.resp_sums.len() == self.resp_sums.len()
@@ -193,8 +195,56 @@ impl GmmStats {
         })
     }
 
+    /// Checks that the parts fit together (statistics may come from another machine):
+    /// K components of D features, the E-step parameters empty or of the right sizes, every
+    /// value finite except a log-likelihood of −∞.
+    ///
+    /// Errors: [`Error::InvalidParameter`] named `stats`, saying which part is wrong.
+    pub fn check(&self) -> Result<()> {
+        let (k, d) = (self.k(), self.n_features);
+        let bad = |what: &str| {
+            Err(Error::invalid(
+                "stats",
+                format!("mixture statistics: {what}"),
+            ))
+        };
+        if k == 0 || d == 0 {
+            return bad("no components or no features");
+        }
+        let per = if full(self.covariance_type) { d * d } else { d };
+        let factors = match self.covariance_type {
+            CovarianceType::Full => k * d * d,
+            CovarianceType::Tied => d * d,
+            CovarianceType::Diag => k * d,
+            CovarianceType::Spherical => k,
+        };
+        if self.means.len() != k * d
+            || self.component_means.len() != k * d
+            || self.scatter.len() != k * per
+            || !(self.weights.is_empty() || self.weights.len() == k)
+            || !(self.precisions_cholesky.is_empty() || self.precisions_cholesky.len() == factors)
+        {
+            return bad("array lengths do not match K and D");
+        }
+        let finite = [
+            &self.means,
+            &self.component_means,
+            &self.scatter,
+            &self.weights,
+            &self.precisions_cholesky,
+            &self.resp_sums,
+        ]
+        .iter()
+        .all(|v| v.iter().all(|x| x.is_finite()));
+        if !finite || !self.weight_total.is_finite() || self.log_likelihood.is_nan() {
+            return bad("values that are not finite");
+        }
+        Ok(())
+    }
+
     /// [`GmmStats::next_parameters`] with the precision factors.
     pub(super) fn next(&self, reg_covar: f64) -> Result<Parameters> {
+        self.check()?;
         let (k, d) = (self.k(), self.n_features);
         let (nk, weights) = weights_of(&self.resp_sums);
         let means: Vec<f64> = (0..k * d)
@@ -312,7 +362,7 @@ mod tests {
     /// host, about `shift`.
     fn host_stats(t: CovarianceType, x: &[f64], r: &[f64], d: usize, shift: &[f64]) -> GmmStats {
         let k = shift.len() / d;
-        let mut s = GmmStats::about(t, d, shift.to_vec(), vec![0.5; k], vec![1.0; k]);
+        let mut s = GmmStats::about(t, d, shift.to_vec(), vec![0.5; k], Vec::new());
         let rows = || x.chunks_exact(d).zip(r.chunks_exact(k));
         for c in 0..k {
             let n: f64 = rows().map(|(_, r)| r[c]).sum();

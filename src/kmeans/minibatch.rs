@@ -343,6 +343,15 @@ impl<'g> MiniBatchRun<'g> {
         weighted: bool,
     ) -> Result<Self> {
         let capacity = params.batch_size;
+        let bytes = (capacity as u64).saturating_mul(d as u64 * 4);
+        if bytes > gpu.chunk_byte_limit() {
+            return Err(Error::DeviceLimit {
+                what: format!("a batch of {capacity} rows of {d} features ({bytes} bytes)"),
+                requested: bytes,
+                limit_name: "max_storage_buffer_binding_size",
+                limit: gpu.chunk_byte_limit(),
+            });
+        }
         let slot = gpu.scoped("allocating the batch buffer", || {
             Ok(gpu.buffer_zeroed("mini-batch rows", (capacity * d * 4) as u64))
         })?;

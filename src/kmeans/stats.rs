@@ -79,6 +79,8 @@ impl KMeansStats {
     /// Errors: [`Error::InvalidParameter`] when the centroids (or shapes) differ: sums
     /// against different centres do not add up to anything.
     pub fn merge(&mut self, other: &KMeansStats) -> Result<()> {
+        self.check()?;
+        other.check()?;
         if other.n_features != self.n_features || other.centroids != self.centroids {
             return Err(Error::invalid(
                 "stats",
@@ -101,16 +103,54 @@ impl KMeansStats {
         Ok(())
     }
 
+    /// Checks that the parts fit together (statistics may come from another machine): K
+    /// whole centroids of D features, per-cluster arrays of K values, every value finite.
+    ///
+    /// Errors: [`Error::InvalidParameter`] named `stats`, saying which part is wrong.
+    pub fn check(&self) -> Result<()> {
+        let d = self.n_features;
+        let bad = |what: &str| {
+            Err(Error::invalid(
+                "stats",
+                format!("K-Means statistics: {what}"),
+            ))
+        };
+        if d == 0 || self.centroids.is_empty() || !self.centroids.len().is_multiple_of(d) {
+            return bad("centroids are not whole rows of n_features values");
+        }
+        let k = self.centroids.len() / d;
+        if self.deviation_sums.len() != k * d
+            || self.counts.len() != k
+            || self.weights.len() != k
+            || self.sq_dists.len() != k
+        {
+            return bad("array lengths do not match K and D");
+        }
+        let finite = self.centroids.iter().all(|v| v.is_finite())
+            && [&self.deviation_sums, &self.weights, &self.sq_dists]
+                .iter()
+                .all(|v| v.iter().all(|x| x.is_finite()));
+        if !finite {
+            return bad("values that are not finite");
+        }
+        Ok(())
+    }
+
     /// The Lloyd update, K x D in f64: μₖ = cₖ + Σw(x − cₖ)/Wₖ; a cluster without weight
     /// keeps its centroid (the fits repair it; see [`KMeans`](crate::KMeans)).
     pub fn next_centroids(&self) -> Vec<f64> {
-        let d = self.n_features;
+        let d = self.n_features.max(1);
         let mut next: Vec<f64> = self.centroids.iter().map(|&v| v as f64).collect();
-        for (c, &weight) in self.weights.iter().enumerate() {
+        // Zipped rows: statistics whose parts do not fit ([`KMeansStats::check`]) update only
+        // what they have, never index out of bounds.
+        for ((row, dev), &weight) in next
+            .chunks_mut(d)
+            .zip(self.deviation_sums.chunks(d))
+            .zip(&self.weights)
+        {
             if weight > 0.0 {
-                let m = weight;
-                for j in 0..d {
-                    next[c * d + j] += self.deviation_sums[c * d + j] / m;
+                for (c, &s) in row.iter_mut().zip(dev) {
+                    *c += s / weight;
                 }
             }
         }
@@ -182,6 +222,15 @@ mod tests {
         let e = KMeansStats::empty(&c, 2).unwrap();
         assert_eq!(e.next_centroids(), vec![0.0, 1.0, 2.0, 3.0]);
         assert!(KMeansStats::empty(&c, 3).is_err());
+        // Parts that do not fit (an edited message) are an error, not a panic.
+        let mut short = KMeansStats::empty(&c, 2).unwrap();
+        short.deviation_sums.pop();
+        assert!(short.check().is_err());
+        assert!(KMeansStats::empty(&c, 2).unwrap().merge(&short).is_err());
+        assert_eq!(short.next_centroids().len(), 4);
+        let mut nan = KMeansStats::empty(&c, 2).unwrap();
+        nan.sq_dists[1] = f64::NAN;
+        assert!(nan.check().is_err());
         assert!(KMeansStats::empty(&[], 3).is_err());
     }
 }

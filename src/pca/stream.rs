@@ -46,10 +46,19 @@ impl PcaMoments {
     /// The moments of `source` (one pass on the device; D x D co-moment when `full`, else
     /// only its diagonal).
     ///
-    /// Errors: an empty source, a D x D matrix over the binding limit, the source's and the
-    /// GPU's errors.
+    /// Errors: an empty source, a D x D matrix over the binding limit
+    /// ([`Error::DeviceLimit`]), the source's and the GPU's errors.
     pub fn of(gpu: &Gpu, source: &(impl RowSource + ?Sized), full: bool) -> Result<Self> {
         let (n, d) = check_shape(source)?;
+        let s_bytes = (d as u64).saturating_mul(d as u64).saturating_mul(4);
+        if full && s_bytes > gpu.binding_byte_limit() {
+            return Err(Error::DeviceLimit {
+                what: format!("the {d} x {d} co-moment ({s_bytes} bytes)"),
+                requested: s_bytes,
+                limit_name: "max_storage_buffer_binding_size",
+                limit: gpu.binding_byte_limit(),
+            });
+        }
         let rows = DeviceRows::new(gpu, source, 0, fixed_bytes(n, d))?;
         let mut total: Option<PcaMoments> = None;
         rows.pass(gpu, |piece, _| {
@@ -67,6 +76,8 @@ impl PcaMoments {
     ///
     /// Errors: [`Error::FeatureMismatch`], or moments of different kinds (full and diagonal).
     pub fn merge(&mut self, other: &PcaMoments) -> Result<()> {
+        self.check()?;
+        other.check()?;
         if other.n_features != self.n_features {
             return Err(Error::FeatureMismatch {
                 expected: self.n_features,
@@ -96,6 +107,30 @@ impl PcaMoments {
             self.mean[i] += delta[i] * nb / n;
         }
         self.n += other.n;
+        Ok(())
+    }
+
+    /// Checks that the parts fit together (moments may come from another machine): at least
+    /// one row, D means, a D x D or diagonal co-moment, every value finite.
+    ///
+    /// Errors: [`Error::InvalidParameter`] named `moments`, saying which part is wrong.
+    pub fn check(&self) -> Result<()> {
+        let d = self.n_features;
+        let bad = |what: &str| Err(Error::invalid("moments", format!("PCA moments: {what}")));
+        if d == 0 || self.n == 0 {
+            return bad("no rows or no features");
+        }
+        if self.mean.len() != d || !(self.comoment.len() == d || self.comoment.len() == d * d) {
+            return bad("array lengths do not match n_features");
+        }
+        if !self
+            .mean
+            .iter()
+            .chain(&self.comoment)
+            .all(|v| v.is_finite())
+        {
+            return bad("values that are not finite");
+        }
         Ok(())
     }
 
@@ -233,6 +268,7 @@ impl Pca {
     ///
     /// Errors: diagonal-only moments, the matrix-free solver, and those of [`Pca::fit`].
     pub fn fit_moments(&self, gpu: &Gpu, moments: &PcaMoments) -> Result<PcaModel> {
+        moments.check()?;
         let (n, d) = (moments.n as usize, moments.n_features);
         self.validate(n, d)?;
         if moments.comoment.len() != d * d {
