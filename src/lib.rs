@@ -113,7 +113,9 @@ pub mod source;
 pub use data::Matrix;
 pub use error::{Error, Result};
 pub use gmm::{CovarianceType, GaussianMixture, GaussianMixtureModel, GmmInit, GmmStats};
-pub use gpu::{Ceilings, Gpu, GpuInfo, GpuInput, GpuMatrix, GpuVector, Profile, ProfileClock};
+pub use gpu::{
+    AdapterOptions, Ceilings, Gpu, GpuInfo, GpuInput, GpuMatrix, GpuVector, Profile, ProfileClock,
+};
 pub use kmeans::{
     KMeans, KMeansInit, KMeansModel, KMeansStats, MiniBatchKMeans, MiniBatchKMeansFit,
 };

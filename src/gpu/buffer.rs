@@ -38,6 +38,57 @@ impl Chunk {
     }
 }
 
+/// One chunk of a [`GpuMatrix`] as the crate's kernels bind it: a run of whole rows inside one
+/// buffer, for binding in your own passes ([`GpuMatrix::chunk_views`]).
+///
+/// Row `first_row + i`, feature `j` is the f32 at byte
+/// `byte_offset + 4 * (i * n_features + j)` of `buffer`. A storage binding must start at a
+/// multiple of `min_storage_buffer_offset_alignment`, so [`MatrixChunk::binding`] starts at
+/// `binding_offset` (at or before `byte_offset`) and the rows begin `first_value` f32 values
+/// into it; the gap is 0 for matrices the crate made.
+#[derive(Debug, Clone, Copy)]
+pub struct MatrixChunk<'a> {
+    /// The buffer holding the rows (yours, for [`GpuMatrix::from_buffer`]).
+    pub buffer: &'a wgpu::Buffer,
+    /// Byte offset of the chunk's first row in `buffer`.
+    pub byte_offset: u64,
+    /// Bytes of the chunk's rows: `n_rows * n_features * 4`.
+    pub byte_len: u64,
+    /// Global index of the chunk's first row.
+    pub first_row: usize,
+    /// Rows in the chunk.
+    pub n_rows: usize,
+    /// Aligned start of the binding, at or before `byte_offset`.
+    pub binding_offset: u64,
+    /// Size of the binding in bytes (the gap before the rows included).
+    pub binding_size: u64,
+    /// Index of the first row's first value inside the binding, in f32 values.
+    pub first_value: u32,
+}
+
+impl<'a> MatrixChunk<'a> {
+    /// The aligned storage binding that covers the chunk.
+    pub fn binding(&self) -> wgpu::BufferBinding<'a> {
+        wgpu::BufferBinding {
+            buffer: self.buffer,
+            offset: self.binding_offset,
+            size: wgpu::BufferSize::new(self.binding_size),
+        }
+    }
+}
+
+/// One chunk of a [`GpuVector`]: the values of a run of rows, from byte 0 of its own buffer
+/// ([`GpuVector::chunk_views`]).
+#[derive(Debug, Clone, Copy)]
+pub struct VectorChunk<'a> {
+    /// The buffer; value `i` of the chunk (row `first_row + i`) is element `i`.
+    pub buffer: &'a wgpu::Buffer,
+    /// Global index of the chunk's first row.
+    pub first_row: usize,
+    /// Values (rows) in the chunk.
+    pub n_rows: usize,
+}
+
 /// An N x D matrix of f32 rows on the GPU, split into chunks of whole rows that each fit in
 /// one storage binding.
 ///
@@ -138,6 +189,31 @@ impl GpuMatrix {
         n_rows: usize,
         n_features: usize,
     ) -> Result<Self> {
+        let m = Self::from_buffer_unchecked(gpu, buffer, byte_offset, n_rows, n_features)?;
+        if let Some((row, col)) = crate::kernels::rows::find_non_finite(gpu, &m)? {
+            return Err(Error::NonFinite {
+                row,
+                col,
+                value: "NaN or inf".into(),
+            });
+        }
+        Ok(m)
+    }
+
+    /// [`GpuMatrix::from_buffer`] without the pass that looks for NaN and infinity, for
+    /// callers who already know their values are finite (a pipeline that wrote them). The
+    /// shape, usage, offset and size checks still apply.
+    ///
+    /// Nothing unsafe happens with a non-finite value, but every result computed from it is
+    /// meaningless (a NaN distance never wins a comparison, a NaN sum spreads), so skip the
+    /// check only when the data cannot hold one.
+    pub fn from_buffer_unchecked(
+        gpu: &Gpu,
+        buffer: &wgpu::Buffer,
+        byte_offset: u64,
+        n_rows: usize,
+        n_features: usize,
+    ) -> Result<Self> {
         if n_rows == 0 || n_features == 0 {
             return Err(Error::EmptyData {
                 what: "buffer view",
@@ -154,10 +230,12 @@ impl GpuMatrix {
                 "byte_offset {byte_offset} is not a multiple of 4"
             )));
         }
-        let needed = byte_offset + n_rows as u64 * n_features as u64 * 4;
-        if needed > buffer.size() {
+        let needed = (n_rows as u64)
+            .checked_mul(n_features as u64 * 4)
+            .and_then(|bytes| bytes.checked_add(byte_offset));
+        if needed.is_none_or(|needed| needed > buffer.size()) {
             return Err(Error::InvalidBuffer(format!(
-                "{n_rows} x {n_features} f32 from byte {byte_offset} needs {needed} bytes, the buffer has {}",
+                "{n_rows} x {n_features} f32 from byte {byte_offset} needs more than the buffer's {} bytes",
                 buffer.size()
             )));
         }
@@ -180,19 +258,11 @@ impl GpuMatrix {
             });
             row_start += rows;
         }
-        let m = Self {
+        Ok(Self {
             chunks,
             n_rows,
             n_features,
-        };
-        if let Some((row, col)) = crate::kernels::rows::find_non_finite(gpu, &m)? {
-            return Err(Error::NonFinite {
-                row,
-                col,
-                value: "NaN or inf".into(),
-            });
-        }
-        Ok(m)
+        })
     }
 
     /// Number of rows N.
@@ -208,6 +278,29 @@ impl GpuMatrix {
     /// Number of chunks the rows are split into.
     pub fn n_chunks(&self) -> usize {
         self.chunks.len()
+    }
+
+    /// The most rows one chunk holds: every chunk but the last has this many. It follows the
+    /// device's binding limit (and [`Gpu::set_max_chunk_bytes`]) at the time the matrix was
+    /// made.
+    pub fn rows_per_chunk(&self) -> usize {
+        self.chunks.iter().map(|c| c.n_rows).max().unwrap_or(0)
+    }
+
+    /// The chunks in row order: buffer, offsets and rows of each, to bind the data in your
+    /// own passes.
+    pub fn chunk_views(&self) -> impl ExactSizeIterator<Item = MatrixChunk<'_>> {
+        let row_bytes = self.n_features as u64 * 4;
+        self.chunks.iter().map(move |c| MatrixChunk {
+            buffer: &c.buffer,
+            byte_offset: c.bind_offset + c.x_offset as u64 * 4,
+            byte_len: c.n_rows as u64 * row_bytes,
+            first_row: c.row_start,
+            n_rows: c.n_rows,
+            binding_offset: c.bind_offset,
+            binding_size: c.bind_size,
+            first_value: c.x_offset,
+        })
     }
 
     pub(crate) fn chunks(&self) -> &[Chunk] {
@@ -318,9 +411,32 @@ impl<T: Pod> GpuVector<T> {
         self.len() == 0
     }
 
-    /// The per-chunk buffers, in row order, and the number of values in each.
+    /// The per-chunk buffers, in row order, and the number of values in each (from byte 0).
     pub fn buffers(&self) -> impl Iterator<Item = (&wgpu::Buffer, usize)> {
         self.chunks.iter().zip(self.chunk_rows.iter().copied())
+    }
+
+    /// The chunks in row order with the global index of each one's first row: a vector made
+    /// for a [`GpuMatrix`] is chunked like it, so chunk `i` of both covers the same rows.
+    pub fn chunk_views(&self) -> impl ExactSizeIterator<Item = VectorChunk<'_>> {
+        let mut first_row = 0;
+        self.chunks
+            .iter()
+            .zip(self.chunk_rows.iter().copied())
+            .map(move |(buffer, n_rows)| {
+                let chunk = VectorChunk {
+                    buffer,
+                    first_row,
+                    n_rows,
+                };
+                first_row += n_rows;
+                chunk
+            })
+    }
+
+    /// The most values one chunk holds: every chunk but the last has this many.
+    pub fn rows_per_chunk(&self) -> usize {
+        self.chunk_rows.iter().copied().max().unwrap_or(0)
     }
 
     /// Reads all values back to the host.

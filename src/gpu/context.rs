@@ -4,6 +4,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
+use super::adapter::{adapters, AdapterOptions};
 use super::pipeline::KernelCache;
 use super::profile::Profiler;
 use super::tuning::Tuner;
@@ -72,22 +73,13 @@ impl std::fmt::Debug for Gpu {
     }
 }
 
-fn device_type_rank(t: wgpu::DeviceType) -> u32 {
-    match t {
-        wgpu::DeviceType::DiscreteGpu => 0,
-        wgpu::DeviceType::IntegratedGpu => 1,
-        wgpu::DeviceType::VirtualGpu => 2,
-        wgpu::DeviceType::Cpu => 3,
-        wgpu::DeviceType::Other => 4,
-    }
-}
-
 impl Gpu {
     /// Opens the best adapter: discrete > integrated > virtual > software (CPU), native
     /// backends before GL.
     ///
-    /// `WGPU_BACKEND` (e.g. `vulkan`, `metal`, `dx12`, `gl`) restricts the backends and
-    /// `WGPU_ADAPTER_NAME` keeps only adapters whose name contains it (case-insensitive).
+    /// `WGPU_BACKEND` (e.g. `vulkan`, `metal`, `dx12`, `gl`) restricts the backends,
+    /// `WGPU_ADAPTER_NAME` keeps only adapters whose name contains it (case-insensitive) and
+    /// `WGPU_POWER_PREF=low` prefers integrated GPUs; [`Gpu::with_options`] chooses in code.
     /// Errors: [`Error::NoAdapter`] with install advice when nothing is found.
     ///
     /// On a Linux machine without a display (no `XDG_RUNTIME_DIR`), Mesa's implicit Vulkan
@@ -103,7 +95,19 @@ impl Gpu {
 
     /// Async form of [`Gpu::new`].
     pub async fn new_async() -> Result<Self> {
-        let adapter = adapters()
+        Self::with_options_async(&AdapterOptions::default()).await
+    }
+
+    /// Opens the adapter `options` pick: the first of [`Gpu::adapters`] for the same options.
+    ///
+    /// Errors: [`Error::NoAdapter`] naming the adapters that were seen when none matches.
+    pub fn with_options(options: &AdapterOptions) -> Result<Self> {
+        pollster::block_on(Self::with_options_async(options))
+    }
+
+    /// Async form of [`Gpu::with_options`].
+    pub async fn with_options_async(options: &AdapterOptions) -> Result<Self> {
+        let adapter = adapters(options)
             .await?
             .into_iter()
             .next()
@@ -111,6 +115,21 @@ impl Gpu {
                 detail: "no adapter".into(),
             })?;
         Self::open(adapter).await
+    }
+
+    /// Every adapter `options` allow, in the order [`Gpu::with_options`] ranks them (the
+    /// first is the one it opens), without opening a device: what `wgpu-unsupervised info
+    /// --all` lists. The limits in each [`GpuInfo`] are the adapter's own.
+    ///
+    /// Errors: [`Error::NoAdapter`] when there is none.
+    pub fn adapters(options: &AdapterOptions) -> Result<Vec<GpuInfo>> {
+        pollster::block_on(async {
+            Ok(adapters(options)
+                .await?
+                .iter()
+                .map(|a| GpuInfo::new(a.get_info(), &a.limits()))
+                .collect())
+        })
     }
 
     /// One [`Gpu`] per adapter of the native backends (Vulkan, Metal, DX12; GL only when
@@ -121,8 +140,13 @@ impl Gpu {
     ///
     /// Errors: [`Error::NoAdapter`] when there is none, or a device cannot be opened.
     pub fn all() -> Result<Vec<Self>> {
+        Self::all_with_options(&AdapterOptions::default())
+    }
+
+    /// [`Gpu::all`] over the adapters `options` allow.
+    pub fn all_with_options(options: &AdapterOptions) -> Result<Vec<Self>> {
         pollster::block_on(async {
-            let mut list = adapters().await?;
+            let mut list = adapters(options).await?;
             if list
                 .iter()
                 .any(|a| a.get_info().device_type != wgpu::DeviceType::Cpu)
@@ -175,30 +199,17 @@ impl Gpu {
 
     fn build(device: wgpu::Device, queue: wgpu::Queue, adapter: Option<wgpu::AdapterInfo>) -> Self {
         let limits = device.limits();
-        let (name, backend, device_type, driver) = match adapter {
-            Some(a) => (
-                a.name,
-                format!("{:?}", a.backend),
-                format!("{:?}", a.device_type),
-                format!("{} {}", a.driver, a.driver_info).trim().to_string(),
-            ),
-            None => (
-                "external device".to_string(),
-                "unknown".to_string(),
-                "unknown".to_string(),
-                String::new(),
-            ),
-        };
-        let info = GpuInfo {
-            name,
-            backend,
-            device_type,
-            driver,
-            max_storage_buffer_binding_size: limits.max_storage_buffer_binding_size,
-            max_buffer_size: limits.max_buffer_size,
-            max_compute_workgroups_per_dimension: limits.max_compute_workgroups_per_dimension,
-            max_compute_invocations_per_workgroup: limits.max_compute_invocations_per_workgroup,
-            min_storage_buffer_offset_alignment: limits.min_storage_buffer_offset_alignment,
+        let info = match adapter {
+            Some(a) => GpuInfo::new(a, &limits),
+            None => GpuInfo {
+                name: "external device".to_string(),
+                backend: "unknown".to_string(),
+                device_type: "unknown".to_string(),
+                ..GpuInfo::new(
+                    wgpu::AdapterInfo::new(wgpu::DeviceType::Other, wgpu::Backend::Noop),
+                    &limits,
+                )
+            },
         };
         let lost = Arc::new(Mutex::new(None));
         let slot = lost.clone();
@@ -310,53 +321,6 @@ impl Gpu {
         }
         result
     }
-}
-
-/// The adapters of the native backends (GL when there is none), filtered by
-/// `WGPU_ADAPTER_NAME`, best first: never empty.
-async fn adapters() -> Result<Vec<wgpu::Adapter>> {
-    // GL is a last resort (and probing it can print noise on headless machines): look
-    // at the native backends first.
-    let wanted = wgpu::Backends::all().with_env();
-    let native = wanted - wgpu::Backends::GL;
-    let mut adapters = Vec::new();
-    for backends in [native, wanted & wgpu::Backends::GL] {
-        if backends.is_empty() || !adapters.is_empty() {
-            continue;
-        }
-        let mut desc = wgpu::InstanceDescriptor::new_without_display_handle().with_env();
-        desc.backends = backends;
-        let instance = wgpu::Instance::new(desc);
-        adapters = instance.enumerate_adapters(backends).await;
-    }
-    let seen: Vec<String> = adapters
-        .iter()
-        .map(|a| {
-            let i = a.get_info();
-            format!("{} ({:?})", i.name, i.backend)
-        })
-        .collect();
-    if let Ok(wanted) = std::env::var("WGPU_ADAPTER_NAME") {
-        let wanted = wanted.to_lowercase();
-        adapters.retain(|a| a.get_info().name.to_lowercase().contains(&wanted));
-    }
-    adapters.sort_by_key(|a| {
-        let i = a.get_info();
-        (
-            u32::from(i.backend == wgpu::Backend::Gl),
-            device_type_rank(i.device_type),
-        )
-    });
-    if adapters.is_empty() {
-        return Err(Error::NoAdapter {
-            detail: if seen.is_empty() {
-                "no adapter on any enabled backend".into()
-            } else {
-                format!("none matches WGPU_ADAPTER_NAME among {}", seen.join(", "))
-            },
-        });
-    }
-    Ok(adapters)
 }
 
 /// Parses a memory size such as `512MiB`, `1.5GiB`, `64KiB` or `4096` (bytes): a number,

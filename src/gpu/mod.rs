@@ -1,8 +1,11 @@
 //! The host layer: the only code that touches wgpu.
 //!
-//! - [`context`]: [`Gpu`], the adapter and device, error scopes, device-loss tracking;
+//! - [`adapter`]: which adapter to open ([`AdapterOptions`]: backend, name, power
+//!   preference, index);
+//! - [`context`]: [`Gpu`], the device and queue, error scopes, device-loss tracking;
 //! - [`buffer`]: [`GpuMatrix`] (N x D rows on the device, in chunks that respect the device's
-//!   binding limits) and [`GpuVector`] (per-row results kept on the device);
+//!   binding limits, each described by a [`MatrixChunk`] for binding in your own passes) and
+//!   [`GpuVector`] (per-row results kept on the device);
 //! - [`input`]: [`GpuInput`], what every fit, predict and transform accepts (a host
 //!   [`Matrix`](crate::Matrix) or a [`GpuMatrix`]);
 //! - `shaders`: the table `build.rs` generates from the composed WGSL (below);
@@ -46,6 +49,7 @@
 //! value for pipelines). Per-dispatch parameters take a slot in a pooled uniform page written
 //! once per batch, so recording a dispatch creates one bind group and no buffer.
 
+pub mod adapter;
 pub(crate) mod batch;
 pub mod buffer;
 pub mod ceilings;
@@ -58,7 +62,8 @@ pub(crate) mod stream;
 pub(crate) mod tuning;
 pub(crate) mod uniforms;
 
-pub use buffer::{GpuMatrix, GpuVector};
+pub use adapter::AdapterOptions;
+pub use buffer::{GpuMatrix, GpuVector, MatrixChunk, VectorChunk};
 pub use ceilings::Ceilings;
 pub use context::{parse_memory_size, Gpu, GpuInfo};
 pub use input::GpuInput;

@@ -9,6 +9,7 @@
 //! [`common::Fixture::check`], which also checks that a refused command writes nothing.
 //! Every success is checked to print nothing on stderr ([`common::ok`]).
 
+mod adapter;
 mod bench;
 mod common;
 mod evaluate;

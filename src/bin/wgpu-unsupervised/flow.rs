@@ -16,10 +16,11 @@
 use std::fmt::Display;
 use std::io::Write;
 use std::path::Path;
+use std::sync::OnceLock;
 use std::time::Instant;
 
 use serde::Serialize;
-use wgpu_unsupervised::{io, Gpu, GpuInfo, Matrix};
+use wgpu_unsupervised::{io, AdapterOptions, Gpu, GpuInfo, Matrix};
 
 use crate::{CliResult, Failure};
 
@@ -109,11 +110,31 @@ pub fn run<T: Task>(mut task: T) -> CliResult {
         .print(task.json())
 }
 
-/// Checks that `outputs` can be written, then opens the best adapter (exit 1 when either
-/// fails).
+/// The adapter `--adapter` asked for (the default options when it was not given).
+static ADAPTER: OnceLock<AdapterOptions> = OnceLock::new();
+
+/// Records the global `--adapter` selector, parsed by the library (exit 2 when it is
+/// malformed), before any command runs.
+pub fn choose_adapter(selector: Option<&str>) -> CliResult {
+    let options = match selector {
+        Some(s) => AdapterOptions::from_selector(s).map_err(Failure::from)?,
+        None => AdapterOptions::default(),
+    };
+    // Set once per process: `run` calls this once, before the command.
+    let _ = ADAPTER.set(options);
+    Ok(())
+}
+
+/// The adapter options in force (`--adapter`, else the library's defaults).
+pub fn adapter_options() -> &'static AdapterOptions {
+    ADAPTER.get_or_init(AdapterOptions::default)
+}
+
+/// Checks that `outputs` can be written, then opens the adapter `--adapter` chose, or the
+/// best one (exit 1 when either fails).
 pub fn open_gpu(outputs: &Outputs<'_>) -> CliResult<Gpu> {
     outputs.check_writable()?;
-    Gpu::new().map_err(Failure::from)
+    Gpu::with_options(adapter_options()).map_err(Failure::from)
 }
 
 /// Reads `--sample-weight`: one value per row of the input (a 1-D or N x 1 `.npy`, or a

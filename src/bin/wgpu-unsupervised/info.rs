@@ -1,14 +1,18 @@
-//! `wgpu-unsupervised info [--ceilings] [--json]`
+//! `wgpu-unsupervised info [--all] [--ceilings] [--json]`
 //!
 //! Prints the adapter the program would use (name, backend, device type, driver) and the
-//! device limits that matter to the crate. `--json` prints the library's
+//! device limits that matter to the crate. `--all` lists every adapter the program can use
+//! instead, best first, numbered as `--adapter N` selects them (`--json`: `{"adapters":[..]}`,
+//! each entry the fields below plus `index`); no device is opened. `--json` prints the library's
 //! [`wgpu_unsupervised::GpuInfo`] on one line (keys `name`, `backend`, `device_type`,
 //! `driver` and the limits). `--ceilings` also measures the adapter's FMA throughput and
 //! copy bandwidth ([`wgpu_unsupervised::Gpu::measure_ceilings`]) and adds them as
 //! `peak_gflops` and `peak_gbps`.
 
-use crate::flow::{open_gpu, Human, Outputs, Report};
-use crate::CliResult;
+use wgpu_unsupervised::{Gpu, GpuInfo};
+
+use crate::flow::{adapter_options, open_gpu, Human, Outputs, Report};
+use crate::{CliResult, Failure};
 
 /// Arguments of `info`.
 #[derive(Debug, clap::Args)]
@@ -18,8 +22,51 @@ pub struct InfoArgs {
     json: bool,
     /// Also measure the adapter's FMA throughput (GFLOP/s) and copy bandwidth (GB/s) with
     /// short microbenchmarks (well under a second on a software adapter).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "all")]
     ceilings: bool,
+    /// List every adapter that can be used (those `--adapter` allows), numbered best first,
+    /// instead of opening one.
+    #[arg(long)]
+    all: bool,
+}
+
+/// One entry of `info --all --json`.
+#[derive(serde::Serialize)]
+struct ListedAdapter<'a> {
+    index: usize,
+    #[serde(flatten)]
+    info: &'a GpuInfo,
+}
+
+/// The JSON form of `info --all`.
+#[derive(serde::Serialize)]
+struct AdapterList<'a> {
+    adapters: Vec<ListedAdapter<'a>>,
+}
+
+/// `info --all`: every adapter, numbered as `--adapter N` picks them.
+fn list_adapters(json: bool) -> CliResult {
+    let list = Gpu::adapters(adapter_options()).map_err(Failure::from)?;
+    let mut human = Human::new();
+    human.free("adapters, best first (select one with --adapter N or --adapter NAME):");
+    for (i, a) in list.iter().enumerate() {
+        human.free(format!(
+            "  {i}: {} ({}, {}, max binding {} MiB){}",
+            a.name,
+            a.backend,
+            a.device_type,
+            a.max_storage_buffer_binding_size >> 20,
+            if i == 0 { "  <- the default" } else { "" }
+        ));
+    }
+    let machine = AdapterList {
+        adapters: list
+            .iter()
+            .enumerate()
+            .map(|(index, info)| ListedAdapter { index, info })
+            .collect(),
+    };
+    Report::new(&machine, human)?.print(json)
 }
 
 /// The JSON form: the adapter's information, plus the ceilings when measured.
@@ -35,6 +82,9 @@ struct InfoReport<'a> {
 
 /// `info`: the adapter and its limits (no input, no outputs: only the report of the flow).
 pub fn info(args: InfoArgs) -> CliResult {
+    if args.all {
+        return list_adapters(args.json);
+    }
     let gpu = open_gpu(&Outputs::none())?;
     let info = gpu.info();
     let driver = if info.driver.is_empty() {

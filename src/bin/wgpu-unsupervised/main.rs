@@ -71,6 +71,11 @@ struct Cli {
     /// The command to run.
     #[command(subcommand)]
     command: Command,
+    /// Which GPU adapter to use: a number from `info --all`, or a part of the adapter's
+    /// name, optionally after a backend and a colon (`1`, `llvmpipe`, `vulkan:nvidia`, `gl:`).
+    /// By default the best one (discrete > integrated > software), as `info` shows.
+    #[arg(long, global = true, value_name = "SELECTOR")]
+    adapter: Option<String>,
 }
 
 /// The subcommands.
@@ -215,6 +220,7 @@ fn usage_error(e: clap::Error) -> ExitCode {
 
 /// Runs one command.
 fn run(cli: Cli) -> CliResult {
+    flow::choose_adapter(cli.adapter.as_deref())?;
     match cli.command {
         Command::Kmeans(args) => flow::run(kmeans::Kmeans::new(args)),
         Command::Gmm(args) => flow::run(gmm::Gmm::new(args)),
