@@ -1,8 +1,14 @@
-//! Reading numeric `.csv` files: numbers separated by commas, one row per line. Blank lines
+//! Numeric `.csv` files: numbers separated by commas, one row per line. Blank lines
 //! are skipped; the first non-blank line is taken as a header when one of its fields is not
 //! a number. Every row must have as many fields as the first; labels are one integer per
 //! line.
+//!
+//! Written files have no header (what the reader and NumPy's `loadtxt(delimiter=",")` take as
+//! they are) and `\n` line ends. Each f32 is written in Rust's shortest form that parses back
+//! to the same f32 (`1.5`, `0.1`, `-3e-8`), so a matrix written and read back is bitwise the
+//! one written.
 
+use std::io::{self, Write};
 use std::path::Path;
 
 use crate::error::{Error, Result};
@@ -100,4 +106,22 @@ pub(super) fn csv_labels(text: &str, path: &Path) -> Result<Vec<u32>> {
         });
     }
     Ok(labels)
+}
+
+/// Writes `values` (rows of `cols` values, row-major) as CSV rows.
+pub(super) fn write_csv_rows<T: std::fmt::Display>(
+    w: &mut impl Write,
+    values: &[T],
+    cols: usize,
+) -> io::Result<()> {
+    for row in values.chunks(cols.max(1)) {
+        for (j, v) in row.iter().enumerate() {
+            if j > 0 {
+                w.write_all(b",")?;
+            }
+            write!(w, "{v}")?;
+        }
+        w.write_all(b"\n")?;
+    }
+    Ok(())
 }

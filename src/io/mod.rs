@@ -14,6 +14,10 @@
 //! 0-based data row and column (header and blank lines not counted). An f64 value too large
 //! for f32 is an [`Error::Format`] rather than a silent infinity.
 //!
+//! Results are written as `.npy` (`u4` labels, `f4` matrices) or `.csv` (no header, one row a
+//! line, f32 values in their shortest round-trip form), chosen by the extension
+//! ([`write_labels`], [`write_matrix`]).
+//!
 //! Writes go to a temporary file in the target's directory, which is flushed, synced and
 //! then renamed over the target. A reader therefore sees either the old file or the complete
 //! new one, never a half-written one, and a failed write leaves the old file as it was.
@@ -36,7 +40,7 @@ mod tests;
 pub use crate::npy::Dataset;
 pub use mapped::{open_matrix, InputMatrix, NpyRows};
 
-use csv::{csv_labels, csv_matrix};
+use csv::{csv_labels, csv_matrix, write_csv_rows};
 
 fn extension(path: &Path) -> Option<String> {
     path.extension()
@@ -91,6 +95,62 @@ pub fn read_labels(path: &Path) -> Result<Vec<u32>> {
             path,
             "unsupported file type: expected a .npy or .csv extension",
         )),
+    }
+}
+
+/// How a result file is written, from its extension.
+enum OutputFormat {
+    Npy,
+    Csv,
+}
+
+/// The format `path`'s extension names (`.npy` or `.csv`, any case).
+fn output_format(path: &Path) -> Result<OutputFormat> {
+    match extension(path).as_deref() {
+        Some("npy") => Ok(OutputFormat::Npy),
+        Some("csv") => Ok(OutputFormat::Csv),
+        _ => Err(Error::format(
+            path,
+            "unsupported output type: expected a .npy or .csv extension",
+        )),
+    }
+}
+
+/// Whether [`write_labels`] and [`write_matrix`] can write `path`: its extension is `.npy`
+/// or `.csv` (any case).
+pub fn is_output_path(path: &Path) -> bool {
+    output_format(path).is_ok()
+}
+
+/// Writes labels atomically in the format the extension names: a 1-D `u4` `.npy` array, or
+/// a `.csv` file with one integer a line and no header.
+///
+/// Errors: [`Error::Format`] for another extension; [`Error::Io`] with `path` when writing
+/// fails, the old file then being untouched.
+pub fn write_labels(path: &Path, labels: &[u32]) -> Result<()> {
+    match output_format(path)? {
+        OutputFormat::Npy => write_npy_u32(path, labels),
+        OutputFormat::Csv => write_atomic(path, |w| write_csv_rows(w, labels, 1)),
+    }
+}
+
+/// Writes an `n_rows` x `cols` row-major f32 matrix atomically in the format the extension
+/// names: a 2-D `f4` `.npy` array, or a `.csv` file (no header, one row a line, each value
+/// in its shortest form that reads back as the same f32).
+///
+/// Errors: [`Error::InvalidParameter`] when `data` does not hold `n_rows` x `cols` values,
+/// [`Error::Format`] for another extension, [`Error::Io`] with `path` when writing fails.
+pub fn write_matrix(path: &Path, data: &[f32], n_rows: usize, cols: usize) -> Result<()> {
+    let format = output_format(path)?;
+    if n_rows.checked_mul(cols) != Some(data.len()) {
+        return Err(Error::invalid(
+            "shape",
+            format!("{n_rows} x {cols} does not hold {} values", data.len()),
+        ));
+    }
+    match format {
+        OutputFormat::Npy => write_npy_f32(path, data, &[n_rows as u64, cols as u64]),
+        OutputFormat::Csv => write_atomic(path, |w| write_csv_rows(w, data, cols)),
     }
 }
 

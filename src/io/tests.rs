@@ -296,3 +296,57 @@ fn little_endian_f4_files_are_mapped_and_the_rest_read_whole() {
     write_npy_f32(&pe, &[], &[0, 3]).unwrap();
     assert!(matches!(NpyRows::open(&pe), Err(Error::EmptyData { .. })));
 }
+
+#[test]
+fn csv_outputs_read_back_bitwise_and_the_extension_picks_the_format() {
+    let dir = tempfile::tempdir().unwrap();
+    // Values of every magnitude f32 has, signs, and ones with no short decimal form.
+    let mut values: Vec<f32> = (0..60)
+        .map(|i| {
+            let u = crate::datasets::uniform(1, 1, i)[0];
+            (u - 0.5) * 10f32.powi(i as i32 % 70 - 35)
+        })
+        .collect();
+    values.extend([0.1, -0.0, 1.0 / 3.0, f32::MAX, f32::MIN_POSITIVE, 1e-45]);
+    let (n, cols) = (11, 6);
+    for name in ["m.csv", "m.CSV", "m.npy"] {
+        let path = dir.path().join(name);
+        write_matrix(&path, &values, n, cols).unwrap();
+        let back = read_matrix(&path).unwrap();
+        assert_eq!((back.n_rows, back.n_features), (n, cols), "{name}");
+        let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(&back.data), bits(&values), "{name}");
+    }
+    let text = fs::read_to_string(dir.path().join("m.csv")).unwrap();
+    assert_eq!(text.lines().count(), n);
+    assert!(text.lines().all(|l| l.split(',').count() == cols), "{text}");
+
+    let labels: Vec<u32> = vec![0, 3, 1, 4_000_000_000, 2];
+    for name in ["y.csv", "y.npy"] {
+        let path = dir.path().join(name);
+        write_labels(&path, &labels).unwrap();
+        assert_eq!(read_labels(&path).unwrap(), labels, "{name}");
+    }
+    assert_eq!(
+        fs::read_to_string(dir.path().join("y.csv")).unwrap(),
+        "0\n3\n1\n4000000000\n2\n"
+    );
+
+    for bad in ["z.txt", "z", "z.npz"] {
+        let path = dir.path().join(bad);
+        assert!(!is_output_path(&path), "{bad}");
+        assert!(matches!(
+            write_labels(&path, &labels),
+            Err(Error::Format { .. })
+        ));
+        assert!(matches!(
+            write_matrix(&path, &values, n, cols),
+            Err(Error::Format { .. })
+        ));
+        assert!(!path.exists());
+    }
+    assert!(matches!(
+        write_matrix(&dir.path().join("w.csv"), &values, n, cols + 1),
+        Err(Error::InvalidParameter { .. })
+    ));
+}

@@ -151,11 +151,11 @@ const GMM_REFUSES: &[Case] = &[
     case("gmm --input {x} --k 2 --reg-covar -1", 2, &["reg_covar"]),
     case("gmm --input {x} --k 2 --n-init 0", 2, &["n_init"]),
     case("gmm --input {x} --k 2 --max-iter 0", 2, &["max_iter"]),
-    // Outputs: .npy only, and all distinct.
+    // Outputs: .npy or .csv only, and all distinct.
     case(
-        "gmm --input {x} --k 2 --proba {dir}/proba.csv",
+        "gmm --input {x} --k 2 --proba {dir}/proba.tsv",
         2,
-        &["--proba", ".npy"],
+        &["--proba", ".npy", ".csv"],
     ),
     case(
         "gmm --input {x} --k 2 --output {dir}/labels.npy --proba {dir}/labels.npy",

@@ -122,9 +122,9 @@ const KMEANS_REFUSES: &[Case] = &[
     case("kmeans --input {nan} --k 2", 2, &["row 2", "column 1"]),
     // Outputs: names (exit 2), then places that cannot be written (exit 1).
     case(
-        "kmeans --input {x} --k 2 --output {dir}/labels.csv",
+        "kmeans --input {x} --k 2 --output {dir}/labels.txt",
         2,
-        &[".npy"],
+        &[".npy", ".csv"],
     ),
     case(
         "kmeans --input {x} --k 2 --output {dir}/l.npy --model {dir}/l.npy",

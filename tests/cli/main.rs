@@ -17,6 +17,7 @@ mod gmm;
 mod headless;
 mod kmeans;
 mod model_files;
+mod outputs;
 mod pca;
 mod predict;
 mod select_k;

@@ -198,11 +198,11 @@ const PCA_REFUSES: &[Case] = &[
         &["lanczos"],
     ),
     usage("pca --input {x}", &["--components"]),
-    // Outputs: projections as .npy, plots as .svg, no file named twice.
+    // Outputs: projections as .npy or .csv, plots as .svg, no file named twice.
     case(
-        "pca --input {x} --components 2 --output {dir}/z.csv",
+        "pca --input {x} --components 2 --output {dir}/z.json",
         2,
-        &[".npy"],
+        &[".npy", ".csv"],
     ),
     case(
         "pca --input {x} --components 2 --plot {dir}/spectrum.png",

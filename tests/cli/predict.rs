@@ -220,9 +220,9 @@ const APPLY_REFUSES: &[Case] = &[
     ),
     // Outputs.
     case(
-        "predict --model {kmeans} --input {x3} --output {dir}/out.csv",
+        "predict --model {kmeans} --input {x3} --output {dir}/out.txt",
         2,
-        &[".npy"],
+        &[".npy", ".csv"],
     ),
     case(
         "predict --model {gmm} --input {iris} --output {dir}/o.npy --proba {dir}/o.npy",

@@ -161,8 +161,9 @@ pub fn timed<T>(work: impl FnOnce() -> CliResult<T>) -> CliResult<(T, f64)> {
 
 /// What kind of file an output is, for its name check.
 enum FileKind {
-    /// A NumPy array holding `what` (labels, projections, ...): the name must end in `.npy`.
-    Npy {
+    /// An array holding `what` (labels, projections, ...): the name must end in `.npy` or
+    /// `.csv`, which picks the format.
+    Array {
         /// What the array holds, for the message.
         what: &'static str,
     },
@@ -195,9 +196,10 @@ impl<'a> Outputs<'a> {
         Self::default()
     }
 
-    /// A `.npy` array holding `what`, written to the path given to `flag` (if given).
-    pub fn npy(self, flag: &'static str, path: Option<&'a Path>, what: &'static str) -> Self {
-        self.with(flag, path, FileKind::Npy { what })
+    /// An array holding `what`, written as `.npy` or `.csv` (the extension decides) to the
+    /// path given to `flag` (if given).
+    pub fn array(self, flag: &'static str, path: Option<&'a Path>, what: &'static str) -> Self {
+        self.with(flag, path, FileKind::Array { what })
     }
 
     /// An SVG plot, written to the `--plot` path (if given).
@@ -221,16 +223,19 @@ impl<'a> Outputs<'a> {
     /// file (exit 2).
     pub fn check_names(&self) -> CliResult {
         for file in &self.files {
-            let (extension, message) = match file.kind {
-                FileKind::Npy { what } => (
-                    "npy",
+            let (fits, message) = match file.kind {
+                FileKind::Array { what } => (
+                    io::is_output_path(file.path),
                     format!(
-                        "{what} are written as NumPy arrays; give {} a .npy file name",
+                        "{what} are written as NumPy arrays or CSV; give {} a .npy or .csv file name",
                         file.flag
                     ),
                 ),
                 FileKind::Svg => (
-                    "svg",
+                    file.path
+                        .extension()
+                        .and_then(|e| e.to_str())
+                        .is_some_and(|e| e.eq_ignore_ascii_case("svg")),
                     format!(
                         "plots are written as SVG; give {} a .svg file name",
                         file.flag
@@ -238,12 +243,7 @@ impl<'a> Outputs<'a> {
                 ),
                 FileKind::Model => continue,
             };
-            let matches = file
-                .path
-                .extension()
-                .and_then(|e| e.to_str())
-                .is_some_and(|e| e.eq_ignore_ascii_case(extension));
-            if !matches {
+            if !fits {
                 return Err(Failure::invalid(format!(
                     "{}: {message}",
                     file.path.display()
@@ -290,15 +290,16 @@ impl<'a> Outputs<'a> {
     }
 }
 
-/// Writes labels as a 1-D `u4` `.npy` array, atomically (exit 1 on failure).
+/// Writes labels as a 1-D `u4` `.npy` array or a one-column `.csv`, atomically (exit 1 on
+/// failure).
 pub fn write_labels(path: &Path, labels: &[u32]) -> CliResult {
-    io::write_npy_u32(path, labels).map_err(Failure::output)
+    io::write_labels(path, labels).map_err(Failure::output)
 }
 
-/// Writes an `n` x `cols` row-major matrix as a 2-D `f4` `.npy` array, atomically (exit 1 on
-/// failure).
+/// Writes an `n` x `cols` row-major matrix as a 2-D `f4` `.npy` array or a `.csv`,
+/// atomically (exit 1 on failure).
 pub fn write_rows(path: &Path, values: &[f32], n: usize, cols: usize) -> CliResult {
-    io::write_npy_f32(path, values, &[n as u64, cols as u64]).map_err(Failure::output)
+    io::write_matrix(path, values, n, cols).map_err(Failure::output)
 }
 
 /// The human report: `label: value` lines with the values aligned, and free lines (tables).

@@ -56,10 +56,10 @@ pub struct GmmArgs {
     /// Initial responsibilities [default: kmeans].
     #[arg(long, value_name = "METHOD", value_parser = choices::gmm_init())]
     init: Option<GmmInit>,
-    /// Write the training labels (most probable component) here (.npy, dtype u4).
+    /// Write the training labels (most probable component) here (.npy, dtype u4, or .csv).
     #[arg(long, value_name = "FILE")]
     output: Option<PathBuf>,
-    /// Write the N x K responsibilities p(k | x) of the training rows here (.npy, dtype f4).
+    /// Write the N x K responsibilities p(k | x) of the training rows here (.npy, dtype f4, or .csv).
     #[arg(long, value_name = "FILE")]
     proba: Option<PathBuf>,
     /// Write the fitted model here (JSON).
@@ -238,8 +238,8 @@ impl Task for Gmm {
 
     fn outputs(&self) -> Outputs<'_> {
         Outputs::none()
-            .npy("--output", self.args.output.as_deref(), "labels")
-            .npy("--proba", self.args.proba.as_deref(), "responsibilities")
+            .array("--output", self.args.output.as_deref(), "labels")
+            .array("--proba", self.args.proba.as_deref(), "responsibilities")
             .model(self.args.model.as_deref())
     }
 

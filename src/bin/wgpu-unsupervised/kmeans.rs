@@ -42,7 +42,7 @@ pub struct KmeansArgs {
     /// Initialisation method [default: k-means++].
     #[arg(long, value_name = "METHOD", value_parser = choices::kmeans_init())]
     init: Option<KMeansInit>,
-    /// Write the training labels here (.npy, dtype u4).
+    /// Write the training labels here (.npy, dtype u4, or .csv, one per line).
     #[arg(long, value_name = "FILE")]
     output: Option<PathBuf>,
     /// Write the fitted model here (JSON).
@@ -135,7 +135,7 @@ impl Task for Kmeans {
 
     fn outputs(&self) -> Outputs<'_> {
         Outputs::none()
-            .npy("--output", self.args.output.as_deref(), "labels")
+            .array("--output", self.args.output.as_deref(), "labels")
             .model(self.args.model.as_deref())
     }
 

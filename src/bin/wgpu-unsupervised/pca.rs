@@ -59,7 +59,7 @@ pub struct PcaArgs {
     /// Covariance divisor N − ddof: 0 or 1 [default: 1].
     #[arg(long, value_name = "0|1")]
     ddof: Option<usize>,
-    /// Write the N x M projections of the input here (.npy, dtype f4).
+    /// Write the N x M projections of the input here (.npy, dtype f4, or .csv).
     #[arg(long, value_name = "FILE")]
     output: Option<PathBuf>,
     /// Write the fitted model here (JSON).
@@ -178,7 +178,7 @@ impl Task for PcaFit {
     fn outputs(&self) -> Outputs<'_> {
         Outputs::none()
             .plot(self.args.plot.as_deref())
-            .npy("--output", self.args.output.as_deref(), "projections")
+            .array("--output", self.args.output.as_deref(), "projections")
             .model(self.args.model.as_deref())
     }
 

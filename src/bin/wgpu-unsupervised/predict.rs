@@ -32,12 +32,12 @@ pub struct PredictArgs {
     /// Input matrix with the model's number of features: .npy or .csv.
     #[arg(long, value_name = "FILE")]
     input: PathBuf,
-    /// Write the result here (.npy): labels (u4) for K-Means and Gaussian mixtures, N x M
-    /// projections (f4) for PCA.
+    /// Write the result here (.npy, or .csv: the extension decides): labels (u4) for K-Means
+    /// and Gaussian mixtures, N x M projections (f4) for PCA.
     #[arg(long, value_name = "FILE")]
     output: PathBuf,
     /// Gaussian-mixture models only: also write the N x K responsibilities p(k | x) here
-    /// (.npy, dtype f4).
+    /// (.npy, dtype f4, or .csv).
     #[arg(long, value_name = "FILE")]
     proba: Option<PathBuf>,
     /// Print one line of JSON instead of the human report.
@@ -54,7 +54,7 @@ pub struct TransformArgs {
     /// Input matrix: N x D rows (N x M projections with --inverse), .npy or .csv.
     #[arg(long, value_name = "FILE")]
     input: PathBuf,
-    /// Write the projections (reconstructions with --inverse) here (.npy, dtype f4).
+    /// Write the projections (reconstructions with --inverse) here (.npy, dtype f4, or .csv).
     #[arg(long, value_name = "FILE")]
     output: PathBuf,
     /// Reconstruct N x D rows from N x M projections instead of projecting.
@@ -234,8 +234,8 @@ impl Task for Labels {
 
     fn outputs(&self) -> Outputs<'_> {
         Outputs::none()
-            .npy("--output", Some(&self.args.output), "labels")
-            .npy("--proba", self.args.proba.as_deref(), "responsibilities")
+            .array("--output", Some(&self.args.output), "labels")
+            .array("--proba", self.args.proba.as_deref(), "responsibilities")
     }
 
     fn json(&self) -> bool {
@@ -351,7 +351,7 @@ impl Task for Projection {
         } else {
             "projections"
         };
-        Outputs::none().npy("--output", Some(&self.output), what)
+        Outputs::none().array("--output", Some(&self.output), what)
     }
 
     fn json(&self) -> bool {
