@@ -5,6 +5,7 @@
 // gather_rows copies rows on the device (k-means++ candidates, random init, empty-cluster
 // repair) so a caller's buffer needs only STORAGE usage, never COPY_SRC.
 // find_non_finite validates data that never passed through the host (GpuMatrix::from_buffer).
+// normalize_rows puts rows on the unit sphere for spherical (cosine) K-Means.
 
 #import constants
 #import grid
@@ -16,7 +17,7 @@ struct RowsParams {
     d: u32,
     n_indices: u32, // gather: number of (source row, destination row) pairs
     grid_x: u32,
-    _pad0: u32,
+    row_base: u32,  // normalize: global index of the chunk's first row
     _pad1: u32,
     _pad2: u32,
 }
@@ -27,6 +28,8 @@ struct RowsParams {
 @group(0) @binding(2) var<storage, read> indices: array<vec2<u32>>;
 @group(0) @binding(3) var<storage, read_write> gathered: array<f32>;
 @group(0) @binding(4) var<storage, read_write> first_non_finite: atomic<u32>;
+@group(0) @binding(5) var<storage, read_write> normalized: array<f32>;
+@group(0) @binding(6) var<storage, read_write> first_zero_row: atomic<u32>;
 
 @compute @workgroup_size(ROW_WG_SIZE)
 fn gather_rows(
@@ -57,5 +60,41 @@ fn find_non_finite(
     let bits = bitcast<u32>(x[params.x_offset + e]);
     if (bits & 0x7f800000u) == 0x7f800000u {
         atomicMin(&first_non_finite, e);
+    }
+}
+
+// One row per invocation: x / ‖x‖. The row is scaled by its largest magnitude first, so
+// that squaring neither underflows (tiny rows) nor overflows (huge ones). A zero row has no
+// direction: it is written as zeros and the smallest such global row is recorded.
+@compute @workgroup_size(ROW_WG_SIZE)
+fn normalize_rows(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+) {
+    let i = invocation_index(wid, params.grid_x, ROW_WG_SIZE, lid);
+    if i >= params.n_rows {
+        return;
+    }
+    let base = params.x_offset + i * params.d;
+    let out = i * params.d;
+    var largest = 0.0;
+    for (var j = 0u; j < params.d; j++) {
+        largest = max(largest, abs(x[base + j]));
+    }
+    if largest == 0.0 {
+        atomicMin(&first_zero_row, params.row_base + i);
+        for (var j = 0u; j < params.d; j++) {
+            normalized[out + j] = 0.0;
+        }
+        return;
+    }
+    var sum_sq = 0.0;
+    for (var j = 0u; j < params.d; j++) {
+        let v = x[base + j] / largest;
+        sum_sq = fma(v, v, sum_sq);
+    }
+    let norm = sqrt(sum_sq);
+    for (var j = 0u; j < params.d; j++) {
+        normalized[out + j] = x[base + j] / largest / norm;
     }
 }

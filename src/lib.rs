@@ -117,7 +117,7 @@ pub use gpu::{
     AdapterOptions, Ceilings, Gpu, GpuInfo, GpuInput, GpuMatrix, GpuVector, Profile, ProfileClock,
 };
 pub use kmeans::{
-    KMeans, KMeansInit, KMeansModel, KMeansStats, MiniBatchKMeans, MiniBatchKMeansFit,
+    KMeans, KMeansInit, KMeansModel, KMeansStats, Metric, MiniBatchKMeans, MiniBatchKMeansFit,
 };
 #[cfg(feature = "io")]
 pub use model_file::Model;

@@ -69,7 +69,9 @@ fn names_the_oracle(line: &str) -> bool {
 
 #[test]
 fn the_oracle_check_sees_a_use() {
-    assert!(names_the_oracle("use wgpu_unsupervised::reference::kmeans;"));
+    assert!(names_the_oracle(
+        "use wgpu_unsupervised::reference::kmeans;"
+    ));
     assert!(names_the_oracle("let r = reference::gmm::fit(x);"));
     assert!(!names_the_oracle("wgpu::PowerPreference::LowPower"));
     // The scan above must not pass for want of looking: the oracle's own files name it.

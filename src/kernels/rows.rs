@@ -1,9 +1,9 @@
-//! Row gathering and non-finite detection on the device (`shaders/rows.wgsl`).
+//! Row gathering, non-finite detection and normalisation on the device (`shaders/rows.wgsl`).
 
 use bytemuck::{Pod, Zeroable};
 
 use super::ROW_WG_SIZE;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::gpu::batch::{Batch, Bind, Grid};
 use crate::gpu::buffer::{Chunk, GpuMatrix};
 use crate::gpu::profile::Work;
@@ -19,7 +19,7 @@ pub(crate) struct RowsParams {
     d: u32,
     n_indices: u32,
     grid_x: u32,
-    _pad0: u32,
+    row_base: u32,
     _pad1: u32,
     _pad2: u32,
 }
@@ -136,4 +136,55 @@ pub(crate) fn find_non_finite(gpu: &Gpu, m: &GpuMatrix) -> Result<Option<(usize,
             (e != u32::MAX).then(|| (row_start + e as usize / d, e as usize % d))
         }))
     })
+}
+
+/// `m` with every row divided by its Euclidean norm, as a new matrix (the input is not
+/// changed). A row of zeros has no direction: [`Error::InvalidParameter`] names the first.
+pub(crate) fn normalize_rows(gpu: &Gpu, m: &GpuMatrix) -> Result<GpuMatrix> {
+    let d = m.n_features();
+    let first_zero = gpu.scoped("normalising rows", || {
+        Ok(gpu.buffer_from("first zero row", &[u32::MAX], wgpu::BufferUsages::empty()))
+    })?;
+    let out = m.map_rows(
+        gpu,
+        d,
+        "normalising rows",
+        |batch, chunk, first, rows, out| {
+            let grid = gpu.grid((rows as u64).div_ceil(ROW_WG_SIZE as u64))?;
+            let params = RowsParams {
+                n_rows: rows as u32,
+                x_offset: chunk.x_offset + (first * d) as u32,
+                d: d as u32,
+                grid_x: grid.x,
+                row_base: (chunk.row_start + first) as u32,
+                ..Zeroable::zeroed()
+            };
+            batch.dispatch(
+                wgsl::NORMALIZE_ROWS,
+                &[],
+                &params,
+                &[
+                    ("x", chunk.bind()),
+                    ("normalized", Bind::Whole(out)),
+                    ("first_zero_row", Bind::Whole(&first_zero)),
+                ],
+                grid,
+                Work::f32s((3 * rows * d) as f64, (3 * rows * d) as f64),
+            )
+        },
+    )?;
+    let first = gpu.scoped("normalising rows", || {
+        let mut batch = Batch::new(gpu, "normalize_rows");
+        let h = batch.read(&first_zero, 0, 4);
+        Ok(batch.finish()?.u32s(h)[0])
+    })?;
+    if first != u32::MAX {
+        return Err(Error::invalid(
+            "data",
+            format!(
+                "row {first} is all zeros: it has no direction, so cosine K-Means cannot place it"
+            ),
+        ));
+    }
+    Ok(out)
 }

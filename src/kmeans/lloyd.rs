@@ -6,8 +6,8 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
 use super::fit::Workspace;
-use super::{KMeans, KMeansInit, KMeansModel, KMeansStats};
-use crate::error::Result;
+use super::{normalize_centroids, KMeans, KMeansInit, KMeansModel, KMeansStats, Metric};
+use crate::error::{Error, Result};
 use crate::gpu::{Gpu, GpuInput, GpuMatrix};
 
 /// What the Lloyd loop needs of the data.
@@ -90,8 +90,15 @@ fn repair_empty_clusters(
     Ok(())
 }
 
-/// One Lloyd run from `init`.
-fn lloyd(data: &mut impl LloydData, init: Vec<f32>, max_iter: usize, tol_abs: f64) -> Result<Run> {
+/// One Lloyd run from `init`; with the cosine metric the updated centroids are put back on
+/// the unit sphere.
+fn lloyd(
+    data: &mut impl LloydData,
+    init: Vec<f32>,
+    max_iter: usize,
+    tol_abs: f64,
+    metric: Metric,
+) -> Result<Run> {
     let mut centroids = init;
     let mut history = Vec::new();
     let mut converged = false;
@@ -112,6 +119,9 @@ fn lloyd(data: &mut impl LloydData, init: Vec<f32>, max_iter: usize, tol_abs: f6
         if weights.iter().any(|&w| w <= 0.0) {
             repair_empty_clusters(data, &mut next, &mut counts, &mut weights)?;
         }
+        if metric.is_spherical() {
+            normalize_centroids(&mut next, data.shape().1, Some(&centroids))?;
+        }
         let next32: Vec<f32> = next.iter().map(|&v| v as f32).collect();
         let shift: f64 = next32
             .iter()
@@ -126,12 +136,13 @@ fn lloyd(data: &mut impl LloydData, init: Vec<f32>, max_iter: usize, tol_abs: f6
     }
     // Labels and inertia consistent with the final centroids.
     let last = data.pass(&centroids)?;
+    let scale = metric.objective_scale();
     Ok(Run {
         centroids,
-        inertia: last.inertia(),
+        inertia: last.inertia() * scale,
         n_iter,
         converged,
-        history,
+        history: history.into_iter().map(|j| j * scale).collect(),
     })
 }
 
@@ -155,8 +166,14 @@ pub(super) fn fit_restarts<D: LloydData>(
     };
     let mut best: Option<(Run, Vec<u32>)> = None;
     for _ in 0..runs {
-        let start = init(data, &mut rng)?;
-        let run = lloyd(data, start, params.max_iter, tol_abs)?;
+        let mut start = init(data, &mut rng)?;
+        if params.metric.is_spherical() {
+            // Rows drawn from unit data are unit already; given centroids may not be.
+            let mut unit: Vec<f64> = start.iter().map(|&v| v as f64).collect();
+            normalize_centroids(&mut unit, d, None)?;
+            start = unit.iter().map(|&v| v as f32).collect();
+        }
+        let run = lloyd(data, start, params.max_iter, tol_abs, params.metric)?;
         if best.as_ref().is_none_or(|(b, _)| run.inertia < b.inertia) {
             let labels = data.labels_and_distances()?.0;
             best = Some((run, labels));
@@ -212,6 +229,10 @@ impl KMeans {
     ) -> Result<KMeansModel> {
         let (n, d) = x.shape();
         self.validate(n, d)?;
+        if self.metric.is_spherical() {
+            let unit = crate::kernels::rows::normalize_rows(gpu, &*x.on_gpu(gpu)?)?;
+            return self.fit_resident(gpu, &unit, weights);
+        }
         if let Some(source) = x.as_source() {
             if super::stream::must_stream(gpu, n, d, self.k) {
                 return self.fit_source_maybe_weighted(gpu, source, weights);
@@ -219,6 +240,18 @@ impl KMeans {
         }
         let x = x.on_gpu(gpu)?;
         self.fit_resident(gpu, &x, weights)
+    }
+
+    /// Refuses the cosine metric where the rows are not all on one device (streamed or
+    /// partitioned fits and their statistics), which spherical K-Means does not support yet.
+    pub(super) fn require_euclidean(&self, what: &str) -> Result<()> {
+        if self.metric.is_spherical() {
+            return Err(Error::invalid(
+                "metric",
+                format!("{what} supports the Euclidean metric only; fit cosine K-Means with `fit` on data that fit on the device"),
+            ));
+        }
+        Ok(())
     }
 
     /// The fit on rows that are all on the device.

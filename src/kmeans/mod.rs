@@ -40,6 +40,10 @@
 //! [`KMeans::fit_partitions`] splits rows across devices, [`KMeansStats`] merge, and
 //! [`MiniBatchKMeans`] learns from batches.
 //!
+//! **Spherical K-Means** ([`Metric::Cosine`], module `metric`): rows normalised on the
+//! device (`normalize_rows` in `shaders/rows.wgsl`), unit centroids, assignment by the
+//! largest cosine, inertia Σ(1 − cos).
+//!
 //! Layout: this module holds the parameters ([`KMeans`], [`KMeansInit`]); `fit` the device
 //! workspace and the seeding; `lloyd` the loop over resident, streamed or partitioned rows
 //! and the resident fits; `model` the fitted [`KMeansModel`]; `stats`, `stream`,
@@ -50,6 +54,7 @@ use crate::names::parse_choice;
 
 mod fit;
 mod lloyd;
+mod metric;
 mod minibatch;
 mod model;
 mod partial;
@@ -59,6 +64,8 @@ mod stream;
 
 pub use crate::gpu::GpuInput;
 pub(crate) use fit::weighted_plus_plus_seeds;
+pub(crate) use metric::normalize_centroids;
+pub use metric::Metric;
 pub use minibatch::MiniBatchKMeans;
 pub use model::KMeansModel;
 #[cfg(feature = "io")]
@@ -145,6 +152,10 @@ pub struct KMeans {
     pub seed: u64,
     /// Initialisation method.
     pub init: KMeansInit,
+    /// The distance: Euclidean (default) or cosine (spherical K-Means, see [`Metric`]).
+    /// Model files written before it existed read back as Euclidean.
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub metric: Metric,
 }
 
 impl KMeans {
@@ -157,7 +168,14 @@ impl KMeans {
             tol: 1e-4,
             seed: 0,
             init: KMeansInit::KMeansPlusPlus,
+            metric: Metric::Euclidean,
         }
+    }
+
+    /// Sets the metric: [`Metric::Cosine`] for spherical K-Means.
+    pub fn metric(mut self, metric: Metric) -> Self {
+        self.metric = metric;
+        self
     }
 
     /// Sets the number of restarts.

@@ -124,6 +124,8 @@ impl KMeansModel {
     }
 
     /// J = Σᵢ ‖xᵢ − μ_{c(i)}‖² of the training data under the final centroids.
+    ///
+    /// For the cosine metric this is Σ(1 − cos(x, c)).
     pub fn inertia(&self) -> f64 {
         self.inertia
     }
@@ -192,6 +194,21 @@ impl KMeansModel {
         Ok(())
     }
 
+    /// `x` on the device as the centroids see it: unit rows for the cosine metric.
+    fn rows_on_gpu<'x>(
+        &self,
+        gpu: &Gpu,
+        x: &'x impl GpuInput,
+    ) -> Result<std::borrow::Cow<'x, GpuMatrix>> {
+        let xg = x.on_gpu(gpu)?;
+        if self.params.metric.is_spherical() {
+            return Ok(std::borrow::Cow::Owned(
+                crate::kernels::rows::normalize_rows(gpu, &xg)?,
+            ));
+        }
+        Ok(xg)
+    }
+
     fn check_features(&self, x: &impl GpuInput) -> Result<()> {
         let (_, d) = x.shape();
         if d != self.n_features {
@@ -203,14 +220,16 @@ impl KMeansModel {
         Ok(())
     }
 
-    /// Nearest centroid and squared distance of every row, left on the device.
+    /// Nearest centroid and squared distance of every row, left on the device. With the
+    /// cosine metric the rows are normalised first and the distance is ‖x̂ − ĉ‖² =
+    /// 2(1 − cos); a row of zeros is an error.
     pub fn predict_gpu(
         &self,
         gpu: &Gpu,
         x: &impl GpuInput,
     ) -> Result<(GpuVector<u32>, GpuVector<f32>)> {
         self.check_features(x)?;
-        let xg = x.on_gpu(gpu)?;
+        let xg = self.rows_on_gpu(gpu, x)?;
         gpu.scoped("K-Means predict", || {
             let labels = GpuVector::zeroed(gpu, &xg, "labels");
             let dists = GpuVector::zeroed(gpu, &xg, "squared distances");
@@ -242,16 +261,19 @@ impl KMeansModel {
     }
 
     /// The K-Means objective of `x` under this model, negated (higher is better, as
-    /// scikit-learn's `score`).
+    /// scikit-learn's `score`): −Σ‖x − c‖², or −Σ(1 − cos(x, c)) for the cosine metric.
     pub fn score(&self, gpu: &Gpu, x: &impl GpuInput) -> Result<f64> {
         let d = self.predict_gpu(gpu, x)?.1.to_host(gpu)?;
-        Ok(-d.iter().map(|&v| v as f64).sum::<f64>())
+        let scale = self.params.metric.objective_scale();
+        Ok(-scale * d.iter().map(|&v| v as f64).sum::<f64>())
     }
 
     /// Euclidean distances from every row to every centroid (N x K), left on the device.
+    /// With the cosine metric these are chord distances on the unit sphere, ‖x̂ − ĉ‖ =
+    /// √(2(1 − cos)), which order the centroids as the cosine does.
     pub fn transform_gpu(&self, gpu: &Gpu, x: &impl GpuInput) -> Result<GpuMatrix> {
         self.check_features(x)?;
-        let xg = x.on_gpu(gpu)?;
+        let xg = self.rows_on_gpu(gpu, x)?;
         let (k, d) = (self.params.k, self.n_features);
         let centroids = gpu.scoped("uploading centroids", || {
             Ok(gpu.buffer_from("centroids", &self.centroids, wgpu::BufferUsages::empty()))
@@ -268,7 +290,8 @@ impl KMeansModel {
         )
     }
 
-    /// Euclidean distances from every row to every centroid, row-major N x K.
+    /// Euclidean distances from every row to every centroid, row-major N x K (chord
+    /// distances for the cosine metric, see [`KMeansModel::transform_gpu`]).
     pub fn transform(&self, gpu: &Gpu, x: &impl GpuInput) -> Result<Vec<f32>> {
         self.transform_gpu(gpu, x)?.to_host(gpu)
     }

@@ -112,6 +112,7 @@ impl KMeans {
         &self,
         parts: &[(&'a Gpu, &'a (dyn RowSource + 'a))],
     ) -> Result<KMeansModel> {
+        self.require_euclidean("fit_partitions")?;
         let Some(&(first_gpu, first)) = parts.first() else {
             return Err(Error::EmptyData {
                 what: "partition list",

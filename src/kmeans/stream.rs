@@ -211,8 +211,13 @@ impl KMeans {
         let extra = ROW_EXTRA_BYTES + 4 * weights.is_some() as u64;
         let rows = DeviceRows::new(gpu, source, extra, fixed_bytes(n, d, self.k))?;
         if let DeviceRows::Resident(x) = &rows {
+            if self.metric.is_spherical() {
+                let unit = crate::kernels::rows::normalize_rows(gpu, x)?;
+                return self.fit_resident(gpu, &unit, weights);
+            }
             return self.fit_resident(gpu, x, weights);
         }
+        self.require_euclidean("a streamed fit (rows over the device-memory budget)")?;
         let mut data = Streamed::new(gpu, source, rows, self.k, weights)?;
         fit_restarts(self, &mut data, |data, rng| {
             data.initial_centroids(self, rng)

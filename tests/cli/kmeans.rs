@@ -16,6 +16,7 @@ fn kmeans_npy_json_report_and_labels() {
         "n",
         "d",
         "k",
+        "metric",
         "inertia",
         "n_iter",
         "converged",
@@ -28,6 +29,7 @@ fn kmeans_npy_json_report_and_labels() {
     assert_eq!(report["n"], 300);
     assert_eq!(report["d"], 3);
     assert_eq!(report["k"], 4);
+    assert_eq!(report["metric"], "euclidean");
     let inertia = report["inertia"].as_f64().unwrap();
     assert!(inertia.is_finite() && inertia >= 0.0, "{report}");
     assert!(report["n_iter"].as_u64().unwrap() >= 1, "{report}");
@@ -158,4 +160,39 @@ fn kmeans_refuses_bad_arguments_inputs_and_outputs_writing_nothing() {
     std::fs::create_dir(f.file("taken.npy")).unwrap();
     f.check(KMEANS_REFUSES);
     assert!(files_in(&f.file("taken.npy")).is_empty());
+}
+
+#[test]
+fn kmeans_cosine_metric_report_and_refusals() {
+    let mut f = Fixture::new();
+    f.blobs("x", 200, 3, 3, 8);
+    let report = json_line(&f.run(
+        "kmeans --input {x} --k 3 --metric cosine --seed 2 --output {dir}/l.npy --model {dir}/m.json --json",
+    ));
+    assert_eq!(report["metric"], "cosine");
+    let inertia = report["inertia"].as_f64().unwrap();
+    // Σ(1 − cos) lies in [0, 2N].
+    assert!((0.0..=400.0).contains(&inertia), "{report}");
+    // The saved model predicts with its metric: the training labels back.
+    ok(&f.run("predict --model {dir}/m.json --input {x} --output {dir}/p.npy"));
+    assert_eq!(
+        io::read_labels(&f.file("p.npy")).unwrap(),
+        io::read_labels(&f.file("l.npy")).unwrap()
+    );
+    f.write("zero", "zero.csv", "1,2\n0,0\n3,1\n-1,2\n");
+    f.check(&[
+        case(
+            "kmeans --input {zero} --k 2 --metric cosine",
+            2,
+            &["row 1", "zeros"],
+        ),
+        usage(
+            "kmeans --input {x} --k 2 --metric manhattan",
+            &["manhattan", "cosine"],
+        ),
+        usage(
+            "kmeans --input {x} --k 2 --metric cosine --mini-batch 10",
+            &["--mini-batch"],
+        ),
+    ]);
 }

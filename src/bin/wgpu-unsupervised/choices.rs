@@ -1,4 +1,4 @@
-//! Options whose value is one of a library enum's names (`--covariance`, `--init`,
+//! Options whose value is one of a library enum's names (`--covariance`, `--init`, `--metric`,
 //! `--solver`, `--criterion`).
 //!
 //! clap parses them with the enum's own `FromStr`, so the program accepts exactly the
@@ -12,7 +12,7 @@ use std::str::FromStr;
 
 use clap::builder::{PossibleValue, TypedValueParser};
 use clap::error::{ContextKind, ContextValue, ErrorKind};
-use wgpu_unsupervised::{CovarianceType, Criterion, GmmInit, KMeansInit, PcaSolver};
+use wgpu_unsupervised::{CovarianceType, Criterion, GmmInit, KMeansInit, Metric, PcaSolver};
 
 /// A clap value parser for the library enum `T` (see the module docs).
 #[derive(Clone)]
@@ -79,6 +79,11 @@ pub fn covariance() -> LibraryEnum<CovarianceType> {
 /// `kmeans --init`.
 pub fn kmeans_init() -> LibraryEnum<KMeansInit> {
     library_enum(KMeansInit::ALL.iter().map(KMeansInit::name))
+}
+
+/// `kmeans --metric`.
+pub fn kmeans_metric() -> LibraryEnum<Metric> {
+    library_enum(Metric::ALL.iter().map(Metric::name))
 }
 
 /// `gmm --init`.

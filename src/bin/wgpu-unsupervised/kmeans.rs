@@ -11,7 +11,7 @@
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
-use wgpu_unsupervised::{Gpu, KMeans, KMeansInit, KMeansModel, Matrix, MiniBatchKMeans};
+use wgpu_unsupervised::{Gpu, KMeans, KMeansInit, KMeansModel, Matrix, Metric, MiniBatchKMeans};
 
 use crate::flow::{
     iterations, read_sample_weights, timed, write_labels, Context, Human, Outputs, Report, Task,
@@ -42,6 +42,11 @@ pub struct KmeansArgs {
     /// Initialisation method [default: k-means++].
     #[arg(long, value_name = "METHOD", value_parser = choices::kmeans_init())]
     init: Option<KMeansInit>,
+    /// Distance: euclidean (K-Means) or cosine (spherical K-Means: rows and centroids on the
+    /// unit sphere, assignment by the largest cosine, inertia Σ(1 − cos); rows of zeros are
+    /// refused) [default: euclidean].
+    #[arg(long, value_name = "METRIC", value_parser = choices::kmeans_metric(), conflicts_with = "mini_batch")]
+    metric: Option<Metric>,
     /// Write the training labels here (.npy, dtype u4, or .csv, one per line).
     #[arg(long, value_name = "FILE")]
     output: Option<PathBuf>,
@@ -76,7 +81,9 @@ struct KmeansReport<'a> {
     d: usize,
     /// Number of clusters.
     k: usize,
-    /// Final within-cluster sum of squares.
+    /// "euclidean" or "cosine".
+    metric: &'static str,
+    /// Final within-cluster sum of squares (Σ(1 − cos) for the cosine metric).
     inertia: f64,
     /// Lloyd iterations of the kept restart.
     n_iter: usize,
@@ -116,6 +123,9 @@ impl Kmeans {
         }
         if let Some(init) = &args.init {
             params = params.init(init.clone());
+        }
+        if let Some(metric) = args.metric {
+            params = params.metric(metric);
         }
         Self {
             args,
@@ -198,8 +208,14 @@ impl Task for Kmeans {
             .line(
                 "k-means",
                 format!(
-                    "k = {}, init {}, n_init {}, max_iter {}, tol {}, seed {}",
-                    params.k, params.init, params.n_init, params.max_iter, params.tol, params.seed
+                    "k = {}, metric {}, init {}, n_init {}, max_iter {}, tol {}, seed {}",
+                    params.k,
+                    params.metric,
+                    params.init,
+                    params.n_init,
+                    params.max_iter,
+                    params.tol,
+                    params.seed
                 ),
             )
             .line("inertia", model.inertia())
@@ -212,6 +228,7 @@ impl Task for Kmeans {
             n: run.n,
             d: run.d,
             k: model.k(),
+            metric: model.params().metric.name(),
             inertia: model.inertia(),
             n_iter: model.n_iter(),
             converged: model.converged(),

@@ -33,6 +33,12 @@
 //! with the lowest final inertia wins; all restarts draw from one ChaCha8 generator seeded
 //! with `params.seed`, in sequence, so the same seed always gives the same result.
 //!
+//! **Spherical K-Means** (`Metric::Cosine`, Dhillon & Modha 2001): the rows are divided by
+//! their norms first, and after every update each centroid is divided by its norm (a
+//! centroid whose unit rows sum to zero keeps its previous value). On unit vectors
+//! `||x − c||² = 2 − 2 cos(x, c)`, so the same assignment picks the largest cosine; the
+//! reported inertia and history are `Σ (1 − cos) = ½ Σ ||x − c||²`.
+//!
 //! Everything here is written for clarity, not speed: direct `Σ (x − c)²` distances, one
 //! point at a time, in f64.
 
@@ -40,7 +46,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use crate::error::{Error, Result};
-use crate::kmeans::{KMeans, KMeansInit};
+use crate::kmeans::{KMeans, KMeansInit, Metric};
 
 pub mod minibatch;
 #[cfg(test)]
@@ -75,6 +81,14 @@ pub fn fit(x: &[f64], n_features: usize, params: &KMeans) -> Result<ReferenceKMe
     let d = n_features;
     let n = x.len() / d;
     params.validate(n, d)?;
+    let spherical = params.metric == Metric::Cosine;
+    let unit_rows;
+    let x = if spherical {
+        unit_rows = unit_vectors(x, d, "data")?;
+        &unit_rows[..]
+    } else {
+        x
+    };
 
     let tol_abs = params.tol * mean_variance(x, d);
     let mut rng = ChaCha8Rng::seed_from_u64(params.seed);
@@ -91,9 +105,14 @@ pub fn fit(x: &[f64], n_features: usize, params: &KMeans) -> Result<ReferenceKMe
                 kmeans_plus_plus(x, d, params.k, params.n_local_trials(), &mut rng)
             }
             KMeansInit::Random => random_init(x, d, params.k, &mut rng),
+            KMeansInit::Centroids(c) if spherical => unit_vectors(c, d, "init")?,
             KMeansInit::Centroids(c) => c.clone(),
         };
-        let run = lloyd(x, d, &init, params.max_iter, tol_abs);
+        let mut run = lloyd_on(x, d, &init, params.max_iter, tol_abs, spherical);
+        if spherical {
+            run.inertia *= 0.5;
+            run.inertia_history.iter_mut().for_each(|j| *j *= 0.5);
+        }
         // Strictly lower, so that among equal runs the earliest wins.
         if best.as_ref().is_none_or(|b| run.inertia < b.inertia) {
             best = Some(run);
@@ -348,6 +367,33 @@ pub fn lloyd(
     max_iter: usize,
     tol_abs: f64,
 ) -> ReferenceKMeans {
+    lloyd_on(x, d, init_centroids, max_iter, tol_abs, false)
+}
+
+/// Each row of `v` divided by its norm; a row of zeros is an [`Error::InvalidParameter`]
+/// named `what`.
+pub fn unit_vectors(v: &[f64], d: usize, what: &'static str) -> Result<Vec<f64>> {
+    let mut out = v.to_vec();
+    for (i, row) in out.chunks_mut(d).enumerate() {
+        let norm = row.iter().map(|a| a * a).sum::<f64>().sqrt();
+        if norm == 0.0 {
+            return Err(Error::invalid(what, format!("row {i} is all zeros")));
+        }
+        row.iter_mut().for_each(|a| *a /= norm);
+    }
+    Ok(out)
+}
+
+/// [`lloyd`], with the centroids put back on the unit sphere after each update when
+/// `spherical` (the rows must then be unit vectors).
+fn lloyd_on(
+    x: &[f64],
+    d: usize,
+    init_centroids: &[f64],
+    max_iter: usize,
+    tol_abs: f64,
+    spherical: bool,
+) -> ReferenceKMeans {
     let k = init_centroids.len().checked_div(d).unwrap_or(0);
     let mut centroids = init_centroids[..k * d].to_vec();
     let mut inertia_history = Vec::new();
@@ -361,7 +407,17 @@ pub fn lloyd(
 
         let (mut sums, mut counts) = sums_and_counts(x, d, &labels, k);
         relocate_empty_clusters(x, d, &labels, &dists, &mut sums, &mut counts);
-        let new_centroids = means(&sums, &counts, &centroids, d);
+        let mut new_centroids = means(&sums, &counts, &centroids, d);
+        if spherical {
+            for (new, old) in new_centroids.chunks_mut(d).zip(centroids.chunks(d)) {
+                let norm = new.iter().map(|a| a * a).sum::<f64>().sqrt();
+                if norm > 0.0 {
+                    new.iter_mut().for_each(|a| *a /= norm);
+                } else {
+                    new.copy_from_slice(old);
+                }
+            }
+        }
         // Over the flat K x D arrays this is Σ_k ||μ_k^new − μ_k^old||².
         let shift = sq_dist(&new_centroids, &centroids);
         centroids = new_centroids;
