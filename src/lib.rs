@@ -105,6 +105,7 @@ mod npy;
 pub mod pca;
 #[cfg(feature = "plot")]
 pub mod plot;
+pub mod progress;
 mod random;
 pub mod reference;
 pub mod selection;
@@ -122,6 +123,7 @@ pub use kmeans::{
 #[cfg(feature = "io")]
 pub use model_file::Model;
 pub use pca::{Components, IncrementalPca, Pca, PcaModel, PcaMoments, PcaSolver};
+pub use progress::{Iteration, OnIteration};
 pub use selection::{Criterion, Curve, GapCurve, Spectrum};
 pub use source::{RowChunks, RowSource};
 

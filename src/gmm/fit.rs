@@ -12,6 +12,7 @@ use super::{GaussianMixture, GaussianMixtureModel, GmmInit, InitialParameters};
 use crate::error::{Error, Result};
 use crate::gpu::{Gpu, GpuInput, GpuMatrix};
 use crate::kernels::rows;
+use crate::progress::{fit_done, Algorithm, Progress};
 
 impl GaussianMixture {
     /// Fits a mixture to host or device data by EM (module docs), `n_init` times, keeping
@@ -111,10 +112,13 @@ pub(super) fn fit_restarts(
         GmmInit::Given(_) => 1,
         _ => params.n_init,
     };
+    let began = std::time::Instant::now();
     let mut best: Option<Run> = None;
-    for _ in 0..runs {
+    for r in 0..runs {
+        let progress = Progress::new(Algorithm::GaussianMixture, r, params.on_iteration.as_ref());
         let start = data.initial_parameters(params, &mut rng)?;
-        let run = em(data, start, params)?;
+        let run = em(data, start, params, &progress)?;
+        let stopped = run.stopped;
         // Strictly higher, so that among equal runs the earliest wins (as the reference).
         if best
             .as_ref()
@@ -122,13 +126,27 @@ pub(super) fn fit_restarts(
         {
             best = Some(run);
         }
+        if stopped {
+            break;
+        }
     }
     let run = best.expect("at least one initialisation ran");
     // The final E-step: labels that agree with the returned parameters.
     let labels = data.labels(&run.parameters)?;
     let p = run.parameters;
+    fit_done(
+        Algorithm::GaussianMixture,
+        labels.len(),
+        d,
+        run.n_iter,
+        run.converged,
+        began,
+    );
     Ok(GaussianMixtureModel {
-        params: params.clone(),
+        params: GaussianMixture {
+            on_iteration: None,
+            ..params.clone()
+        },
         n_features: d,
         weights: p.weights,
         means: p.means,
@@ -143,24 +161,36 @@ pub(super) fn fit_restarts(
 }
 
 /// EM from `start` until the lower bound changes by less than `tol` or `max_iter` runs out.
-fn em(data: &mut impl EmData, start: Parameters, params: &GaussianMixture) -> Result<Run> {
+fn em(
+    data: &mut impl EmData,
+    start: Parameters,
+    params: &GaussianMixture,
+    progress: &Progress<'_>,
+) -> Result<Run> {
     let mut p = start;
     let mut lower_bound = f64::NEG_INFINITY;
     let mut history = Vec::new();
     let mut converged = false;
+    let mut stopped = false;
     let mut n_iter = 0;
     for iter in 1..=params.max_iter {
         let prev = lower_bound;
         (lower_bound, p) = data.step(&p, params.reg_covar)?;
         history.push(lower_bound);
         n_iter = iter;
+        let flow = progress.iteration(iter, lower_bound, lower_bound - prev);
         if (lower_bound - prev).abs() < params.tol {
             converged = true;
+            break;
+        }
+        if flow.is_break() {
+            stopped = true;
             break;
         }
     }
     Ok(Run {
         parameters: p,
+        stopped,
         converged,
         n_iter,
         lower_bound,

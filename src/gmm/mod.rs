@@ -77,6 +77,7 @@
 use crate::error::{Error, Result};
 use crate::gpu::{Gpu, GpuInput};
 use crate::names::parse_choice;
+use crate::progress::OnIteration;
 
 mod fit;
 pub mod math;
@@ -251,6 +252,10 @@ pub struct GaussianMixture {
     pub seed: u64,
     /// Initialisation.
     pub init: GmmInit,
+    /// Called after every EM iteration (see [`crate::progress`]); never serialized, and not
+    /// kept in the fitted model's parameters.
+    #[cfg_attr(feature = "serde", serde(skip))]
+    pub on_iteration: Option<OnIteration>,
 }
 
 impl GaussianMixture {
@@ -265,7 +270,20 @@ impl GaussianMixture {
             tol: 1e-3,
             seed: 0,
             init: GmmInit::KMeans,
+            on_iteration: None,
         }
+    }
+
+    /// Calls `f` after every EM iteration with its [`Iteration`](crate::Iteration)
+    /// (initialisation, iteration, lower bound, its change, elapsed time);
+    /// `ControlFlow::Break(())` stops the fit there: the model is returned as it stands,
+    /// `converged() == false`, and later initialisations are skipped.
+    pub fn on_iteration(
+        mut self,
+        f: impl Fn(&crate::Iteration) -> std::ops::ControlFlow<()> + Send + Sync + 'static,
+    ) -> Self {
+        self.on_iteration = Some(OnIteration::new(f));
+        self
     }
 
     /// Sets the covariance type.

@@ -32,6 +32,8 @@ pub(super) struct Run {
     pub n_iter: usize,
     pub lower_bound: f64,
     pub history: Vec<f64>,
+    /// The progress callback asked to stop.
+    pub stopped: bool,
 }
 
 /// Rows of one data chunk whose N x K responsibilities fit one binding.

@@ -9,6 +9,7 @@ use super::fit::Workspace;
 use super::{normalize_centroids, KMeans, KMeansInit, KMeansModel, KMeansStats, Metric};
 use crate::error::{Error, Result};
 use crate::gpu::{Gpu, GpuInput, GpuMatrix};
+use crate::progress::{fit_done, Algorithm, Progress};
 
 /// What the Lloyd loop needs of the data.
 pub(super) trait LloydData {
@@ -33,6 +34,8 @@ pub(super) struct Run {
     pub(super) n_iter: usize,
     pub(super) converged: bool,
     pub(super) history: Vec<f64>,
+    /// The progress callback asked to stop.
+    pub(super) stopped: bool,
 }
 
 /// Mean over features of the (weighted) population variance, from one pass with a single
@@ -98,11 +101,14 @@ fn lloyd(
     max_iter: usize,
     tol_abs: f64,
     metric: Metric,
+    progress: &Progress<'_>,
 ) -> Result<Run> {
     let mut centroids = init;
     let mut history = Vec::new();
     let mut converged = false;
+    let mut stopped = false;
     let mut n_iter = 0;
+    let scale = metric.objective_scale();
     for it in 0..max_iter {
         let stats = data.pass(&centroids)?;
         history.push(stats.inertia());
@@ -111,6 +117,7 @@ fn lloyd(
         // or zeros): meaningless on the first iteration of a run.
         if it > 0 && stats.changed == 0 {
             converged = true;
+            let _ = progress.iteration(n_iter, stats.inertia() * scale, 0.0);
             break;
         }
         let mut counts = stats.counts.clone();
@@ -131,18 +138,26 @@ fn lloyd(
         centroids = next32;
         if shift <= tol_abs {
             converged = true;
+            let _ = progress.iteration(n_iter, stats.inertia() * scale, shift);
+            break;
+        }
+        if progress
+            .iteration(n_iter, stats.inertia() * scale, shift)
+            .is_break()
+        {
+            stopped = true;
             break;
         }
     }
     // Labels and inertia consistent with the final centroids.
     let last = data.pass(&centroids)?;
-    let scale = metric.objective_scale();
     Ok(Run {
         centroids,
         inertia: last.inertia() * scale,
         n_iter,
         converged,
         history: history.into_iter().map(|j| j * scale).collect(),
+        stopped,
     })
 }
 
@@ -153,7 +168,8 @@ pub(super) fn fit_restarts<D: LloydData>(
     data: &mut D,
     mut init: impl FnMut(&mut D, &mut ChaCha8Rng) -> Result<Vec<f32>>,
 ) -> Result<KMeansModel> {
-    let (_, d) = data.shape();
+    let (n, d) = data.shape();
+    let began = std::time::Instant::now();
     let tol_abs = if params.tol > 0.0 {
         params.tol * mean_variance(data)?
     } else {
@@ -165,7 +181,8 @@ pub(super) fn fit_restarts<D: LloydData>(
         _ => params.n_init,
     };
     let mut best: Option<(Run, Vec<u32>)> = None;
-    for _ in 0..runs {
+    for r in 0..runs {
+        let progress = Progress::new(Algorithm::KMeans, r, params.on_iteration.as_ref());
         let mut start = init(data, &mut rng)?;
         if params.metric.is_spherical() {
             // Rows drawn from unit data are unit already; given centroids may not be.
@@ -173,15 +190,30 @@ pub(super) fn fit_restarts<D: LloydData>(
             normalize_centroids(&mut unit, d, None)?;
             start = unit.iter().map(|&v| v as f32).collect();
         }
-        let run = lloyd(data, start, params.max_iter, tol_abs, params.metric)?;
+        let run = lloyd(
+            data,
+            start,
+            params.max_iter,
+            tol_abs,
+            params.metric,
+            &progress,
+        )?;
+        let stopped = run.stopped;
         if best.as_ref().is_none_or(|(b, _)| run.inertia < b.inertia) {
             let labels = data.labels_and_distances()?.0;
             best = Some((run, labels));
         }
+        if stopped {
+            break;
+        }
     }
     let (run, labels) = best.expect("at least one restart ran");
+    fit_done(Algorithm::KMeans, n, d, run.n_iter, run.converged, began);
     Ok(KMeansModel {
-        params: params.clone(),
+        params: KMeans {
+            on_iteration: None,
+            ..params.clone()
+        },
         n_features: d,
         centroids: run.centroids,
         labels,
@@ -198,7 +230,7 @@ impl KMeans {
     /// Host data larger than the device-memory budget ([`Gpu::set_memory_budget`]) are
     /// streamed as by [`KMeans::fit_source`]; everything else is uploaded once.
     ///
-    /// Errors: invalid parameters ([`Error::InvalidParameter`](crate::Error::InvalidParameter), [`Error::TooFewSamples`](crate::Error::TooFewSamples)),
+    /// Errors: invalid parameters ([`Error::InvalidParameter`], [`Error::TooFewSamples`]),
     /// and the GPU errors of [`GpuMatrix::upload`] and of the kernels.
     pub fn fit(&self, gpu: &Gpu, x: &impl GpuInput) -> Result<KMeansModel> {
         self.fit_maybe_weighted(gpu, x, None)
@@ -210,7 +242,7 @@ impl KMeans {
     /// integer weight equals repeating the row that many times.
     ///
     /// Errors: weights that are not one per row, not finite and non-negative, or all zero
-    /// ([`Error::InvalidParameter`](crate::Error::InvalidParameter)), and those of [`KMeans::fit`].
+    /// ([`Error::InvalidParameter`]), and those of [`KMeans::fit`].
     pub fn fit_weighted(
         &self,
         gpu: &Gpu,

@@ -51,6 +51,7 @@
 
 use crate::error::{Error, Result};
 use crate::names::parse_choice;
+use crate::progress::OnIteration;
 
 mod fit;
 mod lloyd;
@@ -156,6 +157,10 @@ pub struct KMeans {
     /// Model files written before it existed read back as Euclidean.
     #[cfg_attr(feature = "serde", serde(default))]
     pub metric: Metric,
+    /// Called after every Lloyd iteration (see [`crate::progress`]); never serialized, and
+    /// not kept in the fitted model's parameters.
+    #[cfg_attr(feature = "serde", serde(skip))]
+    pub on_iteration: Option<OnIteration>,
 }
 
 impl KMeans {
@@ -169,7 +174,20 @@ impl KMeans {
             seed: 0,
             init: KMeansInit::KMeansPlusPlus,
             metric: Metric::Euclidean,
+            on_iteration: None,
         }
+    }
+
+    /// Calls `f` after every Lloyd iteration with its [`Iteration`](crate::Iteration)
+    /// (restart, iteration, inertia, squared centroid shift, elapsed time);
+    /// `ControlFlow::Break(())` stops the fit there: the model is returned as it stands,
+    /// `converged() == false`, and later restarts are skipped.
+    pub fn on_iteration(
+        mut self,
+        f: impl Fn(&crate::Iteration) -> std::ops::ControlFlow<()> + Send + Sync + 'static,
+    ) -> Self {
+        self.on_iteration = Some(OnIteration::new(f));
+        self
     }
 
     /// Sets the metric: [`Metric::Cosine`] for spherical K-Means.

@@ -200,7 +200,10 @@ impl Pca {
         }
         let denom = (n - self.ddof) as f64;
         Ok(PcaModel {
-            params: self.clone(),
+            params: Pca {
+                on_iteration: None,
+                ..self.clone()
+            },
             solver,
             n_samples: n,
             n_features: d,

@@ -38,6 +38,7 @@
 
 use crate::error::{Error, Result};
 use crate::names::parse_choice;
+use crate::progress::OnIteration;
 
 mod fit;
 mod model;
@@ -156,6 +157,10 @@ pub struct Pca {
     pub seed: u64,
     /// Delta degrees of freedom of the covariance: 0 (÷N) or 1 (÷(N−1)).
     pub ddof: usize,
+    /// Called after every power iteration (see [`crate::progress`]); never serialized, and
+    /// not kept in the fitted model's parameters.
+    #[cfg_attr(feature = "serde", serde(skip))]
+    pub on_iteration: Option<OnIteration>,
 }
 
 impl Pca {
@@ -171,7 +176,20 @@ impl Pca {
             max_iter: 1000,
             seed: 0,
             ddof: 1,
+            on_iteration: None,
         }
+    }
+
+    /// Calls `f` after every block power iteration (solvers `Power` and `MatrixFree`) with
+    /// its [`Iteration`](crate::Iteration): the largest relative Ritz residual and the change
+    /// of the largest Ritz value. `ControlFlow::Break(())` stops there and returns the
+    /// components of that iteration, which have not reached `tol` (`n_iter()` tells when).
+    pub fn on_iteration(
+        mut self,
+        f: impl Fn(&crate::Iteration) -> std::ops::ControlFlow<()> + Send + Sync + 'static,
+    ) -> Self {
+        self.on_iteration = Some(OnIteration::new(f));
+        self
     }
 
     /// Sets whitening.

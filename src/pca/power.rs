@@ -11,6 +11,7 @@ use crate::gpu::batch::{Batch, Bind};
 use crate::gpu::{Gpu, GpuMatrix};
 use crate::kernels::projection;
 use crate::linalg;
+use crate::progress::{fit_done, Algorithm, Progress};
 
 /// Fresh random rows in [−1, 1), made orthonormal.
 fn random_orthonormal(rng: &mut ChaCha8Rng, p: usize, d: usize) -> Result<Vec<f64>> {
@@ -44,6 +45,9 @@ pub(super) fn subspace_iteration(
     let mut rng = ChaCha8Rng::seed_from_u64(params.seed);
     let mut v = random_orthonormal(&mut rng, p, d)?;
     let mut residual = f64::INFINITY;
+    let progress = Progress::new(Algorithm::Pca, 0, params.on_iteration.as_ref());
+    let began = std::time::Instant::now();
+    let mut previous_top = f64::NAN;
     for it in 1..=params.max_iter {
         let mut w = apply(&v, p)?;
         let (theta, u) = linalg::rayleigh_ritz(&v, &w, p, d)?;
@@ -67,7 +71,10 @@ pub(super) fn subspace_iteration(
             }
             residual = residual.max(norm.sqrt() / scale);
         }
-        if residual <= params.tol {
+        let flow = progress.iteration(it, residual, theta[0] - previous_top);
+        previous_top = theta[0];
+        if residual <= params.tol || flow.is_break() {
+            fit_done(Algorithm::Pca, 0, d, it, residual <= params.tol, began);
             return Ok((theta[..m].to_vec(), u[..m * d].to_vec(), it));
         }
         orthonormalize_or_refill(&mut w, p, d, &mut rng)?;

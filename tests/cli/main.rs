@@ -22,3 +22,4 @@ mod pca;
 mod predict;
 mod select_k;
 mod stream;
+mod verbose;

@@ -22,6 +22,7 @@ use crate::flow::{
     iterations, read_sample_weights, timed, write_labels, write_rows, Context, Human, Outputs,
     Report, Task,
 };
+use crate::progress::Bar;
 use crate::{choices, CliResult, Failure};
 
 /// Arguments of `gmm`.
@@ -116,6 +117,8 @@ pub struct Gmm {
     params: GaussianMixture,
     /// `--sample-weight`, read when the input is checked.
     weights: Option<Vec<f32>>,
+    /// The progress bar on a terminal.
+    bar: Option<Bar>,
 }
 
 /// What a `gmm` run produced: the model and its score on the training rows.
@@ -161,11 +164,21 @@ impl Gmm {
         if let Some(init) = &args.init {
             params = params.init(init.clone());
         }
+        let bar = Bar::attach(args.json, "EM", params.max_iter, &mut params.on_iteration);
         Self {
             args,
             params,
             weights: None,
+            bar,
         }
+    }
+
+    /// The fitted model, the progress bar cleared.
+    fn fitted<T>(&self, fit: CliResult<T>) -> CliResult<T> {
+        if let Some(bar) = &self.bar {
+            bar.clear();
+        }
+        fit
     }
 }
 
@@ -175,10 +188,10 @@ impl Gmm {
     /// log-likelihood is Σ w·log p / Σ w with weights (BIC and AIC then count Σ w rows).
     fn compute_in_slices(&self, gpu: &Gpu, x: Matrix<'_>) -> CliResult<Fitted> {
         let (n, d) = (x.n_rows(), x.n_features());
-        let (model, fit_seconds) = timed(|| match &self.weights {
+        let (model, fit_seconds) = self.fitted(timed(|| match &self.weights {
             Some(w) => Ok(self.params.fit_weighted(gpu, &x, w)?),
             None => Ok(self.params.fit(gpu, &x)?),
-        })?;
+        }))?;
         let k = model.k();
         let rows = (gpu.memory_budget() / 2 / (4 * (d + 2 * k + 2)) as u64).max(1) as usize;
         let ((log_likelihood, proba), score_seconds) = timed(|| {
@@ -263,11 +276,11 @@ impl Task for Gmm {
         if self.args.max_gpu_memory.is_some() || self.weights.is_some() {
             return self.compute_in_slices(gpu, x);
         }
-        let ((xg, model), fit_seconds) = timed(|| {
+        let ((xg, model), fit_seconds) = self.fitted(timed(|| {
             let xg = GpuMatrix::upload(gpu, &x)?;
             let model = self.params.fit(gpu, &xg)?;
             Ok((xg, model))
-        })?;
+        }))?;
         // One E-step with the final parameters gives the mean log-likelihood of the training
         // rows (hence BIC and AIC) and the responsibilities.
         let ((log_likelihood, proba), score_seconds) = timed(|| {

@@ -16,6 +16,7 @@ use wgpu_unsupervised::{Gpu, KMeans, KMeansInit, KMeansModel, Matrix, Metric, Mi
 use crate::flow::{
     iterations, read_sample_weights, timed, write_labels, Context, Human, Outputs, Report, Task,
 };
+use crate::progress::Bar;
 use crate::{choices, CliResult, Failure};
 
 /// Arguments of `kmeans`.
@@ -103,6 +104,8 @@ pub struct Kmeans {
     params: KMeans,
     /// `--sample-weight`, read when the input is checked.
     weights: Option<Vec<f32>>,
+    /// The progress bar on a terminal.
+    bar: Option<Bar>,
 }
 
 impl Kmeans {
@@ -127,10 +130,45 @@ impl Kmeans {
         if let Some(metric) = args.metric {
             params = params.metric(metric);
         }
+        let bar = Bar::attach(
+            args.json,
+            "k-means",
+            params.max_iter,
+            &mut params.on_iteration,
+        );
         Self {
             args,
             params,
             weights: None,
+            bar,
+        }
+    }
+}
+
+impl Kmeans {
+    /// The fit the options ask for: Lloyd (weighted or not) or mini-batch.
+    fn fit(&self, gpu: &Gpu, x: Matrix<'_>) -> CliResult<(KMeansModel, f64)> {
+        match self.args.mini_batch {
+            Some(size) => {
+                let p = &self.params;
+                let mut mb = MiniBatchKMeans::new(p.k)
+                    .batch_size(size as usize)
+                    .n_init(p.n_init)
+                    .seed(p.seed)
+                    .init(p.init.clone())
+                    .tol(self.args.tol.unwrap_or(0.0));
+                if let Some(epochs) = self.args.max_iter {
+                    mb = mb.max_iter(epochs);
+                }
+                match &self.weights {
+                    Some(w) => timed(|| Ok(mb.fit_weighted(gpu, &x, w)?)),
+                    None => timed(|| Ok(mb.fit(gpu, &x)?)),
+                }
+            }
+            None => match &self.weights {
+                Some(w) => timed(|| Ok(self.params.fit_weighted(gpu, &x, w)?)),
+                None => timed(|| Ok(self.params.fit(gpu, &x)?)),
+            },
         }
     }
 }
@@ -166,28 +204,11 @@ impl Task for Kmeans {
     }
 
     fn compute(&self, gpu: &Gpu, x: Matrix<'_>) -> CliResult<Self::Outcome> {
-        match self.args.mini_batch {
-            Some(size) => {
-                let p = &self.params;
-                let mut mb = MiniBatchKMeans::new(p.k)
-                    .batch_size(size as usize)
-                    .n_init(p.n_init)
-                    .seed(p.seed)
-                    .init(p.init.clone())
-                    .tol(self.args.tol.unwrap_or(0.0));
-                if let Some(epochs) = self.args.max_iter {
-                    mb = mb.max_iter(epochs);
-                }
-                match &self.weights {
-                    Some(w) => timed(|| Ok(mb.fit_weighted(gpu, &x, w)?)),
-                    None => timed(|| Ok(mb.fit(gpu, &x)?)),
-                }
-            }
-            None => match &self.weights {
-                Some(w) => timed(|| Ok(self.params.fit_weighted(gpu, &x, w)?)),
-                None => timed(|| Ok(self.params.fit(gpu, &x)?)),
-            },
+        let fitted = self.fit(gpu, x);
+        if let Some(bar) = &self.bar {
+            bar.clear();
         }
+        fitted
     }
 
     fn write(&self, _run: &Context<'_>, (model, _): &Self::Outcome) -> CliResult {

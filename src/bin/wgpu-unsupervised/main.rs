@@ -38,6 +38,7 @@ mod info;
 mod kmeans;
 mod pca;
 mod predict;
+mod progress;
 mod select_k;
 
 use std::io::Write;
@@ -76,6 +77,10 @@ struct Cli {
     /// By default the best one (discrete > integrated > software), as `info` shows.
     #[arg(long, global = true, value_name = "SELECTOR")]
     adapter: Option<String>,
+    /// Print every iteration of the fits (restart, iteration, objective, change, seconds)
+    /// and a summary per fit on stderr, as the library's `tracing` events.
+    #[arg(long, short, global = true)]
+    verbose: bool,
 }
 
 /// The subcommands.
@@ -221,6 +226,9 @@ fn usage_error(e: clap::Error) -> ExitCode {
 /// Runs one command.
 fn run(cli: Cli) -> CliResult {
     flow::choose_adapter(cli.adapter.as_deref())?;
+    if cli.verbose {
+        progress::log_iterations();
+    }
     match cli.command {
         Command::Kmeans(args) => flow::run(kmeans::Kmeans::new(args)),
         Command::Gmm(args) => flow::run(gmm::Gmm::new(args)),

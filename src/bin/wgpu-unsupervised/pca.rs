@@ -19,6 +19,7 @@ use wgpu_unsupervised::{
 };
 
 use crate::flow::{timed, write_rows, Context, Human, Outputs, Report, Task};
+use crate::progress::Bar;
 use crate::{choices, CliResult, Failure};
 
 /// Arguments of `pca`.
@@ -114,6 +115,8 @@ pub struct PcaFit {
     components: Components,
     /// The parameters it asks for, the library's defaults elsewhere.
     params: Pca,
+    /// The progress bar of the power iteration on a terminal.
+    bar: Option<Bar>,
 }
 
 /// What a `pca` run produced.
@@ -160,10 +163,18 @@ impl PcaFit {
                 )));
             }
         }
+        let mut params = params;
+        let bar = Bar::attach(
+            args.json,
+            "power iteration",
+            params.max_iter,
+            &mut params.on_iteration,
+        );
         Ok(Self {
             args,
             components,
             params,
+            bar,
         })
     }
 }
@@ -195,54 +206,12 @@ impl Task for PcaFit {
     }
 
     fn compute(&self, gpu: &Gpu, x: Matrix<'_>) -> CliResult<Fitted> {
-        let d = x.n_features();
-        if self.args.max_gpu_memory.is_some() || self.args.incremental.is_some() {
-            // Host rows, streamed or fed in chunks; projections made a slice at a time.
-            let (model, fit_seconds) = timed(|| match self.args.incremental {
-                Some(rows) => {
-                    let rows = rows as usize;
-                    let mut inc = IncrementalPca::new(self.params.clone());
-                    for part in x.as_slice().chunks(rows * d) {
-                        inc.partial_fit(gpu, &Matrix::new(part, d)?)?;
-                    }
-                    Ok(inc.model(gpu)?)
-                }
-                None => Ok(self.params.fit(gpu, &x)?),
-            })?;
-            let budget = gpu.memory_budget();
-            let rows = (budget / 2 / (4 * (d + model.n_components()) as u64)).max(1) as usize;
-            let projections = match &self.args.output {
-                Some(_) => Some(timed(|| {
-                    let mut z = Vec::new();
-                    for part in x.as_slice().chunks(rows.saturating_mul(d)) {
-                        z.extend(model.transform(gpu, &Matrix::new(part, d)?)?);
-                    }
-                    Ok(z)
-                })?),
-                None => None,
-            };
-            return Ok(Fitted {
-                model,
-                fit_seconds,
-                projections,
-            });
+        let fitted = self.fit_and_project(gpu, x);
+        if let Some(bar) = &self.bar {
+            bar.clear();
         }
-        let ((xg, model), fit_seconds) = timed(|| {
-            let xg = GpuMatrix::upload(gpu, &x)?;
-            let model = self.params.fit(gpu, &xg)?;
-            Ok((xg, model))
-        })?;
-        let projections = match &self.args.output {
-            Some(_) => Some(timed(|| Ok(model.transform(gpu, &xg)?))?),
-            None => None,
-        };
-        Ok(Fitted {
-            model,
-            fit_seconds,
-            projections,
-        })
+        fitted
     }
-
     fn write(&self, run: &Context<'_>, fitted: &Fitted) -> CliResult {
         let model = &fitted.model;
         if let Some(path) = &self.args.model {
@@ -366,5 +335,57 @@ fn parse_components(text: &str) -> CliResult<Components> {
         _ => Err(Failure::invalid(format!(
             "invalid --components {text:?}: expected {rule}"
         ))),
+    }
+}
+
+impl PcaFit {
+    /// The fit and the projections the options ask for.
+    fn fit_and_project(&self, gpu: &Gpu, x: Matrix<'_>) -> CliResult<Fitted> {
+        let d = x.n_features();
+        if self.args.max_gpu_memory.is_some() || self.args.incremental.is_some() {
+            // Host rows, streamed or fed in chunks; projections made a slice at a time.
+            let (model, fit_seconds) = timed(|| match self.args.incremental {
+                Some(rows) => {
+                    let rows = rows as usize;
+                    let mut inc = IncrementalPca::new(self.params.clone());
+                    for part in x.as_slice().chunks(rows * d) {
+                        inc.partial_fit(gpu, &Matrix::new(part, d)?)?;
+                    }
+                    Ok(inc.model(gpu)?)
+                }
+                None => Ok(self.params.fit(gpu, &x)?),
+            })?;
+            let budget = gpu.memory_budget();
+            let rows = (budget / 2 / (4 * (d + model.n_components()) as u64)).max(1) as usize;
+            let projections = match &self.args.output {
+                Some(_) => Some(timed(|| {
+                    let mut z = Vec::new();
+                    for part in x.as_slice().chunks(rows.saturating_mul(d)) {
+                        z.extend(model.transform(gpu, &Matrix::new(part, d)?)?);
+                    }
+                    Ok(z)
+                })?),
+                None => None,
+            };
+            return Ok(Fitted {
+                model,
+                fit_seconds,
+                projections,
+            });
+        }
+        let ((xg, model), fit_seconds) = timed(|| {
+            let xg = GpuMatrix::upload(gpu, &x)?;
+            let model = self.params.fit(gpu, &xg)?;
+            Ok((xg, model))
+        })?;
+        let projections = match &self.args.output {
+            Some(_) => Some(timed(|| Ok(model.transform(gpu, &xg)?))?),
+            None => None,
+        };
+        Ok(Fitted {
+            model,
+            fit_seconds,
+            projections,
+        })
     }
 }
