@@ -480,6 +480,14 @@ impl<'a> Workspace<'a> {
                 rows::read_rows(self.gpu, &self.x, &idx)
             }
             KMeansInit::KMeansPlusPlus => self.kmeans_plus_plus(rng, params.n_local_trials()),
+            KMeansInit::KMeansParallel { .. } => super::parallel::device_seeds(
+                self.gpu,
+                &self.x,
+                self.k,
+                self.host_weights(),
+                &params.init,
+                rng,
+            ),
         }
     }
 }
@@ -553,18 +561,9 @@ fn weighted_pick(rng: &mut ChaCha8Rng, weights: &[f32]) -> usize {
     weights.iter().rposition(|&w| w > 0.0).unwrap_or(0)
 }
 
-/// Greedy k-means++ seeds (K x D, f32) of device data, drawn with `rng`: the seeding of
-/// [`KMeans::fit`] on its own, for the Gaussian-mixture initialisation.
-pub(crate) fn plus_plus_seeds(
-    gpu: &Gpu,
-    x: &GpuMatrix,
-    k: usize,
-    rng: &mut ChaCha8Rng,
-) -> Result<Vec<f32>> {
-    weighted_plus_plus_seeds(gpu, x, k, None, rng)
-}
-
-/// [`plus_plus_seeds`] of rows carrying sample weights (one per row of `x`).
+/// Greedy k-means++ seeds (K x D, f32) of device rows carrying optional sample weights (one
+/// per row of `x`), drawn with `rng`: the seeding of [`KMeans::fit`] on its own, for k-means‖
+/// candidates, samples of streamed rows and the Gaussian-mixture initialisation.
 pub(crate) fn weighted_plus_plus_seeds(
     gpu: &Gpu,
     x: &GpuMatrix,

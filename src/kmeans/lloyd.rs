@@ -181,8 +181,10 @@ pub(super) fn fit_restarts<D: LloydData>(
         _ => params.n_init,
     };
     let mut best: Option<(Run, Vec<u32>)> = None;
+    let mut init_seconds = 0.0;
     for r in 0..runs {
         let progress = Progress::new(Algorithm::KMeans, r, params.on_iteration.as_ref());
+        let init_began = std::time::Instant::now();
         let mut start = init(data, &mut rng)?;
         if params.metric.is_spherical() {
             // Rows drawn from unit data are unit already; given centroids may not be.
@@ -190,6 +192,7 @@ pub(super) fn fit_restarts<D: LloydData>(
             normalize_centroids(&mut unit, d, None)?;
             start = unit.iter().map(|&v| v as f32).collect();
         }
+        init_seconds += init_began.elapsed().as_secs_f64();
         let run = lloyd(
             data,
             start,
@@ -221,6 +224,7 @@ pub(super) fn fit_restarts<D: LloydData>(
         n_iter: run.n_iter,
         converged: run.converged,
         inertia_history: run.history,
+        init_seconds: super::model::Elapsed(init_seconds),
     })
 }
 
@@ -272,6 +276,27 @@ impl KMeans {
         }
         let x = x.on_gpu(gpu)?;
         self.fit_resident(gpu, &x, weights)
+    }
+
+    /// The initial centroids of the first restart (K x D, row-major), as [`KMeans::fit`]
+    /// draws them from `self.seed`: the k-means++ (scikit-learn's `kmeans_plusplus`),
+    /// k-means‖ or random seeding on its own. With the cosine metric they are rows of the
+    /// normalised data.
+    ///
+    /// Errors: those of [`KMeans::fit`] before its Lloyd iterations.
+    pub fn initial_centroids(&self, gpu: &Gpu, x: &impl GpuInput) -> Result<Vec<f32>> {
+        let (n, d) = x.shape();
+        self.validate(n, d)?;
+        let on_device = x.on_gpu(gpu)?;
+        let unit;
+        let rows = if self.metric.is_spherical() {
+            unit = crate::kernels::rows::normalize_rows(gpu, &on_device)?;
+            &unit
+        } else {
+            &*on_device
+        };
+        let ws = Workspace::weighted(gpu, rows, self.k, None)?;
+        ws.initial_centroids(self, &mut ChaCha8Rng::seed_from_u64(self.seed))
     }
 
     /// Refuses the cosine metric where the rows are not all on one device (streamed or

@@ -27,7 +27,7 @@
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use super::fit::{random_rows, weighted_plus_plus_seeds, Workspace};
+use super::fit::{random_rows, Workspace};
 use super::stream::labels_and_inertia;
 use super::{KMeans, KMeansInit, KMeansModel, KMeansStats, MiniBatchKMeansFit};
 use crate::data::Matrix;
@@ -287,6 +287,7 @@ impl MiniBatchKMeans {
             n_iter: history.len(),
             converged,
             inertia_history: history,
+            init_seconds: Default::default(),
         })
     }
 
@@ -302,13 +303,13 @@ impl MiniBatchKMeans {
         match &self.init {
             KMeansInit::Centroids(c) => Ok(c.iter().map(|&v| v as f32).collect()),
             KMeansInit::Random => source.gather(&random_rows(rng, n, self.k, weights)?),
-            KMeansInit::KMeansPlusPlus => {
+            KMeansInit::KMeansPlusPlus | KMeansInit::KMeansParallel { .. } => {
                 let m = self.sample_size(n);
                 let idx: Vec<usize> = (0..m).map(|_| rng.random_range(0..n)).collect();
                 let rows = source.gather(&idx)?;
                 let w: Option<Vec<f32>> = weights.map(|w| idx.iter().map(|&i| w[i]).collect());
                 let sample = GpuMatrix::upload(gpu, &Matrix::new(&rows, d)?)?;
-                weighted_plus_plus_seeds(gpu, &sample, self.k, w.as_deref(), rng)
+                super::parallel::device_seeds(gpu, &sample, self.k, w.as_deref(), &self.init, rng)
             }
         }
     }

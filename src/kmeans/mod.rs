@@ -58,6 +58,7 @@ mod lloyd;
 mod metric;
 mod minibatch;
 mod model;
+mod parallel;
 mod partial;
 mod partitions;
 mod stats;
@@ -86,11 +87,32 @@ pub enum KMeansInit {
     Random,
     /// Given centroids, row-major K x D (f64). With these, `n_init` is ignored (one run).
     Centroids(Vec<f64>),
+    /// k-means‖ (Bahmani et al. 2012, "Scalable K-Means++"): `rounds` passes each sample
+    /// every row independently with probability min(1, ℓ·w·D²/φ), ℓ = `oversampling`·K, then
+    /// weighted greedy k-means++ picks K of the candidates. For large K, where k-means++
+    /// needs K passes (module `parallel`).
+    KMeansParallel {
+        /// ℓ / K: candidates expected per round, per cluster (the paper's ℓ = 2K: 2.0).
+        oversampling: f64,
+        /// Sampling rounds (the paper finds 5 enough).
+        rounds: usize,
+    },
 }
 
 impl KMeansInit {
-    /// The initialisations that can be named (all but [`KMeansInit::Centroids`]).
-    pub const ALL: [KMeansInit; 2] = [KMeansInit::KMeansPlusPlus, KMeansInit::Random];
+    /// The initialisations that can be named (all but [`KMeansInit::Centroids`]), k-means‖
+    /// with its defaults.
+    pub const ALL: [KMeansInit; 3] = [
+        KMeansInit::KMeansPlusPlus,
+        KMeansInit::Random,
+        KMeansInit::PARALLEL,
+    ];
+
+    /// k-means‖ with the paper's defaults: ℓ = 2K, 5 rounds.
+    pub const PARALLEL: KMeansInit = KMeansInit::KMeansParallel {
+        oversampling: 2.0,
+        rounds: 5,
+    };
 
     /// The name the CLI uses: "k-means++" or "random"; "given centroids" for
     /// [`KMeansInit::Centroids`], which cannot be parsed.
@@ -99,6 +121,7 @@ impl KMeansInit {
             KMeansInit::KMeansPlusPlus => "k-means++",
             KMeansInit::Random => "random",
             KMeansInit::Centroids(_) => "given centroids",
+            KMeansInit::KMeansParallel { .. } => "k-means||",
         }
     }
 
@@ -106,6 +129,9 @@ impl KMeansInit {
     fn aliases(&self) -> &'static [&'static str] {
         match self {
             KMeansInit::KMeansPlusPlus => &["kmeans++"],
+            KMeansInit::KMeansParallel { .. } => {
+                &["kmeans||", "kmeans-parallel", "k-means-parallel"]
+            }
             KMeansInit::Random | KMeansInit::Centroids(_) => &[],
         }
     }
@@ -120,7 +146,8 @@ impl std::fmt::Display for KMeansInit {
 impl std::str::FromStr for KMeansInit {
     type Err = Error;
 
-    /// Parses "k-means++" (or "kmeans++") or "random", ignoring ASCII case.
+    /// Parses "k-means++" (or "kmeans++"), "random" or "k-means||" (or "kmeans||",
+    /// "kmeans-parallel"), ignoring ASCII case.
     fn from_str(s: &str) -> Result<Self> {
         parse_choice(
             "init",
@@ -254,6 +281,19 @@ impl KMeans {
                 ));
             }
             crate::data::check_finite(c, d)?;
+        }
+        if let KMeansInit::KMeansParallel {
+            oversampling,
+            rounds,
+        } = self.init
+        {
+            if !(oversampling.is_finite() && oversampling > 0.0) {
+                return Err(Error::invalid(
+                    "oversampling",
+                    format!("{oversampling}: must be a finite number > 0 (ℓ / k)"),
+                ));
+            }
+            Error::require_count("rounds", rounds)?;
         }
         Ok(())
     }

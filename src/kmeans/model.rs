@@ -33,6 +33,21 @@ pub struct KMeansModel {
     pub(super) n_iter: usize,
     pub(super) converged: bool,
     pub(super) inertia_history: Vec<f64>,
+    /// Seconds the initialisations took (every restart's): not serialized, and not part of
+    /// what makes two models equal.
+    #[cfg_attr(feature = "serde", serde(skip))]
+    pub(super) init_seconds: Elapsed,
+}
+
+/// A duration in seconds that every other one equals: models fitted twice from one seed are
+/// the same model although the clock differs.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Elapsed(pub(crate) f64);
+
+impl PartialEq for Elapsed {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
 }
 
 /// The serialized fields of a [`KMeansModel`], before [`KMeansModel::validate`] accepts them.
@@ -64,6 +79,7 @@ impl TryFrom<KMeansModelFields> for KMeansModel {
             n_iter: f.n_iter,
             converged: f.converged,
             inertia_history: f.inertia_history,
+            init_seconds: Default::default(),
         };
         model.validate()?;
         Ok(model)
@@ -99,6 +115,7 @@ impl KMeansModel {
             n_iter: 0,
             converged: false,
             inertia_history: Vec::new(),
+            init_seconds: Default::default(),
         })
     }
 
@@ -128,6 +145,12 @@ impl KMeansModel {
     /// For the cosine metric this is Σ(1 − cos(x, c)).
     pub fn inertia(&self) -> f64 {
         self.inertia
+    }
+
+    /// Wall-clock seconds spent choosing the initial centroids, summed over the restarts (0
+    /// for a model from centroids, a mini-batch fit or a file). Not compared by `==`.
+    pub fn init_seconds(&self) -> f64 {
+        self.init_seconds.0
     }
 
     /// Lloyd iterations of the kept restart.

@@ -4,7 +4,7 @@
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
-use super::fit::{random_rows, weighted_plus_plus_seeds};
+use super::fit::random_rows;
 use super::minibatch::MiniBatchRun;
 use super::stream::labels_and_inertia;
 use super::{KMeansInit, KMeansModel, MiniBatchKMeans};
@@ -82,13 +82,16 @@ impl MiniBatchKMeansFit {
                 KMeansInit::Random => {
                     batch.gather(&random_rows(&mut rng, n, self.params.k, weights)?)?
                 }
-                KMeansInit::KMeansPlusPlus => weighted_plus_plus_seeds(
-                    gpu,
-                    &GpuMatrix::upload(gpu, batch)?,
-                    self.params.k,
-                    weights,
-                    &mut rng,
-                )?,
+                KMeansInit::KMeansPlusPlus | KMeansInit::KMeansParallel { .. } => {
+                    super::parallel::device_seeds(
+                        gpu,
+                        &GpuMatrix::upload(gpu, batch)?,
+                        self.params.k,
+                        weights,
+                        &self.params.init,
+                        &mut rng,
+                    )?
+                }
             };
             self.state = Some(PartialState {
                 centroids,
@@ -173,6 +176,7 @@ impl MiniBatchKMeansFit {
             n_iter: s.steps,
             converged: false,
             inertia_history: Vec::new(),
+            init_seconds: Default::default(),
         })
     }
 }

@@ -11,7 +11,6 @@
 
 use rand_chacha::ChaCha8Rng;
 
-use super::fit::plus_plus_seeds;
 use super::lloyd::{fit_restarts, LloydData};
 use super::stream::Streamed;
 use super::{KMeans, KMeansInit, KMeansModel, KMeansStats};
@@ -158,13 +157,13 @@ fn initial_centroids(
     match &params.init {
         KMeansInit::Centroids(c) => Ok(c.iter().map(|&v| v as f32).collect()),
         KMeansInit::Random => data.gather(&rand::seq::index::sample(rng, n, params.k).into_vec()),
-        KMeansInit::KMeansPlusPlus => {
+        KMeansInit::KMeansPlusPlus | KMeansInit::KMeansParallel { .. } => {
             let m = super::stream::plus_plus_sample_size(n, usize::MAX, params.k);
             let mut idx = rand::seq::index::sample(rng, n, m).into_vec();
             idx.sort_unstable();
             let rows = data.gather(&idx)?;
             let sample = GpuMatrix::upload(gpu, &Matrix::new(&rows, d)?)?;
-            plus_plus_seeds(gpu, &sample, params.k, rng)
+            super::parallel::device_seeds(gpu, &sample, params.k, None, &params.init, rng)
         }
     }
 }

@@ -15,7 +15,7 @@
 
 use rand_chacha::ChaCha8Rng;
 
-use super::fit::{random_rows, weighted_plus_plus_seeds, Workspace};
+use super::fit::{random_rows, Workspace};
 use super::lloyd::{fit_restarts, LloydData};
 use super::{KMeans, KMeansInit, KMeansModel, KMeansStats};
 use crate::data::Matrix;
@@ -105,7 +105,7 @@ impl<'a, S: RowSource + ?Sized> Streamed<'a, S> {
                 let idx = random_rows(rng, n, params.k, self.ws.host_weights())?;
                 self.source.gather(&idx)
             }
-            KMeansInit::KMeansPlusPlus => {
+            KMeansInit::KMeansPlusPlus | KMeansInit::KMeansParallel { .. } => {
                 // A uniform sample; its rows keep their weights, so D² sampling stays ∝ w·D².
                 let m = plus_plus_sample_size(n, self.rows.capacity(), params.k);
                 let mut idx = rand::seq::index::sample(rng, n, m).into_vec();
@@ -116,7 +116,14 @@ impl<'a, S: RowSource + ?Sized> Streamed<'a, S> {
                     .host_weights()
                     .map(|w| idx.iter().map(|&i| w[i]).collect());
                 let sample = GpuMatrix::upload(self.gpu, &Matrix::new(&rows, d)?)?;
-                weighted_plus_plus_seeds(self.gpu, &sample, params.k, weights.as_deref(), rng)
+                super::parallel::device_seeds(
+                    self.gpu,
+                    &sample,
+                    params.k,
+                    weights.as_deref(),
+                    &params.init,
+                    rng,
+                )
             }
         }
     }

@@ -21,6 +21,7 @@ fn kmeans_npy_json_report_and_labels() {
         "n_iter",
         "converged",
         "fit_seconds",
+        "init_seconds",
         "adapter",
     ];
     expected.sort_unstable();
@@ -92,7 +93,7 @@ fn kmeans_init_takes_the_library_spellings_and_help_lists_them() {
     }
     let help = ok(&f.run("kmeans --help"));
     assert!(
-        help.contains("[possible values: k-means++, random]"),
+        help.contains("[possible values: k-means++, random, k-means||]"),
         "{help}"
     );
 }
@@ -193,6 +194,39 @@ fn kmeans_cosine_metric_report_and_refusals() {
         usage(
             "kmeans --input {x} --k 2 --metric cosine --mini-batch 10",
             &["--mini-batch"],
+        ),
+    ]);
+}
+
+#[test]
+fn kmeans_parallel_init_and_its_options() {
+    let mut f = Fixture::new();
+    f.blobs("x", 400, 3, 8, 3);
+    for init in ["k-means||", "kmeans-parallel"] {
+        let report = json_line(&f.run(&format!(
+            "kmeans --input {{x}} --k 8 --init {init} --rounds 3 --oversampling 1.5 --seed 1 --json"
+        )));
+        let init_s = report["init_seconds"].as_f64().unwrap();
+        assert!(
+            init_s > 0.0 && init_s <= report["fit_seconds"].as_f64().unwrap(),
+            "{report}"
+        );
+    }
+    f.check(&[
+        case(
+            "kmeans --input {x} --k 3 --rounds 2",
+            2,
+            &["--rounds", "k-means||"],
+        ),
+        case(
+            "kmeans --input {x} --k 3 --init kmeans-parallel --oversampling 0",
+            2,
+            &["oversampling"],
+        ),
+        case(
+            "kmeans --input {x} --k 3 --init kmeans-parallel --rounds 0",
+            2,
+            &["rounds"],
         ),
     ]);
 }

@@ -43,6 +43,12 @@ pub struct KmeansArgs {
     /// Initialisation method [default: k-means++].
     #[arg(long, value_name = "METHOD", value_parser = choices::kmeans_init())]
     init: Option<KMeansInit>,
+    /// k-means|| only: candidates sampled per round, per cluster (ℓ / k) [default: 2].
+    #[arg(long, value_name = "F")]
+    oversampling: Option<f64>,
+    /// k-means|| only: sampling rounds [default: 5].
+    #[arg(long, value_name = "R")]
+    rounds: Option<usize>,
     /// Distance: euclidean (K-Means) or cosine (spherical K-Means: rows and centroids on the
     /// unit sphere, assignment by the largest cosine, inertia Σ(1 − cos); rows of zeros are
     /// refused) [default: euclidean].
@@ -92,6 +98,8 @@ struct KmeansReport<'a> {
     converged: bool,
     /// Wall time of the fit (data upload included, GPU start-up and file I/O excluded).
     fit_seconds: f64,
+    /// Part of `fit_seconds` spent choosing the initial centroids (all restarts).
+    init_seconds: f64,
     /// Adapter name.
     adapter: &'a str,
 }
@@ -126,6 +134,14 @@ impl Kmeans {
         }
         if let Some(init) = &args.init {
             params = params.init(init.clone());
+        }
+        if let KMeansInit::KMeansParallel {
+            oversampling,
+            rounds,
+        } = &mut params.init
+        {
+            *oversampling = args.oversampling.unwrap_or(*oversampling);
+            *rounds = args.rounds.unwrap_or(*rounds);
         }
         if let Some(metric) = args.metric {
             params = params.metric(metric);
@@ -196,6 +212,12 @@ impl Task for Kmeans {
     }
 
     fn check(&mut self, x: &Matrix<'_>) -> CliResult {
+        let parallel = matches!(self.params.init, KMeansInit::KMeansParallel { .. });
+        if !parallel && (self.args.oversampling.is_some() || self.args.rounds.is_some()) {
+            return Err(Failure::invalid(
+                "--oversampling and --rounds apply to --init k-means|| only",
+            ));
+        }
         self.params.validate(x.n_rows(), x.n_features())?;
         if let Some(path) = &self.args.sample_weight {
             self.weights = Some(read_sample_weights(path, x.n_rows())?);
@@ -254,6 +276,7 @@ impl Task for Kmeans {
             n_iter: model.n_iter(),
             converged: model.converged(),
             fit_seconds: *fit_seconds,
+            init_seconds: model.init_seconds(),
             adapter: &run.info.name,
         };
         Report::new(&json, human)

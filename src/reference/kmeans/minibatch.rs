@@ -8,7 +8,7 @@
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use super::{assign, kmeans_plus_plus, mean_variance, random_init};
+use super::{assign, kmeans_plus_plus, mean_variance, no_parallel, random_init};
 use crate::error::Result;
 use crate::kmeans::{KMeansInit, MiniBatchKMeans};
 
@@ -51,6 +51,7 @@ pub fn fit(x: &[f64], d: usize, params: &MiniBatchKMeans) -> Result<ReferenceMin
     for _ in 0..candidates {
         let c = match &params.init {
             KMeansInit::Centroids(c) => c.clone(),
+            KMeansInit::KMeansParallel { .. } => return Err(no_parallel()),
             KMeansInit::Random => random_init(x, d, k, &mut rng),
             KMeansInit::KMeansPlusPlus => {
                 let m = params.init_size.unwrap_or(3 * b).max(k).min(n.max(k));

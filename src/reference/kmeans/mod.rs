@@ -105,6 +105,7 @@ pub fn fit(x: &[f64], n_features: usize, params: &KMeans) -> Result<ReferenceKMe
                 kmeans_plus_plus(x, d, params.k, params.n_local_trials(), &mut rng)
             }
             KMeansInit::Random => random_init(x, d, params.k, &mut rng),
+            KMeansInit::KMeansParallel { .. } => return Err(no_parallel()),
             KMeansInit::Centroids(c) if spherical => unit_vectors(c, d, "init")?,
             KMeansInit::Centroids(c) => c.clone(),
         };
@@ -464,4 +465,13 @@ pub fn mean_variance(x: &[f64], d: usize) -> f64 {
         var_sum += sq_dist(row, &mean);
     }
     var_sum / n / d as f64
+}
+
+/// The reference has no k-means‖: its seeds are checked by properties in
+/// `tests/kmeans_parallel.rs` (distinct data rows, determinism, quality against k-means++).
+pub(crate) fn no_parallel() -> Error {
+    Error::invalid(
+        "init",
+        "the CPU reference implements k-means++, random and given starts, not k-means||",
+    )
 }
