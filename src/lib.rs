@@ -51,6 +51,7 @@
 //! | `serde` | yes | `Serialize`/`Deserialize` on parameters, models (validated when deserialized; training labels not written) and curves | serde |
 //! | `datasets` | yes | the bundled Iris and Digits data (`datasets::iris`, `datasets::digits`, ~470 KB compiled in) | npyz |
 //! | `io` | no | `.npy`/`.csv` matrices and labels (`io`), model files (`model_file`, `Model` with `load`/`save`), atomic writes | serde, npyz, serde_json, tempfile |
+//! | `ndarray` | no | `ndarray` 0.16 arrays (f32, f64) as data, models' parameters as array views (`interop::ndarray`) | ndarray |
 //! | `plot` | no | SVG plots of the selection curves (`plot`) | plotters, tempfile |
 //! | `cli` | no | the `wgpu-unsupervised` program (`io` + `plot` + `datasets`) | clap |
 //!
@@ -91,6 +92,7 @@ pub mod datasets;
 pub mod error;
 pub mod gmm;
 pub mod gpu;
+pub mod interop;
 #[cfg(feature = "io")]
 pub mod io;
 pub(crate) mod kernels;
