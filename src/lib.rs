@@ -28,7 +28,7 @@
 //!
 //! Every result is bitwise reproducible for a seed on a given adapter.
 //!
-//! ```no_run
+//! ```
 //! use wgpu_unsupervised::{datasets, Gpu, KMeans, Matrix};
 //!
 //! let gpu = Gpu::new()?;                                   // best adapter on this machine

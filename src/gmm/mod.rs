@@ -233,6 +233,20 @@ impl std::str::FromStr for GmmInit {
 /// Defaults follow scikit-learn: `covariance_type = Full`, `reg_covar = 1e-6` (added to the
 /// covariance diagonals), `n_init = 1`, `max_iter = 100`, `tol = 1e-3` on the change of the
 /// mean per-sample log-likelihood lower bound, `seed = 0`, `init = KMeans`.
+///
+/// ```
+/// use wgpu_unsupervised::{datasets, metrics, CovarianceType, GaussianMixture, Gpu, Matrix};
+///
+/// let gpu = Gpu::new()?;
+/// let (rows, truth, _) = datasets::make_blobs(600, 2, 3, 0.6, (-10.0, 10.0), 4)?;
+/// let x = Matrix::new(&rows, 2)?;
+/// let model = GaussianMixture::new(3).covariance(CovarianceType::Diag).seed(4).fit(&gpu, &x)?;
+/// assert!(model.converged());
+/// assert!(metrics::adjusted_rand_index(model.labels(), &truth)? > 0.99);
+/// let proba = model.predict_proba(&gpu, &x)?; // 600 x 3, rows sum to 1
+/// assert!((proba[..3].iter().sum::<f32>() - 1.0).abs() < 1e-5);
+/// # Ok::<(), wgpu_unsupervised::Error>(())
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct GaussianMixture {

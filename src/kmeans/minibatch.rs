@@ -41,6 +41,17 @@ use crate::source::{check_shape, RowSource};
 /// Defaults follow scikit-learn: `batch_size = 1024`, `max_iter = 100` epochs,
 /// `max_no_improvement = Some(10)`, `reassignment_ratio = 0.01`, `tol = 0` (off),
 /// `n_init = 1` with k-means++ (sklearn's "auto"), `init_size = 3·batch_size`, `seed = 0`.
+///
+/// ```
+/// use wgpu_unsupervised::{datasets, metrics, Gpu, Matrix, MiniBatchKMeans};
+///
+/// let gpu = Gpu::new()?;
+/// let (rows, truth, _) = datasets::make_blobs(2000, 2, 3, 0.4, (-10.0, 10.0), 2)?;
+/// let x = Matrix::new(&rows, 2)?;
+/// let model = MiniBatchKMeans::new(3).batch_size(256).seed(2).fit(&gpu, &x)?;
+/// assert!(metrics::adjusted_rand_index(model.labels(), &truth)? > 0.99);
+/// # Ok::<(), wgpu_unsupervised::Error>(())
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct MiniBatchKMeans {

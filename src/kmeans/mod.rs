@@ -164,6 +164,19 @@ impl std::str::FromStr for KMeansInit {
 ///
 /// Defaults follow scikit-learn: `n_init = 1` with k-means++ (sklearn's "auto"),
 /// `max_iter = 300`, `tol = 1e-4`, `seed = 0`.
+///
+/// ```
+/// use wgpu_unsupervised::{datasets, metrics, Gpu, KMeans, Matrix};
+///
+/// let gpu = Gpu::new()?;
+/// let (rows, truth, _) = datasets::make_blobs(600, 3, 4, 0.5, (-10.0, 10.0), 1)?;
+/// let x = Matrix::new(&rows, 3)?;
+/// let model = KMeans::new(4).n_init(3).seed(1).fit(&gpu, &x)?;
+/// assert_eq!(model.centroids().len(), 4 * 3);
+/// assert_eq!(metrics::adjusted_rand_index(model.labels(), &truth)?, 1.0);
+/// assert_eq!(model.predict(&gpu, &x)?, model.labels());
+/// # Ok::<(), wgpu_unsupervised::Error>(())
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct KMeans {

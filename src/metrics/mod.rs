@@ -21,6 +21,22 @@
 //!
 //! The other criteria are two passes over the data (O(N D)) on the host in f64, from a host
 //! [`Matrix`] (no f64 copy of the data).
+//!
+//! ```
+//! use wgpu_unsupervised::{datasets, metrics, Gpu, KMeans, Matrix};
+//!
+//! let gpu = Gpu::new()?;
+//! let (rows, truth, _) = datasets::make_blobs(300, 2, 3, 0.5, (-10.0, 10.0), 5)?;
+//! let x = Matrix::new(&rows, 2)?;
+//! let labels = KMeans::new(3).seed(5).fit(&gpu, &x)?.labels().to_vec();
+//! let s = metrics::silhouette(&gpu, &x, &labels, None, 0)?; // O(N²) distances on the GPU
+//! assert!(s.score > 0.7);
+//! // The same partition under other names: the same Calinski–Harabasz score.
+//! let (ch, ch_truth) = (metrics::calinski_harabasz(&x, &labels)?, metrics::calinski_harabasz(&x, &truth)?);
+//! assert!((ch - ch_truth).abs() <= 1e-9 * ch_truth);
+//! assert_eq!(metrics::adjusted_rand_index(&labels, &truth)?, 1.0);
+//! # Ok::<(), wgpu_unsupervised::Error>(())
+//! ```
 
 //!
 //! Files: [`silhouette`](silhouette()) (GPU) here in `silhouette`; Calinski–Harabasz,

@@ -131,6 +131,24 @@ impl std::str::FromStr for PcaSolver {
 
 /// PCA parameters (a builder); validated when fitting.
 ///
+/// ```
+/// use wgpu_unsupervised::{Components, Gpu, Matrix, Pca};
+///
+/// let gpu = Gpu::new()?;
+/// // Points near the line y = 2x: one direction holds nearly all the variance.
+/// let rows: Vec<f32> = (0..200)
+///     .flat_map(|i| { let t = i as f32 / 20.0; [t, 2.0 * t + 0.01 * (i as f32).sin()] })
+///     .collect();
+/// let x = Matrix::new(&rows, 2)?;
+/// let model = Pca::new(Components::Fraction(0.99)).fit(&gpu, &x)?;
+/// assert_eq!(model.n_components(), 1);
+/// let c = model.components();
+/// assert!((c[1] / c[0] - 2.0).abs() < 1e-3);
+/// let z = model.transform(&gpu, &x)?; // 200 x 1 projections
+/// assert_eq!(z.len(), 200);
+/// # Ok::<(), wgpu_unsupervised::Error>(())
+/// ```
+///
 /// Defaults: `center = true`, `whiten = false`, `standardize = false`, `solver = Auto`,
 /// `tol = 1e-5` (power iteration: residual ‖S·v − λv‖ relative to λ₁; S·V in f32 puts a
 /// floor near 1e-6 under it), `max_iter = 1000`,

@@ -300,6 +300,21 @@ impl Pca {
 /// [`IncrementalPca::model`] fits from all seen so far. Unlike scikit-learn's
 /// `IncrementalPCA` (an approximation by sequential SVD updates), the moments are exact, so
 /// the model equals a full fit on all the chunks within f32 rounding.
+///
+/// ```
+/// use wgpu_unsupervised::{datasets, Components, Gpu, IncrementalPca, Matrix, Pca};
+///
+/// let gpu = Gpu::new()?;
+/// let rows = datasets::uniform(1000, 5, 3);
+/// let mut inc = IncrementalPca::new(Pca::new(Components::Count(2)));
+/// for chunk in rows.chunks(250 * 5) {
+///     inc.partial_fit(&gpu, &Matrix::new(chunk, 5)?)?;
+/// }
+/// let full = Pca::new(Components::Count(2)).fit(&gpu, &Matrix::new(&rows, 5)?)?;
+/// let (a, b) = (inc.model(&gpu)?.explained_variance().to_vec(), full.explained_variance());
+/// assert!(a.iter().zip(b).all(|(x, y)| (x - y).abs() <= 1e-5 * y));
+/// # Ok::<(), wgpu_unsupervised::Error>(())
+/// ```
 #[derive(Debug, Clone)]
 pub struct IncrementalPca {
     params: Pca,
