@@ -152,6 +152,98 @@ pub fn make_blobs(
     Ok((x, labels, centers))
 }
 
+/// scikit-learn's `make_moons(n, shuffle=False, noise)`: two interleaved half circles in 2-D,
+/// the classic case K-Means cannot separate. The first ⌊n/2⌋ points, label 0, lie on
+/// (cos t, sin t) and the others, label 1, on (1 − cos t, 0.5 − sin t), t evenly spaced over
+/// [0, π] on each; then Gaussian noise of standard deviation `noise` is added to every
+/// coordinate (ChaCha8, seeded by `seed`).
+///
+/// Returns the `n` x 2 points (row-major) and their labels.
+///
+/// Errors: [`Error::InvalidParameter`] when `n` < 2 or `noise` is negative or not finite.
+pub fn make_moons(n: usize, noise: f32, seed: u64) -> Result<(Vec<f32>, Vec<u32>)> {
+    two_curves(
+        n,
+        noise,
+        seed,
+        |outer, t| {
+            let t = std::f64::consts::PI * t;
+            if outer {
+                (t.cos(), t.sin())
+            } else {
+                (1.0 - t.cos(), 0.5 - t.sin())
+            }
+        },
+        true,
+    )
+}
+
+/// scikit-learn's `make_circles(n, shuffle=False, noise, factor)`: a circle of radius 1
+/// (label 0, the first ⌊n/2⌋ points) around a circle of radius `factor` (label 1), points
+/// evenly spaced on each (2πi/m, end point excluded), then Gaussian noise of standard
+/// deviation `noise` on every coordinate.
+///
+/// Errors: [`Error::InvalidParameter`] when `n` < 2, `noise` is negative or not finite, or
+/// `factor` is not in (0, 1).
+pub fn make_circles(n: usize, noise: f32, factor: f32, seed: u64) -> Result<(Vec<f32>, Vec<u32>)> {
+    if !(factor > 0.0 && factor < 1.0) {
+        return Err(Error::invalid(
+            "factor",
+            format!("{factor}: must be in (0, 1)"),
+        ));
+    }
+    let r = factor as f64;
+    two_curves(
+        n,
+        noise,
+        seed,
+        |outer, t| {
+            let t = 2.0 * std::f64::consts::PI * t;
+            let scale = if outer { 1.0 } else { r };
+            (scale * t.cos(), scale * t.sin())
+        },
+        false,
+    )
+}
+
+/// The points of two curves: `at(outer, t)` for t in [0, 1] (end point included when
+/// `closed_range`, else t = i/m), ⌊n/2⌋ on the outer curve then the rest on the inner, with
+/// Gaussian noise.
+fn two_curves(
+    n: usize,
+    noise: f32,
+    seed: u64,
+    at: impl Fn(bool, f64) -> (f64, f64),
+    closed_range: bool,
+) -> Result<(Vec<f32>, Vec<u32>)> {
+    if n < 2 {
+        return Err(Error::invalid(
+            "n",
+            format!("{n}: two curves need at least 2 points"),
+        ));
+    }
+    Error::require_non_negative("noise", noise as f64)?;
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let mut normal = StandardNormal::default();
+    let n_outer = n / 2;
+    let mut x = Vec::with_capacity(2 * n);
+    let mut labels = Vec::with_capacity(n);
+    for (outer, m) in [(true, n_outer), (false, n - n_outer)] {
+        for i in 0..m {
+            let t = match (closed_range, m) {
+                (true, 1) => 0.0,
+                (true, _) => i as f64 / (m - 1) as f64,
+                (false, _) => i as f64 / m as f64,
+            };
+            let (a, b) = at(outer, t);
+            x.push((a + noise as f64 * normal.sample(&mut rng)) as f32);
+            x.push((b + noise as f64 * normal.sample(&mut rng)) as f32);
+            labels.push(u32::from(!outer));
+        }
+    }
+    Ok((x, labels))
+}
+
 /// `n` x `d` values uniform in [0, 1), row-major, from a ChaCha8 generator seeded by `seed`.
 ///
 /// # Panics
@@ -282,5 +374,36 @@ mod tests {
         let mean = u.iter().map(|&v| v as f64).sum::<f64>() / 3000.0;
         assert!((mean - 0.5).abs() < 0.02, "{mean}");
         assert!(uniform(0, 3, 0).is_empty());
+    }
+
+    #[test]
+    fn moons_and_circles_follow_their_curves() {
+        let (x, y) = super::make_moons(101, 0.0, 0).unwrap();
+        assert_eq!((x.len(), y.len()), (202, 101));
+        assert_eq!(y.iter().filter(|&&l| l == 0).count(), 50);
+        // Outer moon on the unit circle's upper half, inner one shifted by (1, 0.5).
+        for (p, &l) in x.chunks(2).zip(&y) {
+            let (a, b) = if l == 0 {
+                (p[0], p[1])
+            } else {
+                (1.0 - p[0], 0.5 - p[1])
+            };
+            assert!(
+                (a * a + b * b - 1.0).abs() < 1e-5 && b >= -1e-6,
+                "{p:?} {l}"
+            );
+        }
+        let (c, y) = super::make_circles(100, 0.0, 0.3, 0).unwrap();
+        for (p, &l) in c.chunks(2).zip(&y) {
+            let r = (p[0] * p[0] + p[1] * p[1]).sqrt();
+            assert!((r - if l == 0 { 1.0 } else { 0.3 }).abs() < 1e-5);
+        }
+        let (noisy, _) = super::make_moons(50, 0.1, 3).unwrap();
+        assert_eq!(noisy, super::make_moons(50, 0.1, 3).unwrap().0);
+        assert_ne!(noisy, super::make_moons(50, 0.1, 4).unwrap().0);
+        assert!(super::make_moons(1, 0.0, 0).is_err());
+        assert!(super::make_moons(10, -1.0, 0).is_err());
+        assert!(super::make_circles(10, 0.0, 1.0, 0).is_err());
+        assert!(super::make_circles(10, 0.0, 0.0, 0).is_err());
     }
 }

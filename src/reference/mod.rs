@@ -21,6 +21,8 @@
 //!   and adjusted Rand indices, each by its textbook formula.
 //! * [`linalg`]: the oracle's own small algebra (eigenvectors' order and signs), so that no
 //!   production algebra is shared with what it checks.
+//! * [`spectral`]: spectral clustering as scikit-learn computes it (dense affinity,
+//!   normalised Laplacian, full eigendecomposition, K-Means on the embedding).
 //! * [`pca`]: PCA from the two-pass covariance, by full symmetric eigendecomposition or by
 //!   power iteration with deflation, with scikit-learn's reported quantities.
 
@@ -29,3 +31,4 @@ pub mod kmeans;
 pub mod linalg;
 pub mod metrics;
 pub mod pca;
+pub mod spectral;
