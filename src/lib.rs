@@ -14,6 +14,9 @@
 //!   precision Cholesky factors, log-sum-exp) and the M-step sums on the GPU, full, tied,
 //!   diagonal and spherical covariances, K-Means / k-means++ / random / given starts,
 //!   predict, probabilities, log-likelihood, sampling, BIC/AIC;
+//! - **spectral clustering** ([`SpectralClustering`]): RBF or k-nearest-neighbour graphs
+//!   applied on the GPU without an N x N matrix, the normalised Laplacian's eigenvectors by
+//!   block power iteration, K-Means on the embedding;
 //! - **evaluation** ([`metrics`]): silhouette (its O(N²) distance sums on the GPU),
 //!   Calinski–Harabasz, Davies–Bouldin, inertia, Rand and adjusted Rand indices;
 //! - **model selection** ([`selection`]): elbow, gap statistic, BIC/AIC over k, PCA spectrum,
@@ -112,6 +115,7 @@ mod random;
 pub mod reference;
 pub mod selection;
 pub mod source;
+pub mod spectral;
 
 pub use data::Matrix;
 pub use error::{Error, Result};
@@ -128,6 +132,7 @@ pub use pca::{Components, IncrementalPca, Pca, PcaModel, PcaMoments, PcaSolver};
 pub use progress::{Iteration, OnIteration};
 pub use selection::{Criterion, Curve, GapCurve, Spectrum};
 pub use source::{RowChunks, RowSource};
+pub use spectral::{Affinity, SpectralClustering, SpectralModel};
 
 /// README.md's examples, compiled as doctests so they cannot rot (they use the bundled data
 /// and model files, hence the features).

@@ -60,6 +60,8 @@ pub enum Algorithm {
     GaussianMixture,
     /// PCA by block power iteration.
     Pca,
+    /// Spectral clustering's block power iteration on the normalised affinity.
+    SpectralClustering,
 }
 
 /// One iteration of a fit, as the callback and the `tracing` events see it.
@@ -165,6 +167,11 @@ impl<'a> Progress<'a> {
                 iteration, residual = objective, change, seconds,
                 "power iteration"
             ),
+            Algorithm::SpectralClustering => tracing::debug!(
+                target: "wgpu_unsupervised::spectral",
+                iteration, residual = objective, change, seconds,
+                "spectral power iteration"
+            ),
         }
         match self.callback {
             Some(f) => (f.0)(&it),
@@ -196,6 +203,10 @@ pub(crate) fn fit_done(
         Algorithm::Pca => tracing::info!(
             target: "wgpu_unsupervised::pca",
             d, n_iter, converged, seconds, "PCA power iteration done"
+        ),
+        Algorithm::SpectralClustering => tracing::info!(
+            target: "wgpu_unsupervised::spectral",
+            n = d, n_iter, converged, seconds, "spectral embedding done"
         ),
     }
 }

@@ -6,6 +6,7 @@
 //! names. Sizes the shaders decide (tiles, blocks, workgroup sizes) come from the generated
 //! table in [`crate::gpu::shaders`], never written twice.
 
+pub(crate) mod affinity;
 pub(crate) mod assign;
 pub(crate) mod ceilings;
 pub(crate) mod centroid_update;

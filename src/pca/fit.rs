@@ -157,14 +157,15 @@ impl Pca {
                 let s_buf = gpu.scoped("uploading the covariance", || {
                     Ok(gpu.buffer_from("covariance", &s32, wgpu::BufferUsages::empty()))
                 })?;
-                let (values, vectors, it) =
-                    subspace_iteration(d, m, self, |v, p| apply_dense(gpu, &s_buf, d, v, p))?;
+                let (values, vectors, it) = subspace_iteration(d, m, &self.into(), |v, p| {
+                    apply_dense(gpu, &s_buf, d, v, p)
+                })?;
                 (values, vectors, m, it)
             }
             PcaSolver::MatrixFree => {
                 let m = self.count();
                 let (values, vectors, it) =
-                    subspace_iteration(d, m, self, |v, p| apply(&center, &scale, v, p))?;
+                    subspace_iteration(d, m, &self.into(), |v, p| apply(&center, &scale, v, p))?;
                 (values, vectors, m, it)
             }
         };

@@ -43,7 +43,7 @@ use crate::progress::OnIteration;
 mod fit;
 mod model;
 mod moments;
-mod power;
+pub(crate) mod power;
 mod stream;
 
 pub use fit::covariance;

@@ -1,5 +1,6 @@
 //! Block power (subspace) iteration with Rayleigh–Ritz, for S given as a dense device matrix
-//! or applied matrix-free as Xsᵀ(Xs·V) (parent module docs).
+//! or applied matrix-free as Xsᵀ(Xs·V) (parent module docs); spectral clustering runs the same
+//! iteration on its normalised affinity ([`subspace_iteration`]).
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -11,6 +12,7 @@ use crate::gpu::batch::{Batch, Bind};
 use crate::gpu::{Gpu, GpuMatrix};
 use crate::kernels::projection;
 use crate::linalg;
+use crate::progress::OnIteration;
 use crate::progress::{fit_done, Algorithm, Progress};
 
 /// Fresh random rows in [−1, 1), made orthonormal.
@@ -33,19 +35,48 @@ fn orthonormalize_or_refill(w: &mut [f64], p: usize, d: usize, rng: &mut ChaCha8
     linalg::orthonormalize_rows(w, p, d)
 }
 
+/// What a block power iteration runs for.
+pub(crate) struct PowerSettings<'a> {
+    /// Stop when every residual ‖S·u − θu‖ ≤ tol·|θ₁|.
+    pub tol: f64,
+    /// Iteration cap (not converging is [`Error::NotConverged`]).
+    pub max_iter: usize,
+    /// Seed of the random start.
+    pub seed: u64,
+    /// Whose iterations these are, for the progress events.
+    pub algorithm: Algorithm,
+    /// The progress callback.
+    pub on_iteration: Option<&'a OnIteration>,
+    /// What did not converge, for the error.
+    pub what: &'static str,
+}
+
+impl<'a> From<&'a Pca> for PowerSettings<'a> {
+    fn from(params: &'a Pca) -> Self {
+        Self {
+            tol: params.tol,
+            max_iter: params.max_iter,
+            seed: params.seed,
+            algorithm: Algorithm::Pca,
+            on_iteration: params.on_iteration.as_ref(),
+            what: "PCA power iteration",
+        }
+    }
+}
+
 /// Block power iteration with Rayleigh–Ritz. `apply` maps p row vectors V (p x d) to the
 /// rows of S·V (p x d). Returns the top `m` Ritz values, vectors (m x d) and iterations.
-pub(super) fn subspace_iteration(
+pub(crate) fn subspace_iteration(
     d: usize,
     m: usize,
-    params: &Pca,
+    params: &PowerSettings<'_>,
     mut apply: impl FnMut(&[f64], usize) -> Result<Vec<f64>>,
 ) -> Result<(Vec<f64>, Vec<f64>, usize)> {
     let p = d.min((2 * m).max(m + 8));
     let mut rng = ChaCha8Rng::seed_from_u64(params.seed);
     let mut v = random_orthonormal(&mut rng, p, d)?;
     let mut residual = f64::INFINITY;
-    let progress = Progress::new(Algorithm::Pca, 0, params.on_iteration.as_ref());
+    let progress = Progress::new(params.algorithm, 0, params.on_iteration);
     let began = std::time::Instant::now();
     let mut previous_top = f64::NAN;
     for it in 1..=params.max_iter {
@@ -74,14 +105,14 @@ pub(super) fn subspace_iteration(
         let flow = progress.iteration(it, residual, theta[0] - previous_top);
         previous_top = theta[0];
         if residual <= params.tol || flow.is_break() {
-            fit_done(Algorithm::Pca, 0, d, it, residual <= params.tol, began);
+            fit_done(params.algorithm, 0, d, it, residual <= params.tol, began);
             return Ok((theta[..m].to_vec(), u[..m * d].to_vec(), it));
         }
         orthonormalize_or_refill(&mut w, p, d, &mut rng)?;
         v = w;
     }
     Err(Error::NotConverged {
-        what: "PCA power iteration",
+        what: params.what,
         residual,
         iterations: params.max_iter,
     })

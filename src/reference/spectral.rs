@@ -1,5 +1,5 @@
 //! Spectral clustering in plain f64, as scikit-learn's `SpectralClustering` with
-//! `assign_labels="kmeans"` computes it: the oracle for the GPU estimator to come.
+//! `assign_labels="kmeans"` computes it: the oracle of [`crate::SpectralClustering`].
 //!
 //! 1. **Affinity** A (N x N, dense here): the RBF kernel A_ij = exp(−γ‖xᵢ − xⱼ‖²), or the
 //!    symmetrised k-nearest-neighbour connectivity A = ½(C + Cᵀ), C_ij = 1 when j is one of
@@ -22,21 +22,7 @@ use super::kmeans;
 use super::linalg::symmetric_eigen;
 use crate::error::{Error, Result};
 use crate::kmeans::KMeans;
-
-/// How the graph between rows is built.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Affinity {
-    /// exp(−γ‖xᵢ − xⱼ‖²) between every pair.
-    Rbf {
-        /// γ > 0.
-        gamma: f64,
-    },
-    /// Symmetrised connectivity of each row's `n_neighbors` nearest rows (itself included).
-    NearestNeighbors {
-        /// 1 ≤ n_neighbors ≤ N.
-        n_neighbors: usize,
-    },
-}
+pub use crate::spectral::Affinity;
 
 /// The outcome of a reference spectral clustering.
 #[derive(Debug, Clone, PartialEq)]

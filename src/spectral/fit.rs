@@ -1,0 +1,189 @@
+//! The spectral-clustering fit: the affinity operator on the device, the embedding by block
+//! power iteration, K-Means on it (algorithm in the parent module).
+
+use super::{Affinity, SpectralClustering};
+use crate::data::Matrix;
+use crate::error::{Error, Result};
+use crate::gpu::{Gpu, GpuInput, GpuMatrix};
+use crate::kernels::affinity::{self, CsrMatrix};
+use crate::kmeans::KMeans;
+use crate::pca::power::{subspace_iteration, PowerSettings};
+use crate::progress::Algorithm;
+
+/// Largest `n_neighbors` the neighbour search keeps.
+pub(super) const KNN_MAX: usize = affinity::KNN_MAX;
+
+/// A fitted spectral clustering: the labels of the rows it was fitted on and what produced
+/// them. It has no `predict` (a new row is not part of the graph).
+#[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct SpectralModel {
+    params: SpectralClustering,
+    labels: Vec<u32>,
+    embedding: Vec<f32>,
+    eigenvalues: Vec<f64>,
+    n_iter: usize,
+}
+
+impl SpectralModel {
+    /// The cluster of each row.
+    pub fn labels(&self) -> &[u32] {
+        &self.labels
+    }
+
+    /// The N x K spectral embedding (row-major) that K-Means clustered.
+    pub fn embedding(&self) -> &[f32] {
+        &self.embedding
+    }
+
+    /// The K smallest eigenvalues of the normalised Laplacian, ascending (0 for each
+    /// connected component of the graph).
+    pub fn eigenvalues(&self) -> &[f64] {
+        &self.eigenvalues
+    }
+
+    /// Iterations of the eigen-solver.
+    pub fn n_iter(&self) -> usize {
+        self.n_iter
+    }
+
+    /// The parameters of the fit.
+    pub fn params(&self) -> &SpectralClustering {
+        &self.params
+    }
+}
+
+/// The affinity A' (no diagonal) as the device applies it.
+enum Operator<'a> {
+    Rbf { x: &'a GpuMatrix, gamma: f32 },
+    Sparse(CsrMatrix),
+}
+
+impl Operator<'_> {
+    /// A'·B for an N x m row-major block `b`.
+    fn times(&self, gpu: &Gpu, b: &[f32], m: usize) -> Result<Vec<f32>> {
+        let buf = gpu.scoped("uploading a block", || {
+            Ok(gpu.buffer_from("affinity block", b, wgpu::BufferUsages::empty()))
+        })?;
+        match self {
+            Operator::Rbf { x, gamma } => affinity::rbf_times_block(gpu, x, *gamma, &buf, m),
+            Operator::Sparse(s) => s.times_block(gpu, &buf, m),
+        }
+    }
+}
+
+/// The symmetrised k-nearest-neighbour graph ½(C + Cᵀ) without its diagonal, in CSR form,
+/// from each row's neighbour list (N x k indices).
+fn knn_graph(neighbours: &[u32], n: usize, k: usize) -> (Vec<u32>, Vec<u32>, Vec<f32>) {
+    let mut entries: Vec<(u32, u32)> = Vec::with_capacity(2 * n * k);
+    for (i, list) in neighbours.chunks(k).enumerate() {
+        for &j in list {
+            if j as usize != i {
+                entries.push((i as u32, j));
+                entries.push((j, i as u32));
+            }
+        }
+    }
+    entries.sort_unstable();
+    let mut row_starts = vec![0u32; n + 1];
+    let (mut cols, mut values): (Vec<u32>, Vec<f32>) = (Vec::new(), Vec::new());
+    let mut e = 0;
+    while e < entries.len() {
+        let (i, j) = entries[e];
+        let mut weight = 0.0;
+        while e < entries.len() && entries[e] == (i, j) {
+            weight += 0.5;
+            e += 1;
+        }
+        cols.push(j);
+        values.push(weight);
+        row_starts[i as usize + 1] += 1;
+    }
+    for i in 0..n {
+        row_starts[i + 1] += row_starts[i];
+    }
+    (row_starts, cols, values)
+}
+
+impl SpectralClustering {
+    /// Clusters the rows of `x` (see the module docs).
+    ///
+    /// Errors: invalid parameters ([`Error::InvalidParameter`], [`Error::TooFewSamples`]); a
+    /// row with no affinity to any other (degree 0, e.g. γ so large that every weight
+    /// underflows) as [`Error::InvalidParameter`] naming it; [`Error::NotConverged`] when the
+    /// eigen-solver does not reach `tol` in `max_iter` iterations; the GPU errors.
+    pub fn fit(&self, gpu: &Gpu, x: &impl GpuInput) -> Result<SpectralModel> {
+        let (n, _) = x.shape();
+        self.validate(n)?;
+        let k = self.k;
+        let xg = x.on_gpu(gpu)?;
+        let operator = match self.affinity {
+            Affinity::Rbf { gamma } => Operator::Rbf {
+                x: &xg,
+                gamma: gamma as f32,
+            },
+            Affinity::NearestNeighbors { n_neighbors } => {
+                let (neighbours, _) = affinity::nearest_neighbors(gpu, &xg, n_neighbors)?;
+                let (rows, cols, values) = knn_graph(&neighbours, n, n_neighbors);
+                Operator::Sparse(CsrMatrix::upload(gpu, &rows, &cols, &values)?)
+            }
+        };
+        let degree = operator.times(gpu, &vec![1.0; n], 1)?;
+        if let Some(i) = degree.iter().position(|&g| g.is_nan() || g <= 0.0) {
+            return Err(Error::invalid(
+                "affinity",
+                format!("row {i} has no affinity to any other row (degree 0): raise n_neighbors or lower gamma"),
+            ));
+        }
+        let inv_sqrt: Vec<f64> = degree.iter().map(|&g| 1.0 / (g as f64).sqrt()).collect();
+        let settings = PowerSettings {
+            tol: self.tol,
+            max_iter: self.max_iter,
+            seed: self.seed,
+            algorithm: Algorithm::SpectralClustering,
+            on_iteration: None,
+            what: "spectral clustering's eigen-solver",
+        };
+        // S = (M + I)/2 with M = D^{-1/2} A' D^{-1/2}, applied to the p rows of V (p x N).
+        let (theta, vectors, n_iter) = subspace_iteration(n, k, &settings, |v, p| {
+            let block: Vec<f32> = (0..n * p)
+                .map(|e| (inv_sqrt[e / p] * v[(e % p) * n + e / p]) as f32)
+                .collect();
+            let w = operator.times(gpu, &block, p)?;
+            Ok((0..p * n)
+                .map(|e| {
+                    let (r, i) = (e / n, e % n);
+                    0.5 * (inv_sqrt[i] * w[i * p + r] as f64 + v[e])
+                })
+                .collect())
+        })?;
+        // θ = (1 + μ)/2 for an eigenvalue μ of M, and λ = 1 − μ of L.
+        let eigenvalues = theta.iter().map(|t| (2.0 - 2.0 * t).max(0.0)).collect();
+        let mut maps: Vec<Vec<f64>> = vectors
+            .chunks(n)
+            .map(|u| u.iter().zip(&inv_sqrt).map(|(a, s)| a * s).collect())
+            .collect();
+        for u in &mut maps {
+            let big = (0..n)
+                .max_by(|&p, &q| u[p].abs().total_cmp(&u[q].abs()).then(q.cmp(&p)))
+                .unwrap_or(0);
+            if u[big] < 0.0 {
+                u.iter_mut().for_each(|e| *e = -*e);
+            }
+        }
+        let embedding: Vec<f32> = (0..n)
+            .flat_map(|i| maps.iter().map(move |u| u[i] as f32))
+            .collect();
+        let clusters = KMeans::new(k)
+            .n_init(self.n_init)
+            .seed(self.seed)
+            .fit(gpu, &Matrix::new(&embedding, k)?)?;
+        Ok(SpectralModel {
+            params: self.clone(),
+            labels: clusters.labels().to_vec(),
+            embedding,
+            eigenvalues,
+            n_iter,
+        })
+    }
+}

@@ -1,0 +1,164 @@
+//! Spectral clustering (scikit-learn's `SpectralClustering` with `assign_labels="kmeans"`):
+//! a graph between the rows, the leading eigenvectors of its normalised Laplacian, K-Means on
+//! them. It separates clusters that are connected but not convex (two moons, concentric
+//! circles), where K-Means on the rows cannot.
+//!
+//! 1. **Affinity** (`shaders/affinity.wgsl`), never an N x N matrix in memory:
+//!    - [`Affinity::Rbf`]: A_ij = exp(−γ‖xᵢ − xⱼ‖²), applied matrix-free: a tiled kernel forms
+//!      A·V for a block V of vectors from the rows themselves, O(N²(D + m)) work and
+//!      O(N(D + m)) memory per product;
+//!    - [`Affinity::NearestNeighbors`]: the `n_neighbors` nearest rows of each row, itself
+//!      included (scikit-learn's `kneighbors_graph(include_self=True)`), found on the device
+//!      (O(N²D) once), symmetrised on the host as A = ½(C + Cᵀ) into a sparse CSR matrix of at
+//!      most 2·N·n_neighbors entries, which a kernel multiplies by V.
+//! 2. **Normalised Laplacian** L = I − D^{-1/2} A' D^{-1/2}, A' = A without its diagonal (as
+//!    scipy's `laplacian(normed=True)`, which ignores self-loops), D = diag(A'·1). Its K
+//!    smallest eigenvectors are the K largest of M = D^{-1/2} A' D^{-1/2}, whose eigenvalues
+//!    lie in [−1, 1]; block power iteration with Rayleigh–Ritz (the one PCA uses) runs on
+//!    (M + I)/2, whose spectrum is in [0, 1], so the largest eigenvalues are the wanted ones.
+//!    It converges at the rate of the gap between the K-th and the (p + 1)-th eigenvalue,
+//!    p = max(2K, K + 8) the block size; a graph of several components has eigenvalue 1 more
+//!    than once, which still spans the right subspace.
+//! 3. **Embedding**: each eigenvector divided elementwise by √D, its largest entry made
+//!    positive (`spectral_embedding`, `drop_first=False`); row i of the N x K result embeds row
+//!    i. Rows are not normalised (scikit-learn's "kmeans" label assignment does not either).
+//! 4. **Labels**: the crate's GPU [`KMeans`](crate::KMeans) on the embedding (`n_init`
+//!    restarts, k-means++).
+//!
+//! Spectral clustering labels the rows it was fitted on; like scikit-learn's it has no
+//! `predict` for new rows. The f64 oracle is [`reference::spectral`](crate::reference).
+
+use crate::error::{Error, Result};
+
+mod fit;
+
+pub use fit::SpectralModel;
+
+/// The graph between rows.
+#[derive(Debug, Clone, Copy, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub enum Affinity {
+    /// exp(−γ‖xᵢ − xⱼ‖²) between every pair (scikit-learn's default, γ = 1).
+    Rbf {
+        /// γ > 0.
+        gamma: f64,
+    },
+    /// Symmetrised connectivity of each row's `n_neighbors` nearest rows, itself included.
+    NearestNeighbors {
+        /// 1 ≤ n_neighbors ≤ min(N, 64) (scikit-learn's default: 10).
+        n_neighbors: usize,
+    },
+}
+
+impl Affinity {
+    /// The name the CLI uses: "rbf" or "nearest-neighbors".
+    pub fn name(&self) -> &'static str {
+        match self {
+            Affinity::Rbf { .. } => "rbf",
+            Affinity::NearestNeighbors { .. } => "nearest-neighbors",
+        }
+    }
+}
+
+/// Spectral-clustering parameters (a builder); validated when fitting.
+///
+/// Defaults follow scikit-learn: RBF affinity with γ = 1, `n_init = 10` for the final
+/// K-Means, `seed = 0`; the eigen-solver stops at a relative residual of `tol = 1e-5` or after
+/// `max_iter = 3000` iterations (not converging is an error).
+#[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct SpectralClustering {
+    /// Number of clusters K (≥ 2).
+    pub k: usize,
+    /// The graph.
+    pub affinity: Affinity,
+    /// Restarts of the final K-Means.
+    pub n_init: usize,
+    /// Seed of the eigen-solver's start and of the K-Means.
+    pub seed: u64,
+    /// Eigen-solver tolerance on ‖M·u − θu‖ relative to the largest θ.
+    pub tol: f64,
+    /// Eigen-solver iteration cap.
+    pub max_iter: usize,
+}
+
+impl SpectralClustering {
+    /// Parameters for `k` clusters with the defaults above.
+    pub fn new(k: usize) -> Self {
+        Self {
+            k,
+            affinity: Affinity::Rbf { gamma: 1.0 },
+            n_init: 10,
+            seed: 0,
+            tol: 1e-5,
+            max_iter: 3000,
+        }
+    }
+
+    /// Sets the affinity.
+    pub fn affinity(mut self, affinity: Affinity) -> Self {
+        self.affinity = affinity;
+        self
+    }
+
+    /// Sets the K-Means restarts.
+    pub fn n_init(mut self, n_init: usize) -> Self {
+        self.n_init = n_init;
+        self
+    }
+
+    /// Sets the seed.
+    pub fn seed(mut self, seed: u64) -> Self {
+        self.seed = seed;
+        self
+    }
+
+    /// Sets the eigen-solver tolerance.
+    pub fn tol(mut self, tol: f64) -> Self {
+        self.tol = tol;
+        self
+    }
+
+    /// Sets the eigen-solver iteration cap.
+    pub fn max_iter(mut self, max_iter: usize) -> Self {
+        self.max_iter = max_iter;
+        self
+    }
+
+    /// Checks the parameters against data of `n` rows.
+    pub fn validate(&self, n: usize) -> Result<()> {
+        if self.k < 2 {
+            return Err(Error::invalid(
+                "k",
+                format!("{}: must be at least 2", self.k),
+            ));
+        }
+        if self.k > n {
+            return Err(Error::TooFewSamples { k: self.k, n });
+        }
+        Error::require_count("n_init", self.n_init)?;
+        Error::require_count("max_iter", self.max_iter)?;
+        if !(self.tol.is_finite() && self.tol > 0.0) {
+            return Err(Error::invalid("tol", format!("{}: must be > 0", self.tol)));
+        }
+        match self.affinity {
+            Affinity::Rbf { gamma } if !(gamma.is_finite() && gamma > 0.0) => Err(Error::invalid(
+                "gamma",
+                format!("{gamma}: must be a finite number > 0"),
+            )),
+            Affinity::NearestNeighbors { n_neighbors }
+                if n_neighbors == 0 || n_neighbors > n.min(fit::KNN_MAX) =>
+            {
+                Err(Error::invalid(
+                    "n_neighbors",
+                    format!(
+                        "{n_neighbors}: must be in 1..={} (at most the {n} rows and {})",
+                        n.min(fit::KNN_MAX),
+                        fit::KNN_MAX
+                    ),
+                ))
+            }
+            _ => Ok(()),
+        }
+    }
+}
