@@ -21,5 +21,6 @@ mod outputs;
 mod pca;
 mod predict;
 mod select_k;
+mod spectral;
 mod stream;
 mod verbose;

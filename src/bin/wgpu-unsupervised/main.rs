@@ -4,7 +4,7 @@
 //! and model files is the library's, and every command runs through one shared flow
 //! ([`flow`]). One module per command family documents its commands and report keys:
 //! [`kmeans`], [`gmm`], [`pca`], [`predict`] (`predict` and `transform`), [`evaluate`],
-//! [`select_k`] (`select-k`) and [`info`].
+//! [`select_k`] (`select-k`), [`spectral`] and [`info`].
 //!
 //! Inputs are read by `wgpu_unsupervised::io::read_matrix`: `.npy` (2-D, C order, float or
 //! integer dtype) or numeric `.csv` with an optional header line. Every value must be finite.
@@ -40,6 +40,7 @@ mod pca;
 mod predict;
 mod progress;
 mod select_k;
+mod spectral;
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -88,6 +89,9 @@ struct Cli {
 enum Command {
     /// Fit K-Means on a matrix; optionally save the labels and the model.
     Kmeans(kmeans::KmeansArgs),
+    /// Spectral clustering: an RBF or nearest-neighbour graph, its Laplacian's eigenvectors,
+    /// K-Means on them (clusters that are connected but not convex).
+    Spectral(spectral::SpectralArgs),
     /// Fit a Gaussian mixture by EM; optionally save the labels, the responsibilities and the
     /// model.
     Gmm(gmm::GmmArgs),
@@ -232,6 +236,7 @@ fn run(cli: Cli) -> CliResult {
     match cli.command {
         Command::Kmeans(args) => flow::run(kmeans::Kmeans::new(args)),
         Command::Gmm(args) => flow::run(gmm::Gmm::new(args)),
+        Command::Spectral(args) => flow::run(spectral::Spectral::new(args)?),
         Command::Pca(args) => flow::run(pca::PcaFit::new(args)?),
         Command::Predict(args) => predict::predict(args),
         Command::Transform(args) => predict::transform(args),
