@@ -65,6 +65,19 @@ impl Affinity {
 /// Defaults follow scikit-learn: RBF affinity with γ = 1, `n_init = 10` for the final
 /// K-Means, `seed = 0`; the eigen-solver stops at a relative residual of `tol = 1e-5` or after
 /// `max_iter = 3000` iterations (not converging is an error).
+///
+/// ```
+/// use wgpu_unsupervised::{datasets, metrics, Affinity, Gpu, Matrix, SpectralClustering};
+///
+/// let gpu = Gpu::new()?;
+/// let (rows, truth) = datasets::make_moons(200, 0.05, 1)?; // two interleaved half circles
+/// let model = SpectralClustering::new(2)
+///     .affinity(Affinity::NearestNeighbors { n_neighbors: 10 })
+///     .fit(&gpu, &Matrix::new(&rows, 2)?)?;
+/// assert!(metrics::adjusted_rand_index(model.labels(), &truth)? > 0.98);
+/// assert!(model.eigenvalues()[0].abs() < 1e-3); // a connected graph
+/// # Ok::<(), wgpu_unsupervised::Error>(())
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct SpectralClustering {
