@@ -1,12 +1,13 @@
 //! `wgpu-unsupervised kmeans --input X.{npy,csv} --k 8 [--n-init N] [--max-iter N] [--tol F]
-//! [--seed N] [--init k-means++|random] [--max-gpu-memory SIZE] [--mini-batch SIZE]
+//! [--seed N] [--init k-means++|random|kmeans-parallel [--oversampling F --rounds R]]
+//! [--metric euclidean|cosine] [--max-gpu-memory SIZE] [--mini-batch SIZE]
 //! [--sample-weight w.npy] [--output labels.npy] [--model model.json] [--json]`
 //!
 //! Fits K-Means on the matrix in `--input` (one row per sample), then writes the training
 //! labels as a 1-D `u4` `.npy` array to `--output` and the fitted model to `--model`, when
 //! given. Parameters left out keep the library's defaults (see
-//! [`wgpu_unsupervised::KMeans`]). `--json` keys: `algorithm`, `n`, `d`, `k`, `inertia`,
-//! `n_iter`, `converged`, `fit_seconds`, `adapter`.
+//! [`wgpu_unsupervised::KMeans`]). `--json` keys: `algorithm`, `n`, `d`, `k`, `metric`,
+//! `inertia`, `n_iter`, `converged`, `fit_seconds`, `init_seconds`, `adapter`.
 
 use std::path::{Path, PathBuf};
 
