@@ -127,6 +127,30 @@ fn rbf_on_blobs_matches_the_reference_and_chunks_change_nothing() {
 }
 
 #[test]
+fn normalised_rows_have_unit_length_and_cluster_the_same() {
+    let gpu = gpu();
+    for seed in [5, 6] {
+        let (x, truth) = datasets::make_circles(200, 0.04, 0.4, seed).unwrap();
+        let m = Matrix::new(&x, 2).unwrap();
+        let params = SpectralClustering::new(2)
+            .affinity(Affinity::NearestNeighbors { n_neighbors: 10 })
+            .seed(seed);
+        let plain = params.fit(&gpu, &m).unwrap();
+        let njw = params.clone().normalize_rows(true).fit(&gpu, &m).unwrap();
+        assert_eq!(njw.eigenvalues(), plain.eigenvalues());
+        for (a, b) in njw.embedding().chunks(2).zip(plain.embedding().chunks(2)) {
+            let (na, nb) = (a[0].hypot(a[1]), b[0].hypot(b[1]));
+            assert!((na - 1.0).abs() < 1e-5, "{a:?}");
+            assert!(
+                (a[0] * nb - b[0]).abs() < 1e-5 * nb.max(1e-3),
+                "{a:?} {b:?}"
+            );
+        }
+        assert!(adjusted_rand_index(njw.labels(), &truth).unwrap() > 0.98);
+    }
+}
+
+#[test]
 fn bad_parameters_are_errors() {
     let gpu = gpu();
     let (x, _) = datasets::make_moons(40, 0.1, 1).unwrap();

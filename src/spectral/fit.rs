@@ -171,9 +171,17 @@ impl SpectralClustering {
                 u.iter_mut().for_each(|e| *e = -*e);
             }
         }
-        let embedding: Vec<f32> = (0..n)
+        let mut embedding: Vec<f32> = (0..n)
             .flat_map(|i| maps.iter().map(move |u| u[i] as f32))
             .collect();
+        if self.normalize_rows {
+            for row in embedding.chunks_mut(k) {
+                let norm = row.iter().map(|v| (*v as f64).powi(2)).sum::<f64>().sqrt();
+                if norm > 0.0 {
+                    row.iter_mut().for_each(|v| *v = (*v as f64 / norm) as f32);
+                }
+            }
+        }
         let clusters = KMeans::new(k)
             .n_init(self.n_init)
             .seed(self.seed)

@@ -21,7 +21,10 @@
 //!    than once, which still spans the right subspace.
 //! 3. **Embedding**: each eigenvector divided elementwise by √D, its largest entry made
 //!    positive (`spectral_embedding`, `drop_first=False`); row i of the N x K result embeds row
-//!    i. Rows are not normalised (scikit-learn's "kmeans" label assignment does not either).
+//!    i. By default the rows are clustered as they are, as scikit-learn's
+//!    `assign_labels="kmeans"` does; [`SpectralClustering::normalize_rows`] scales each to
+//!    unit length first (Ng, Jordan & Weiss 2001), which helps when clusters differ much in
+//!    density.
 //! 4. **Labels**: the crate's GPU [`KMeans`](crate::KMeans) on the embedding (`n_init`
 //!    restarts, k-means++).
 //!
@@ -93,6 +96,10 @@ pub struct SpectralClustering {
     pub tol: f64,
     /// Eigen-solver iteration cap.
     pub max_iter: usize,
+    /// Scale each embedding row to unit length before K-Means (Ng–Jordan–Weiss); off by
+    /// default, as scikit-learn.
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub normalize_rows: bool,
 }
 
 impl SpectralClustering {
@@ -105,7 +112,14 @@ impl SpectralClustering {
             seed: 0,
             tol: 1e-5,
             max_iter: 3000,
+            normalize_rows: false,
         }
+    }
+
+    /// Sets whether the embedding rows are scaled to unit length before K-Means.
+    pub fn normalize_rows(mut self, normalize_rows: bool) -> Self {
+        self.normalize_rows = normalize_rows;
+        self
     }
 
     /// Sets the affinity.

@@ -37,7 +37,7 @@ fn spectral_separates_two_moons_with_a_json_report() {
     let labels = io::read_labels(&f.file("l.csv")).unwrap();
     assert!(metrics::adjusted_rand_index(&labels, &truth).unwrap() > 0.98);
 
-    let text = ok(&f.run("spectral --input {moons} --k 2 --gamma 20"));
+    let text = ok(&f.run("spectral --input {moons} --k 2 --gamma 20 --normalize-rows"));
     assert!(text.contains("rbf, gamma 20"), "{text}");
     assert!(text.contains("eigenvalues"), "{text}");
 }

@@ -1,5 +1,6 @@
 //! `wgpu-unsupervised spectral --input X.{npy,csv} --k K [--affinity rbf|nearest-neighbors]
-//! [--gamma G] [--n-neighbors N] [--n-init N] [--seed N] [--output labels.npy] [--json]`
+//! [--gamma G] [--n-neighbors N] [--normalize-rows] [--n-init N] [--seed N]
+//! [--output labels.npy] [--json]`
 //!
 //! Spectral clustering ([`wgpu_unsupervised::SpectralClustering`]) of the rows of `--input`:
 //! an RBF (`--gamma`, default 1) or k-nearest-neighbour (`--n-neighbors`, default 10) graph,
@@ -45,6 +46,9 @@ pub struct SpectralArgs {
     /// Restarts of the K-Means on the embedding [default: 10].
     #[arg(long, value_name = "N")]
     n_init: Option<usize>,
+    /// Scale each embedding row to unit length before K-Means (Ng–Jordan–Weiss).
+    #[arg(long)]
+    normalize_rows: bool,
     /// Random seed; the same seed gives the same result on the same adapter [default: 0].
     #[arg(long, value_name = "N")]
     seed: Option<u64>,
@@ -99,7 +103,9 @@ impl Spectral {
                 }
             }
         };
-        let mut params = SpectralClustering::new(args.k).affinity(affinity);
+        let mut params = SpectralClustering::new(args.k)
+            .affinity(affinity)
+            .normalize_rows(args.normalize_rows);
         if let Some(n_init) = args.n_init {
             params = params.n_init(n_init);
         }
