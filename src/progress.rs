@@ -12,7 +12,9 @@
 //!   and EM, `d`, `n_iter`, `converged`, `seconds`). Without a subscriber
 //!   (`tracing-subscriber`, or the CLI's `--verbose`) an event costs a check of one atomic;
 //! - passed to the callback set with `on_iteration` on [`KMeans`](crate::KMeans),
-//!   [`GaussianMixture`](crate::GaussianMixture) or [`Pca`](crate::Pca). Returning
+//!   [`MiniBatchKMeans`](crate::MiniBatchKMeans) (one iteration per batch step: the batch's
+//!   inertia and the centroid shift), [`GaussianMixture`](crate::GaussianMixture) or
+//!   [`Pca`](crate::Pca). Returning
 //!   [`ControlFlow::Break`] stops the fit after that iteration: the model is returned as it
 //!   stands, with `converged() == false` (PCA: the components of that iteration), and the
 //!   restarts not yet run are skipped.
@@ -56,6 +58,8 @@ use std::time::{Duration, Instant};
 pub enum Algorithm {
     /// K-Means (Lloyd iterations).
     KMeans,
+    /// Mini-batch K-Means (one iteration per batch step).
+    MiniBatchKMeans,
     /// Gaussian-mixture EM.
     GaussianMixture,
     /// PCA by block power iteration.
@@ -157,6 +161,11 @@ impl<'a> Progress<'a> {
                 run = it.run, iteration, inertia = objective, shift = change, seconds,
                 "K-Means iteration"
             ),
+            Algorithm::MiniBatchKMeans => tracing::debug!(
+                target: "wgpu_unsupervised::kmeans",
+                step = iteration, batch_inertia = objective, shift = change, seconds,
+                "mini-batch step"
+            ),
             Algorithm::GaussianMixture => tracing::debug!(
                 target: "wgpu_unsupervised::gmm",
                 run = it.run, iteration, lower_bound = objective, change, seconds,
@@ -194,6 +203,10 @@ pub(crate) fn fit_done(
         Algorithm::KMeans => tracing::info!(
             target: "wgpu_unsupervised::kmeans",
             n, d, n_iter, converged, seconds, "K-Means fit done"
+        ),
+        Algorithm::MiniBatchKMeans => tracing::info!(
+            target: "wgpu_unsupervised::kmeans",
+            n, d, n_iter, converged, seconds, "mini-batch K-Means fit done"
         ),
         Algorithm::GaussianMixture => tracing::info!(
             target: "wgpu_unsupervised::gmm",

@@ -11,7 +11,7 @@ use common::gpu;
 use wgpu_unsupervised::progress::Algorithm;
 use wgpu_unsupervised::{
     datasets, Components, CovarianceType, GaussianMixture, Iteration, KMeans, KMeansInit, Matrix,
-    Pca, PcaSolver,
+    MiniBatchKMeans, Pca, PcaSolver,
 };
 
 fn blobs(n: usize, d: usize, k: usize, seed: u64) -> Vec<f32> {
@@ -90,6 +90,26 @@ fn kmeans_callback_sees_each_iteration_and_can_stop() {
         let objectives: Vec<f64> = seen.iter().map(|it| it.objective).collect();
         assert_eq!(objectives, stopped.inertia_history());
     }
+}
+
+#[test]
+fn mini_batch_callback_sees_each_step_and_can_stop() {
+    let gpu = gpu();
+    let x = blobs(3000, 2, 4, 7);
+    let m = Matrix::new(&x, 2).unwrap();
+    let params = MiniBatchKMeans::new(4).batch_size(256).seed(7);
+    let plain = params.fit(&gpu, &m).unwrap();
+    let (seen, f) = recorder(None);
+    let watched = params.clone().on_iteration(f).fit(&gpu, &m).unwrap();
+    assert_eq!(watched, plain);
+    let seen = seen.lock().unwrap();
+    assert_eq!(seen.len(), plain.n_iter());
+    assert!(seen
+        .iter()
+        .all(|it| it.algorithm == Algorithm::MiniBatchKMeans));
+    let (_, f) = recorder(Some(3));
+    let stopped = params.clone().on_iteration(f).fit(&gpu, &m).unwrap();
+    assert_eq!((stopped.n_iter(), stopped.converged()), (3, false));
 }
 
 #[test]

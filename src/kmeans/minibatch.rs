@@ -34,6 +34,7 @@ use crate::data::Matrix;
 use crate::error::{Error, Result};
 use crate::gpu::stream::view;
 use crate::gpu::{Gpu, GpuMatrix};
+use crate::progress::{fit_done, Algorithm, Progress};
 use crate::source::{check_shape, RowSource};
 
 /// Mini-batch K-Means parameters (a builder); validated when fitting.
@@ -76,6 +77,9 @@ pub struct MiniBatchKMeans {
     pub init: KMeansInit,
     /// Seed of the random generator (ChaCha8).
     pub seed: u64,
+    /// Called after every step (see [`crate::progress`]); never serialized.
+    #[cfg_attr(feature = "serde", serde(skip))]
+    pub on_iteration: Option<crate::OnIteration>,
 }
 
 impl MiniBatchKMeans {
@@ -92,7 +96,19 @@ impl MiniBatchKMeans {
             init_size: None,
             init: KMeansInit::KMeansPlusPlus,
             seed: 0,
+            on_iteration: None,
         }
+    }
+
+    /// Calls `f` after every step with its [`Iteration`](crate::Iteration): the step number,
+    /// the batch's inertia, the squared centroid shift, the elapsed time;
+    /// `ControlFlow::Break(())` stops the fit there (`converged() == false`).
+    pub fn on_iteration(
+        mut self,
+        f: impl Fn(&crate::Iteration) -> std::ops::ControlFlow<()> + Send + Sync + 'static,
+    ) -> Self {
+        self.on_iteration = Some(crate::OnIteration::new(f));
+        self
     }
 
     /// Sets the batch size.
@@ -257,6 +273,8 @@ impl MiniBatchKMeans {
         let mut no_improvement = 0;
         let mut history = Vec::new();
         let mut converged = false;
+        let progress = Progress::new(Algorithm::MiniBatchKMeans, 0, self.on_iteration.as_ref());
+        let began = std::time::Instant::now();
         for step in 0..steps {
             let idx: Vec<usize> = (0..self.batch_size)
                 .map(|_| rng.random_range(0..n))
@@ -265,6 +283,12 @@ impl MiniBatchKMeans {
             let batch_weights = weights_of(&idx);
             let (batch_inertia, shift) = run.step(&batch, batch_weights.as_deref(), &mut rng)?;
             history.push(batch_inertia);
+            if progress
+                .iteration(step + 1, batch_inertia, shift)
+                .is_break()
+            {
+                break;
+            }
             // scikit-learn's _mini_batch_convergence; the first step measures the start.
             if step == 0 {
                 continue;
@@ -289,6 +313,14 @@ impl MiniBatchKMeans {
             }
         }
         let (labels, inertia) = labels_and_inertia(gpu, source, &run.centroids, weights)?;
+        fit_done(
+            Algorithm::MiniBatchKMeans,
+            n,
+            d,
+            history.len(),
+            converged,
+            began,
+        );
         Ok(KMeansModel {
             params: self.as_kmeans(),
             n_features: d,
