@@ -29,7 +29,8 @@
 //!    restarts, k-means++).
 //!
 //! Spectral clustering labels the rows it was fitted on; like scikit-learn's it has no
-//! `predict` for new rows. The f64 oracle is [`reference::spectral`](crate::reference).
+//! `predict` for new rows. The f64 oracle is the `spectral` module of
+//! [`reference`](crate::reference).
 
 use crate::error::{Error, Result};
 
