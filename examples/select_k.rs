@@ -75,14 +75,18 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .labels()
         .to_vec();
     let e = metrics::evaluate(&gpu, &x, &labels, Some(&truth), None, 0)?;
-    println!(
-        "\nK-Means with k = {k} (true k = {true_k}): silhouette {:.3}, Calinski–Harabasz {:.1}, \
-         Davies–Bouldin {:.3}, ARI vs truth {:.3}",
-        e.silhouette,
-        e.calinski_harabasz,
-        e.davies_bouldin,
-        e.adjusted_rand_index.unwrap_or(f64::NAN)
-    );
+    let ari = metrics::adjusted_rand_index(&truth, &labels)?;
+    match e.internal {
+        Some(c) => println!(
+            "\nK-Means with k = {k} (true k = {true_k}): silhouette {:.3}, Calinski–Harabasz \
+             {:.1}, Davies–Bouldin {:.3}, ARI vs truth {ari:.3}",
+            c.silhouette, c.calinski_harabasz, c.davies_bouldin,
+        ),
+        None => println!(
+            "\nK-Means with k = {k} (true k = {true_k}): ARI vs truth {ari:.3} ({})",
+            e.internal_undefined.unwrap_or_default()
+        ),
+    }
 
     plot::write_curve(&out.join("elbow.svg"), &elbow)?;
     plot::write_gap(&out.join("gap.svg"), &gap)?;

@@ -302,37 +302,109 @@ fn criteria_match_reference_and_evaluate_collects_them() {
         .labels()
         .to_vec();
     let e = metrics::evaluate(&gpu, &x, &labels, Some(&species), None, 0).unwrap();
-    let close = |a: f64, b: f64| (a - b).abs() <= 1e-6 * b.abs().max(1.0);
+    assert_eq!(e.internal_undefined, None);
+    let (c, a) = (e.internal.unwrap(), e.agreement.unwrap());
+    let close = |u: f64, v: f64| (u - v).abs() <= 1e-6 * v.abs().max(1.0);
     assert!(close(
-        e.silhouette,
+        c.silhouette,
         refm::silhouette_score(&x64, 4, &labels).unwrap()
     ));
     assert!(close(
-        e.calinski_harabasz,
+        c.calinski_harabasz,
         refm::calinski_harabasz(&x64, 4, &labels).unwrap()
     ));
     assert!(close(
-        e.davies_bouldin,
+        c.davies_bouldin,
         refm::davies_bouldin(&x64, 4, &labels).unwrap()
     ));
     assert!(close(e.inertia, refm::inertia(&x64, 4, &labels).unwrap()));
-    assert!(e.adjusted_rand_index.unwrap() > 0.6 && e.rand_index.unwrap() > 0.8);
+    assert!(a.adjusted_rand_index > 0.6 && a.rand_index > 0.8);
     // scikit-learn on Iris with its K-Means labels: silhouette ≈ 0.553, CH ≈ 561.6,
     // DB ≈ 0.662, inertia ≈ 78.85.
-    assert!((e.silhouette - 0.553).abs() < 0.01, "{}", e.silhouette);
+    assert!((c.silhouette - 0.553).abs() < 0.01, "{}", c.silhouette);
     assert!(
-        (e.calinski_harabasz - 561.6).abs() < 2.0,
+        (c.calinski_harabasz - 561.6).abs() < 2.0,
         "{}",
-        e.calinski_harabasz
+        c.calinski_harabasz
     );
     assert!(
-        (e.davies_bouldin - 0.662).abs() < 0.01,
+        (c.davies_bouldin - 0.662).abs() < 0.01,
         "{}",
-        e.davies_bouldin
+        c.davies_bouldin
     );
     assert!((e.inertia - 78.85).abs() < 0.1, "{}", e.inertia);
     let without = metrics::evaluate(&gpu, &x, &labels, None, None, 0).unwrap();
-    assert_eq!(without.rand_index, None);
+    assert_eq!(without.agreement, None);
+}
+
+/// One cluster and all singletons: the internal criteria are not defined (the reason says
+/// so), the inertia and the agreement scores are, with scikit-learn's values.
+#[test]
+fn evaluate_reports_what_is_defined_for_one_cluster_and_all_singletons() {
+    let gpu = gpu();
+    for seed in [3u64, 4] {
+        let n = 40;
+        let rows = random_matrix(n, 3, seed, -1.0, 1.0);
+        let x = Matrix::new(&rows, 3).unwrap();
+        let x64 = to_f64(&rows);
+        let truth = random_labels(n, 3, seed + 10);
+        let one = vec![5u32; n];
+        let each: Vec<u32> = (0..n as u32).rev().collect();
+        for (labels, clusters) in [(&one, 1), (&each, n)] {
+            let e = metrics::evaluate(&gpu, &x, labels, Some(&truth), None, 0).unwrap();
+            assert_eq!(e.internal, None);
+            let reason = e.internal_undefined.unwrap();
+            assert!(
+                reason.contains(&format!("got {clusters} clusters for N = {n}")),
+                "{reason}"
+            );
+            let a = e.agreement.unwrap();
+            assert_eq!(a.rand_index, refm::rand_index(&truth, labels).unwrap());
+            let ari = refm::adjusted_rand_index(&truth, labels).unwrap();
+            assert!((a.adjusted_rand_index - ari).abs() < 1e-12);
+            let w = refm::inertia(&x64, 3, labels).unwrap();
+            assert!(
+                (e.inertia - w).abs() <= 1e-9 * w.max(1.0),
+                "{} {w}",
+                e.inertia
+            );
+        }
+        // Against itself, one cluster agrees perfectly (scikit-learn: RI = ARI = 1).
+        let e = metrics::evaluate(&gpu, &x, &one, Some(&one), None, 0).unwrap();
+        let a = e.agreement.unwrap();
+        assert_eq!((a.rand_index, a.adjusted_rand_index), (1.0, 1.0));
+        // All singletons: inertia 0; against one cluster, ARI 0 (no pair is shared).
+        let e = metrics::evaluate(&gpu, &x, &each, Some(&one), None, 0).unwrap();
+        let a = e.agreement.unwrap();
+        assert_eq!(
+            (e.inertia, a.rand_index, a.adjusted_rand_index),
+            (0.0, 0.0, 0.0)
+        );
+    }
+    let x = Matrix::new(&[0.0f32, 1.0, 2.0], 1).unwrap();
+    assert!(metrics::evaluate(&gpu, &x, &[0, 1], None, None, 0).is_err());
+    assert!(metrics::evaluate(&gpu, &x, &[0, 1, 1], Some(&[0, 1]), None, 0).is_err());
+}
+
+/// Davies–Bouldin where two clusters share a centroid: their ratio counts as 0 (infinitely
+/// far apart), as scikit-learn's `davies_bouldin_score`, never NaN or infinity.
+#[test]
+fn davies_bouldin_of_clusters_with_one_centroid() {
+    // Clusters 0 and 1 are both centred on the origin; cluster 2 lies apart.
+    let rows = [
+        -1.0f32, 0.0, 1.0, 0.0, 0.0, -2.0, 0.0, 2.0, 10.0, 10.0, 11.0, 10.0,
+    ];
+    let labels = [0u32, 0, 1, 1, 2, 2];
+    let x = Matrix::new(&rows, 2).unwrap();
+    let db = metrics::davies_bouldin(&x, &labels).unwrap();
+    let reference = refm::davies_bouldin(&to_f64(&rows), 2, &labels).unwrap();
+    assert!((db - reference).abs() < 1e-12, "{db} vs {reference}");
+    // scikit-learn 1.9.1: davies_bouldin_score(X, labels) on these f32 rows.
+    assert!((db - 0.149_425_287_356_321_85).abs() < 1e-9, "{db}");
+    // Every cluster on one centroid and no spread left: 0, as scikit-learn.
+    let same = [0.0f32, 0.0, 0.0, 0.0, 0.0, 0.0];
+    let x = Matrix::new(&same, 2).unwrap();
+    assert_eq!(metrics::davies_bouldin(&x, &[0, 1, 1]).unwrap(), 0.0);
 }
 
 #[test]

@@ -1,5 +1,8 @@
 //! Judging a clustering: internal criteria (silhouette, Calinski–Harabasz, Davies–Bouldin,
 //! inertia) and agreement with a reference labelling (Rand index, adjusted Rand index).
+//! [`evaluate`] reports every criterion that is defined for a labelling and says why the
+//! others are not (the internal criteria need 2 ≤ clusters ≤ N − 1; the agreement scores
+//! are defined for any partition, one cluster and all singletons included).
 //!
 //! The formulas are scikit-learn's (written out in [`internal`] and [`agreement`]); the CPU
 //! oracle (the `metrics` module of [`reference`](crate::reference)) implements them
@@ -88,25 +91,62 @@ fn check_cluster_count(criterion: &str, k: usize, n: usize) -> Result<()> {
     Ok(())
 }
 
-/// The criteria of one labelling, as the CLI's `evaluate` prints them.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Evaluation {
-    /// Mean silhouette coefficient (GPU).
+/// The internal criteria of a labelling: defined for 2 ≤ clusters ≤ N − 1 only.
+#[derive(Debug, Clone, Copy, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+pub struct InternalCriteria {
+    /// Mean silhouette coefficient (GPU; on the sample when one was asked for).
     pub silhouette: f64,
-    /// Calinski–Harabasz index.
+    /// Calinski–Harabasz index (higher is better).
     pub calinski_harabasz: f64,
-    /// Davies–Bouldin index.
+    /// Davies–Bouldin index (lower is better; 0 where clusters share a centroid).
     pub davies_bouldin: f64,
-    /// Within-cluster sum of squares around the clusters' means.
-    pub inertia: f64,
-    /// Rand index against the given truth, if any.
-    pub rand_index: Option<f64>,
-    /// Adjusted Rand index against the given truth, if any.
-    pub adjusted_rand_index: Option<f64>,
 }
 
-/// All criteria of `labels` on `x`, and the agreement with `truth` when given; the
-/// silhouette on at most `sample_size` rows when given (seeded by `seed`).
+/// Agreement of a labelling with a reference labelling (the truth): every pair-counting and
+/// information-theoretic score, each defined for any number of clusters.
+#[derive(Debug, Clone, Copy, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+pub struct Agreement {
+    /// Rand index.
+    pub rand_index: f64,
+    /// Adjusted Rand index.
+    pub adjusted_rand_index: f64,
+}
+
+impl Agreement {
+    /// Every agreement score of `labels` against `truth` (same length, not empty).
+    pub fn of(truth: &[u32], labels: &[u32]) -> Result<Self> {
+        Ok(Self {
+            rand_index: rand_index(truth, labels)?,
+            adjusted_rand_index: adjusted_rand_index(truth, labels)?,
+        })
+    }
+}
+
+/// The criteria of one labelling, as the CLI's `evaluate` prints them: what is defined for
+/// it, and why the rest is not.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Evaluation {
+    /// Silhouette, Calinski–Harabasz and Davies–Bouldin; `None` outside 2 ≤ clusters ≤ N − 1
+    /// (the reason is in `internal_undefined`).
+    pub internal: Option<InternalCriteria>,
+    /// Why `internal` is `None`.
+    pub internal_undefined: Option<String>,
+    /// Within-cluster sum of squares around the clusters' means (any number of clusters).
+    pub inertia: f64,
+    /// Agreement with the given truth, if any.
+    pub agreement: Option<Agreement>,
+}
+
+/// The criteria of `labels` on `x` that are defined for it, and the agreement with `truth`
+/// when given; the silhouette on at most `sample_size` rows when given (seeded by `seed`).
+///
+/// The internal criteria need 2 ≤ clusters ≤ N − 1: for one cluster or all singletons they
+/// are left out with the reason, while the inertia and the agreement (defined for any
+/// partition, as in scikit-learn) are still reported.
+///
+/// Errors: labels or truth of the wrong length, the errors of [`silhouette`].
 pub fn evaluate(
     gpu: &Gpu,
     x: &Matrix<'_>,
@@ -115,20 +155,35 @@ pub fn evaluate(
     sample_size: Option<usize>,
     seed: u64,
 ) -> Result<Evaluation> {
-    let silhouette = silhouette(gpu, x, labels, sample_size, seed)?.score;
-    let (rand_index, adjusted_rand_index) = match truth {
-        Some(t) => (
-            Some(rand_index(t, labels)?),
-            Some(adjusted_rand_index(t, labels)?),
+    check_label_count(labels, x.n_rows())?;
+    let k = cluster_index(labels).0.len();
+    let (internal, internal_undefined) = match check_cluster_count(
+        "the silhouette, Calinski-Harabasz and Davies-Bouldin",
+        k,
+        x.n_rows(),
+    ) {
+        Ok(()) => (
+            Some(InternalCriteria {
+                silhouette: silhouette(gpu, x, labels, sample_size, seed)?.score,
+                calinski_harabasz: calinski_harabasz(x, labels)?,
+                davies_bouldin: davies_bouldin(x, labels)?,
+            }),
+            None,
         ),
-        None => (None, None),
+        Err(Error::InvalidParameter { reason, .. }) => (None, Some(reason)),
+        Err(e) => return Err(e),
+    };
+    let agreement = match truth {
+        Some(t) => {
+            check_label_count(t, x.n_rows())?;
+            Some(Agreement::of(t, labels)?)
+        }
+        None => None,
     };
     Ok(Evaluation {
-        silhouette,
-        calinski_harabasz: calinski_harabasz(x, labels)?,
-        davies_bouldin: davies_bouldin(x, labels)?,
+        internal,
+        internal_undefined,
         inertia: inertia(x, labels)?,
-        rand_index,
-        adjusted_rand_index,
+        agreement,
     })
 }

@@ -50,7 +50,7 @@ fn evaluate_human_report_of_kmeans_labels() {
     }
 }
 
-/// Labellings `evaluate` refuses: `{short}` has 4 labels, `{one}` 150 labels of one cluster;
+/// Labellings `evaluate` refuses: `{short}` has 4 labels;
 /// `{iris}` is a matrix of floats, not labels.
 const EVALUATE_REFUSES: &[Case] = &[
     case(
@@ -63,7 +63,6 @@ const EVALUATE_REFUSES: &[Case] = &[
         2,
         &["--truth"],
     ),
-    case("evaluate --input {iris} --labels {one}", 2, &["1 clusters"]),
     case(
         "evaluate --input {iris} --labels {iris}",
         2,
@@ -85,8 +84,63 @@ const EVALUATE_REFUSES: &[Case] = &[
 fn evaluate_refuses_bad_labels() {
     let mut f = Fixture::new();
     io::write_npy_u32(&f.file("short.npy"), &[0, 1, 0, 1]).unwrap();
-    io::write_npy_u32(&f.file("one.npy"), &[7; 150]).unwrap();
     f.name("short", f.file("short.npy"));
-    f.name("one", f.file("one.npy"));
     f.check(EVALUATE_REFUSES);
+}
+
+/// One cluster or all singletons: the silhouette, Calinski–Harabasz and Davies–Bouldin are
+/// left out with the reason, the inertia and the agreement scores are reported.
+#[test]
+fn evaluate_reports_agreement_for_one_cluster_and_singletons() {
+    let mut f = Fixture::new();
+    io::write_npy_u32(&f.file("one.npy"), &[7; 150]).unwrap();
+    let each: Vec<u32> = (0..150).collect();
+    io::write_npy_u32(&f.file("each.npy"), &each).unwrap();
+    f.name("one", f.file("one.npy"));
+    f.name("each", f.file("each.npy"));
+    for (labels, clusters) in [("{one}", 1), ("{each}", 150)] {
+        let report = json_line(&f.run(&format!(
+            "evaluate --input {{iris}} --labels {labels} --truth {{iris_y}} --json"
+        )));
+        for key in ["silhouette", "calinski_harabasz", "davies_bouldin"] {
+            assert!(report.get(key).is_none(), "{key}: {report}");
+            let reason = report["undefined"][key].as_str().unwrap();
+            assert!(
+                reason.contains(&format!("got {clusters} clusters for N = 150")),
+                "{reason}"
+            );
+        }
+        assert_eq!(report["k"], clusters);
+        assert_eq!(report["silhouette_rows"], 0);
+        // scikit-learn 1.9.1 against the Iris species: one cluster gives RI = 0.3288590604
+        // (the pairs within a species), ARI 0; all singletons RI = 0.6711409396, ARI 0.
+        let ri = report["rand_index"].as_f64().unwrap();
+        let want = if clusters == 1 {
+            0.328_859_060_402_684_6
+        } else {
+            0.671_140_939_597_315_4
+        };
+        assert!((ri - want).abs() < 1e-12, "{ri}");
+        assert_eq!(report["adjusted_rand_index"].as_f64(), Some(0.0));
+        assert!(report["inertia"].as_f64().unwrap() >= 0.0);
+    }
+    let text = ok(&f.run("evaluate --input {iris} --labels {one}"));
+    assert!(text.contains("not defined"), "{text}");
+    assert!(text.contains("inertia:"), "{text}");
+}
+
+/// Davies–Bouldin with two clusters on one centroid: a number (scikit-learn's convention),
+/// never `null`.
+#[test]
+fn evaluate_davies_bouldin_with_a_shared_centroid() {
+    let mut f = Fixture::new();
+    let x = f.file("x.csv");
+    std::fs::write(&x, "-1,0\n1,0\n0,-2\n0,2\n10,10\n11,10\n").unwrap();
+    io::write_npy_u32(&f.file("y.npy"), &[0, 0, 1, 1, 2, 2]).unwrap();
+    f.name("x", x);
+    f.name("y", f.file("y.npy"));
+    let report = json_line(&f.run("evaluate --input {x} --labels {y} --json"));
+    // scikit-learn 1.9.1: davies_bouldin_score(X, y) = 0.14942528735632185.
+    let db = report["davies_bouldin"].as_f64().unwrap();
+    assert!((db - 0.149_425_287_356_321_85).abs() < 1e-9, "{report}");
 }

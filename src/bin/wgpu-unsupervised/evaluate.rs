@@ -5,15 +5,19 @@
 //! by `wgpu_unsupervised::io::read_labels`) with [`wgpu_unsupervised::metrics::evaluate`]:
 //! the silhouette (on the GPU; on a random sample of `--sample-size` rows drawn with
 //! `--seed` when given), Calinski–Harabasz, Davies–Bouldin and the inertia around the
-//! clusters' means, and with `--truth` the Rand and adjusted Rand indices. The labels need
-//! 2 ≤ clusters ≤ N − 1. `--json` keys: `n`, `d`, `k`, `silhouette`, `calinski_harabasz`,
-//! `davies_bouldin`, `inertia`, (`rand_index`, `adjusted_rand_index` with `--truth`),
-//! `silhouette_rows`, `seconds`, `adapter`.
+//! clusters' means, and with `--truth` the agreement scores. The first three need
+//! 2 ≤ clusters ≤ N − 1: for one cluster or all singletons they are left out and the reason
+//! is given (`undefined` in JSON), while the inertia and the agreement scores are reported.
+//! `--json` keys: `n`, `d`, `k`, `silhouette`, `calinski_harabasz`, `davies_bouldin`
+//! (when defined), `undefined` (an object naming each left-out key with the reason),
+//! `inertia`, the agreement keys with `--truth` (`rand_index`, `adjusted_rand_index`),
+//! `silhouette_rows`, `seconds`, `adapter`. No number field is ever `null`.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
-use wgpu_unsupervised::metrics::{self, Evaluation};
+use wgpu_unsupervised::metrics::{self, Agreement, Evaluation, InternalCriteria};
 use wgpu_unsupervised::{io, Gpu, Matrix};
 
 use crate::flow::{timed, Context, Human, Outputs, Report, Task};
@@ -51,21 +55,18 @@ struct EvaluateReport<'a> {
     d: usize,
     /// Distinct labels in `--labels`.
     k: usize,
-    /// Mean silhouette coefficient (over the sample with `--sample-size`).
-    silhouette: f64,
-    /// Calinski–Harabasz index (higher is better).
-    calinski_harabasz: f64,
-    /// Davies–Bouldin index (lower is better).
-    davies_bouldin: f64,
+    /// Silhouette, Calinski–Harabasz and Davies–Bouldin, when defined.
+    #[serde(flatten)]
+    internal: Option<InternalCriteria>,
+    /// Each key left out, with the reason.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    undefined: BTreeMap<&'static str, &'a str>,
     /// Within-cluster sum of squares around the clusters' means.
     inertia: f64,
-    /// Rand index against `--truth` (only with it).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    rand_index: Option<f64>,
-    /// Adjusted Rand index against `--truth` (only with it).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    adjusted_rand_index: Option<f64>,
-    /// Rows the silhouette was computed on.
+    /// The agreement scores against `--truth` (only with it).
+    #[serde(flatten)]
+    agreement: Option<Agreement>,
+    /// Rows the silhouette was computed on (0 when it is not defined).
     silhouette_rows: usize,
     /// Wall time of the metrics (upload included, GPU start-up and file I/O excluded).
     seconds: f64,
@@ -142,14 +143,6 @@ impl Task for Evaluate {
         distinct.sort_unstable();
         distinct.dedup();
         self.k = distinct.len();
-        if self.k < 2 || self.k >= n {
-            return Err(Failure::invalid(format!(
-                "{}: the metrics need 2 <= clusters <= N - 1; the labels have {} clusters for \
-                 N = {n}",
-                self.args.labels.display(),
-                self.k
-            )));
-        }
         Ok(())
     }
 
@@ -168,49 +161,64 @@ impl Task for Evaluate {
 
     fn report(&self, run: &Context<'_>, (e, seconds): &Self::Outcome) -> CliResult<Report> {
         let n = run.n;
-        let silhouette_rows = self.args.sample_size.map_or(n, |m| m.min(n));
+        let silhouette_rows = match e.internal {
+            Some(_) => self.args.sample_size.map_or(n, |m| m.min(n)),
+            None => 0,
+        };
         let mut human = Human::new();
-        human
-            .line("input", run.input_line())
-            .line(
-                "labels",
-                format!("{} ({} clusters)", self.args.labels.display(), self.k),
-            )
-            .line(
-                "silhouette",
-                format!(
-                    "{} (on {silhouette_rows} of {n} rows; in [-1, 1], higher is better)",
-                    e.silhouette
-                ),
-            )
-            .line(
-                "calinski-harabasz",
-                format!("{} (higher is better)", e.calinski_harabasz),
-            )
-            .line(
-                "davies-bouldin",
-                format!("{} (lower is better)", e.davies_bouldin),
-            )
-            .line("inertia", e.inertia);
-        if let (Some(ri), Some(ari), Some(path)) =
-            (e.rand_index, e.adjusted_rand_index, &self.args.truth)
-        {
+        human.line("input", run.input_line()).line(
+            "labels",
+            format!("{} ({} clusters)", self.args.labels.display(), self.k),
+        );
+        match (&e.internal, &e.internal_undefined) {
+            (Some(c), _) => {
+                human
+                    .line(
+                        "silhouette",
+                        format!(
+                            "{} (on {silhouette_rows} of {n} rows; in [-1, 1], higher is better)",
+                            c.silhouette
+                        ),
+                    )
+                    .line(
+                        "calinski-harabasz",
+                        format!("{} (higher is better)", c.calinski_harabasz),
+                    )
+                    .line(
+                        "davies-bouldin",
+                        format!("{} (lower is better)", c.davies_bouldin),
+                    );
+            }
+            (None, reason) => {
+                human.line(
+                    "silhouette, calinski-harabasz, davies-bouldin",
+                    format!("not defined: {}", reason.as_deref().unwrap_or("")),
+                );
+            }
+        }
+        human.line("inertia", e.inertia);
+        if let (Some(a), Some(path)) = (&e.agreement, &self.args.truth) {
             human
                 .line("truth", path.display())
-                .line("rand index", ri)
-                .line("adjusted rand index", ari);
+                .line("rand index", a.rand_index)
+                .line("adjusted rand index", a.adjusted_rand_index);
         }
         human.line("time", format!("{seconds:.3} s"));
+        let undefined = match &e.internal_undefined {
+            Some(reason) => ["silhouette", "calinski_harabasz", "davies_bouldin"]
+                .into_iter()
+                .map(|key| (key, reason.as_str()))
+                .collect(),
+            None => BTreeMap::new(),
+        };
         let json = EvaluateReport {
             n,
             d: run.d,
             k: self.k,
-            silhouette: e.silhouette,
-            calinski_harabasz: e.calinski_harabasz,
-            davies_bouldin: e.davies_bouldin,
+            internal: e.internal,
+            undefined,
             inertia: e.inertia,
-            rand_index: e.rand_index,
-            adjusted_rand_index: e.adjusted_rand_index,
+            agreement: e.agreement,
             silhouette_rows,
             seconds: *seconds,
             adapter: &run.info.name,

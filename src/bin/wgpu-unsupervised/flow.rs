@@ -369,10 +369,19 @@ pub struct Report {
 }
 
 impl Report {
-    /// A report whose JSON form is `machine` serialized on one line.
+    /// A report whose JSON form is `machine` serialized on one line. serde_json writes a
+    /// NaN or infinite number as `null`: such a report is refused (exit 1, naming the key)
+    /// rather than printed, since a `null` in a number field would pass silently.
     pub fn new(machine: &impl Serialize, human: Human) -> CliResult<Self> {
-        let json = serde_json::to_string(machine)
-            .map_err(|e| Failure::runtime(format!("cannot serialize the report: {e}")))?;
+        let cannot =
+            |e: serde_json::Error| Failure::runtime(format!("cannot serialize the report: {e}"));
+        let json = serde_json::to_string(machine).map_err(cannot)?;
+        let value: serde_json::Value = serde_json::from_str(&json).map_err(cannot)?;
+        if let Some(key) = null_key(&value, "") {
+            return Err(Failure::runtime(format!(
+                "the report's `{key}` is not a finite number"
+            )));
+        }
         Ok(Self { json, human })
     }
 
@@ -385,6 +394,30 @@ impl Report {
     /// Prints the JSON line with `json`, else the human lines.
     pub fn print(self, json: bool) -> CliResult {
         emit(&if json { self.json } else { self.human.render() })
+    }
+}
+
+/// The path of the first `null` in a JSON value (keys joined by dots, array positions in
+/// brackets), if any.
+fn null_key(value: &serde_json::Value, at: &str) -> Option<String> {
+    use serde_json::Value;
+    match value {
+        Value::Null => Some(at.to_string()),
+        Value::Object(map) => map.iter().find_map(|(k, v)| {
+            null_key(
+                v,
+                &if at.is_empty() {
+                    k.clone()
+                } else {
+                    format!("{at}.{k}")
+                },
+            )
+        }),
+        Value::Array(items) => items
+            .iter()
+            .enumerate()
+            .find_map(|(i, v)| null_key(v, &format!("{at}[{i}]"))),
+        _ => None,
     }
 }
 
