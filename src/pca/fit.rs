@@ -33,10 +33,10 @@ impl Pca {
     pub(super) fn resolve_solver(&self, gpu: &Gpu, n: usize, d: usize) -> Result<PcaSolver> {
         let s_bytes = (d * d * 4) as u64;
         let s_fits = s_bytes <= gpu.binding_byte_limit() && s_bytes <= gpu.memory_budget();
-        let wants_all = matches!(self.components, Components::Fraction(_));
+        let wants_all = !matches!(self.components, Components::Count(_));
         let m = match self.components {
             Components::Count(m) => m,
-            Components::Fraction(_) => n.min(d),
+            Components::Fraction(_) | Components::Mle => n.min(d),
         };
         let solver = match self.solver {
             PcaSolver::Auto if !s_fits => PcaSolver::MatrixFree,
@@ -47,7 +47,7 @@ impl Pca {
         if wants_all && solver != PcaSolver::Full {
             return Err(Error::invalid(
                 "components",
-                "a variance fraction needs the whole spectrum: use PcaSolver::Full or Components::Count",
+                "a variance fraction or Minka's MLE needs the whole spectrum: use PcaSolver::Full or Components::Count",
             ));
         }
         if solver != PcaSolver::MatrixFree && !s_fits {
@@ -147,6 +147,7 @@ impl Pca {
                         let ratio: Vec<f64> = values.iter().map(|&v| ratio_of(v)).collect();
                         components_for_fraction(&ratio, f)
                     }
+                    Components::Mle => super::mle::infer_dimension(&values, n),
                 };
                 (values, vectors[..m * d].to_vec(), m, 0)
             }
@@ -185,18 +186,9 @@ impl Pca {
             0.0
         };
         if self.whiten {
-            let top = explained_variance[0];
-            if let Some(i) = explained_variance
-                .iter()
-                .position(|&v| v <= 1e-12 * top || v <= 0.0)
-            {
-                return Err(Error::invalid(
-                    "whiten",
-                    format!(
-                        "component {i} has zero variance ({:e}); whitening would divide by zero: keep fewer components",
-                        explained_variance[i]
-                    ),
-                ));
+            let keep = super::whitenable_components(&explained_variance);
+            if keep < m {
+                return Err(whitening_refused(&explained_variance, keep));
             }
         }
         let denom = (n - self.ddof) as f64;
@@ -235,7 +227,29 @@ impl Pca {
     fn count(&self) -> usize {
         match self.components {
             Components::Count(m) => m,
-            Components::Fraction(_) => unreachable!("resolve_solver sends fractions to Full"),
+            Components::Fraction(_) | Components::Mle => {
+                unreachable!("resolve_solver sends fractions and the MLE to Full")
+            }
         }
     }
+}
+
+/// The refusal to whiten components `keep + 1 ..` of `explained_variance`, which are at most
+/// [`WHITEN_RTOL`](super::WHITEN_RTOL) times the largest.
+fn whitening_refused(explained_variance: &[f64], keep: usize) -> Error {
+    let (m, top) = (explained_variance.len(), explained_variance[0]);
+    let advice = if keep == 0 {
+        "the data have no variance to whiten".to_string()
+    } else {
+        format!("keep at most {keep} components to whiten")
+    };
+    Error::invalid(
+        "whiten",
+        format!(
+            "components {}..={m} have variance <= {:e} x the largest ({:e} of {top:e}): in f32 that is rounding noise, which whitening would amplify; {advice}",
+            keep + 1,
+            super::WHITEN_RTOL,
+            explained_variance[keep],
+        ),
+    )
 }

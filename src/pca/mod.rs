@@ -41,9 +41,11 @@ use crate::names::parse_choice;
 use crate::progress::OnIteration;
 
 mod fit;
+mod mle;
 mod model;
 mod moments;
 pub(crate) mod power;
+mod probabilistic;
 mod stream;
 
 pub use fit::covariance;
@@ -61,6 +63,10 @@ pub enum Components {
     /// The fewest components whose explained-variance ratios sum past this fraction, in
     /// (0, 1] (scikit-learn's `n_components=0.95`). Needs the whole spectrum.
     Fraction(f64),
+    /// Minka's MLE of the dimensionality (scikit-learn's `n_components="mle"`; module
+    /// `mle`): the rank in 1..D − 1 of largest Laplace-approximated evidence under
+    /// probabilistic PCA. Needs the whole spectrum and N ≥ D.
+    Mle,
 }
 
 /// How the eigenvectors of the covariance are found.
@@ -279,6 +285,12 @@ impl Pca {
                     format!("a fraction must be in (0, 1], got {f}"),
                 ));
             }
+            Components::Mle if n < d => {
+                return Err(Error::invalid(
+                    "components",
+                    format!("Minka's MLE needs N >= D (as scikit-learn's n_components=\"mle\"); got N = {n}, D = {d}"),
+                ));
+            }
             _ => {}
         }
         if self.ddof > 1 {
@@ -296,6 +308,26 @@ impl Pca {
         Error::require_count("max_iter", self.max_iter)?;
         Ok(())
     }
+}
+
+/// Whitening refuses a component whose variance is at most this fraction of the largest.
+///
+/// The covariance is accumulated in f32, which resolves an eigenvalue only to about
+/// 10⁻⁷·λ₁ (measured: the zero directions of rank-deficient data come out at 10⁻⁸..10⁻⁶·λ₁
+/// with every solver, or near 10⁻¹⁴·λ₁ by the matrix-free products): dividing by the square
+/// root of such a variance would blow rounding noise up by 300x or more. 10⁻⁵·λ₁ (a standard
+/// deviation 1/316 of the largest) leaves a margin of 30x over that noise, so every solver
+/// makes the same choice on the same data, and the reference applies the same rule.
+pub const WHITEN_RTOL: f64 = 1e-5;
+
+/// How many of `explained_variance` (descending) whitening can keep: those above
+/// [`WHITEN_RTOL`] times the largest (0 when the largest is not positive).
+pub fn whitenable_components(explained_variance: &[f64]) -> usize {
+    let top = explained_variance.first().copied().unwrap_or(0.0);
+    explained_variance
+        .iter()
+        .take_while(|&&v| top > 0.0 && v > WHITEN_RTOL * top)
+        .count()
 }
 
 /// How many components a variance fraction asks for, from the explained-variance ratios of

@@ -154,7 +154,8 @@ impl PcaModel {
     /// Checks that the parts of the model fit together: 1 ≤ M ≤ min(N, D) components of
     /// D ≥ 1 features from N ≥ 2 samples, parameters that [`Pca::validate`] accepts for
     /// that data (and a component count that agrees with them), M x D finite components,
-    /// M finite variances ≥ 0 (> 0 when whitening, which divides by them), M finite ratios
+    /// M finite variances ≥ 0 (above [`WHITEN_RTOL`](super::WHITEN_RTOL) times the largest when
+    /// whitening, which divides by them), M finite ratios
     /// and singular values, D finite means, D finite scales > 0 (they are divided by), and
     /// a finite total and noise variance ≥ 0.
     ///
@@ -222,10 +223,11 @@ impl PcaModel {
         {
             return Err(bad("explained variances must be finite and >= 0".into()));
         }
-        if self.params.whiten && self.explained_variance.iter().any(|v| *v <= 0.0) {
-            return Err(bad(
-                "a whitening model with a zero-variance component".into()
-            ));
+        if self.params.whiten && super::whitenable_components(&self.explained_variance) < m {
+            return Err(bad(format!(
+                "a whitening model with a component of variance <= {:e} x the largest",
+                super::WHITEN_RTOL
+            )));
         }
         for (name, v) in [
             ("total_variance", self.total_variance),

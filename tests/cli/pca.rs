@@ -29,6 +29,7 @@ fn pca_count_json_report_and_projections() {
         "explained_variance_ratio",
         "solver",
         "n_iter",
+        "noise_variance",
         "fit_seconds",
         "adapter",
     ];
@@ -185,6 +186,11 @@ const PCA_REFUSES: &[Case] = &[
         2,
         &["fraction", "--solver"],
     ),
+    case(
+        "pca --input {x} --components mle --solver matrix-free",
+        2,
+        &["mle", "--solver"],
+    ),
     // Other parameters, named as the library names them.
     case("pca --input {x} --components 2 --ddof 2", 2, &["ddof"]),
     case("pca --input {x} --components 2 --tol -1", 2, &["tol"]),
@@ -226,4 +232,45 @@ fn pca_refuses_bad_arguments_writing_nothing() {
     let mut f = Fixture::new();
     f.blobs("x", 20, 4, 2, 25);
     f.check(PCA_REFUSES);
+}
+
+/// `--components mle` and `--score` on Iris: scikit-learn 1.9.1's `PCA(n_components="mle")`
+/// keeps 3 components and scores the data −2.5328088020291033.
+#[test]
+fn pca_mle_and_score_on_iris() {
+    let f = Fixture::new();
+    let report = json_line(&f.run("pca --input {iris} --components mle --score --json"));
+    assert_eq!(report["n_components"], 3, "{report}");
+    let score = report["score"].as_f64().unwrap();
+    assert!((score + 2.532_808_802_029_103_3).abs() < 1e-4, "{report}");
+    assert!(report["noise_variance"].as_f64().unwrap() > 0.0);
+    let text = ok(&f.run("pca --input {iris} --components MLE --score"));
+    assert!(text.contains("Minka"), "{text}");
+    assert!(text.contains("score:"), "{text}");
+}
+
+/// Whitening rank-2 data: every solver refuses a third component with the same advice.
+#[test]
+fn pca_whiten_refuses_noise_components_with_every_solver() {
+    let mut f = Fixture::new();
+    let x = f.file("rank2.csv");
+    let rows: String = (0..40)
+        .map(|i| {
+            let (a, b) = ((i as f32 * 0.37).sin() * 3.0, (i as f32 * 0.91).cos());
+            format!("{a},{b},{}\n", a + 2.0 * b)
+        })
+        .collect();
+    std::fs::write(&x, rows).unwrap();
+    f.name("x", x);
+    for solver in ["full", "power", "matrix-free"] {
+        let out = f.run(&format!(
+            "pca --input {{x}} --components 3 --whiten --solver {solver}"
+        ));
+        assert_eq!(out.status.code(), Some(2), "{solver}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("keep at most 2 components"), "{solver}: {err}");
+        ok(&f.run(&format!(
+            "pca --input {{x}} --components 2 --whiten --solver {solver}"
+        )));
+    }
 }

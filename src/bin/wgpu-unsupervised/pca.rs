@@ -1,15 +1,17 @@
-//! `wgpu-unsupervised pca --input X --components 50|0.95 [--whiten] [--no-center]
+//! `wgpu-unsupervised pca --input X --components 50|0.95|mle [--whiten] [--no-center]
 //! [--standardize] [--solver auto|full|power|matrix-free] [--tol F] [--max-iter N] [--seed N]
-//! [--ddof 0|1] [--incremental ROWS] [--max-gpu-memory SIZE] [--output Z.npy] [--model m.json] [--plot spectrum.svg] [--json]`
+//! [--ddof 0|1] [--score] [--incremental ROWS] [--max-gpu-memory SIZE] [--output Z.npy] [--model m.json] [--plot spectrum.svg] [--json]`
 //!
 //! Fits PCA (see [`wgpu_unsupervised::Pca`]), then writes the N x M projections of the
 //! training rows as a 2-D `f4` `.npy` array to `--output` and the model to `--model`.
 //! `--components` written as an integer (`50`) keeps exactly that many components; written
 //! with a decimal point or an exponent (`0.95`, `1.0`, `5e-1`) it is a fraction of the
 //! variance in (0, 1]: the fewest components whose cumulative explained-variance ratio
-//! exceeds it (`1.0` keeps all min(N, D)). `--plot` draws the explained-variance ratio of the
+//! exceeds it (`1.0` keeps all min(N, D)); `mle` chooses it by Minka's MLE. `--plot` draws the explained-variance ratio of the
 //! kept components and its cumulative sum as SVG. `--json` keys: `algorithm`, `n`, `d`,
-//! `n_components`, `explained_variance_ratio`, `solver`, `n_iter`, `fit_seconds`, `adapter`.
+//! `n_components`, `explained_variance_ratio`, `solver`, `n_iter`, `noise_variance`, `score`
+//! (with `--score`: the mean log-likelihood under probabilistic PCA), `fit_seconds`,
+//! `adapter`.
 
 use std::path::{Path, PathBuf};
 
@@ -31,9 +33,9 @@ pub struct PcaArgs {
     /// Components to keep. An integer M (no decimal point, e.g. 50) keeps exactly M, in
     /// 1..=min(N, D). A number with a decimal point or an exponent (e.g. 0.95, 1.0, 5e-1) is a
     /// fraction of the variance in (0, 1]: the fewest components whose cumulative
-    /// explained-variance ratio exceeds it; 1.0 keeps all min(N, D). Fractions need the full
-    /// solver (auto picks it).
-    #[arg(long, value_name = "M|F", allow_negative_numbers = true)]
+    /// explained-variance ratio exceeds it; 1.0 keeps all min(N, D). `mle` picks the count by
+    /// Minka's MLE (needs N >= D). Fractions and mle need the full solver (auto picks it).
+    #[arg(long, value_name = "M|F|mle", allow_negative_numbers = true)]
     components: String,
     /// Scale the projections to unit variance (divide by the square root of each
     /// component's variance).
@@ -78,6 +80,10 @@ pub struct PcaArgs {
     /// stream through the GPU a piece at a time, projections are made a slice at a time.
     #[arg(long, value_name = "SIZE", value_parser = choices::memory_size)]
     max_gpu_memory: Option<u64>,
+    /// Also report the mean log-likelihood of the input under the probabilistic PCA model
+    /// (scikit-learn's score; needs a noise variance > 0, i.e. fewer than D components).
+    #[arg(long)]
+    score: bool,
     /// Print one line of JSON instead of the human report.
     #[arg(long)]
     json: bool,
@@ -100,6 +106,11 @@ struct PcaReport<'a> {
     solver: &'static str,
     /// Power-iteration steps (0 for the full eigendecomposition).
     n_iter: usize,
+    /// The mean variance of the discarded directions (probabilistic PCA's σ²).
+    noise_variance: f64,
+    /// Mean log-likelihood of the input (only with `--score`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    score: Option<f64>,
     /// Wall time of the fit (data upload included, GPU start-up, projections and file I/O
     /// excluded).
     fit_seconds: f64,
@@ -127,6 +138,8 @@ pub struct Fitted {
     fit_seconds: f64,
     /// The N x M projections and their wall time, computed only when `--output` asks.
     projections: Option<(Vec<f32>, f64)>,
+    /// The mean log-likelihood of the input, computed only when `--score` asks.
+    score: Option<f64>,
 }
 
 impl PcaFit {
@@ -153,15 +166,15 @@ impl PcaFit {
         if let Some(ddof) = args.ddof {
             params = params.ddof(ddof);
         }
-        if let Components::Fraction(f) = components {
-            if matches!(params.solver, PcaSolver::Power | PcaSolver::MatrixFree) {
-                return Err(Failure::invalid(format!(
-                    "--components {f} is a fraction of the variance, which needs the whole \
-                     spectrum: use --solver full (or auto), or give an integer count for \
-                     --solver {}",
-                    params.solver
-                )));
-            }
+        if !matches!(components, Components::Count(_))
+            && matches!(params.solver, PcaSolver::Power | PcaSolver::MatrixFree)
+        {
+            return Err(Failure::invalid(format!(
+                "--components {} (a fraction of the variance, or mle) needs the whole spectrum: \
+                 use --solver full (or auto), or give an integer count for --solver {}",
+                args.components.trim(),
+                params.solver
+            )));
         }
         let mut params = params;
         let bar = Bar::attach(
@@ -243,6 +256,7 @@ impl Task for PcaFit {
         let requested = match self.components {
             Components::Count(c) => format!("{c} requested"),
             Components::Fraction(f) => format!("fraction {f} of the variance requested"),
+            Components::Mle => "chosen by Minka's MLE".to_string(),
         };
         let mut options = vec![if params.center {
             "centred"
@@ -282,7 +296,14 @@ impl Task for PcaFit {
                 ),
             )
             .line("solver", solver)
+            .line("noise variance", model.noise_variance())
             .line("fit time", format!("{:.3} s", fitted.fit_seconds));
+        if let Some(score) = fitted.score {
+            human.line(
+                "score",
+                format!("{score} (mean log-likelihood of the input)"),
+            );
+        }
         match (&self.args.output, &fitted.projections) {
             (Some(p), Some((_, seconds))) => human.line(
                 "projections",
@@ -302,6 +323,8 @@ impl Task for PcaFit {
             explained_variance_ratio: ratios,
             solver: model.solver().name(),
             n_iter: model.n_iter(),
+            noise_variance: model.noise_variance(),
+            score: fitted.score,
             fit_seconds: fitted.fit_seconds,
             adapter: &run.info.name,
         };
@@ -313,8 +336,11 @@ impl Task for PcaFit {
 /// variance (exit 2 for anything else, naming the rule).
 fn parse_components(text: &str) -> CliResult<Components> {
     let text = text.trim();
-    let rule = "an integer count M >= 1, or a fraction of the variance in (0, 1] written \
-                with a decimal point (e.g. 0.95)";
+    let rule = "an integer count M >= 1, a fraction of the variance in (0, 1] written \
+                with a decimal point (e.g. 0.95), or mle";
+    if text.eq_ignore_ascii_case("mle") {
+        return Ok(Components::Mle);
+    }
     if !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit()) {
         return match text.parse::<usize>() {
             Ok(0) => Err(Failure::invalid(format!(
@@ -367,10 +393,12 @@ impl PcaFit {
                 })?),
                 None => None,
             };
+            let score = self.score(&model, &x)?;
             return Ok(Fitted {
                 model,
                 fit_seconds,
                 projections,
+                score,
             });
         }
         let ((xg, model), fit_seconds) = timed(|| {
@@ -382,10 +410,20 @@ impl PcaFit {
             Some(_) => Some(timed(|| Ok(model.transform(gpu, &xg)?))?),
             None => None,
         };
+        let score = self.score(&model, &x)?;
         Ok(Fitted {
             model,
             fit_seconds,
             projections,
+            score,
+        })
+    }
+
+    /// The mean log-likelihood of `x` when `--score` asks for it.
+    fn score(&self, model: &PcaModel, x: &Matrix<'_>) -> CliResult<Option<f64>> {
+        Ok(match self.args.score {
+            true => Some(model.score(x)?),
+            false => None,
         })
     }
 }

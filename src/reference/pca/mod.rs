@@ -43,6 +43,7 @@ use crate::error::{Error, Result};
 use crate::pca::{Components, Pca, PcaSolver};
 use crate::reference::linalg;
 
+pub mod probabilistic;
 #[cfg(test)]
 mod tests;
 
@@ -326,8 +327,8 @@ fn matvec(a: &[f64], d: usize, v: &[f64]) -> Vec<f64> {
 /// [`column_std`]), S = [`covariance`] of (X − μ)/σ with `params.ddof`, the full eigen-
 /// decomposition of S (always: the explained-variance ratios and the noise variance need the
 /// whole spectrum, clamped at 0 since S is positive semi-definite), M from
-/// `params.components` (`Fraction(f)`: [`crate::pca::components_for_fraction`] over the first
-/// min(N, D) ratios), and the M components from the full decomposition, or from
+/// `params.components` (`Fraction(f)`: [`components_for_fraction`] over the first
+/// min(N, D) ratios; `Mle`: [`probabilistic::minka_dimension`]), and the M components from the full decomposition, or from
 /// [`power_iteration_deflation`] (with `tol`, `max_iter` and `seed`) when `params.solver` is
 /// [`PcaSolver::Power`] (its eigenvalues then give `explained_variance`). Every other solver
 /// uses the full decomposition here. Signs are fixed with [`linalg::flip_signs`].
@@ -336,7 +337,7 @@ fn matvec(a: &[f64], d: usize, v: &[f64]) -> Vec<f64> {
 /// is not a multiple of `d`, [`Error::NonFinite`] with the row and column of the first NaN or
 /// infinity, whatever [`Pca::validate`] reports, the power iteration's non-convergence, and
 /// `Error::invalid("whiten", …)` when whitening is asked for and a kept component has zero
-/// variance (λ_k ≤ 1e-12 · λ₁), naming it.
+/// variance at most 1e-5 · λ₁ (the GPU fit's rule), naming how many can be kept.
 pub fn fit(x: &[f64], d: usize, params: &Pca) -> Result<ReferencePca> {
     crate::data::validate_row_major(x, d)?;
     let n = x.len() / d;
@@ -375,6 +376,7 @@ pub fn fit(x: &[f64], d: usize, params: &Pca) -> Result<ReferencePca> {
     let m = match params.components {
         Components::Count(m) => m,
         Components::Fraction(f) => components_for_fraction(&all_ratios, f),
+        Components::Mle => probabilistic::minka_dimension(&eigenvalues[..k_all], n),
     };
 
     let (explained_variance, mut components) = if params.solver == PcaSolver::Power {
@@ -387,16 +389,19 @@ pub fn fit(x: &[f64], d: usize, params: &Pca) -> Result<ReferencePca> {
     linalg::flip_signs(&mut components, d);
 
     if params.whiten {
+        // The same rule as the GPU fit, whose f32 covariance cannot resolve variances below
+        // it: components at or below 1e-5 · λ₁ are refused, naming how many can be kept.
         let lambda1 = explained_variance.first().copied().unwrap_or(0.0);
         if let Some(k) = explained_variance
             .iter()
-            .position(|&l| l <= 1e-12 * lambda1)
+            .position(|&l| !(lambda1 > 0.0 && l > 1e-5 * lambda1))
         {
             return Err(Error::invalid(
                 "whiten",
                 format!(
-                    "component {k} has zero variance ({:e}, largest {lambda1:e}); \
-                     whitening would divide by zero: keep fewer components",
+                    "component {} has variance {:e}, at most 1e-5 x the largest \
+                     ({lambda1:e}): keep at most {k} components to whiten",
+                    k + 1,
                     explained_variance[k]
                 ),
             ));

@@ -379,7 +379,7 @@ fn invalid_inputs_are_errors() {
     match err {
         Error::InvalidParameter { name, reason } => {
             assert_eq!(name, "whiten");
-            assert!(reason.contains("component 1"), "{reason}");
+            assert!(reason.contains("keep at most 1 components"), "{reason}");
         }
         other => panic!("unexpected error {other}"),
     }
