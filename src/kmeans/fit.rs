@@ -276,8 +276,12 @@ impl<'a> Workspace<'a> {
         })
     }
 
-    /// Greedy k-means++ seeding on the device.
-    fn kmeans_plus_plus(&self, rng: &mut ChaCha8Rng, n_trials: usize) -> Result<Vec<f32>> {
+    /// Greedy k-means++ seeding on the device: the seeds (K x D) and the rows they are.
+    pub(super) fn kmeans_plus_plus(
+        &self,
+        rng: &mut ChaCha8Rng,
+        n_trials: usize,
+    ) -> Result<(Vec<f32>, Vec<usize>)> {
         let gpu = self.gpu;
         let x = &self.x;
         let (n, d) = (x.n_rows(), x.n_features());
@@ -376,7 +380,7 @@ impl<'a> Workspace<'a> {
                 Ok(())
             })?;
         }
-        rows::read_rows(gpu, x, &chosen)
+        Ok((rows::read_rows(gpu, x, &chosen)?, chosen))
     }
 
     /// Draws `n_trials` rows with probability ∝ D², from the per-block sums of D² and the D²
@@ -479,7 +483,9 @@ impl<'a> Workspace<'a> {
                 idx.truncate(self.k);
                 rows::read_rows(self.gpu, &self.x, &idx)
             }
-            KMeansInit::KMeansPlusPlus => self.kmeans_plus_plus(rng, params.n_local_trials()),
+            KMeansInit::KMeansPlusPlus => {
+                Ok(self.kmeans_plus_plus(rng, params.n_local_trials())?.0)
+            }
             KMeansInit::KMeansParallel { .. } => super::parallel::device_seeds(
                 self.gpu,
                 &self.x,
@@ -572,5 +578,5 @@ pub(crate) fn weighted_plus_plus_seeds(
     rng: &mut ChaCha8Rng,
 ) -> Result<Vec<f32>> {
     let ws = Workspace::weighted(gpu, x, k, weights)?;
-    ws.kmeans_plus_plus(rng, KMeans::new(k).n_local_trials())
+    Ok(ws.kmeans_plus_plus(rng, KMeans::new(k).n_local_trials())?.0)
 }

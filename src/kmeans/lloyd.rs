@@ -299,6 +299,43 @@ impl KMeans {
         ws.initial_centroids(self, &mut ChaCha8Rng::seed_from_u64(self.seed))
     }
 
+    /// The seeds of the k-means++ initialisation and the rows they were taken from:
+    /// scikit-learn's `kmeans_plusplus(X, n_clusters, sample_weight, random_state)`.
+    ///
+    /// Greedy k-means++ (`2 + ln K` D²-sampled candidates per step, the one lowering the
+    /// potential most kept) on the device, from `self.seed`, with optional sample weights
+    /// (one per row, as for [`KMeans::fit_weighted`]). The seeds are those
+    /// [`KMeans::initial_centroids`] gives with `KMeansInit::KMeansPlusPlus` and the same
+    /// seed; with the cosine metric they are rows of the normalised data. Returns (K x D
+    /// seeds row-major, the K row indices, distinct unless rows repeat).
+    ///
+    /// Errors: those of [`KMeans::fit`] before its Lloyd iterations, and bad weights.
+    pub fn kmeans_plusplus(
+        &self,
+        gpu: &Gpu,
+        x: &impl GpuInput,
+        sample_weight: Option<&[f32]>,
+    ) -> Result<(Vec<f32>, Vec<usize>)> {
+        let (n, d) = x.shape();
+        self.validate(n, d)?;
+        if let Some(w) = sample_weight {
+            crate::data::check_sample_weights(w, n)?;
+        }
+        let on_device = x.on_gpu(gpu)?;
+        let unit;
+        let rows = if self.metric.is_spherical() {
+            unit = crate::kernels::rows::normalize_rows(gpu, &on_device)?;
+            &unit
+        } else {
+            &*on_device
+        };
+        let ws = Workspace::weighted(gpu, rows, self.k, sample_weight)?;
+        ws.kmeans_plus_plus(
+            &mut ChaCha8Rng::seed_from_u64(self.seed),
+            self.n_local_trials(),
+        )
+    }
+
     /// Refuses the cosine metric where the rows are not all on one device (streamed or
     /// partitioned fits and their statistics), which spherical K-Means does not support yet.
     pub(super) fn require_euclidean(&self, what: &str) -> Result<()> {

@@ -17,6 +17,7 @@ fn kmeans_npy_json_report_and_labels() {
         "d",
         "k",
         "metric",
+        "init",
         "inertia",
         "n_iter",
         "converged",
@@ -31,6 +32,7 @@ fn kmeans_npy_json_report_and_labels() {
     assert_eq!(report["d"], 3);
     assert_eq!(report["k"], 4);
     assert_eq!(report["metric"], "euclidean");
+    assert_eq!(report["init"], "k-means++");
     let inertia = report["inertia"].as_f64().unwrap();
     assert!(inertia.is_finite() && inertia >= 0.0, "{report}");
     assert!(report["n_iter"].as_u64().unwrap() >= 1, "{report}");
@@ -229,4 +231,51 @@ fn kmeans_parallel_init_and_its_options() {
             &["rounds"],
         ),
     ]);
+}
+
+/// `--init-centroids`: Lloyd starts from the centres in the file (one run), and the file
+/// must hold K x D values.
+#[test]
+fn kmeans_init_centroids_from_a_file() {
+    let mut f = Fixture::new();
+    f.blobs("x", 200, 2, 3, 41);
+    // Three rows of the data as the starting centres: the fit equals the library's fit
+    // from the same centres.
+    let x = io::read_matrix(&f.file("x.npy")).unwrap();
+    let start: Vec<f32> = [0usize, 70, 140]
+        .iter()
+        .flat_map(|&i| x.data[i * 2..i * 2 + 2].to_vec())
+        .collect();
+    let rows: String = start
+        .chunks(2)
+        .map(|c| format!("{},{}\n", c[0], c[1]))
+        .collect();
+    let c = f.file("c.csv");
+    std::fs::write(&c, rows).unwrap();
+    f.name("c", c);
+    let report = json_line(&f.run(
+        "kmeans --input {x} --k 3 --init-centroids {c} --n-init 5 --output {dir}/l.npy --json",
+    ));
+    assert_eq!(report["init"], "given centroids", "{report}");
+    let gpu = wgpu_unsupervised::Gpu::new().unwrap();
+    let m = wgpu_unsupervised::Matrix::new(&x.data, 2).unwrap();
+    let want = wgpu_unsupervised::KMeans::new(3)
+        .init(wgpu_unsupervised::KMeansInit::Centroids(
+            start.iter().map(|&v| v as f64).collect(),
+        ))
+        .fit(&gpu, &m)
+        .unwrap();
+    assert_eq!(io::read_labels(&f.file("l.npy")).unwrap(), want.labels());
+    assert_eq!(report["inertia"].as_f64().unwrap(), want.inertia());
+    // Wrong shapes, and --init beside it, are refused.
+    for (args, words) in [
+        ("--k 2 --init-centroids {c}", &["3 x 2", "2 x 2"][..]),
+        ("--k 3 --init-centroids {iris}", &["150 x 4"][..]),
+        ("--k 3 --init-centroids {c} --init random", &["--init"][..]),
+    ] {
+        let out = f.run(&format!("kmeans --input {{x}} {args}"));
+        assert_eq!(out.status.code(), Some(2), "{args}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(words.iter().all(|w| err.contains(w)), "{args}: {err}");
+    }
 }

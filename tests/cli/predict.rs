@@ -51,6 +51,39 @@ fn kmeans_model_then_predict_gives_the_fit_labels() {
     assert_eq!(io::read_labels(&f.file("again.npy")).unwrap(), fit_labels);
 }
 
+/// `transform` with a K-Means model: distances to the centroids, as the library's.
+#[test]
+fn kmeans_model_then_transform_gives_distances_to_the_centroids() {
+    let mut f = Fixture::new();
+    f.blobs("x", 120, 3, 4, 12);
+    let model = f.model(
+        "model",
+        "kmeans --input {x} --k 4 --output {dir}/labels.npy",
+    );
+    let report =
+        json_line(&f.run("transform --model {model} --input {x} --output {dir}/d.npy --json"));
+    assert_eq!(report["algorithm"], "kmeans");
+    assert_eq!(report["command"], "transform");
+    assert_eq!(report["n_components"], 4);
+    assert_eq!(report["n_features"], 3);
+    let distances = read_2d(&f.file("d.npy"), 120, 4);
+    let gpu = wgpu_unsupervised::Gpu::new().unwrap();
+    let loaded = wgpu_unsupervised::KMeansModel::load(&model).unwrap();
+    let x = io::read_matrix(&f.file("x.npy")).unwrap();
+    let want = loaded
+        .transform(&gpu, &wgpu_unsupervised::Matrix::new(&x.data, 3).unwrap())
+        .unwrap();
+    assert_eq!(distances, want);
+    // The nearest centroid is the fit's label.
+    let labels = io::read_labels(&f.file("labels.npy")).unwrap();
+    for (row, &l) in distances.chunks(4).zip(&labels) {
+        let nearest = (0..4).min_by(|&a, &b| row[a].total_cmp(&row[b])).unwrap();
+        assert_eq!(nearest as u32, l);
+    }
+    let text = ok(&f.run("transform --model {model} --input {x} --output {dir}/d.csv"));
+    assert!(text.contains("distances"), "{text}");
+}
+
 #[test]
 fn pca_model_then_transform_and_predict_give_the_fit_projections() {
     let mut f = Fixture::new();
@@ -193,9 +226,14 @@ const APPLY_REFUSES: &[Case] = &[
         &["--proba", "PCA", "pca.json"],
     ),
     case(
-        "transform --model {kmeans} --input {x3} --output {dir}/out.npy",
+        "transform --model {kmeans} --input {x3} --output {dir}/out.npy --inverse",
         2,
-        &["PCA model", "K-Means"],
+        &["--inverse", "K-Means"],
+    ),
+    case(
+        "transform --model {kmeans} --input {x5} --output {dir}/out.npy",
+        2,
+        &["feature", "3", "5"],
     ),
     case(
         "transform --model {gmm} --input {iris} --output {dir}/out.npy",

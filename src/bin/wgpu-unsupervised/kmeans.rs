@@ -1,18 +1,23 @@
 //! `wgpu-unsupervised kmeans --input X.{npy,csv} --k 8 [--n-init N] [--max-iter N] [--tol F]
 //! [--seed N] [--init k-means++|random|kmeans-parallel [--oversampling F --rounds R]]
+//! [--init-centroids C.npy]
 //! [--metric euclidean|cosine] [--max-gpu-memory SIZE] [--mini-batch SIZE]
 //! [--sample-weight w.npy] [--output labels.npy] [--model model.json] [--json]`
 //!
 //! Fits K-Means on the matrix in `--input` (one row per sample), then writes the training
 //! labels as a 1-D `u4` `.npy` array to `--output` and the fitted model to `--model`, when
 //! given. Parameters left out keep the library's defaults (see
-//! [`wgpu_unsupervised::KMeans`]). `--json` keys: `algorithm`, `n`, `d`, `k`, `metric`,
-//! `inertia`, `n_iter`, `converged`, `fit_seconds`, `init_seconds`, `adapter`.
+//! [`wgpu_unsupervised::KMeans`]). `--init-centroids` starts from the K x D centres in a
+//! file (scikit-learn's `init=array`; one run, as there). `--json` keys: `algorithm`, `n`,
+//! `d`, `k`, `metric`, `init`, `inertia`, `n_iter`, `converged`, `fit_seconds`,
+//! `init_seconds`, `adapter`.
 
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
-use wgpu_unsupervised::{Gpu, KMeans, KMeansInit, KMeansModel, Matrix, Metric, MiniBatchKMeans};
+use wgpu_unsupervised::{
+    io, Gpu, KMeans, KMeansInit, KMeansModel, Matrix, Metric, MiniBatchKMeans,
+};
 
 use crate::flow::{
     iterations, read_sample_weights, timed, write_labels, Context, Human, Outputs, Report, Task,
@@ -44,6 +49,10 @@ pub struct KmeansArgs {
     /// Initialisation method [default: k-means++].
     #[arg(long, value_name = "METHOD", value_parser = choices::kmeans_init())]
     init: Option<KMeansInit>,
+    /// Start from these K x D centroids (.npy or .csv, one centre per row; scikit-learn's
+    /// init=array): one run, so --n-init is ignored.
+    #[arg(long, value_name = "FILE", conflicts_with = "init")]
+    init_centroids: Option<PathBuf>,
     /// k-means|| only: candidates sampled per round, per cluster (ℓ / k) [default: 2].
     #[arg(long, value_name = "F")]
     oversampling: Option<f64>,
@@ -91,6 +100,8 @@ struct KmeansReport<'a> {
     k: usize,
     /// "euclidean" or "cosine".
     metric: &'static str,
+    /// "k-means++", "random", "k-means||" or "given centroids".
+    init: &'static str,
     /// Final within-cluster sum of squares (Σ(1 − cos) for the cosine metric).
     inertia: f64,
     /// Lloyd iterations of the kept restart.
@@ -219,6 +230,20 @@ impl Task for Kmeans {
                 "--oversampling and --rounds apply to --init k-means|| only",
             ));
         }
+        if let Some(path) = &self.args.init_centroids {
+            let c = io::read_matrix(path).map_err(Failure::input)?;
+            if (c.n_rows, c.n_features) != (self.params.k, x.n_features()) {
+                return Err(Failure::invalid(format!(
+                    "{}: --init-centroids holds {} x {} values; expected --k x D = {} x {}",
+                    path.display(),
+                    c.n_rows,
+                    c.n_features,
+                    self.params.k,
+                    x.n_features()
+                )));
+            }
+            self.params.init = KMeansInit::Centroids(c.data.iter().map(|&v| v as f64).collect());
+        }
         self.params.validate(x.n_rows(), x.n_features())?;
         if let Some(path) = &self.args.sample_weight {
             self.weights = Some(read_sample_weights(path, x.n_rows())?);
@@ -273,6 +298,7 @@ impl Task for Kmeans {
             d: run.d,
             k: model.k(),
             metric: model.params().metric.name(),
+            init: model.params().init.name(),
             inertia: model.inertia(),
             n_iter: model.n_iter(),
             converged: model.converged(),

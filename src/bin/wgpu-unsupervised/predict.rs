@@ -11,8 +11,11 @@
 //! * `wgpu-unsupervised transform --model m.json --input X --output Z.npy [--inverse] [--json]`
 //!
 //!   Projects every row of `--input` with a saved PCA model (N x M, `f4`); with `--inverse`,
-//!   reconstructs N x D rows from N x M projections. `--json` keys: `algorithm`, `command`,
-//!   `inverse`, `n`, `d`, `n_components`, `n_features`, `adapter`, `seconds`.
+//!   reconstructs N x D rows from N x M projections. With a K-Means model, writes every
+//!   row's distances to the K centroids (N x K, `f4`; scikit-learn's `KMeans.transform`;
+//!   chord distances for the cosine metric). `--json` keys: `algorithm` ("pca" or
+//!   "kmeans"), `command`, `inverse`, `n`, `d`, `n_components` (the result's columns: M, or
+//!   K for K-Means), `n_features`, `adapter`, `seconds`.
 
 use std::path::{Path, PathBuf};
 
@@ -48,7 +51,8 @@ pub struct PredictArgs {
 /// Arguments of `transform`.
 #[derive(Debug, clap::Args)]
 pub struct TransformArgs {
-    /// Model file written by `pca --model`.
+    /// Model file written by `pca --model` (projections) or `kmeans --model` (distances to
+    /// the centroids).
     #[arg(long, value_name = "FILE")]
     model: PathBuf,
     /// Input matrix: N x D rows (N x M projections with --inverse), .npy or .csv.
@@ -57,7 +61,7 @@ pub struct TransformArgs {
     /// Write the projections (reconstructions with --inverse) here (.npy, dtype f4, or .csv).
     #[arg(long, value_name = "FILE")]
     output: PathBuf,
-    /// Reconstruct N x D rows from N x M projections instead of projecting.
+    /// PCA models only: reconstruct N x D rows from N x M projections instead of projecting.
     #[arg(long)]
     inverse: bool,
     /// Print one line of JSON instead of the human report.
@@ -87,7 +91,7 @@ struct PredictReport<'a> {
 /// The one-line `--json` report of `transform`, and of `predict` with a PCA model.
 #[derive(Serialize)]
 struct TransformReport<'a> {
-    /// Always "pca".
+    /// "pca" or "kmeans".
     algorithm: &'static str,
     /// "transform" or "predict".
     command: &'static str,
@@ -97,7 +101,7 @@ struct TransformReport<'a> {
     n: usize,
     /// Columns of the input (D, or M with `--inverse`).
     d: usize,
-    /// Components of the model, M.
+    /// Columns of the result's rows: the components M (K distances for K-Means).
     n_components: usize,
     /// Features of the model, D.
     n_features: usize,
@@ -138,7 +142,7 @@ pub fn predict(args: PredictArgs) -> CliResult {
             args,
         }),
         Model::Pca(model) => flow::run(Projection {
-            model,
+            model: Transformer::Pca(model),
             model_path: args.model,
             input: args.input,
             output: args.output,
@@ -149,18 +153,20 @@ pub fn predict(args: PredictArgs) -> CliResult {
     }
 }
 
-/// `transform`: loads a PCA model, then projects (or reconstructs) the input.
+/// `transform`: loads a PCA model, then projects (or reconstructs) the input, or a K-Means
+/// model, then measures the distances to its centroids.
 pub fn transform(args: TransformArgs) -> CliResult {
     let model = match load(&args.model)? {
-        Model::Pca(model) => model,
+        Model::Pca(model) => Transformer::Pca(model),
+        Model::KMeans(model) if !args.inverse => Transformer::KMeans(model),
         other => {
             let instead = match other {
-                Model::GaussianMixture(_) => "labels and responsibilities",
-                _ => "labels",
+                Model::GaussianMixture(_) => "; use predict for labels and responsibilities",
+                _ => " (--inverse reconstructs from PCA projections only)",
             };
             return Err(Failure::invalid(format!(
                 "{}: {}; transform needs a PCA model (format \"{PCA_FORMAT}\", written by \
-                 `pca --model`); use predict for {instead}",
+                 `pca --model`) or a K-Means model{instead}",
                 args.model.display(),
                 described(&other)
             )));
@@ -175,6 +181,32 @@ pub fn transform(args: TransformArgs) -> CliResult {
         json: args.json,
         command: "transform",
     })
+}
+
+/// A model that maps rows to new coordinates.
+enum Transformer {
+    /// Projections onto the components (reconstructions with `--inverse`).
+    Pca(PcaModel),
+    /// Distances to the centroids.
+    KMeans(KMeansModel),
+}
+
+impl Transformer {
+    /// Features the model reads, D.
+    fn n_features(&self) -> usize {
+        match self {
+            Transformer::Pca(m) => m.n_features(),
+            Transformer::KMeans(m) => m.n_features(),
+        }
+    }
+
+    /// Columns of a transformed row: M components or K distances.
+    fn n_outputs(&self) -> usize {
+        match self {
+            Transformer::Pca(m) => m.n_components(),
+            Transformer::KMeans(m) => m.k(),
+        }
+    }
 }
 
 /// A model that labels rows.
@@ -311,7 +343,7 @@ impl Task for Labels {
 /// reconstructions.
 struct Projection {
     /// The model.
-    model: PcaModel,
+    model: Transformer,
     /// Where it was read from, for the report.
     model_path: PathBuf,
     /// The rows (N x D) or, with `inverse`, the projections (N x M).
@@ -327,12 +359,23 @@ struct Projection {
 }
 
 impl Projection {
-    /// Columns of the result: M when projecting, D when reconstructing.
+    /// Columns of the result: M when projecting, D when reconstructing, K for K-Means.
     fn result_columns(&self) -> usize {
         if self.inverse {
             self.model.n_features()
         } else {
-            self.model.n_components()
+            self.model.n_outputs()
+        }
+    }
+}
+
+impl Projection {
+    /// What the result's rows are.
+    fn result_name(&self) -> &'static str {
+        match (&self.model, self.inverse) {
+            (Transformer::KMeans(_), _) => "distances",
+            (_, true) => "reconstructions",
+            (_, false) => "projections",
         }
     }
 }
@@ -346,12 +389,7 @@ impl Task for Projection {
     }
 
     fn outputs(&self) -> Outputs<'_> {
-        let what = if self.inverse {
-            "reconstructions"
-        } else {
-            "projections"
-        };
-        Outputs::none().array("--output", Some(&self.output), what)
+        Outputs::none().array("--output", Some(&self.output), self.result_name())
     }
 
     fn json(&self) -> bool {
@@ -359,7 +397,7 @@ impl Task for Projection {
     }
 
     fn check(&mut self, x: &Matrix<'_>) -> CliResult {
-        let m = self.model.n_components();
+        let m = self.model.n_outputs();
         if self.inverse && x.n_features() != m {
             return Err(Failure::invalid(format!(
                 "feature count mismatch: --inverse reads N x M projections and the model has \
@@ -374,9 +412,10 @@ impl Task for Projection {
     }
 
     fn compute(&self, gpu: &Gpu, x: Matrix<'_>) -> CliResult<Self::Outcome> {
-        timed(|| match self.inverse {
-            true => Ok(self.model.inverse_transform(gpu, &x)?),
-            false => Ok(self.model.transform(gpu, &x)?),
+        timed(|| match (&self.model, self.inverse) {
+            (Transformer::Pca(m), true) => Ok(m.inverse_transform(gpu, &x)?),
+            (Transformer::Pca(m), false) => Ok(m.transform(gpu, &x)?),
+            (Transformer::KMeans(m), _) => Ok(m.transform(gpu, &x)?),
         })
     }
 
@@ -385,21 +424,18 @@ impl Task for Projection {
     }
 
     fn report(&self, run: &Context<'_>, (_, seconds): &Self::Outcome) -> CliResult<Report> {
-        let (m, d, n) = (self.model.n_components(), self.model.n_features(), run.n);
+        let (m, d, n) = (self.model.n_outputs(), self.model.n_features(), run.n);
         let cols = self.result_columns();
-        let result = if self.inverse {
-            "reconstructions"
-        } else {
-            "projections"
+        let result = self.result_name();
+        let (algorithm, described) = match &self.model {
+            Transformer::Pca(_) => ("pca", format!("PCA, {m} components of {d} features")),
+            Transformer::KMeans(_) => ("kmeans", format!("K-Means, {m} centroids of {d} features")),
         };
         let mut human = Human::new();
         human
             .line(
                 "model",
-                format!(
-                    "{} (PCA, {m} components of {d} features)",
-                    self.model_path.display()
-                ),
+                format!("{} ({described})", self.model_path.display()),
             )
             .line(
                 "input",
@@ -408,7 +444,7 @@ impl Task for Projection {
             .line("time", format!("{seconds:.3} s"))
             .line(result, format!("{} ({n} x {cols})", self.output.display()));
         let json = TransformReport {
-            algorithm: "pca",
+            algorithm,
             command: self.command,
             inverse: self.inverse,
             n,
