@@ -107,6 +107,7 @@ pub(super) fn fit_restarts(
     d: usize,
     data: &mut impl EmData,
 ) -> Result<GaussianMixtureModel> {
+    let params = &params.resolved_init();
     let mut rng = ChaCha8Rng::seed_from_u64(params.seed);
     let runs = match params.init {
         GmmInit::Given(_) => 1,
@@ -116,7 +117,7 @@ pub(super) fn fit_restarts(
     let mut best: Option<Run> = None;
     for r in 0..runs {
         let progress = Progress::new(Algorithm::GaussianMixture, r, params.on_iteration.as_ref());
-        let start = data.initial_parameters(params, &mut rng)?;
+        let start = params.override_start(data.initial_parameters(params, &mut rng)?, d)?;
         let run = em(data, start, params, &progress)?;
         let stopped = run.stopped;
         // Strictly higher, so that among equal runs the earliest wins (as the reference).

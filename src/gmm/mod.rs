@@ -80,12 +80,14 @@ use crate::names::parse_choice;
 use crate::progress::OnIteration;
 
 mod fit;
+mod init;
 pub mod math;
 mod model;
 mod stats;
 mod stream;
 mod workspace;
 
+pub use init::InitOverrides;
 #[cfg(feature = "io")]
 pub(crate) use model::GaussianMixtureModelFields;
 pub use model::{GaussianMixtureModel, GmmEvaluation};
@@ -266,6 +268,10 @@ pub struct GaussianMixture {
     pub seed: u64,
     /// Initialisation.
     pub init: GmmInit,
+    /// Given weights, means or precisions that replace those `init` computes (scikit-learn's
+    /// `weights_init`, `means_init`, `precisions_init`; module `init`).
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub init_overrides: InitOverrides,
     /// Called after every EM iteration (see [`crate::progress`]); never serialized, and not
     /// kept in the fitted model's parameters.
     #[cfg_attr(feature = "serde", serde(skip))]
@@ -284,6 +290,7 @@ impl GaussianMixture {
             tol: 1e-3,
             seed: 0,
             init: GmmInit::KMeans,
+            init_overrides: InitOverrides::default(),
             on_iteration: None,
         }
     }
@@ -365,37 +372,7 @@ impl GaussianMixture {
         Error::require_count("n_init", self.n_init)?;
         Error::require_count("max_iter", self.max_iter)?;
         Error::require_non_negative("tol", self.tol)?;
-        if let GmmInit::Given(p) = &self.init {
-            if p.weights.len() != self.k
-                || p.means.len() != self.k * d
-                || p.precisions.len() != self.precision_len(d)
-            {
-                return Err(Error::invalid(
-                    "init",
-                    format!(
-                        "given parameters have {} weights, {} mean values, {} precision values; \
-                         expected {}, {} and {}",
-                        p.weights.len(),
-                        p.means.len(),
-                        p.precisions.len(),
-                        self.k,
-                        self.k * d,
-                        self.precision_len(d)
-                    ),
-                ));
-            }
-            crate::data::check_finite(&p.means, d)?;
-            let sum: f64 = p.weights.iter().sum();
-            if p.weights.iter().any(|&w| !(w.is_finite() && w >= 0.0)) || (sum - 1.0).abs() > 1e-6 {
-                return Err(Error::invalid(
-                    "init",
-                    "weights must be finite, non-negative and sum to 1",
-                ));
-            }
-            if p.precisions.iter().any(|v| !v.is_finite()) {
-                return Err(Error::invalid("init", "precisions must be finite"));
-            }
-        }
+        self.check_given_start(d)?;
         Ok(())
     }
 }

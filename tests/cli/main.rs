@@ -14,6 +14,7 @@ mod bench;
 mod common;
 mod evaluate;
 mod gmm;
+mod gmm_start;
 mod headless;
 mod kmeans;
 mod model_files;

@@ -1,12 +1,16 @@
 //! `wgpu-unsupervised gmm --input X --k 5 [--covariance full|tied|diag|spherical]
 //! [--n-init N] [--max-iter N] [--tol F] [--reg-covar F] [--seed N]
-//! [--init kmeans|kmeans++|random] [--max-gpu-memory SIZE] [--sample-weight w.npy]
+//! [--init kmeans|kmeans++|random] [--weights-init W] [--means-init M] [--precisions-init P]
+//! [--warm-start m.json] [--max-gpu-memory SIZE] [--sample-weight w.npy]
 //! [--output labels.npy] [--proba P.npy] [--model m.json]
 //! [--json]`
 //!
 //! Fits a Gaussian mixture by EM (see [`wgpu_unsupervised::GaussianMixture`]), then writes the
 //! training labels (most probable component, `u4`) to `--output`, the N x K responsibilities
 //! p(k | xᵢ) (`f4`, rows summing to 1) to `--proba` and the model to `--model`, when given.
+//! `--weights-init`, `--means-init` and `--precisions-init` (scikit-learn's names) replace
+//! those parts of the start that `--init` computes; `--warm-start` starts from a saved
+//! model's parameters (scikit-learn's `warm_start`).
 //! The report gives the mean log-likelihood of the training rows under the fitted model, the
 //! BIC and (human report) the AIC. `--json` keys: `algorithm`, `n`, `d`, `k`, `covariance`,
 //! `log_likelihood`, `bic`, `n_iter`, `converged`, `fit_seconds`, `adapter`.
@@ -15,7 +19,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 use wgpu_unsupervised::{
-    CovarianceType, GaussianMixture, GaussianMixtureModel, GmmInit, Gpu, GpuMatrix, Matrix,
+    io, CovarianceType, GaussianMixture, GaussianMixtureModel, GmmInit, Gpu, GpuMatrix, Matrix,
 };
 
 use crate::flow::{
@@ -57,6 +61,22 @@ pub struct GmmArgs {
     /// Initial responsibilities [default: kmeans].
     #[arg(long, value_name = "METHOD", value_parser = choices::gmm_init())]
     init: Option<GmmInit>,
+    /// Starting mixing weights: K values summing to 1 (.npy or .csv); replaces those --init
+    /// computes (scikit-learn's weights_init).
+    #[arg(long, value_name = "FILE")]
+    weights_init: Option<PathBuf>,
+    /// Starting means: K x D (.npy or .csv); scikit-learn's means_init.
+    #[arg(long, value_name = "FILE")]
+    means_init: Option<PathBuf>,
+    /// Starting precisions (inverse covariances; scikit-learn's precisions_init), as rows:
+    /// full, the K D x D matrices stacked (K·D x D); tied, D x D; diag, K x D; spherical, K
+    /// values.
+    #[arg(long, value_name = "FILE")]
+    precisions_init: Option<PathBuf>,
+    /// Start from the weights, means and precisions of this saved Gaussian-mixture model
+    /// (written by `gmm --model`; its covariance type is used), one run.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["init", "weights_init", "means_init", "precisions_init", "covariance"])]
+    warm_start: Option<PathBuf>,
     /// Write the training labels (most probable component) here (.npy, dtype u4, or .csv).
     #[arg(long, value_name = "FILE")]
     output: Option<PathBuf>,
@@ -265,6 +285,29 @@ impl Task for Gmm {
     }
 
     fn check(&mut self, x: &Matrix<'_>) -> CliResult {
+        let given = [
+            &self.args.weights_init,
+            &self.args.means_init,
+            &self.args.precisions_init,
+        ];
+        let [weights, means, precisions] = given.map(|p| p.as_deref().map(read_values).transpose());
+        let o = &mut self.params.init_overrides;
+        (o.weights, o.means, o.precisions) = (weights?, means?, precisions?);
+        if let Some(path) = &self.args.warm_start {
+            let model = GaussianMixtureModel::load(path).map_err(Failure::input)?;
+            if (model.k(), model.n_features()) != (self.params.k, x.n_features()) {
+                return Err(Failure::invalid(format!(
+                    "{}: --warm-start has {} components of {} features; --k is {} and the \
+                     input has {} features",
+                    path.display(),
+                    model.k(),
+                    model.n_features(),
+                    self.params.k,
+                    x.n_features()
+                )));
+            }
+            self.params = self.params.clone().warm_start(&model);
+        }
         self.params.validate(x.n_rows(), x.n_features())?;
         if let Some(path) = &self.args.sample_weight {
             self.weights = Some(read_sample_weights(path, x.n_rows())?);
@@ -387,4 +430,10 @@ impl Task for Gmm {
         };
         Report::new(&json, human)
     }
+}
+
+/// The values of a starting-parameter file (.npy or .csv, any shape), row by row.
+fn read_values(path: &Path) -> CliResult<Vec<f64>> {
+    let m = io::read_matrix(path).map_err(Failure::input)?;
+    Ok(m.data.iter().map(|&v| v as f64).collect())
 }

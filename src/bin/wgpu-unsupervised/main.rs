@@ -4,7 +4,7 @@
 //! and model files is the library's, and every command runs through one shared flow
 //! ([`flow`]). One module per command family documents its commands and report keys:
 //! [`kmeans`], [`gmm`], [`pca`], [`predict`] (`predict` and `transform`), [`evaluate`],
-//! [`select_k`] (`select-k`), [`spectral`] and [`info`].
+//! [`select_k`] (`select-k`), [`spectral`], [`sample`] and [`info`].
 //!
 //! Inputs are read by `wgpu_unsupervised::io::read_matrix`: `.npy` (2-D, C order, float or
 //! integer dtype) or numeric `.csv` with an optional header line. Every value must be finite.
@@ -39,6 +39,7 @@ mod kmeans;
 mod pca;
 mod predict;
 mod progress;
+mod sample;
 mod select_k;
 mod spectral;
 
@@ -98,9 +99,12 @@ enum Command {
     /// Apply a saved model: K-Means or Gaussian-mixture labels (and mixture
     /// responsibilities), or PCA projections.
     Predict(predict::PredictArgs),
+    /// Draw rows from a saved Gaussian-mixture model.
+    Sample(sample::SampleArgs),
     /// Fit PCA on a matrix; optionally save the projections and the model.
     Pca(pca::PcaArgs),
-    /// Project a matrix with a saved PCA model (or reconstruct it with --inverse).
+    /// Project a matrix with a saved PCA model (or reconstruct it with --inverse), or
+    /// measure its distances to a saved K-Means model's centroids.
     Transform(predict::TransformArgs),
     /// Show the GPU adapter and its limits.
     Info(info::InfoArgs),
@@ -240,6 +244,7 @@ fn run(cli: Cli) -> CliResult {
         Command::Pca(args) => flow::run(pca::PcaFit::new(args)?),
         Command::Predict(args) => predict::predict(args),
         Command::Transform(args) => predict::transform(args),
+        Command::Sample(args) => sample::sample(args),
         Command::Evaluate(args) => flow::run(evaluate::Evaluate::new(args)?),
         Command::SelectK(args) => flow::run(select_k::SelectK::new(args)?),
         Command::Info(args) => info::info(args),

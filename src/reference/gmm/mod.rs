@@ -284,30 +284,55 @@ fn initialize(
             resp
         }
         GmmInit::Given(p) => {
-            let covariances =
-                math::covariances_from_precisions(&p.precisions, params.covariance_type, d)?;
-            let precisions_cholesky = math::precision_cholesky_quoting(
-                &covariances,
-                params.covariance_type,
-                k,
-                d,
-                Some(params.reg_covar),
-            )?;
-            return Ok(ReferenceGmm {
-                weights: p.weights.clone(),
-                means: p.means.clone(),
-                covariances,
-                precisions_cholesky,
-                covariance_type: params.covariance_type,
-                converged: false,
-                n_iter: 0,
-                lower_bound: f64::NEG_INFINITY,
-                lower_bound_history: Vec::new(),
-                labels: Vec::new(),
-            });
+            return given_start(p.weights.clone(), p.means.clone(), &p.precisions, params, d);
         }
     };
-    model_from_resp(x, d, &resp, params)
+    // scikit-learn: each part given in weights_init, means_init or precisions_init replaces
+    // the one computed from the responsibilities.
+    let mut model = model_from_resp(x, d, &resp, params)?;
+    let o = &params.init_overrides;
+    if let Some(w) = &o.weights {
+        model.weights = w.clone();
+    }
+    if let Some(m) = &o.means {
+        model.means = m.clone();
+    }
+    if let Some(p) = &o.precisions {
+        let given = given_start(model.weights.clone(), model.means.clone(), p, params, d)?;
+        model.covariances = given.covariances;
+        model.precisions_cholesky = given.precisions_cholesky;
+    }
+    Ok(model)
+}
+
+/// The starting model of given weights, means and precisions.
+fn given_start(
+    weights: Vec<f64>,
+    means: Vec<f64>,
+    precisions: &[f64],
+    params: &GaussianMixture,
+    d: usize,
+) -> Result<ReferenceGmm> {
+    let covariances = math::covariances_from_precisions(precisions, params.covariance_type, d)?;
+    let precisions_cholesky = math::precision_cholesky_quoting(
+        &covariances,
+        params.covariance_type,
+        params.k,
+        d,
+        Some(params.reg_covar),
+    )?;
+    Ok(ReferenceGmm {
+        weights,
+        means,
+        covariances,
+        precisions_cholesky,
+        covariance_type: params.covariance_type,
+        converged: false,
+        n_iter: 0,
+        lower_bound: f64::NEG_INFINITY,
+        lower_bound_history: Vec::new(),
+        labels: Vec::new(),
+    })
 }
 
 /// Fits a Gaussian mixture to row-major `x` (`d` values per row) by EM, as scikit-learn's
@@ -326,6 +351,25 @@ pub fn fit(x: &[f64], d: usize, params: &GaussianMixture) -> Result<ReferenceGmm
     let n = x.len() / d;
     params.validate(n, d)?;
 
+    // All three parts given: the initialisation method is not needed, one run is made.
+    let o = &params.init_overrides;
+    let resolved;
+    let params = match (&o.weights, &o.means, &o.precisions) {
+        (Some(w), Some(m), Some(p)) => {
+            resolved = GaussianMixture {
+                init: GmmInit::Given(crate::gmm::InitialParameters {
+                    weights: w.clone(),
+                    means: m.clone(),
+                    precisions: p.clone(),
+                }),
+                init_overrides: Default::default(),
+                on_iteration: None,
+                ..params.clone()
+            };
+            &resolved
+        }
+        _ => params,
+    };
     let mut rng = ChaCha8Rng::seed_from_u64(params.seed);
     let runs = match params.init {
         GmmInit::Given(_) => 1,
