@@ -76,15 +76,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .to_vec();
     let e = metrics::evaluate(&gpu, &x, &labels, Some(&truth), None, 0)?;
     let ari = metrics::adjusted_rand_index(&truth, &labels)?;
-    match e.internal {
-        Some(c) => println!(
-            "\nK-Means with k = {k} (true k = {true_k}): silhouette {:.3}, Calinski–Harabasz \
-             {:.1}, Davies–Bouldin {:.3}, ARI vs truth {ari:.3}",
-            c.silhouette, c.calinski_harabasz, c.davies_bouldin,
+    match (e.silhouette, e.calinski_harabasz, e.davies_bouldin) {
+        (Some(sil), Some(ch), Some(db)) => println!(
+            "\nK-Means with k = {k} (true k = {true_k}): silhouette {sil:.3}, Calinski–Harabasz \
+             {ch:.1}, Davies–Bouldin {db:.3}, ARI vs truth {ari:.3}"
         ),
-        None => println!(
-            "\nK-Means with k = {k} (true k = {true_k}): ARI vs truth {ari:.3} ({})",
-            e.internal_undefined.unwrap_or_default()
+        _ => println!(
+            "\nK-Means with k = {k} (true k = {true_k}): ARI vs truth {ari:.3} ({:?})",
+            e.undefined
         ),
     }
 

@@ -302,37 +302,32 @@ fn criteria_match_reference_and_evaluate_collects_them() {
         .labels()
         .to_vec();
     let e = metrics::evaluate(&gpu, &x, &labels, Some(&species), None, 0).unwrap();
-    assert_eq!(e.internal_undefined, None);
-    let (c, a) = (e.internal.unwrap(), e.agreement.unwrap());
+    assert!(e.undefined.is_empty(), "{:?}", e.undefined);
+    let a = e.agreement.unwrap();
+    let (silhouette, ch, db, inertia) = (
+        e.silhouette.unwrap(),
+        e.calinski_harabasz.unwrap(),
+        e.davies_bouldin.unwrap(),
+        e.inertia.unwrap(),
+    );
     let close = |u: f64, v: f64| (u - v).abs() <= 1e-6 * v.abs().max(1.0);
     assert!(close(
-        c.silhouette,
+        silhouette,
         refm::silhouette_score(&x64, 4, &labels).unwrap()
     ));
     assert!(close(
-        c.calinski_harabasz,
+        ch,
         refm::calinski_harabasz(&x64, 4, &labels).unwrap()
     ));
-    assert!(close(
-        c.davies_bouldin,
-        refm::davies_bouldin(&x64, 4, &labels).unwrap()
-    ));
-    assert!(close(e.inertia, refm::inertia(&x64, 4, &labels).unwrap()));
+    assert!(close(db, refm::davies_bouldin(&x64, 4, &labels).unwrap()));
+    assert!(close(inertia, refm::inertia(&x64, 4, &labels).unwrap()));
     assert!(a.adjusted_rand_index > 0.6 && a.rand_index > 0.8);
     // scikit-learn on Iris with its K-Means labels: silhouette ≈ 0.553, CH ≈ 561.6,
     // DB ≈ 0.662, inertia ≈ 78.85.
-    assert!((c.silhouette - 0.553).abs() < 0.01, "{}", c.silhouette);
-    assert!(
-        (c.calinski_harabasz - 561.6).abs() < 2.0,
-        "{}",
-        c.calinski_harabasz
-    );
-    assert!(
-        (c.davies_bouldin - 0.662).abs() < 0.01,
-        "{}",
-        c.davies_bouldin
-    );
-    assert!((e.inertia - 78.85).abs() < 0.1, "{}", e.inertia);
+    assert!((silhouette - 0.553).abs() < 0.01, "{}", silhouette);
+    assert!((ch - 561.6).abs() < 2.0, "{}", ch);
+    assert!((db - 0.662).abs() < 0.01, "{}", db);
+    assert!((inertia - 78.85).abs() < 0.1, "{}", inertia);
     let without = metrics::evaluate(&gpu, &x, &labels, None, None, 0).unwrap();
     assert_eq!(without.agreement, None);
 }
@@ -352,22 +347,24 @@ fn evaluate_reports_what_is_defined_for_one_cluster_and_all_singletons() {
         let each: Vec<u32> = (0..n as u32).rev().collect();
         for (labels, clusters) in [(&one, 1), (&each, n)] {
             let e = metrics::evaluate(&gpu, &x, labels, Some(&truth), None, 0).unwrap();
-            assert_eq!(e.internal, None);
-            let reason = e.internal_undefined.unwrap();
-            assert!(
-                reason.contains(&format!("got {clusters} clusters for N = {n}")),
-                "{reason}"
+            assert_eq!(
+                (e.silhouette, e.calinski_harabasz, e.davies_bouldin),
+                (None, None, None)
             );
+            for key in ["silhouette", "calinski_harabasz", "davies_bouldin"] {
+                let reason = &e.undefined[key];
+                assert!(
+                    reason.contains(&format!("got {clusters} clusters for N = {n}")),
+                    "{reason}"
+                );
+            }
             let a = e.agreement.unwrap();
             assert_eq!(a.rand_index, refm::rand_index(&truth, labels).unwrap());
             let ari = refm::adjusted_rand_index(&truth, labels).unwrap();
             assert!((a.adjusted_rand_index - ari).abs() < 1e-12);
             let w = refm::inertia(&x64, 3, labels).unwrap();
-            assert!(
-                (e.inertia - w).abs() <= 1e-9 * w.max(1.0),
-                "{} {w}",
-                e.inertia
-            );
+            let inertia = e.inertia.unwrap();
+            assert!((inertia - w).abs() <= 1e-9 * w.max(1.0), "{inertia} {w}");
         }
         // Against itself, one cluster agrees perfectly (scikit-learn: RI = ARI = 1).
         let e = metrics::evaluate(&gpu, &x, &one, Some(&one), None, 0).unwrap();
@@ -378,7 +375,7 @@ fn evaluate_reports_what_is_defined_for_one_cluster_and_all_singletons() {
         let a = e.agreement.unwrap();
         assert_eq!(
             (e.inertia, a.rand_index, a.adjusted_rand_index),
-            (0.0, 0.0, 0.0)
+            (Some(0.0), 0.0, 0.0)
         );
     }
     let x = Matrix::new(&[0.0f32, 1.0, 2.0], 1).unwrap();

@@ -44,16 +44,26 @@
 //!
 //! Files: [`silhouette`](silhouette()) (GPU) here in `silhouette`; Calinski–Harabasz,
 //! Davies–Bouldin and inertia in [`internal`]; the (adjusted) Rand index in [`agreement`].
+use std::collections::BTreeMap;
+
 use crate::data::Matrix;
 use crate::error::{Error, Result};
 use crate::gpu::Gpu;
 
 pub mod agreement;
+pub mod information;
 pub mod internal;
+mod precomputed;
 mod silhouette;
 
 pub use agreement::{adjusted_rand_index, rand_index};
+pub use information::{
+    adjusted_mutual_info_score, completeness_score, fowlkes_mallows_score,
+    homogeneity_completeness_v_measure, homogeneity_score, mutual_info_score,
+    normalized_mutual_info_score, v_measure_score, AverageMethod,
+};
 pub use internal::{calinski_harabasz, davies_bouldin, inertia};
+pub use precomputed::{silhouette_precomputed, silhouette_samples_precomputed};
 pub use silhouette::{silhouette, silhouette_source, Silhouette};
 
 /// Distinct labels in increasing order and each label's position among them.
@@ -91,20 +101,9 @@ fn check_cluster_count(criterion: &str, k: usize, n: usize) -> Result<()> {
     Ok(())
 }
 
-/// The internal criteria of a labelling: defined for 2 ≤ clusters ≤ N − 1 only.
-#[derive(Debug, Clone, Copy, PartialEq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize))]
-pub struct InternalCriteria {
-    /// Mean silhouette coefficient (GPU; on the sample when one was asked for).
-    pub silhouette: f64,
-    /// Calinski–Harabasz index (higher is better).
-    pub calinski_harabasz: f64,
-    /// Davies–Bouldin index (lower is better; 0 where clusters share a centroid).
-    pub davies_bouldin: f64,
-}
-
 /// Agreement of a labelling with a reference labelling (the truth): every pair-counting and
-/// information-theoretic score, each defined for any number of clusters.
+/// information-theoretic score, each defined for any number of clusters. Serialized with
+/// these field names (the CLI's `evaluate --truth` JSON keys).
 #[derive(Debug, Clone, Copy, PartialEq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct Agreement {
@@ -112,39 +111,86 @@ pub struct Agreement {
     pub rand_index: f64,
     /// Adjusted Rand index.
     pub adjusted_rand_index: f64,
+    /// Mutual information, nats.
+    pub mutual_information: f64,
+    /// Normalised mutual information (arithmetic mean of the entropies).
+    pub normalized_mutual_information: f64,
+    /// Adjusted mutual information (arithmetic mean of the entropies).
+    pub adjusted_mutual_information: f64,
+    /// Homogeneity: each cluster holds one class.
+    pub homogeneity: f64,
+    /// Completeness: each class lies in one cluster.
+    pub completeness: f64,
+    /// V-measure (β = 1).
+    pub v_measure: f64,
+    /// Fowlkes–Mallows index.
+    pub fowlkes_mallows: f64,
 }
 
 impl Agreement {
-    /// Every agreement score of `labels` against `truth` (same length, not empty).
+    /// Every agreement score of `labels` against `truth` (same length, not empty), with
+    /// scikit-learn's defaults (arithmetic mean, β = 1).
     pub fn of(truth: &[u32], labels: &[u32]) -> Result<Self> {
+        let (homogeneity, completeness, v_measure) =
+            homogeneity_completeness_v_measure(truth, labels, 1.0)?;
+        let mean = AverageMethod::Arithmetic;
         Ok(Self {
             rand_index: rand_index(truth, labels)?,
             adjusted_rand_index: adjusted_rand_index(truth, labels)?,
+            mutual_information: mutual_info_score(truth, labels)?,
+            normalized_mutual_information: normalized_mutual_info_score(truth, labels, mean)?,
+            adjusted_mutual_information: adjusted_mutual_info_score(truth, labels, mean)?,
+            homogeneity,
+            completeness,
+            v_measure,
+            fowlkes_mallows: fowlkes_mallows_score(truth, labels)?,
         })
     }
 }
 
-/// The criteria of one labelling, as the CLI's `evaluate` prints them: what is defined for
-/// it, and why the rest is not.
-#[derive(Debug, Clone, PartialEq)]
+/// The criteria of one labelling, as the CLI's `evaluate` prints them: those defined for
+/// it, and for each of the others the reason it is not. Serialized with these field names,
+/// the agreement flattened, absent values left out.
+#[derive(Debug, Clone, PartialEq, Default)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct Evaluation {
-    /// Silhouette, Calinski–Harabasz and Davies–Bouldin; `None` outside 2 ≤ clusters ≤ N − 1
-    /// (the reason is in `internal_undefined`).
-    pub internal: Option<InternalCriteria>,
-    /// Why `internal` is `None`.
-    pub internal_undefined: Option<String>,
+    /// Mean silhouette coefficient (GPU, or from the precomputed distances).
+    #[cfg_attr(feature = "serde", serde(skip_serializing_if = "Option::is_none"))]
+    pub silhouette: Option<f64>,
+    /// Calinski–Harabasz index (higher is better).
+    #[cfg_attr(feature = "serde", serde(skip_serializing_if = "Option::is_none"))]
+    pub calinski_harabasz: Option<f64>,
+    /// Davies–Bouldin index (lower is better; 0 where clusters share a centroid).
+    #[cfg_attr(feature = "serde", serde(skip_serializing_if = "Option::is_none"))]
+    pub davies_bouldin: Option<f64>,
     /// Within-cluster sum of squares around the clusters' means (any number of clusters).
-    pub inertia: f64,
+    #[cfg_attr(feature = "serde", serde(skip_serializing_if = "Option::is_none"))]
+    pub inertia: Option<f64>,
+    /// Each criterion left out (by its field name) and why.
+    #[cfg_attr(feature = "serde", serde(skip_serializing_if = "BTreeMap::is_empty"))]
+    pub undefined: BTreeMap<&'static str, String>,
     /// Agreement with the given truth, if any.
+    #[cfg_attr(feature = "serde", serde(flatten))]
     pub agreement: Option<Agreement>,
+}
+
+impl Evaluation {
+    /// The agreement with `truth` when given (checked against `n` labels).
+    fn with_truth(mut self, truth: Option<&[u32]>, labels: &[u32]) -> Result<Self> {
+        if let Some(t) = truth {
+            check_label_count(t, labels.len())?;
+            self.agreement = Some(Agreement::of(t, labels)?);
+        }
+        Ok(self)
+    }
 }
 
 /// The criteria of `labels` on `x` that are defined for it, and the agreement with `truth`
 /// when given; the silhouette on at most `sample_size` rows when given (seeded by `seed`).
 ///
-/// The internal criteria need 2 ≤ clusters ≤ N − 1: for one cluster or all singletons they
-/// are left out with the reason, while the inertia and the agreement (defined for any
-/// partition, as in scikit-learn) are still reported.
+/// The silhouette, Calinski–Harabasz and Davies–Bouldin need 2 ≤ clusters ≤ N − 1: for one
+/// cluster or all singletons they are left out with the reason, while the inertia and the
+/// agreement scores (defined for any partition, as in scikit-learn) are reported.
 ///
 /// Errors: labels or truth of the wrong length, the errors of [`silhouette`].
 pub fn evaluate(
@@ -157,33 +203,58 @@ pub fn evaluate(
 ) -> Result<Evaluation> {
     check_label_count(labels, x.n_rows())?;
     let k = cluster_index(labels).0.len();
-    let (internal, internal_undefined) = match check_cluster_count(
+    let mut e = Evaluation {
+        inertia: Some(inertia(x, labels)?),
+        ..Evaluation::default()
+    };
+    match check_cluster_count(
         "the silhouette, Calinski-Harabasz and Davies-Bouldin",
         k,
         x.n_rows(),
     ) {
-        Ok(()) => (
-            Some(InternalCriteria {
-                silhouette: silhouette(gpu, x, labels, sample_size, seed)?.score,
-                calinski_harabasz: calinski_harabasz(x, labels)?,
-                davies_bouldin: davies_bouldin(x, labels)?,
-            }),
-            None,
-        ),
-        Err(Error::InvalidParameter { reason, .. }) => (None, Some(reason)),
-        Err(e) => return Err(e),
-    };
-    let agreement = match truth {
-        Some(t) => {
-            check_label_count(t, x.n_rows())?;
-            Some(Agreement::of(t, labels)?)
+        Ok(()) => {
+            e.silhouette = Some(silhouette(gpu, x, labels, sample_size, seed)?.score);
+            e.calinski_harabasz = Some(calinski_harabasz(x, labels)?);
+            e.davies_bouldin = Some(davies_bouldin(x, labels)?);
         }
-        None => None,
-    };
-    Ok(Evaluation {
-        internal,
-        internal_undefined,
-        inertia: inertia(x, labels)?,
-        agreement,
-    })
+        Err(Error::InvalidParameter { reason, .. }) => {
+            for key in ["silhouette", "calinski_harabasz", "davies_bouldin"] {
+                e.undefined.insert(key, reason.clone());
+            }
+        }
+        Err(other) => return Err(other),
+    }
+    e.with_truth(truth, labels)
+}
+
+/// The criteria of `labels` from a precomputed N x N distance matrix (row-major): the
+/// silhouette ([`silhouette_precomputed`]) when 2 ≤ clusters ≤ N − 1, and the agreement
+/// with `truth` when given. Calinski–Harabasz, Davies–Bouldin and the inertia need the
+/// points themselves and are left out with that reason.
+///
+/// Errors: those of [`silhouette_samples_precomputed`] except the cluster count, and a
+/// truth of the wrong length.
+pub fn evaluate_precomputed(
+    distances: &[f64],
+    n: usize,
+    labels: &[u32],
+    truth: Option<&[u32]>,
+) -> Result<Evaluation> {
+    check_label_count(labels, n)?;
+    let mut e = Evaluation::default();
+    let k = cluster_index(labels).0.len();
+    match check_cluster_count("the silhouette", k, n) {
+        Ok(()) => e.silhouette = Some(silhouette_precomputed(distances, n, labels)?),
+        Err(Error::InvalidParameter { reason, .. }) => {
+            // The matrix is still checked, so a bad file is never silently accepted.
+            precomputed::check_distances(distances, n)?;
+            e.undefined.insert("silhouette", reason);
+        }
+        Err(other) => return Err(other),
+    }
+    let reason = "needs the points' coordinates, not their distances".to_string();
+    for key in ["calinski_harabasz", "davies_bouldin", "inertia"] {
+        e.undefined.insert(key, reason.clone());
+    }
+    e.with_truth(truth, labels)
 }

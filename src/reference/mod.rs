@@ -19,6 +19,8 @@
 //!   empty-cluster relocation and tolerance.
 //! * [`metrics`]: the silhouette, Calinski–Harabasz, Davies–Bouldin, inertia, and the Rand
 //!   and adjusted Rand indices, each by its textbook formula.
+//! * [`information`]: mutual information (plain, normalised, adjusted), homogeneity,
+//!   completeness, V-measure and Fowlkes–Mallows, from their definitions.
 //! * [`linalg`]: the oracle's own small algebra (eigenvectors' order and signs), so that no
 //!   production algebra is shared with what it checks.
 //! * [`spectral`]: spectral clustering as scikit-learn computes it (dense affinity,
@@ -27,6 +29,7 @@
 //!   power iteration with deflation, with scikit-learn's reported quantities.
 
 pub mod gmm;
+pub mod information;
 pub mod kmeans;
 pub mod linalg;
 pub mod metrics;

@@ -34,9 +34,22 @@ fn evaluate_iris_json_keys_with_and_without_truth() {
         "evaluate --input {iris} --labels {iris_y} --truth {iris_y} --sample-size 60 --seed 4 \
          --json",
     ));
-    for key in ["rand_index", "adjusted_rand_index"] {
-        assert_eq!(report[key].as_f64(), Some(1.0), "{key}: {report}");
+    for key in [
+        "rand_index",
+        "adjusted_rand_index",
+        "normalized_mutual_information",
+        "adjusted_mutual_information",
+        "homogeneity",
+        "completeness",
+        "v_measure",
+        "fowlkes_mallows",
+    ] {
+        let v = report[key].as_f64().unwrap();
+        assert!((v - 1.0).abs() < 1e-12, "{key}: {report}");
     }
+    // Three equal classes: MI = ln 3 nats.
+    let mi = report["mutual_information"].as_f64().unwrap();
+    assert!((mi - 3f64.ln()).abs() < 1e-12, "{report}");
     assert_eq!(report["silhouette_rows"], 60);
 }
 
@@ -143,4 +156,64 @@ fn evaluate_davies_bouldin_with_a_shared_centroid() {
     // scikit-learn 1.9.1: davies_bouldin_score(X, y) = 0.14942528735632185.
     let db = report["davies_bouldin"].as_f64().unwrap();
     assert!((db - 0.149_425_287_356_321_85).abs() < 1e-9, "{report}");
+}
+
+/// `--precomputed`: the input is a distance matrix; the silhouette is scikit-learn's
+/// (1.9.1, `silhouette_score(D, y, metric="precomputed")` = 0.7978250244379277 for these
+/// Manhattan distances), the criteria that need coordinates are `undefined`.
+#[test]
+fn evaluate_precomputed_distances() {
+    let mut f = Fixture::new();
+    let pts = [
+        [0.0f64, 0.0],
+        [1.0, 0.0],
+        [0.0, 2.0],
+        [5.0, 5.0],
+        [6.0, 5.0],
+        [5.0, 7.0],
+        [10.0, 0.0],
+        [11.0, 1.0],
+    ];
+    let rows: String = pts
+        .iter()
+        .map(|a| {
+            let row: Vec<String> = pts
+                .iter()
+                .map(|b| ((a[0] - b[0]).abs() + (a[1] - b[1]).abs()).to_string())
+                .collect();
+            row.join(",") + "\n"
+        })
+        .collect();
+    std::fs::write(f.file("d.csv"), rows).unwrap();
+    io::write_npy_u32(&f.file("y.npy"), &[0, 0, 0, 1, 1, 1, 2, 2]).unwrap();
+    f.name("d", f.file("d.csv"));
+    f.name("y", f.file("y.npy"));
+    let report =
+        json_line(&f.run("evaluate --input {d} --labels {y} --precomputed --truth {y} --json"));
+    let s = report["silhouette"].as_f64().unwrap();
+    assert!((s - 0.797_825_024_437_927_7).abs() < 1e-6, "{report}");
+    for key in ["calinski_harabasz", "davies_bouldin", "inertia"] {
+        assert!(report.get(key).is_none(), "{report}");
+        assert!(report["undefined"][key]
+            .as_str()
+            .unwrap()
+            .contains("coordinates"));
+    }
+    assert_eq!(report["fowlkes_mallows"].as_f64(), Some(1.0));
+    // Not square, or with --sample-size: refused.
+    for (args, words) in [
+        (
+            "evaluate --input {iris} --labels {iris_y} --precomputed",
+            &["N x N", "150 x 4"][..],
+        ),
+        (
+            "evaluate --input {d} --labels {y} --precomputed --sample-size 4",
+            &["--sample-size"][..],
+        ),
+    ] {
+        let out = f.run(args);
+        assert_eq!(out.status.code(), Some(2), "{args}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(words.iter().all(|w| err.contains(w)), "{args}: {err}");
+    }
 }

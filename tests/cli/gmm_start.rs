@@ -108,7 +108,7 @@ fn sample_writes_the_library_draws() {
     let text = ok(&f.run("sample --model {model} --n 3 --output {dir}/few.csv"));
     assert!(text.contains("3 x 4"), "{text}");
 
-    let km = f.model("km", "kmeans --input {iris} --k 2");
+    f.model("km", "kmeans --input {iris} --k 2");
     for (args, words) in [
         (
             "sample --model {km} --n 5 --output {dir}/a.npy",

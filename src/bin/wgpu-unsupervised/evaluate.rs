@@ -1,5 +1,5 @@
 //! `wgpu-unsupervised evaluate --input X --labels y.npy [--truth t.npy] [--sample-size N]
-//! [--seed N] [--json]`
+//! [--seed N] [--precomputed] [--json]`
 //!
 //! Judges a labelling of `--input` (one integer label per row, `.npy` 1-D or `.csv`, read
 //! by `wgpu_unsupervised::io::read_labels`) with [`wgpu_unsupervised::metrics::evaluate`]:
@@ -8,16 +8,20 @@
 //! clusters' means, and with `--truth` the agreement scores. The first three need
 //! 2 ≤ clusters ≤ N − 1: for one cluster or all singletons they are left out and the reason
 //! is given (`undefined` in JSON), while the inertia and the agreement scores are reported.
-//! `--json` keys: `n`, `d`, `k`, `silhouette`, `calinski_harabasz`, `davies_bouldin`
-//! (when defined), `undefined` (an object naming each left-out key with the reason),
-//! `inertia`, the agreement keys with `--truth` (`rand_index`, `adjusted_rand_index`),
-//! `silhouette_rows`, `seconds`, `adapter`. No number field is ever `null`.
+//! With `--precomputed` the input is an N x N distance matrix: the silhouette comes from it
+//! ([`wgpu_unsupervised::metrics::evaluate_precomputed`]) and the criteria that need the
+//! points are `undefined`. `--json` keys: `n`, `d`, `k`, `silhouette`,
+//! `calinski_harabasz`, `davies_bouldin`, `inertia` (each when defined), `undefined` (an
+//! object naming each left-out key with the reason), with `--truth` the agreement keys
+//! `rand_index`, `adjusted_rand_index`, `mutual_information`,
+//! `normalized_mutual_information`, `adjusted_mutual_information`, `homogeneity`,
+//! `completeness`, `v_measure`, `fowlkes_mallows`, then `silhouette_rows`, `seconds`,
+//! `adapter`. No number field is ever `null`.
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
-use wgpu_unsupervised::metrics::{self, Agreement, Evaluation, InternalCriteria};
+use wgpu_unsupervised::metrics::{self, Evaluation};
 use wgpu_unsupervised::{io, Gpu, Matrix};
 
 use crate::flow::{timed, Context, Human, Outputs, Report, Task};
@@ -36,8 +40,13 @@ pub struct EvaluateArgs {
     #[arg(long, value_name = "FILE")]
     truth: Option<PathBuf>,
     /// Silhouette on a random sample of this many rows (at least 2) instead of all rows.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", conflicts_with = "precomputed")]
     sample_size: Option<usize>,
+    /// The input is an N x N matrix of distances between the points (scikit-learn's
+    /// metric="precomputed"): the silhouette comes from it; the criteria that need the
+    /// points' coordinates are reported as not defined.
+    #[arg(long)]
+    precomputed: bool,
     /// Seed of the silhouette's random sample [default: 0].
     #[arg(long, value_name = "N")]
     seed: Option<u64>,
@@ -51,21 +60,13 @@ pub struct EvaluateArgs {
 struct EvaluateReport<'a> {
     /// Rows of the input.
     n: usize,
-    /// Features of the input.
+    /// Features of the input (N with `--precomputed`).
     d: usize,
     /// Distinct labels in `--labels`.
     k: usize,
-    /// Silhouette, Calinski–Harabasz and Davies–Bouldin, when defined.
+    /// The criteria that are defined, `undefined` for the others, the agreement scores.
     #[serde(flatten)]
-    internal: Option<InternalCriteria>,
-    /// Each key left out, with the reason.
-    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
-    undefined: BTreeMap<&'static str, &'a str>,
-    /// Within-cluster sum of squares around the clusters' means.
-    inertia: f64,
-    /// The agreement scores against `--truth` (only with it).
-    #[serde(flatten)]
-    agreement: Option<Agreement>,
+    evaluation: &'a Evaluation,
     /// Rows the silhouette was computed on (0 when it is not defined).
     silhouette_rows: usize,
     /// Wall time of the metrics (upload included, GPU start-up and file I/O excluded).
@@ -134,6 +135,13 @@ impl Task for Evaluate {
 
     fn check(&mut self, x: &Matrix<'_>) -> CliResult {
         let n = x.n_rows();
+        if self.args.precomputed && x.n_features() != n {
+            return Err(Failure::invalid(format!(
+                "{}: --precomputed needs an N x N distance matrix, got {n} x {}",
+                self.args.input.display(),
+                x.n_features()
+            )));
+        }
         self.labels = read_row_labels(&self.args.labels, "--labels", n)?;
         self.truth = match &self.args.truth {
             Some(path) => Some(read_row_labels(path, "--truth", n)?),
@@ -147,6 +155,17 @@ impl Task for Evaluate {
     }
 
     fn compute(&self, gpu: &Gpu, x: Matrix<'_>) -> CliResult<Self::Outcome> {
+        if self.args.precomputed {
+            let distances: Vec<f64> = x.as_slice().iter().map(|&v| v as f64).collect();
+            return timed(|| {
+                Ok(metrics::evaluate_precomputed(
+                    &distances,
+                    x.n_rows(),
+                    &self.labels,
+                    self.truth.as_deref(),
+                )?)
+            });
+        }
         timed(|| {
             Ok(metrics::evaluate(
                 gpu,
@@ -161,7 +180,7 @@ impl Task for Evaluate {
 
     fn report(&self, run: &Context<'_>, (e, seconds): &Self::Outcome) -> CliResult<Report> {
         let n = run.n;
-        let silhouette_rows = match e.internal {
+        let silhouette_rows = match e.silhouette {
             Some(_) => self.args.sample_size.map_or(n, |m| m.min(n)),
             None => 0,
         };
@@ -170,55 +189,67 @@ impl Task for Evaluate {
             "labels",
             format!("{} ({} clusters)", self.args.labels.display(), self.k),
         );
-        match (&e.internal, &e.internal_undefined) {
-            (Some(c), _) => {
-                human
-                    .line(
-                        "silhouette",
-                        format!(
-                            "{} (on {silhouette_rows} of {n} rows; in [-1, 1], higher is better)",
-                            c.silhouette
-                        ),
-                    )
-                    .line(
-                        "calinski-harabasz",
-                        format!("{} (higher is better)", c.calinski_harabasz),
-                    )
-                    .line(
-                        "davies-bouldin",
-                        format!("{} (lower is better)", c.davies_bouldin),
-                    );
-            }
-            (None, reason) => {
-                human.line(
-                    "silhouette, calinski-harabasz, davies-bouldin",
-                    format!("not defined: {}", reason.as_deref().unwrap_or("")),
-                );
-            }
+        let criteria: [(&'static str, &str, Option<f64>, &str); 4] = [
+            (
+                "silhouette",
+                "silhouette",
+                e.silhouette,
+                "in [-1, 1], higher is better",
+            ),
+            (
+                "calinski-harabasz",
+                "calinski_harabasz",
+                e.calinski_harabasz,
+                "higher is better",
+            ),
+            (
+                "davies-bouldin",
+                "davies_bouldin",
+                e.davies_bouldin,
+                "lower is better",
+            ),
+            (
+                "inertia",
+                "inertia",
+                e.inertia,
+                "within-cluster sum of squares",
+            ),
+        ];
+        for (label, key, value, note) in criteria {
+            match (value, e.undefined.get(key)) {
+                (Some(v), _) if key == "silhouette" => human.line(
+                    label,
+                    format!("{v} (on {silhouette_rows} of {n} rows; {note})"),
+                ),
+                (Some(v), _) => human.line(label, format!("{v} ({note})")),
+                (None, reason) => human.line(
+                    label,
+                    format!("not defined: {}", reason.map_or("", String::as_str)),
+                ),
+            };
         }
-        human.line("inertia", e.inertia);
         if let (Some(a), Some(path)) = (&e.agreement, &self.args.truth) {
             human
                 .line("truth", path.display())
                 .line("rand index", a.rand_index)
-                .line("adjusted rand index", a.adjusted_rand_index);
+                .line("adjusted rand index", a.adjusted_rand_index)
+                .line(
+                    "mutual information",
+                    format!("{} nats", a.mutual_information),
+                )
+                .line("normalized mutual info", a.normalized_mutual_information)
+                .line("adjusted mutual info", a.adjusted_mutual_information)
+                .line("homogeneity", a.homogeneity)
+                .line("completeness", a.completeness)
+                .line("v-measure", a.v_measure)
+                .line("fowlkes-mallows", a.fowlkes_mallows);
         }
         human.line("time", format!("{seconds:.3} s"));
-        let undefined = match &e.internal_undefined {
-            Some(reason) => ["silhouette", "calinski_harabasz", "davies_bouldin"]
-                .into_iter()
-                .map(|key| (key, reason.as_str()))
-                .collect(),
-            None => BTreeMap::new(),
-        };
         let json = EvaluateReport {
             n,
             d: run.d,
             k: self.k,
-            internal: e.internal,
-            undefined,
-            inertia: e.inertia,
-            agreement: e.agreement,
+            evaluation: e,
             silhouette_rows,
             seconds: *seconds,
             adapter: &run.info.name,

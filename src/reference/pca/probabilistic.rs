@@ -14,8 +14,9 @@
 
 use super::ReferencePca;
 
-/// ln Γ(x) for x > 0 by the Lanczos approximation (g = 7, 9 terms; about 1e-15 relative).
-fn ln_gamma(x: f64) -> f64 {
+/// ln Γ(x) for x > 0 by the Lanczos approximation (g = 7, 9 terms; about 1e-15 relative);
+/// also the oracle's log-factorial for the expected mutual information.
+pub fn ln_gamma(x: f64) -> f64 {
     const G: f64 = 7.0;
     const C: [f64; 9] = [
         0.999_999_999_999_809_9,
