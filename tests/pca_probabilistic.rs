@@ -7,7 +7,7 @@ use common::pca::spectrum_data;
 use common::{gpu, random_matrix, to_f64};
 use rand::{Rng, SeedableRng};
 use wgpu_unsupervised::reference::pca as refp;
-use wgpu_unsupervised::{datasets, Components, Error, Matrix, Pca, PcaSolver};
+use wgpu_unsupervised::{Components, Error, Matrix, Pca, PcaSolver};
 
 /// N x D rows of rank `r` (a product of N x r and r x D uniform factors), times 10.
 fn low_rank(n: usize, d: usize, r: usize, seed: u64) -> Vec<f32> {
@@ -119,9 +119,10 @@ fn mle_finds_the_signal_dimension_as_the_reference() {
 /// [0.67918959, −0.03571515, 1.27140608, 0.53137207] and of the precision
 /// [10.3975896, −6.82917874, −4.23252193, −1.73999662].
 #[test]
+#[cfg(feature = "datasets")]
 fn iris_matches_scikit_learn() {
     let gpu = gpu();
-    let (rows, _) = datasets::iris();
+    let (rows, _) = wgpu_unsupervised::datasets::iris();
     let x = Matrix::new(&rows, 4).unwrap();
     let mle = Pca::new(Components::Mle).fit(&gpu, &x).unwrap();
     assert_eq!(mle.n_components(), 3);

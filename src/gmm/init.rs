@@ -88,7 +88,7 @@ impl GaussianMixture {
                 [o.weights.as_ref(), o.means.as_ref(), o.precisions.as_ref()]
             }
         };
-        let expected = [self.k, self.k * d, self.precision_len(d)];
+        let expected = [self.k, self.k.saturating_mul(d), self.precision_len(d)];
         for ((part, want), name) in
             parts
                 .iter()

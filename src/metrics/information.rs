@@ -139,7 +139,7 @@ impl Table {
         mi.max(0.0)
     }
 
-    /// E[MI] over labellings with these margins (module docs).
+    /// E\[MI\] over labellings with these margins (module docs).
     fn expected_mutual_information(&self) -> f64 {
         if self.a.len() == 1 || self.b.len() == 1 {
             return 0.0;
@@ -214,7 +214,7 @@ pub fn normalized_mutual_info_score(
     Ok(mi / average.of(entropy(&t.a), entropy(&t.b)))
 }
 
-/// Adjusted mutual information (MI − E[MI]) / (mean(H(C), H(K)) − E[MI]): 1 for the same
+/// Adjusted mutual information (MI − E\[MI\]) / (mean(H(C), H(K)) − E\[MI\]): 1 for the same
 /// partition, about 0 for chance (scikit-learn's `adjusted_mutual_info_score`).
 pub fn adjusted_mutual_info_score(
     labels_true: &[u32],

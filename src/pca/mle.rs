@@ -20,8 +20,8 @@
 /// ln Γ(h/2) for an integer h ≥ 1, exactly from Γ(1) = 1, Γ(½) = √π and Γ(x + 1) = xΓ(x):
 /// the arguments here are always halves of integers, so no general log-gamma is needed.
 fn ln_gamma_half(h: usize) -> f64 {
-    let mut x = if h % 2 == 0 { 1.0 } else { 0.5 };
-    let mut value = if h % 2 == 0 {
+    let mut x = if h.is_multiple_of(2) { 1.0 } else { 0.5 };
+    let mut value = if h.is_multiple_of(2) {
         0.0
     } else {
         0.5 * std::f64::consts::PI.ln()

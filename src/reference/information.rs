@@ -88,7 +88,7 @@ pub fn normalized_mutual_info(t: &[u32], p: &[u32], how: &str) -> Result<f64> {
     Ok(mi / mean(entropy(&c.a, c.n), entropy(&c.b, c.n), how))
 }
 
-/// E[MI] under the permutation model: the sum over every cell of the hypergeometric
+/// E\[MI\] under the permutation model: the sum over every cell of the hypergeometric
 /// distribution of n_ij.
 pub fn expected_mutual_info(t: &[u32], p: &[u32]) -> Result<f64> {
     let c = counts(t, p)?;
