@@ -2,6 +2,8 @@
 //! once over [`LloydData`]: rows that are all on the device, streamed piece by piece, or
 //! split across devices; and the resident fits, [`KMeans::fit`] and [`KMeans::fit_weighted`].
 
+use std::borrow::Cow;
+
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
@@ -278,6 +280,17 @@ impl KMeans {
         self.fit_resident(gpu, &x, weights)
     }
 
+    /// The rows the metric clusters: the data on the device, normalised to unit length for
+    /// the cosine metric.
+    fn rows_for_metric<'a>(&self, gpu: &Gpu, x: &'a impl GpuInput) -> Result<Cow<'a, GpuMatrix>> {
+        let on_device = x.on_gpu(gpu)?;
+        if self.metric.is_spherical() {
+            let unit = crate::kernels::rows::normalize_rows(gpu, &on_device)?;
+            return Ok(Cow::Owned(unit));
+        }
+        Ok(on_device)
+    }
+
     /// The initial centroids of the first restart (K x D, row-major), as [`KMeans::fit`]
     /// draws them from `self.seed`: the k-means++ (scikit-learn's `kmeans_plusplus`),
     /// k-means‖ or random seeding on its own. With the cosine metric they are rows of the
@@ -287,15 +300,8 @@ impl KMeans {
     pub fn initial_centroids(&self, gpu: &Gpu, x: &impl GpuInput) -> Result<Vec<f32>> {
         let (n, d) = x.shape();
         self.validate(n, d)?;
-        let on_device = x.on_gpu(gpu)?;
-        let unit;
-        let rows = if self.metric.is_spherical() {
-            unit = crate::kernels::rows::normalize_rows(gpu, &on_device)?;
-            &unit
-        } else {
-            &*on_device
-        };
-        let ws = Workspace::weighted(gpu, rows, self.k, None)?;
+        let rows = self.rows_for_metric(gpu, x)?;
+        let ws = Workspace::weighted(gpu, &rows, self.k, None)?;
         ws.initial_centroids(self, &mut ChaCha8Rng::seed_from_u64(self.seed))
     }
 
@@ -321,15 +327,8 @@ impl KMeans {
         if let Some(w) = sample_weight {
             crate::data::check_sample_weights(w, n)?;
         }
-        let on_device = x.on_gpu(gpu)?;
-        let unit;
-        let rows = if self.metric.is_spherical() {
-            unit = crate::kernels::rows::normalize_rows(gpu, &on_device)?;
-            &unit
-        } else {
-            &*on_device
-        };
-        let ws = Workspace::weighted(gpu, rows, self.k, sample_weight)?;
+        let rows = self.rows_for_metric(gpu, x)?;
+        let ws = Workspace::weighted(gpu, &rows, self.k, sample_weight)?;
         ws.kmeans_plus_plus(
             &mut ChaCha8Rng::seed_from_u64(self.seed),
             self.n_local_trials(),

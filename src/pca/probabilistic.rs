@@ -51,24 +51,12 @@ impl PcaModel {
     /// The model covariance of the data, D x D row-major (module docs; scikit-learn's
     /// `get_covariance`). Defined for every model, singular ones included.
     pub fn covariance(&self) -> Vec<f64> {
-        let (d, m, sigma2) = (self.n_features, self.n_components, self.noise_variance);
-        let mut c = vec![0.0f64; d * d];
-        for i in 0..m {
-            let w = (self.explained_variance[i] - sigma2).max(0.0);
-            let u = &self.components[i * d..(i + 1) * d];
-            for a in 0..d {
-                for b in 0..d {
-                    c[a * d + b] += w * u[a] * u[b];
-                }
-            }
-        }
-        for a in 0..d {
-            c[a * d + a] += sigma2;
-            for b in 0..d {
-                c[a * d + b] *= self.scale[a] * self.scale[b];
-            }
-        }
-        c
+        let sigma2 = self.noise_variance;
+        let w: Vec<f64> = self.explained_variance[..self.n_components]
+            .iter()
+            .map(|&v| (v - sigma2).max(0.0))
+            .collect();
+        self.low_rank_plus_diagonal(&w, sigma2, |s| s)
     }
 
     /// The inverse of [`PcaModel::covariance`], D x D row-major, by its closed form for
@@ -78,25 +66,41 @@ impl PcaModel {
     /// min(N, D) < D components kept, so no noise variance, or a zero variance).
     pub fn precision(&self) -> Result<Vec<f64>> {
         let (hat, sigma2) = self.model_spectrum()?;
-        let (d, m) = (self.n_features, self.n_components);
-        let base = if m < d { 1.0 / sigma2 } else { 0.0 };
-        let mut p = vec![0.0f64; d * d];
-        for (i, &h) in hat.iter().enumerate() {
-            let w = 1.0 / h - base;
+        let base = if self.n_components < self.n_features {
+            1.0 / sigma2
+        } else {
+            0.0
+        };
+        let w: Vec<f64> = hat.iter().map(|&h| 1.0 / h - base).collect();
+        Ok(self.low_rank_plus_diagonal(&w, base, |s| 1.0 / s))
+    }
+
+    /// Σᵢ wᵢ uᵢuᵢᵀ + diag·I over the first components uᵢ, entry (a, b) then multiplied by
+    /// factor(scale_a · scale_b): the one form of the covariance (factor s) and of the
+    /// precision (factor 1/s) in the original units of standardised data.
+    fn low_rank_plus_diagonal(
+        &self,
+        w: &[f64],
+        diag: f64,
+        factor: impl Fn(f64) -> f64,
+    ) -> Vec<f64> {
+        let d = self.n_features;
+        let mut c = vec![0.0f64; d * d];
+        for (i, &wi) in w.iter().enumerate() {
             let u = &self.components[i * d..(i + 1) * d];
             for a in 0..d {
                 for b in 0..d {
-                    p[a * d + b] += w * u[a] * u[b];
+                    c[a * d + b] += wi * u[a] * u[b];
                 }
             }
         }
         for a in 0..d {
-            p[a * d + a] += base;
+            c[a * d + a] += diag;
             for b in 0..d {
-                p[a * d + b] /= self.scale[a] * self.scale[b];
+                c[a * d + b] *= factor(self.scale[a] * self.scale[b]);
             }
         }
-        Ok(p)
+        c
     }
 
     /// The log-likelihood ln p(x) of every row of `x` under the model (module docs;

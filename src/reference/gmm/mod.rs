@@ -218,6 +218,18 @@ fn model_from_resp(
         params.covariance_type,
         params.reg_covar,
     )?;
+    unfitted(weights, means, covariances, params, d)
+}
+
+/// A model of these parameters with its precision factors; the fit fields are left at their
+/// "not fitted" values.
+fn unfitted(
+    weights: Vec<f64>,
+    means: Vec<f64>,
+    covariances: Vec<f64>,
+    params: &GaussianMixture,
+    d: usize,
+) -> Result<ReferenceGmm> {
     let precisions_cholesky = math::precision_cholesky_quoting(
         &covariances,
         params.covariance_type,
@@ -314,25 +326,7 @@ fn given_start(
     d: usize,
 ) -> Result<ReferenceGmm> {
     let covariances = math::covariances_from_precisions(precisions, params.covariance_type, d)?;
-    let precisions_cholesky = math::precision_cholesky_quoting(
-        &covariances,
-        params.covariance_type,
-        params.k,
-        d,
-        Some(params.reg_covar),
-    )?;
-    Ok(ReferenceGmm {
-        weights,
-        means,
-        covariances,
-        precisions_cholesky,
-        covariance_type: params.covariance_type,
-        converged: false,
-        n_iter: 0,
-        lower_bound: f64::NEG_INFINITY,
-        lower_bound_history: Vec::new(),
-        labels: Vec::new(),
-    })
+    unfitted(weights, means, covariances, params, d)
 }
 
 /// Fits a Gaussian mixture to row-major `x` (`d` values per row) by EM, as scikit-learn's
