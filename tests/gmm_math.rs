@@ -481,6 +481,14 @@ fn sampling_bad_models_are_named_errors() {
         "n_samples",
         "at least 1",
     );
+    // N x D overflowing usize, and a size no host can allocate (2⁶⁰ x 2 values).
+    for n in [usize::MAX, 1 << 60] {
+        assert_fails(
+            math::sample(Diag, &w, &mu, &cov, n, 1),
+            "n_samples",
+            "do not fit in host memory",
+        );
+    }
     assert_fails(
         math::sample(Diag, &[], &[], &[], 5, 1),
         "model",

@@ -254,9 +254,10 @@ pub fn covariances_from_precisions(
 /// Returns the samples (n x D row-major) and their components, grouped by component in
 /// increasing order.
 ///
-/// Errors: [`Error::InvalidParameter`] for n = 0 (`n_samples`), for parameters whose shapes
-/// do not fit together or whose weights are not finite, non-negative with a positive sum
-/// (`model`), and for a covariance that is not positive definite (`reg_covar`).
+/// Errors: [`Error::InvalidParameter`] for n = 0 or N x D values the host cannot allocate
+/// (`n_samples`), for parameters whose shapes do not fit together or whose weights are not
+/// finite, non-negative with a positive sum (`model`), and for a covariance that is not
+/// positive definite (`reg_covar`).
 pub fn sample(
     covariance_type: CovarianceType,
     weights: &[f64],
@@ -313,6 +314,20 @@ pub fn sample(
         })
         .collect::<Result<_>>()?;
 
+    // A size the host cannot hold is an error before any draw, not an abort or a long
+    // loop ending in one.
+    let too_large = || {
+        Error::invalid(
+            "n_samples",
+            format!("{n} x {d} values do not fit in host memory"),
+        )
+    };
+    let mut xs = Vec::new();
+    xs.try_reserve_exact(n.checked_mul(d).ok_or_else(too_large)?)
+        .map_err(|_| too_large())?;
+    let mut labels = Vec::new();
+    labels.try_reserve_exact(n).map_err(|_| too_large())?;
+
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     // Categorical draws of the components: the counts are multinomial.
     let mut counts = vec![0usize; k];
@@ -332,8 +347,6 @@ pub fn sample(
     }
 
     let mut normals = StandardNormal::default();
-    let mut xs = Vec::with_capacity(n * d);
-    let mut labels = Vec::with_capacity(n);
     let mut z = vec![0.0; d];
     for (c, &count) in counts.iter().enumerate() {
         let mu = &means[c * d..(c + 1) * d];
