@@ -90,6 +90,7 @@
 #[cfg(any(feature = "io", feature = "plot"))]
 mod atomic;
 pub mod bench;
+pub mod ceilings;
 pub mod data;
 pub mod datasets;
 pub mod error;

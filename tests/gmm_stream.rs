@@ -61,7 +61,7 @@ fn streamed_em_equals_the_resident_fit_for_every_covariance_type() {
             let resident = params.fit(&gpu, &m).unwrap();
             assert!(resident.n_iter() > 2, "{t}: a fit worth comparing");
 
-            small_pieces(&gpu, piece, d);
+            small_pieces(&gpu, piece, n, d);
             let chunks = ragged(&x, d, 401, seed);
             let source = RowChunks::new(n, d, || chunks.iter());
             let streamed = params.fit_source(&gpu, &source).unwrap();
@@ -89,7 +89,7 @@ fn a_random_start_streams_the_same_responsibilities_as_a_resident_fit() {
             .max_iter(25)
             .seed(seed);
         let resident = params.fit(&gpu, &m).unwrap();
-        small_pieces(&gpu, 450, d);
+        small_pieces(&gpu, 450, n, d);
         let streamed = params.fit_source(&gpu, &m).unwrap();
         assert_eq!(streamed, params.fit_source(&gpu, &m).unwrap(), "repeatable");
         assert_same_fit(&streamed, &resident, &format!("{t} random start"));
@@ -105,7 +105,7 @@ fn streamed_kmeans_starts_find_the_components() {
         let m = Matrix::new(&x, d).unwrap();
         let params = GaussianMixture::new(k).init(init.clone()).seed(seed);
         let resident = params.fit(&gpu, &m).unwrap();
-        small_pieces(&gpu, 1000, d);
+        small_pieces(&gpu, 1000, n, d);
         let streamed = params.fit_source(&gpu, &m).unwrap();
         assert!(streamed.converged(), "{init}");
         // The starts may differ (sampled seeds); on separated blobs the optimum may not.
@@ -188,7 +188,7 @@ fn statistics_of_partitions_merge_into_those_of_the_whole_and_the_reference() {
             }
             let merged = merged.unwrap();
             // The whole again, streamed in pieces.
-            small_pieces(&gpu, 256, d);
+            small_pieces(&gpu, 256, n, d);
             let pieces =
                 GaussianMixture::pass_stats(&gpu, &Matrix::new(&x, d).unwrap(), &model).unwrap();
 
@@ -262,7 +262,7 @@ fn sources_that_lie_or_do_not_fit_give_errors() {
         .covariance(CovarianceType::Diag)
         .max_iter(3)
         .init(GmmInit::Random);
-    small_pieces(&gpu, 100, 3);
+    small_pieces(&gpu, 100, 1000, 3);
     let short = RowChunks::new(1200, 3, || [&x[..]]);
     assert_eq!(short.shape(), (1200, 3));
     let e = params.fit_source(&gpu, &short).unwrap_err();

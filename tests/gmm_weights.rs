@@ -5,6 +5,7 @@ mod common;
 
 use common::gmm::{mixture_data, random_model, scaled_err};
 use common::gpu;
+use common::stream::{small_pieces, whole_data};
 use wgpu_unsupervised::reference::gmm as refg;
 use wgpu_unsupervised::{CovarianceType, Error, GaussianMixture, GmmInit, Matrix};
 
@@ -123,9 +124,9 @@ fn weighted_fits_stream_like_resident_ones() {
                 .max_iter(25)
                 .seed(seed);
             let resident = params.fit_weighted(&gpu, &m, &w).unwrap();
-            gpu.set_max_chunk_bytes((400 * d * 4) as u64);
+            small_pieces(&gpu, 400, n, d);
             let streamed = params.fit_source_weighted(&gpu, &m, &w).unwrap();
-            gpu.set_max_chunk_bytes(u64::MAX);
+            whole_data(&gpu);
             let what = format!("{t}");
             assert_eq!(streamed.n_iter(), resident.n_iter(), "{what}");
             for (a, b, part) in [

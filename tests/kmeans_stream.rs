@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::stream::{ragged, small_pieces};
+use common::stream::{ragged, small_pieces, whole_data};
 
 use common::{gpu, max_rel_err, random_matrix, to_f64};
 use wgpu_unsupervised::reference::kmeans as refk;
@@ -32,7 +32,7 @@ fn streamed_lloyd_equals_the_resident_fit_and_the_reference() {
         let params = KMeans::new(k).init(init).max_iter(50).tol(0.0);
         let resident = params.fit(&gpu, &m).unwrap();
 
-        small_pieces(&gpu, piece, d);
+        small_pieces(&gpu, piece, n, d);
         let chunks = ragged(&x, d, 401, seed);
         let source = RowChunks::new(n, d, || chunks.iter());
         let streamed = params.fit_source(&gpu, &source).unwrap();
@@ -85,7 +85,7 @@ fn random_init_streams_the_same_rows_as_a_resident_fit() {
             .seed(seed)
             .tol(0.0);
         let resident = params.fit(&gpu, &m).unwrap();
-        small_pieces(&gpu, 450, d);
+        small_pieces(&gpu, 450, n, d);
         let streamed = params.fit_source(&gpu, &m).unwrap();
         let again = params.fit_source(&gpu, &m).unwrap();
         assert_eq!(streamed, again, "same seed, same model");
@@ -104,7 +104,7 @@ fn streamed_kmeans_plus_plus_seeds_from_a_sample_and_finds_the_blobs() {
         let gpu = gpu();
         let (n, d, k) = (30_000, 4, 6);
         let (x, truth, _) = datasets::make_blobs(n, d, k, 0.5, (-20.0, 20.0), seed).unwrap();
-        small_pieces(&gpu, 4096, d);
+        small_pieces(&gpu, 4096, n, d);
         let model = KMeans::new(k)
             .n_init(2)
             .seed(seed)
@@ -189,7 +189,7 @@ fn sources_that_lie_or_hold_nan_give_errors() {
     let gpu = gpu();
     let x = random_matrix(1000, 3, 12, 0.0, 1.0);
     let params = KMeans::new(3).max_iter(3);
-    small_pieces(&gpu, 100, 3);
+    small_pieces(&gpu, 100, 1000, 3);
     let short = RowChunks::new(1200, 3, || [&x[..]]);
     assert!(matches!(
         params.fit_source(&gpu, &short),
@@ -233,8 +233,8 @@ fn rows_split_across_two_devices_fit_as_on_one() {
         let whole = params.fit(&a, &Matrix::new(&x, d).unwrap()).unwrap();
         let first = Matrix::new(&x[..cut * d], d).unwrap();
         let second = RowChunks::new(n - cut, d, || ragged(&x[cut * d..], d, 300, seed));
-        // The second device streams its part in small pieces.
-        small_pieces(&b, 200, d);
+        // The second device streams its part in small pieces (when it has more than a few).
+        small_pieces(&b, 200, (n - cut).max(400), d);
         let split = params
             .fit_partitions(&[(&a, &first as &dyn RowSource), (&b, &second)])
             .unwrap();
@@ -250,7 +250,7 @@ fn rows_split_across_two_devices_fit_as_on_one() {
             .filter(|(p, q)| p == q)
             .count();
         assert!(same * 1000 >= n * 999, "{} labels differ", n - same);
-        b.set_max_chunk_bytes(u64::MAX);
+        whole_data(&b);
     }
     let x = blobs(100, 2, 2, 15);
     let m2 = Matrix::new(&x, 2).unwrap();

@@ -3,6 +3,7 @@
 
 mod common;
 
+use common::stream::{small_pieces, whole_data};
 use common::{gpu, max_rel_err, to_f64};
 use wgpu_unsupervised::reference::kmeans as refk;
 use wgpu_unsupervised::{datasets, Error, KMeans, KMeansInit, Matrix};
@@ -97,18 +98,18 @@ fn weighted_seeding_ignores_rows_of_zero_weight_and_streams_alike() {
                     .unwrap();
             assert!(ari > 0.99, "{init} seed {seed}: ARI {ari}");
             // Streamed in pieces of 500 rows: the same model within f32 rounding.
-            gpu.set_max_chunk_bytes((500 * d * 4) as u64);
-            let streamed = params
-                .clone()
-                .init(KMeansInit::Centroids(to_f64(model.centroids())))
-                .fit_source_weighted(&gpu, &m, &w)
-                .unwrap();
             let resident = params
                 .clone()
                 .init(KMeansInit::Centroids(to_f64(model.centroids())))
                 .fit_weighted(&gpu, &m, &w)
                 .unwrap();
-            gpu.set_max_chunk_bytes(u64::MAX);
+            small_pieces(&gpu, 500, n, d);
+            let streamed = params
+                .clone()
+                .init(KMeansInit::Centroids(to_f64(model.centroids())))
+                .fit_source_weighted(&gpu, &m, &w)
+                .unwrap();
+            whole_data(&gpu);
             let err = max_rel_err(
                 &to_f64(streamed.centroids()),
                 &to_f64(resident.centroids()),

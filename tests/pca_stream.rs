@@ -4,6 +4,7 @@
 mod common;
 
 use common::pca::{spectrum_data, subspace_angle};
+use common::stream::small_pieces;
 use common::{gpu, max_rel_err, to_f64};
 use wgpu_unsupervised::reference::pca as refp;
 use wgpu_unsupervised::{
@@ -50,7 +51,7 @@ fn streamed_pca_equals_the_resident_fit_for_every_solver() {
                 .whiten(whiten)
                 .tol(1e-6);
             let resident = params.fit(&gpu, &m).unwrap();
-            gpu.set_max_chunk_bytes((piece * d * 4) as u64);
+            small_pieces(&gpu, piece, n, d);
             let parts = chunks_of(&x, d, 313);
             let source = RowChunks::new(n, d, || parts.iter().copied());
             let streamed = params.fit_source(&gpu, &source).unwrap();

@@ -2,11 +2,24 @@
 //! when deserializing), evaluation on the device (responsibilities, log-densities, labels,
 //! scores), information criteria and sampling.
 
+use super::em::Parameters;
 use super::math;
-use super::workspace::{Parameters, Workspace};
+use super::workspace::Workspace;
 use super::{CovarianceType, GaussianMixture, InitialParameters};
 use crate::error::{Error, Result};
 use crate::gpu::{Gpu, GpuInput, GpuMatrix, GpuVector};
+
+/// Weights, means and covariances of a mixture (layouts in [`math`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct GaussianParameters {
+    /// Mixing weights πₖ, summing to 1.
+    pub weights: Vec<f64>,
+    /// Means, K x D row-major.
+    pub means: Vec<f64>,
+    /// Covariances with `reg_covar` on the diagonal: Full K x D x D, Tied D x D, Diag K x D,
+    /// Spherical K.
+    pub covariances: Vec<f64>,
+}
 
 /// A fitted Gaussian mixture. Parameters are kept in f64 (the host algebra's precision) and
 /// sent to the device as f32 for each evaluation.

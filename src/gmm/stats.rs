@@ -39,8 +39,8 @@
 //!
 //! A component without weight keeps its E-step mean and gets reg·I, as in the resident fit.
 
+use super::em::Parameters;
 use super::math::precision_cholesky_quoting;
-use super::workspace::Parameters;
 use super::{CovarianceType, GaussianParameters};
 use crate::error::{Error, Result};
 

@@ -76,6 +76,17 @@ impl Gpu {
             mapped_at_creation: false,
         })
     }
+
+    /// A uniform buffer of `bytes` bytes that copies fill (the kernels' uniform slices of
+    /// operands), rounded up to 16.
+    pub(crate) fn uniform_buffer(&self, label: &str, bytes: u64) -> wgpu::Buffer {
+        self.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some(label),
+            size: bytes.max(16).next_multiple_of(16),
+            usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        })
+    }
 }
 
 /// One buffer binding: a whole buffer or a byte range of one.

@@ -6,12 +6,11 @@
 //! enough to bind. Kernels run once per chunk; per-chunk partial results are combined on the
 //! device or in f64 on the host.
 
-use std::marker::PhantomData;
-
 use bytemuck::Pod;
 
 use super::batch::{Batch, Bind};
 use super::context::Gpu;
+use super::device_buffer::DeviceBuffer;
 use crate::data::Matrix;
 use crate::error::{Error, Result};
 
@@ -102,7 +101,7 @@ pub struct GpuMatrix {
 }
 
 /// Rows per chunk for rows of `n_features` f32 values on this device.
-fn rows_per_chunk(gpu: &Gpu, n_features: usize) -> Result<usize> {
+pub(crate) fn rows_per_chunk(gpu: &Gpu, n_features: usize) -> Result<usize> {
     let row_bytes = n_features as u64 * 4;
     let limit = gpu.chunk_byte_limit();
     if row_bytes > limit {
@@ -174,30 +173,6 @@ impl GpuMatrix {
             n_rows: n,
             n_features: d,
         })
-    }
-
-    /// Views `n_rows` x `n_features` f32 values of a caller's buffer, starting at
-    /// `byte_offset`, without copying. The buffer needs `STORAGE` usage. The values are
-    /// checked for NaN/inf on the device ([`Error::NonFinite`] gives row and column).
-    ///
-    /// Chunks start at any row: bindings are placed at the alignment boundary before the
-    /// chunk and the kernels skip the gap.
-    pub fn from_buffer(
-        gpu: &Gpu,
-        buffer: &wgpu::Buffer,
-        byte_offset: u64,
-        n_rows: usize,
-        n_features: usize,
-    ) -> Result<Self> {
-        let m = Self::from_buffer_unchecked(gpu, buffer, byte_offset, n_rows, n_features)?;
-        if let Some((row, col)) = crate::kernels::rows::find_non_finite(gpu, &m)? {
-            return Err(Error::NonFinite {
-                row,
-                col,
-                value: "NaN or inf".into(),
-            });
-        }
-        Ok(m)
     }
 
     /// [`GpuMatrix::from_buffer`] without the pass that looks for NaN and infinity, for
@@ -325,7 +300,7 @@ impl GpuMatrix {
         gpu: &Gpu,
         out_cols: usize,
         what: &str,
-        mut record: impl FnMut(&mut Batch<'_>, &Chunk, usize, usize, &wgpu::Buffer) -> Result<()>,
+        mut record: impl FnMut(&mut Batch<'_>, &Chunk, usize, usize, &DeviceBuffer<f32>) -> Result<()>,
     ) -> Result<GpuMatrix> {
         check_budget(gpu, what, self.n_rows as u64 * out_cols as u64 * 4)?;
         let out_rows = (gpu.chunk_byte_limit() / (out_cols as u64 * 4)).max(1) as usize;
@@ -336,13 +311,12 @@ impl GpuMatrix {
                 let mut first = 0;
                 while first < chunk.n_rows {
                     let rows = out_rows.min(chunk.n_rows - first);
-                    let bytes = (rows * out_cols * 4) as u64;
-                    let buffer = gpu.buffer_zeroed(what, bytes);
+                    let buffer = DeviceBuffer::zeroed(gpu, what, rows * out_cols);
                     record(&mut batch, chunk, first, rows, &buffer)?;
                     out.push(Chunk {
-                        buffer,
+                        buffer: buffer.raw().clone(),
                         bind_offset: 0,
-                        bind_size: bytes,
+                        bind_size: (rows * out_cols * 4) as u64,
                         x_offset: 0,
                         row_start: chunk.row_start + first,
                         n_rows: rows,
@@ -381,29 +355,25 @@ impl GpuMatrix {
 /// on the device. Read it with [`GpuVector::to_host`] or bind its buffers in your own work.
 #[derive(Debug, Clone)]
 pub struct GpuVector<T: Pod> {
-    pub(crate) chunks: Vec<wgpu::Buffer>,
-    pub(crate) chunk_rows: Vec<usize>,
-    _values: PhantomData<T>,
+    /// One buffer per chunk of the matrix, holding exactly that chunk's values.
+    pub(crate) chunks: Vec<DeviceBuffer<T>>,
 }
 
 impl<T: Pod> GpuVector<T> {
     /// One zeroed buffer per chunk of `m`.
     pub(crate) fn zeroed(gpu: &Gpu, m: &GpuMatrix, label: &str) -> Self {
-        let chunks = m
-            .chunks()
-            .iter()
-            .map(|c| gpu.buffer_zeroed(label, (c.n_rows * std::mem::size_of::<T>()) as u64))
-            .collect();
         Self {
-            chunks,
-            chunk_rows: m.chunks().iter().map(|c| c.n_rows).collect(),
-            _values: PhantomData,
+            chunks: m
+                .chunks()
+                .iter()
+                .map(|c| DeviceBuffer::zeroed(gpu, label, c.n_rows))
+                .collect(),
         }
     }
 
     /// Total number of values (rows).
     pub fn len(&self) -> usize {
-        self.chunk_rows.iter().sum()
+        self.chunks.iter().map(DeviceBuffer::len).sum()
     }
 
     /// True when there are no values.
@@ -413,40 +383,34 @@ impl<T: Pod> GpuVector<T> {
 
     /// The per-chunk buffers, in row order, and the number of values in each (from byte 0).
     pub fn buffers(&self) -> impl Iterator<Item = (&wgpu::Buffer, usize)> {
-        self.chunks.iter().zip(self.chunk_rows.iter().copied())
+        self.chunks.iter().map(|b| (b.raw(), b.len()))
     }
 
     /// The chunks in row order with the global index of each one's first row: a vector made
     /// for a [`GpuMatrix`] is chunked like it, so chunk `i` of both covers the same rows.
     pub fn chunk_views(&self) -> impl ExactSizeIterator<Item = VectorChunk<'_>> {
         let mut first_row = 0;
-        self.chunks
-            .iter()
-            .zip(self.chunk_rows.iter().copied())
-            .map(move |(buffer, n_rows)| {
-                let chunk = VectorChunk {
-                    buffer,
-                    first_row,
-                    n_rows,
-                };
-                first_row += n_rows;
-                chunk
-            })
+        self.chunks.iter().map(move |b| {
+            let chunk = VectorChunk {
+                buffer: b.raw(),
+                first_row,
+                n_rows: b.len(),
+            };
+            first_row += b.len();
+            chunk
+        })
     }
 
     /// The most values one chunk holds: every chunk but the last has this many.
     pub fn rows_per_chunk(&self) -> usize {
-        self.chunk_rows.iter().copied().max().unwrap_or(0)
+        self.chunks.iter().map(DeviceBuffer::len).max().unwrap_or(0)
     }
 
     /// Reads all values back to the host.
     pub fn to_host(&self, gpu: &Gpu) -> Result<Vec<T>> {
         gpu.scoped("reading a vector back", || {
             let mut batch = Batch::new(gpu, "GpuVector::to_host");
-            let handles: Vec<_> = self
-                .buffers()
-                .map(|(b, n)| batch.read(b, 0, (n * std::mem::size_of::<T>()) as u64))
-                .collect();
+            let handles: Vec<_> = self.chunks.iter().map(|b| batch.read_all(b)).collect();
             let back = batch.finish()?;
             Ok(handles
                 .into_iter()

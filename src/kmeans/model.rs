@@ -3,8 +3,9 @@
 
 use crate::error::{Error, Result};
 use crate::gpu::batch::Batch;
+use crate::gpu::device_buffer::DeviceBuffer;
 use crate::gpu::{Gpu, GpuInput, GpuMatrix, GpuVector};
-use crate::kernels::assign;
+use crate::kernels::assign::{self, Assignment, DistanceTable};
 
 use super::{KMeans, KMeansInit};
 
@@ -256,22 +257,18 @@ impl KMeansModel {
         gpu.scoped("K-Means predict", || {
             let labels = GpuVector::zeroed(gpu, &xg, "labels");
             let dists = GpuVector::zeroed(gpu, &xg, "squared distances");
-            let centroids =
-                gpu.buffer_from("centroids", &self.centroids, wgpu::BufferUsages::empty());
-            let changed = gpu.buffer_zeroed("changed labels", 4);
+            let centroids = DeviceBuffer::from_slice(gpu, "centroids", &self.centroids);
+            let changed = DeviceBuffer::zeroed(gpu, "changed labels", 1);
             let mut batch = Batch::new(gpu, "K-Means predict");
             for (i, chunk) in xg.chunks().iter().enumerate() {
-                assign::assign_nearest_centroid(
-                    gpu,
-                    &mut batch,
-                    chunk,
-                    self.n_features,
-                    self.params.k,
-                    &centroids,
-                    &labels.chunks[i],
-                    &dists.chunks[i],
-                    &changed,
-                )?;
+                let to = Assignment {
+                    centroids: &centroids,
+                    k: self.params.k,
+                    labels: &labels.chunks[i],
+                    min_sq_dist: &dists.chunks[i],
+                    changed: &changed,
+                };
+                assign::assign_nearest_centroid(gpu, &mut batch, chunk, self.n_features, &to)?;
             }
             batch.finish()?;
             Ok((labels, dists))
@@ -299,16 +296,20 @@ impl KMeansModel {
         let xg = self.rows_on_gpu(gpu, x)?;
         let (k, d) = (self.params.k, self.n_features);
         let centroids = gpu.scoped("uploading centroids", || {
-            Ok(gpu.buffer_from("centroids", &self.centroids, wgpu::BufferUsages::empty()))
+            Ok(DeviceBuffer::from_slice(gpu, "centroids", &self.centroids))
         })?;
         xg.map_rows(
             gpu,
             k,
             "K-Means transform",
             |batch, chunk, first, rows, out| {
-                assign::pairwise_distances(
-                    gpu, batch, chunk, first, rows, d, k, &centroids, out, true,
-                )
+                let table = DistanceTable {
+                    centroids: &centroids,
+                    k,
+                    out,
+                    sqrt: true,
+                };
+                assign::pairwise_distances(gpu, batch, chunk, first, rows, d, &table)
             },
         )
     }

@@ -10,6 +10,7 @@ use crate::data::Matrix;
 use crate::error::{Error, Result};
 use crate::gpu::batch::Batch;
 use crate::gpu::buffer::{check_budget, Chunk};
+use crate::gpu::device_buffer::DeviceBuffer;
 use crate::gpu::{Gpu, GpuInput, GpuMatrix};
 use crate::kernels::{rows, silhouette as kernel};
 use crate::source::{check_shape, RowSource};
@@ -179,10 +180,10 @@ fn sorted_copy(gpu: &Gpu, x: &GpuMatrix, order: &[usize]) -> Result<GpuMatrix> {
         let mut chunks = Vec::new();
         for (i, part) in order.chunks(per_chunk).enumerate() {
             let bytes = (part.len() * d * 4) as u64;
-            let buffer = gpu.buffer_zeroed("cluster-sorted rows", bytes);
+            let buffer = DeviceBuffer::zeroed(gpu, "cluster-sorted rows", part.len() * d);
             rows::gather_rows(gpu, &mut batch, x, part, &buffer)?;
             chunks.push(Chunk {
-                buffer,
+                buffer: buffer.raw().clone(),
                 bind_offset: 0,
                 bind_size: bytes,
                 x_offset: 0,
@@ -236,7 +237,7 @@ fn cluster_sums(gpu: &Gpu, x: &GpuMatrix, sizes: &[usize]) -> Result<Vec<f64>> {
     let limit = gpu.binding_byte_limit().clamp(4, SUMS_TARGET_BYTES);
     let batch_rows = ((limit / (p as u64 * 4)).max(1) as usize).min(m);
     let sums = gpu.scoped("allocating distance sums", || {
-        Ok(gpu.buffer_zeroed("distance sums", (p * batch_rows * 4) as u64))
+        Ok(DeviceBuffer::zeroed(gpu, "distance sums", p * batch_rows))
     })?;
 
     let mut out = vec![0.0f64; m * k];
@@ -275,7 +276,7 @@ fn cluster_sums(gpu: &Gpu, x: &GpuMatrix, sizes: &[usize]) -> Result<Vec<f64>> {
                     )?;
                 }
             }
-            let h = batch.read(&sums, 0, (p * len * 4) as u64);
+            let h = batch.read_values(&sums, 0, p * len);
             Ok(batch.finish()?.f32s(h))
         })?;
         for (pi, piece) in pieces.iter().enumerate() {

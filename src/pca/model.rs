@@ -3,8 +3,9 @@
 
 use super::{Components, Pca, PcaSolver};
 use crate::error::{Error, Result};
+use crate::gpu::device_buffer::DeviceBuffer;
 use crate::gpu::{Gpu, GpuInput, GpuMatrix};
-use crate::kernels::projection;
+use crate::kernels::projection::{self, AffineMap};
 
 /// A fitted PCA model.
 ///
@@ -261,25 +262,21 @@ impl PcaModel {
         let (k, c) = (x.n_features(), out_shift.len());
         let (w, si, so) = gpu.scoped(what, || {
             Ok((
-                gpu.buffer_from("weights", weights, wgpu::BufferUsages::empty()),
-                gpu.buffer_from("input shift", in_shift, wgpu::BufferUsages::empty()),
-                gpu.buffer_from("output shift", out_shift, wgpu::BufferUsages::empty()),
+                DeviceBuffer::from_slice(gpu, "weights", weights),
+                DeviceBuffer::from_slice(gpu, "input shift", in_shift),
+                DeviceBuffer::from_slice(gpu, "output shift", out_shift),
             ))
         })?;
+        let map = AffineMap {
+            in_cols: k,
+            out_cols: c,
+            in_shift: &si,
+            weights: &w,
+            out_shift: &so,
+        };
         x.map_rows(gpu, c, what, |batch, chunk, first, rows, out| {
-            projection::affine_matmul(
-                gpu,
-                batch,
-                chunk.bind(),
-                chunk.x_offset + (first * k) as u32,
-                rows,
-                k,
-                c,
-                &si,
-                &w,
-                &so,
-                out,
-            )
+            let offset = chunk.x_offset + (first * k) as u32;
+            projection::affine_matmul(gpu, batch, chunk.bind(), offset, rows, &map, out)
         })
     }
 

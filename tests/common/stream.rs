@@ -19,7 +19,16 @@ pub fn ragged(values: &[f32], d: usize, max: usize, seed: u64) -> Vec<Vec<f32>> 
     out
 }
 
-/// Forces pieces of `rows` rows on every pass.
-pub fn small_pieces(gpu: &Gpu, rows: usize, d: usize) {
+/// Makes every fit on `gpu` over host data of `n` rows of `d` features stream, in pieces of
+/// at most `rows` rows: a binding of `rows` rows, and a memory budget that holds the data
+/// alone, never the data and what a fit needs besides (so the rows cannot stay resident).
+pub fn small_pieces(gpu: &Gpu, rows: usize, n: usize, d: usize) {
     gpu.set_max_chunk_bytes((rows * d * 4) as u64);
+    gpu.set_memory_budget((n * d * 4) as u64);
+}
+
+/// Undoes [`small_pieces`]: the device's own limits again.
+pub fn whole_data(gpu: &Gpu) {
+    gpu.set_max_chunk_bytes(u64::MAX);
+    gpu.set_memory_budget(u64::MAX);
 }

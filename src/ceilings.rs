@@ -22,15 +22,20 @@
 //! limits, the forced chunk size ([`Gpu::set_max_chunk_bytes`]) and the memory budget
 //! ([`Gpu::set_memory_budget`]).
 //!
+//! The measurement sits above `kernels/` (it runs `shaders/ceilings.wgsl` through its
+//! wrapper); the [`Ceilings`] it returns are plain data of the host layer, which the
+//! profiler holds kernels against.
+//!
 //! These are practical ceilings of this adapter, driver and machine at the time of the
 //! measurement, not the vendor's datasheet: a busy machine, clocks or a software driver
 //! (lavapipe) all show in them, and a tuned native kernel may exceed them.
 
 use std::time::Instant;
 
-use super::batch::Batch;
-use super::Gpu;
 use crate::error::{Error, Result};
+use crate::gpu::batch::Batch;
+use crate::gpu::device_buffer::DeviceBuffer;
+use crate::gpu::{Ceilings, Gpu};
 use crate::kernels::ceilings::{self as kernel, FmaChains, COPY_ELEMENT_BYTES};
 use crate::kernels::ROW_WG_SIZE;
 
@@ -59,30 +64,8 @@ const COPY_MAX_BUFFER_BYTES: u64 = 64 << 20;
 /// The most copies recorded in one timed run.
 const COPY_MAX_REPEATS: u64 = 1024;
 
-/// The measured ceilings of one adapter.
-#[derive(Debug, Clone, PartialEq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
-pub struct Ceilings {
-    /// FMA throughput in GFLOP/s (10^9 FLOPs per second, an FMA counted as 2 FLOPs).
-    pub peak_gflops: f64,
-    /// Copy bandwidth in GB/s (10^9 bytes per second, bytes read plus bytes written).
-    pub peak_gbps: f64,
-    /// Wall-clock seconds of the fastest FMA run.
-    pub fma_seconds: f64,
-    /// Wall-clock seconds of the fastest copy run.
-    pub copy_seconds: f64,
-    /// FLOPs of one FMA run.
-    pub flops: u64,
-    /// Bytes read and written by one copy run.
-    pub bytes: u64,
-    /// Size of each of the two copy buffers, in bytes.
-    pub buffer_bytes: u64,
-    /// Name of the adapter measured.
-    pub adapter: String,
-}
-
 impl Gpu {
-    /// Measures this adapter's FMA throughput and copy bandwidth (see [`ceilings`](self)).
+    /// Measures this adapter's FMA throughput and copy bandwidth (see [`ceilings`](crate::ceilings)).
     /// Takes well under a second on lavapipe once the kernels are built.
     ///
     /// Errors: a failed submission or readback ([`Error::Gpu`], [`Error::DeviceLost`]), or a
@@ -150,12 +133,12 @@ fn time_batch(
     gpu: &Gpu,
     label: &str,
     record: impl FnOnce(&mut Batch<'_>) -> Result<()>,
-    sync: &wgpu::Buffer,
+    sync: &DeviceBuffer<f32>,
 ) -> Result<f64> {
     let start = Instant::now();
     let mut batch = Batch::new(gpu, label);
     record(&mut batch)?;
-    batch.read(sync, 0, 4);
+    batch.read_values(sync, 0, 1);
     batch.finish()?;
     Ok(start.elapsed().as_secs_f64())
 }
@@ -182,15 +165,19 @@ fn measure_fma(gpu: &Gpu, target_seconds: f64, repetitions: usize) -> Result<Tim
         step: 1.0,
     };
     // Allocated as the size grows, so a slow adapter never holds the largest buffer.
-    let mut sums: Option<wgpu::Buffer> = None;
+    let mut sums: Option<DeviceBuffer<f32>> = None;
     let (size, seconds) = calibrate(
         FMA_FIRST_INVOCATIONS,
         max,
         target_seconds,
         repetitions,
         |n| {
-            if sums.as_ref().is_none_or(|b| b.size() < n * 4) {
-                sums = Some(gpu.buffer_zeroed("ceilings: chain sums", n * 4));
+            if sums.as_ref().is_none_or(|b| (b.len() as u64) < n) {
+                sums = Some(DeviceBuffer::zeroed(
+                    gpu,
+                    "ceilings: chain sums",
+                    n as usize,
+                ));
             }
             let sums = sums.as_ref().expect("allocated above");
             let record = |b: &mut Batch<'_>| kernel::fma_chains(gpu, b, &run(n), sums);
@@ -217,8 +204,9 @@ fn measure_copy(gpu: &Gpu, target_seconds: f64, repetitions: usize) -> Result<Ti
             gpu,
         ));
     }
-    let src = gpu.buffer_zeroed("ceilings: copy source", buffer_bytes);
-    let dst = gpu.buffer_zeroed("ceilings: copy destination", buffer_bytes);
+    let values = (buffer_bytes / 4) as usize;
+    let src = DeviceBuffer::zeroed(gpu, "ceilings: copy source", values);
+    let dst = DeviceBuffer::zeroed(gpu, "ceilings: copy destination", values);
     let n_elements = (buffer_bytes / COPY_ELEMENT_BYTES) as u32;
     let (repeats, seconds) = calibrate(1, COPY_MAX_REPEATS, target_seconds, repetitions, |r| {
         let record = |b: &mut Batch<'_>| {

@@ -1,16 +1,16 @@
 //! [`MiniBatchKMeansFit`]: mini-batch K-Means fed batch by batch (scikit-learn's
-//! `partial_fit`), on the steps of `minibatch`.
+//! `partial_fit`), on the steps of `minibatch`. A fitting session of its own, so its
+//! `partial_fit` lives with it rather than in `fit`.
 
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
-use super::fit::random_rows;
 use super::minibatch::MiniBatchRun;
 use super::stream::labels_and_inertia;
-use super::{KMeansInit, KMeansModel, MiniBatchKMeans};
+use super::{KMeansModel, MiniBatchKMeans};
 use crate::data::Matrix;
 use crate::error::{Error, Result};
-use crate::gpu::{Gpu, GpuMatrix};
+use crate::gpu::Gpu;
 use crate::source::{check_shape, RowSource};
 
 /// A mini-batch K-Means fed batch by batch (from [`MiniBatchKMeans::partial`]): the first
@@ -77,22 +77,8 @@ impl MiniBatchKMeansFit {
         } else {
             self.params.validate(n, d)?;
             let mut rng = ChaCha8Rng::seed_from_u64(self.params.seed);
-            let centroids = match &self.params.init {
-                KMeansInit::Centroids(c) => c.iter().map(|&v| v as f32).collect(),
-                KMeansInit::Random => {
-                    batch.gather(&random_rows(&mut rng, n, self.params.k, weights)?)?
-                }
-                KMeansInit::KMeansPlusPlus | KMeansInit::KMeansParallel { .. } => {
-                    super::parallel::device_seeds(
-                        gpu,
-                        &GpuMatrix::upload(gpu, batch)?,
-                        self.params.k,
-                        weights,
-                        &self.params.init,
-                        &mut rng,
-                    )?
-                }
-            };
+            let init = (self.params.k, &self.params.init);
+            let centroids = super::seeding::batch_start(gpu, batch, weights, init, &mut rng)?;
             self.state = Some(PartialState {
                 centroids,
                 counts: vec![0.0; self.params.k],
