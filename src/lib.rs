@@ -60,18 +60,22 @@
 //!
 //! ## Layout
 //!
-//! - [`gpu`]: the host layer, the only code touching wgpu ([`Gpu`], [`GpuMatrix`],
-//!   [`GpuVector`], [`GpuInput`]: host or device data for every fit);
-//! - `kernels` (private): one wrapper per WGSL file in `shaders/`, same name;
-//! - [`kmeans`], [`pca`], [`gmm`]: one folder per algorithm: `mod.rs` the parameters, `fit`
-//!   the device workspace and the fitting loop, `model` the fitted model with its `validate`
-//!   ([`gmm::math`]: the mixtures' host algebra: precision factors, parameter counts,
-//!   sampling);
+//! - [`gpu`]: the host layer, which imports nothing above it ([`Gpu`], [`GpuMatrix`],
+//!   [`GpuVector`], [`GpuInput`]: host or device data for every fit; typed device buffers);
+//! - `kernels` (private): one wrapper per WGSL file in `shaders/`, same name; with `gpu`,
+//!   the only code that names wgpu;
+//! - [`kmeans`], [`pca`], [`gmm`]: one folder per algorithm, the same file names meaning the
+//!   same thing in each: `mod.rs` the face, `params` the parameters and their validation,
+//!   `fit` every public fit (resident or streamed decided once), `workspace` the device
+//!   buffers and passes, `seeding` the starts, the loop as a leaf of its folder (`lloyd`,
+//!   `em`, `power`), `model` the fitted model with its `validate`, `stats` the statistics
+//!   that merge ([`gmm::math`]: the mixtures' host algebra: precision factors, parameter
+//!   counts, sampling);
 //! - [`metrics`] (silhouette on the GPU, host criteria, agreement) and [`selection`]:
 //!   judging a clustering and choosing k, K or M;
 //! - [`linalg`]: small dense host algebra in f64 (eigen, QR, Cholesky);
 //! - [`bench`](mod@bench): the kernel and fit benchmarks behind `wgpu-unsupervised bench`, on top of the
-//!   profiler ([`gpu::profile`]) and the ceilings ([`Gpu::measure_ceilings`]);
+//!   profiler ([`gpu::profile`]) and the ceilings ([`ceilings`], [`Gpu::measure_ceilings`]);
 //! - [`data`], [`error`], [`datasets`]: validated input views, the one [`Error`], data;
 //! - [`source`]: row sources that need not fit (their device side is `gpu::stream`);
 //! - `io`, `model_file`, `plot`: files and pictures, behind features;

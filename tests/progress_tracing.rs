@@ -1,7 +1,8 @@
 //! Every iteration is a `tracing` event. A file of its own: tracing caches per call site
 //! whether anyone listens, and a fit on another test thread with no subscriber would race
-//! with the scoped subscriber installed here.
+//! with the scoped subscriber installed here. (So it is not a module of `tests/gpu/`.)
 
+#[path = "gpu/common/mod.rs"]
 mod common;
 
 use std::sync::atomic::{AtomicUsize, Ordering};

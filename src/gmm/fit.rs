@@ -123,6 +123,15 @@ impl GaussianMixture {
         data.estep_stats(&model.parameters())
     }
 
+    /// Starts the next fit from a fitted model's parameters (scikit-learn's `warm_start`):
+    /// sets `init` to [`GmmInit::Given`] with the model's weights, means and precisions, and
+    /// the covariance type to the model's.
+    pub fn warm_start(mut self, model: &GaussianMixtureModel) -> Self {
+        self.covariance_type = model.covariance_type();
+        self.init = GmmInit::Given(model.initial_parameters());
+        self
+    }
+
     /// Host or device data: device data as they are, host data as rows whose place
     /// [`GaussianMixture::fit_rows`] decides.
     fn fit_input(

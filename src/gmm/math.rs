@@ -36,12 +36,7 @@ use crate::random::StandardNormal;
 /// Number of covariance (and precision-factor) values of a mixture of `k` components of `d`
 /// features, or `None` when it overflows `usize` (a model file can claim any sizes).
 pub fn covariance_len(covariance_type: CovarianceType, k: usize, d: usize) -> Option<usize> {
-    match covariance_type {
-        CovarianceType::Full => k.checked_mul(d)?.checked_mul(d),
-        CovarianceType::Tied => d.checked_mul(d),
-        CovarianceType::Diag => k.checked_mul(d),
-        CovarianceType::Spherical => Some(k),
-    }
+    covariance_type.values(k, d)
 }
 
 /// Values per component block of the covariances and factors: D² (Full, Tied), D (Diag) or

@@ -51,7 +51,7 @@
 //! which here keeps its previous mean (the reference moves it toward the origin). Its
 //! covariance becomes reg·I and its weight about 10 ε / N, exactly as in the reference;
 //! nothing becomes NaN. With `reg_covar = 0` such a component is not positive definite and
-//! the fit stops with [`Error::InvalidParameter`] naming the component and `reg_covar`.
+//! the fit stops with [`Error::InvalidParameter`](crate::Error::InvalidParameter) naming the component and `reg_covar`.
 //!
 //! **Convergence, restarts, initialisation and labels** are the reference's: the lower bound
 //! of an iteration is the mean log-likelihood of its E-step; EM stops when it changes by less
@@ -92,7 +92,7 @@ mod workspace;
 pub use fit::estimate_gaussian_parameters;
 #[cfg(feature = "io")]
 pub(crate) use model::GaussianMixtureModelFields;
-pub use model::{GaussianMixtureModel, GaussianParameters, GmmEvaluation};
+pub use model::{GaussianMixtureModel, GmmEvaluation};
 pub(crate) use params::check_responsibilities;
 pub use params::{CovarianceType, GaussianMixture, GmmInit, InitOverrides, InitialParameters};
-pub use stats::GmmStats;
+pub use stats::{GaussianParameters, GmmStats};

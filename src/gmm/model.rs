@@ -9,18 +9,6 @@ use super::{CovarianceType, GaussianMixture, InitialParameters};
 use crate::error::{Error, Result};
 use crate::gpu::{Gpu, GpuInput, GpuMatrix, GpuVector};
 
-/// Weights, means and covariances of a mixture (layouts in [`math`]).
-#[derive(Debug, Clone, PartialEq)]
-pub struct GaussianParameters {
-    /// Mixing weights πₖ, summing to 1.
-    pub weights: Vec<f64>,
-    /// Means, K x D row-major.
-    pub means: Vec<f64>,
-    /// Covariances with `reg_covar` on the diagonal: Full K x D x D, Tied D x D, Diag K x D,
-    /// Spherical K.
-    pub covariances: Vec<f64>,
-}
-
 /// A fitted Gaussian mixture. Parameters are kept in f64 (the host algebra's precision) and
 /// sent to the device as f32 for each evaluation.
 ///
@@ -396,7 +384,13 @@ impl GaussianMixtureModel {
         let p = self.check(x)?;
         let xg = x.on_gpu(gpu)?;
         let ws = Workspace::new(gpu, &xg, self.k(), self.covariance_type(), false)?;
-        ws.evaluate(&p)
+        let (responsibilities, log_density, labels, mean_log_likelihood) = ws.evaluate(&p)?;
+        Ok(GmmEvaluation {
+            responsibilities,
+            log_density,
+            labels,
+            mean_log_likelihood,
+        })
     }
 
     /// Most probable component of each row, left on the device.

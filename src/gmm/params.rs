@@ -10,7 +10,6 @@
 //! responsibilities. With all three given the method is skipped and one run is made, as for
 //! [`GmmInit::Given`].
 
-use super::GaussianMixtureModel;
 use crate::error::{Error, Result};
 use crate::names::parse_choice;
 use crate::progress::OnIteration;
@@ -31,6 +30,17 @@ pub enum CovarianceType {
 }
 
 impl CovarianceType {
+    /// Number of covariance (and precision-factor) values of `k` components of `d` features
+    /// (`None` when it overflows; layouts in [`math`](super::math)).
+    pub(crate) fn values(self, k: usize, d: usize) -> Option<usize> {
+        match self {
+            CovarianceType::Full => k.checked_mul(d)?.checked_mul(d),
+            CovarianceType::Tied => d.checked_mul(d),
+            CovarianceType::Diag => k.checked_mul(d),
+            CovarianceType::Spherical => Some(k),
+        }
+    }
+
     /// All four types, in the order Full, Tied, Diag, Spherical.
     pub const ALL: [CovarianceType; 4] = [
         CovarianceType::Full,
@@ -272,7 +282,7 @@ impl GaussianMixture {
     /// Number of values of the precisions (and covariances) for this type, K components and
     /// D features ([`usize::MAX`] when that overflows).
     pub fn precision_len(&self, d: usize) -> usize {
-        super::math::covariance_len(self.covariance_type, self.k, d).unwrap_or(usize::MAX)
+        self.covariance_type.values(self.k, d).unwrap_or(usize::MAX)
     }
 
     /// Checks the parameters against data of `n` rows and `d` features.
@@ -294,15 +304,6 @@ impl GaussianMixture {
         Error::require_non_negative("tol", self.tol)?;
         self.check_given_start(d)?;
         Ok(())
-    }
-
-    /// Starts the next fit from a fitted model's parameters (scikit-learn's `warm_start`):
-    /// sets `init` to [`GmmInit::Given`] with the model's weights, means and precisions, and
-    /// the covariance type to the model's.
-    pub fn warm_start(mut self, model: &GaussianMixtureModel) -> Self {
-        self.covariance_type = model.covariance_type();
-        self.init = GmmInit::Given(model.initial_parameters());
-        self
     }
 }
 

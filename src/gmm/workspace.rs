@@ -6,7 +6,7 @@
 use super::em::{check_lower_bound, EmData, Parameters};
 use super::math::estep_constants;
 use super::stats::{full, parameters_from_sums, weights_of};
-use super::{CovarianceType, GmmEvaluation};
+use super::CovarianceType;
 use crate::error::{Error, Result};
 use crate::gpu::batch::{Batch, ReadHandle};
 use crate::gpu::buffer::{check_budget, Chunk};
@@ -29,6 +29,10 @@ struct SegmentBuffers {
     block_offset: usize,
     log_block_offset: usize,
 }
+
+/// One E-step's outputs on the device: responsibilities (N x K), log p per row, labels, and
+/// the mean log-likelihood (what `model` hands out as a `GmmEvaluation`).
+pub(super) type Evaluation = (GpuMatrix, GpuVector<f32>, GpuVector<u32>, f64);
 
 /// Bytes the per-block M-step sums may take (as K-Means): plenty of parallelism, small next
 /// to the data.
@@ -494,7 +498,7 @@ impl<'a> Workspace<'a> {
     }
 
     /// One E-step for `p`, its outputs left on the device.
-    pub(super) fn evaluate(&self, p: &Parameters) -> Result<GmmEvaluation> {
+    pub(super) fn evaluate(&self, p: &Parameters) -> Result<Evaluation> {
         let mean_log_likelihood = self.run_estep(p)?;
         let chunks = self
             .segments
@@ -511,12 +515,12 @@ impl<'a> Workspace<'a> {
                 }
             })
             .collect();
-        Ok(GmmEvaluation {
-            responsibilities: GpuMatrix::from_chunks(chunks, self.x.n_rows(), self.k),
-            log_density: self.log_density.clone(),
-            labels: self.labels.clone(),
+        Ok((
+            GpuMatrix::from_chunks(chunks, self.x.n_rows(), self.k),
+            self.log_density.clone(),
+            self.labels.clone(),
             mean_log_likelihood,
-        })
+        ))
     }
 
     /// The M-step from first-moment sums around `shift`: weights and means on the host, the

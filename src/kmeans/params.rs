@@ -20,7 +20,7 @@ pub enum KMeansInit {
     /// k-means‖ (Bahmani et al. 2012, "Scalable K-Means++"): `rounds` passes each sample
     /// every row independently with probability min(1, ℓ·w·D²/φ), ℓ = `oversampling`·K, then
     /// weighted greedy k-means++ picks K of the candidates. For large K, where k-means++
-    /// needs K passes (module `parallel`).
+    /// needs K passes (module `seeding`).
     KMeansParallel {
         /// ℓ / K: candidates expected per round, per cluster (the paper's ℓ = 2K: 2.0).
         oversampling: f64,

@@ -23,7 +23,7 @@
 //! - **MatrixFree**: the same iteration with S·V = Xcᵀ(Xc·V)/(N − ddof), two passes over the
 //!   data and never a D x D matrix; chosen by `Auto` when S would not fit in one binding.
 //!
-//! An iteration that does not meet its tolerance is [`Error::NotConverged`], never a result.
+//! An iteration that does not meet its tolerance is [`Error::NotConverged`](crate::Error::NotConverged), never a result.
 //! Signs follow scikit-learn's `svd_flip`: the largest |loading| of each component is
 //! positive. Transform is Z = ((X − μ)/σ)·Uᵀ (÷√λ when whitening), inverse transform
 //! X̂ = (Z·(√λ)·U)·σ + μ, both on the device. The f64 CPU oracle is the `pca` module of

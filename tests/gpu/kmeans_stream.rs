@@ -1,11 +1,9 @@
 //! K-Means over row sources that are streamed piece by piece, and its mergeable statistics,
 //! held against the resident fit and the f64 reference.
 
-mod common;
+use crate::common::stream::{ragged, small_pieces, whole_data};
 
-use common::stream::{ragged, small_pieces, whole_data};
-
-use common::{gpu, max_rel_err, random_matrix, to_f64};
+use crate::common::{gpu, max_rel_err, random_matrix, to_f64};
 use wgpu_unsupervised::reference::kmeans as refk;
 use wgpu_unsupervised::{
     datasets, Error, Gpu, KMeans, KMeansInit, KMeansStats, Matrix, RowChunks, RowSource,
@@ -154,7 +152,7 @@ fn statistics_of_partitions_merge_into_those_of_the_whole() {
             let part = Matrix::new(&x[w[0] * d..w[1] * d], d).unwrap();
             let s = KMeans::pass_stats(&gpu, &part, &c).unwrap();
             // Statistics travel as JSON between machines.
-            let s: KMeansStats = common::via_json(s);
+            let s: KMeansStats = crate::common::via_json(s);
             merged.merge(&s).unwrap();
         }
         assert_eq!(merged.counts, whole.counts);

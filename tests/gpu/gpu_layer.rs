@@ -1,9 +1,7 @@
 //! The host layer: embedding a caller's device and buffers, chunking, 2-D grids, one device
 //! shared by threads, and every error a GPU fit can return.
 
-mod common;
-
-use common::{gpu, random_matrix, to_f64};
+use crate::common::{gpu, random_matrix, to_f64};
 use wgpu::util::DeviceExt;
 use wgpu_unsupervised::reference::kmeans as refk;
 use wgpu_unsupervised::{Error, Gpu, GpuMatrix, KMeans, KMeansInit, KMeansModel, Matrix};

@@ -2,9 +2,7 @@
 //! Davies–Bouldin, inertia, Rand and adjusted Rand indices) against the f64 reference, which
 //! implements them separately, and every criterion against hand-computed cases.
 
-mod common;
-
-use common::{gpu, random_matrix, to_f64};
+use crate::common::{gpu, random_matrix, to_f64};
 use wgpu_unsupervised::reference::metrics as refm;
 use wgpu_unsupervised::{datasets, metrics, Error, GpuMatrix, Matrix};
 
@@ -225,7 +223,7 @@ fn awkward_shapes_chunks_and_singletons() {
             assert!((a - b).abs() < 1e-5, "n={n} d={d} k={k}: {a} vs {b}");
         }
         // The same through small chunks: rows split across chunks and pieces.
-        let small = common::gpu();
+        let small = crate::common::gpu();
         small.set_max_chunk_bytes((37 * d * 4) as u64);
         let xg = GpuMatrix::upload(&small, &x).unwrap();
         assert!(xg.n_chunks() > 5);

@@ -1,8 +1,6 @@
 //! K-Means on the GPU held against the f64 CPU reference (`reference::kmeans`).
 
-mod common;
-
-use common::{gpu, max_rel_err, random_matrix, to_f64};
+use crate::common::{gpu, max_rel_err, random_matrix, to_f64};
 use wgpu_unsupervised::reference::kmeans as refk;
 use wgpu_unsupervised::reference::metrics::adjusted_rand_index;
 use wgpu_unsupervised::{datasets, GpuMatrix, KMeans, KMeansInit, KMeansModel, Matrix};

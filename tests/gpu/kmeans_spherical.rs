@@ -1,9 +1,7 @@
 //! Spherical (cosine) K-Means: the GPU fit against the f64 reference, scale invariance,
 //! zero rows, and where the metric is refused.
 
-mod common;
-
-use common::{gpu, max_rel_err, to_f64};
+use crate::common::{gpu, max_rel_err, to_f64};
 use wgpu_unsupervised::metrics::adjusted_rand_index;
 use wgpu_unsupervised::reference::kmeans as refk;
 use wgpu_unsupervised::{datasets, Error, Gpu, KMeans, KMeansInit, Matrix, Metric, RowChunks};
@@ -172,7 +170,7 @@ fn the_metric_travels_with_the_model_and_old_files_read_as_euclidean() {
         .metric(Metric::Cosine)
         .fit(&gpu, &Matrix::new(&y, 3).unwrap())
         .unwrap();
-    let back: wgpu_unsupervised::KMeansModel = common::via_json(model.clone());
+    let back: wgpu_unsupervised::KMeansModel = crate::common::via_json(model.clone());
     assert_eq!(back.params().metric, Metric::Cosine);
     assert_eq!(back.centroids(), model.centroids());
     let mut json: serde_json::Value = serde_json::to_value(KMeans::new(3)).unwrap();

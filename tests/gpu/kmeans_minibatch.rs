@@ -1,9 +1,7 @@
 //! Mini-batch K-Means on the GPU against the f64 reference, against full Lloyd, and fed
 //! batch by batch.
 
-mod common;
-
-use common::{gpu, max_rel_err, to_f64};
+use crate::common::{gpu, max_rel_err, to_f64};
 use wgpu_unsupervised::reference::kmeans::minibatch as refmb;
 use wgpu_unsupervised::{datasets, Error, KMeans, KMeansInit, Matrix, MiniBatchKMeans};
 

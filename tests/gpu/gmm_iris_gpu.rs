@@ -3,9 +3,7 @@
 //! input, empty components.
 #![cfg(feature = "datasets")]
 
-mod common;
-
-use common::{gpu, to_f64};
+use crate::common::{gpu, to_f64};
 use wgpu_unsupervised::gmm::InitialParameters;
 use wgpu_unsupervised::reference::gmm as refg;
 use wgpu_unsupervised::{
@@ -163,7 +161,7 @@ fn bad_inputs_give_errors() {
     ));
 
     // The N x K responsibilities must fit the memory budget: a clear error, not a crash.
-    let tight = common::gpu();
+    let tight = crate::common::gpu();
     let xg = GpuMatrix::upload(&tight, &x).unwrap();
     tight.set_memory_budget(150 * 3 * 4 - 1);
     assert!(matches!(

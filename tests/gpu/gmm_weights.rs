@@ -1,11 +1,9 @@
 //! Gaussian mixtures with sample weights: an integer weight is the row repeated, for every
 //! covariance type (against the GPU fit of the repeated rows and the f64 reference).
 
-mod common;
-
-use common::gmm::{mixture_data, random_model, scaled_err};
-use common::gpu;
-use common::stream::{small_pieces, whole_data};
+use crate::common::gmm::{mixture_data, random_model, scaled_err};
+use crate::common::gpu;
+use crate::common::stream::{small_pieces, whole_data};
 use wgpu_unsupervised::reference::gmm as refg;
 use wgpu_unsupervised::{CovarianceType, Error, GaussianMixture, GmmInit, Matrix};
 

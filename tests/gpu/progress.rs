@@ -2,12 +2,10 @@
 //! model reports, can stop a fit early, and changes nothing when it lets the fit run
 //! (`tests/progress_tracing.rs`: the `tracing` events).
 
-mod common;
-
 use std::ops::ControlFlow;
 use std::sync::{Arc, Mutex};
 
-use common::gpu;
+use crate::common::gpu;
 use wgpu_unsupervised::progress::Algorithm;
 use wgpu_unsupervised::{
     datasets, Components, CovarianceType, GaussianMixture, Iteration, KMeans, KMeansInit, Matrix,

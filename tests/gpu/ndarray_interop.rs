@@ -2,9 +2,7 @@
 //! the models' parameters come back as arrays of the right shapes.
 #![cfg(feature = "ndarray")]
 
-mod common;
-
-use common::{gpu, random_matrix};
+use crate::common::{gpu, random_matrix};
 use ndarray::{Array2, ShapeBuilder};
 use wgpu_unsupervised::{
     datasets, Components, CovarianceType, Error, GaussianMixture, KMeans, Matrix, Pca,

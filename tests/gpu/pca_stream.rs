@@ -1,11 +1,9 @@
 //! PCA over streamed row sources, from merged moments and chunk by chunk, held against the
 //! resident fit and the f64 reference.
 
-mod common;
-
-use common::pca::{spectrum_data, subspace_angle};
-use common::stream::small_pieces;
-use common::{gpu, max_rel_err, to_f64};
+use crate::common::pca::{spectrum_data, subspace_angle};
+use crate::common::stream::small_pieces;
+use crate::common::{gpu, max_rel_err, to_f64};
 use wgpu_unsupervised::reference::pca as refp;
 use wgpu_unsupervised::{
     Components, Error, IncrementalPca, Matrix, Pca, PcaMoments, PcaSolver, RowChunks,
@@ -81,7 +79,7 @@ fn moments_of_partitions_merge_into_the_moments_of_the_whole() {
         let mut merged: Option<PcaMoments> = None;
         for part in [&x[..17 * d], &x[17 * d..1900 * d], &x[1900 * d..]] {
             let p = PcaMoments::of(&gpu, &Matrix::new(part, d).unwrap(), true).unwrap();
-            let p: PcaMoments = common::via_json(p);
+            let p: PcaMoments = crate::common::via_json(p);
             match merged.as_mut() {
                 None => merged = Some(p),
                 Some(t) => t.merge(&p).unwrap(),

@@ -1,9 +1,7 @@
 //! The profiler: every dispatch timed (timestamps where the device has them, else the wall
 //! clock), its work counted by the cost model, results unchanged, misuse an error.
 
-mod common;
-
-use common::{gpu, random_matrix, to_f64};
+use crate::common::{gpu, random_matrix, to_f64};
 use wgpu_unsupervised::gpu::profile::{Bound, Clock, TRANSFERS};
 use wgpu_unsupervised::{Components, Error, Gpu, KMeans, KMeansInit, Matrix, Pca, ProfileClock};
 

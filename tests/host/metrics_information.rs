@@ -2,9 +2,7 @@
 //! precomputed distance matrix, against the f64 reference and quoted scikit-learn figures.
 //! Host code: no GPU needed.
 
-mod common;
-
-use common::{random_matrix, to_f64};
+use crate::common::{random_matrix, to_f64};
 use rand::{Rng, SeedableRng};
 use wgpu_unsupervised::metrics::{self, AverageMethod};
 use wgpu_unsupervised::reference::{information as refi, metrics as refm};

@@ -1,9 +1,7 @@
 //! k-means‖ seeding: K distinct rows of the data, the same for a seed, as good a start as
 //! k-means++ on well-separated clusters, and usable on every path (weights, streaming).
 
-mod common;
-
-use common::gpu;
+use crate::common::gpu;
 use wgpu_unsupervised::metrics::adjusted_rand_index;
 use wgpu_unsupervised::{datasets, Error, Gpu, KMeans, KMeansInit, Matrix, RowChunks};
 

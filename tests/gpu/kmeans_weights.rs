@@ -1,10 +1,8 @@
 //! K-Means with sample weights: an integer weight is the row repeated (against the GPU fit
 //! of the repeated rows and the f64 reference), streamed equals resident, bad weights fail.
 
-mod common;
-
-use common::stream::{small_pieces, whole_data};
-use common::{gpu, max_rel_err, to_f64};
+use crate::common::stream::{small_pieces, whole_data};
+use crate::common::{gpu, max_rel_err, to_f64};
 use wgpu_unsupervised::reference::kmeans as refk;
 use wgpu_unsupervised::{datasets, Error, KMeans, KMeansInit, Matrix};
 

@@ -1,10 +1,8 @@
 //! Given starting weights, means and precisions (scikit-learn's `weights_init`,
 //! `means_init`, `precisions_init`), all of them or some, held against the f64 reference.
 
-mod common;
-
-use common::gmm::{mixture_data, random_model, scaled_err};
-use common::{gpu, to_f64};
+use crate::common::gmm::{mixture_data, random_model, scaled_err};
+use crate::common::{gpu, to_f64};
 use wgpu_unsupervised::reference::gmm as refg;
 use wgpu_unsupervised::{CovarianceType, Error, GaussianMixture, GmmInit, Matrix};
 

@@ -2,9 +2,7 @@
 //! subspace and the labels, for both affinities, several seeds and shapes, chunked data, and
 //! the errors.
 
-mod common;
-
-use common::gpu;
+use crate::common::gpu;
 use wgpu_unsupervised::metrics::adjusted_rand_index;
 use wgpu_unsupervised::reference::spectral as refs;
 use wgpu_unsupervised::{datasets, Affinity, Error, KMeans, Matrix, SpectralClustering};

@@ -1,10 +1,8 @@
 //! Probabilistic PCA (Minka's MLE, score, covariance, precision) and the whitening rule for
 //! rank-deficient data, held against the f64 reference and quoted scikit-learn figures.
 
-mod common;
-
-use common::pca::spectrum_data;
-use common::{gpu, random_matrix, to_f64};
+use crate::common::pca::spectrum_data;
+use crate::common::{gpu, random_matrix, to_f64};
 use rand::{Rng, SeedableRng};
 use wgpu_unsupervised::reference::pca as refp;
 use wgpu_unsupervised::{Components, Error, Matrix, Pca, PcaSolver};

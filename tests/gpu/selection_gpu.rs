@@ -2,9 +2,7 @@
 //! curves of Gaussian mixtures and the PCA spectrum, on small well-separated data (lavapipe
 //! is a software rasterizer).
 
-mod common;
-
-use common::gpu;
+use crate::common::gpu;
 use wgpu_unsupervised::selection::{self, Criterion};
 use wgpu_unsupervised::{
     datasets, CovarianceType, Error, GaussianMixture, GpuMatrix, KMeans, Matrix, Pca,

@@ -1,9 +1,7 @@
 //! PCA on the GPU held against the f64 CPU reference (`reference::pca`).
 
-mod common;
-
-use common::pca::{spectrum_data, subspace_angle};
-use common::{gpu, max_rel_err, random_matrix, to_f64};
+use crate::common::pca::{spectrum_data, subspace_angle};
+use crate::common::{gpu, max_rel_err, random_matrix, to_f64};
 use wgpu_unsupervised::reference::pca as refp;
 use wgpu_unsupervised::{pca, Components, Error, GpuMatrix, Matrix, Pca, PcaSolver};
 

@@ -5,9 +5,9 @@
 //! overrides); and the composer itself (imports once, transitively, cycles and unknown pieces
 //! as errors, errors pointing at the original file and line).
 
-#[path = "../build/compose.rs"]
+#[path = "../../build/compose.rs"]
 mod compose;
-#[path = "../build/reflect.rs"]
+#[path = "../../build/reflect.rs"]
 mod reflect;
 
 use std::path::{Path, PathBuf};

@@ -2,9 +2,7 @@
 //! `kmeans_plusplus`): seeds are the rows they name, equal to the fit's initial centroids,
 //! spread over well-separated clusters, and never on rows of weight zero.
 
-mod common;
-
-use common::{gpu, random_matrix};
+use crate::common::{gpu, random_matrix};
 use wgpu_unsupervised::{datasets, Error, KMeans, KMeansInit, Matrix};
 
 #[test]

@@ -1,12 +1,10 @@
 //! Gaussian mixtures over row sources that are streamed piece by piece, and their mergeable
 //! statistics, held against the resident fit and the f64 reference.
 
-mod common;
+use crate::common::stream::{ragged, small_pieces};
 
-use common::stream::{ragged, small_pieces};
-
-use common::gmm::{mixture_data, random_model, scaled_err};
-use common::{gpu, to_f64};
+use crate::common::gmm::{mixture_data, random_model, scaled_err};
+use crate::common::{gpu, to_f64};
 use wgpu_unsupervised::reference::gmm as refg;
 use wgpu_unsupervised::reference::metrics::adjusted_rand_index;
 use wgpu_unsupervised::{
@@ -180,7 +178,7 @@ fn statistics_of_partitions_merge_into_those_of_the_whole_and_the_reference() {
             for w in cuts.windows(2) {
                 let part = Matrix::new(&x[w[0] * d..w[1] * d], d).unwrap();
                 let s = GaussianMixture::pass_stats(&gpu, &part, &model).unwrap();
-                let s: GmmStats = common::via_json(s);
+                let s: GmmStats = crate::common::via_json(s);
                 match &mut merged {
                     None => merged = Some(s),
                     Some(m) => m.merge(&s).unwrap(),

@@ -2,10 +2,8 @@
 //! E- and M-step kernels on random parameters, EM from identical starts, the monotone bound,
 //! recovery of a known mixture, sampling, seeds and warm starts, and model files.
 
-mod common;
-
-use common::gmm::{mixture_data, random_model, scaled_err};
-use common::{gpu, random_matrix, to_f64};
+use crate::common::gmm::{mixture_data, random_model, scaled_err};
+use crate::common::{gpu, random_matrix, to_f64};
 use wgpu_unsupervised::gmm::estimate_gaussian_parameters;
 use wgpu_unsupervised::reference::gmm as refg;
 use wgpu_unsupervised::{
@@ -84,7 +82,7 @@ fn estep_is_the_same_when_the_data_is_split_in_chunks() {
         let model = random_model(t, k, d, 9);
         let whole = model.evaluate_gpu(&gpu, &x).unwrap();
         // 16 KiB bindings: 682-row data chunks, each split in 102-row responsibility segments.
-        let small = common::gpu();
+        let small = crate::common::gpu();
         small.set_max_chunk_bytes(16 << 10);
         let xg = GpuMatrix::upload(&small, &x).unwrap();
         assert_eq!(xg.n_chunks(), 4);

@@ -2,9 +2,7 @@
 //! rows per chunk), viewing trusted buffers without the finiteness pass, and choosing the
 //! adapter in code.
 
-mod common;
-
-use common::{gpu, random_matrix};
+use crate::common::{gpu, random_matrix};
 use wgpu::util::DeviceExt;
 use wgpu_unsupervised::{AdapterOptions, Error, Gpu, GpuMatrix, KMeans, Matrix};
 

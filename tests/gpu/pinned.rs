@@ -11,8 +11,6 @@
 
 #![cfg(feature = "datasets")]
 
-mod common;
-
 use wgpu_unsupervised::{
     datasets, metrics, Components, CovarianceType, GaussianMixture, KMeans, Matrix, Pca, PcaSolver,
 };
@@ -181,7 +179,7 @@ fn format_pins(adapter: &str, pins: &[Pin]) -> String {
 
 #[test]
 fn results_are_pinned_bit_for_bit() {
-    let gpu = common::gpu();
+    let gpu = crate::common::gpu();
     let adapter = gpu.info().name.clone();
     let pins = compute(&gpu);
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/pinned.txt");
