@@ -65,9 +65,9 @@ pub(crate) mod stream;
 pub(crate) mod tuning;
 pub(crate) mod uniforms;
 
-pub use adapter::AdapterOptions;
+pub use adapter::{AdapterOptions, GpuInfo};
 pub use buffer::{GpuMatrix, GpuVector, MatrixChunk, VectorChunk};
-pub use context::{parse_memory_size, Gpu, GpuInfo};
+pub use context::{parse_memory_size, Gpu};
 pub use input::GpuInput;
 pub use profile::{
     Bound, Ceilings, Clock, DispatchRecord, KernelSummary, Profile, ProfileClock, Work,
