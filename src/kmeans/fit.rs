@@ -16,7 +16,7 @@ use super::model::Elapsed;
 use super::partitions::Partitioned;
 use super::stream::{device_rows, Streamed};
 use super::workspace::Workspace;
-use super::{seeding, KMeans, KMeansInit, KMeansModel, KMeansStats, MiniBatchKMeans};
+use super::{seeding, KMeans, KMeansModel, KMeansStats, MiniBatchKMeans};
 use crate::data::check_sample_weights;
 use crate::error::Result;
 use crate::gpu::stream::DeviceRows;
@@ -265,10 +265,7 @@ impl KMeans {
     /// What the Lloyd loop needs of these parameters.
     fn settings(&self) -> Settings<'_> {
         Settings {
-            runs: match self.init {
-                KMeansInit::Centroids(_) => 1,
-                _ => self.n_init,
-            },
+            runs: self.init.runs(self.n_init),
             max_iter: self.max_iter,
             tol: self.tol,
             seed: self.seed,

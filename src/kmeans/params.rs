@@ -55,6 +55,24 @@ impl KMeansInit {
         }
     }
 
+    /// The runs (restarts) a fit makes with this start for `n_init`: one for given centroids,
+    /// which no restart could change. Asking for more with given centroids draws a `tracing`
+    /// warning (scikit-learn's), which the CLI prints.
+    pub(super) fn runs(&self, n_init: usize) -> usize {
+        match self {
+            KMeansInit::Centroids(_) => {
+                if n_init > 1 {
+                    tracing::warn!(
+                        target: "wgpu_unsupervised::kmeans",
+                        "explicit initial centroids were given: performing one run instead of n_init = {n_init}"
+                    );
+                }
+                1
+            }
+            _ => n_init,
+        }
+    }
+
     /// Other spellings [`FromStr`](std::str::FromStr) accepts.
     fn aliases(&self) -> &'static [&'static str] {
         match self {

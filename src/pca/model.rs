@@ -155,8 +155,7 @@ impl PcaModel {
     /// Checks that the parts of the model fit together: 1 ≤ M ≤ min(N, D) components of
     /// D ≥ 1 features from N ≥ 2 samples, parameters that [`Pca::validate`] accepts for
     /// that data (and a component count that agrees with them), M x D finite components,
-    /// M finite variances ≥ 0 (above [`WHITEN_RTOL`](super::WHITEN_RTOL) times the largest when
-    /// whitening, which divides by them), M finite ratios
+    /// M finite variances ≥ 0, M finite ratios
     /// and singular values, D finite means, D finite scales > 0 (they are divided by), and
     /// a finite total and noise variance ≥ 0.
     ///
@@ -224,12 +223,6 @@ impl PcaModel {
         {
             return Err(bad("explained variances must be finite and >= 0".into()));
         }
-        if self.params.whiten && super::whitenable_components(&self.explained_variance) < m {
-            return Err(bad(format!(
-                "a whitening model with a component of variance <= {:e} x the largest",
-                super::WHITEN_RTOL
-            )));
-        }
         for (name, v) in [
             ("total_variance", self.total_variance),
             ("noise_variance", self.noise_variance),
@@ -241,9 +234,20 @@ impl PcaModel {
         Ok(())
     }
 
+    /// √λᵢ when whitening (else 1): what `inverse_transform` multiplies component i by.
     fn whiten_factor(&self, i: usize) -> f64 {
         if self.params.whiten {
             self.explained_variance[i].sqrt()
+        } else {
+            1.0
+        }
+    }
+
+    /// What `transform` divides component i by: √λᵢ clipped below at the f32 epsilon
+    /// (scikit-learn's rule), so a component of zero variance gives finite projections.
+    fn whiten_divisor(&self, i: usize) -> f64 {
+        if self.params.whiten {
+            self.whiten_factor(i).max(f32::EPSILON as f64)
         } else {
             1.0
         }
@@ -280,7 +284,8 @@ impl PcaModel {
         })
     }
 
-    /// Projections Z = ((X − μ)/σ)·Uᵀ (÷√λ when whitening), N x M, left on the device.
+    /// Projections Z = ((X − μ)/σ)·Uᵀ (÷ max(√λ, ε₃₂) when whitening, scikit-learn's rule), N x M,
+    /// left on the device.
     pub fn transform_gpu(&self, gpu: &Gpu, x: &impl GpuInput) -> Result<GpuMatrix> {
         let (_, d) = x.shape();
         if d != self.n_features {
@@ -292,7 +297,7 @@ impl PcaModel {
         let (m, d) = (self.n_components, self.n_features);
         let mut weights = vec![0.0f32; d * m];
         for i in 0..m {
-            let f = self.whiten_factor(i);
+            let f = self.whiten_divisor(i);
             for j in 0..d {
                 weights[j * m + i] = (self.components[i * d + j] / self.scale[j] / f) as f32;
             }
