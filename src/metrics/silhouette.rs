@@ -39,7 +39,7 @@ pub struct Silhouette {
 /// drawn with `seed`), computed on the GPU (module docs).
 ///
 /// Errors: [`Error::InvalidParameter`] for labels of the wrong length, fewer than 2 or more
-/// than N − 1 distinct labels (among the sampled rows), or a `sample_size` below 2;
+/// than N − 1 distinct labels (among the sampled rows), or a `sample_size` below 3;
 /// [`Error::OutOfDeviceMemory`] when the sorted copy of the data does not fit the budget;
 /// the errors of the upload and the kernels.
 pub fn silhouette(
@@ -92,10 +92,13 @@ fn silhouette_with(
 ) -> Result<Silhouette> {
     check_label_count(labels, n)?;
     let rows: Vec<usize> = match sample_size {
-        Some(m) if m < 2 => {
+        Some(m) if m < 3 => {
             return Err(Error::invalid(
                 "sample_size",
-                format!("must be at least 2, got {m}"),
+                format!(
+                    "must be at least 3, got {m}: the sampled rows must hold 2 clusters and \
+                     fewer clusters than rows"
+                ),
             ))
         }
         Some(m) if m < n => {
