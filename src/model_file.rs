@@ -185,9 +185,24 @@ fn load_any(path: &Path) -> Result<Model> {
         },
         other => Error::Format {
             path: path.to_path_buf(),
-            reason: other.to_string(),
+            reason: without_fit_advice(other.to_string()),
         },
     })
+}
+
+/// A saved model is not fitted again when it is loaded, so the advice a fit gives for a
+/// covariance that is not positive definite ("increase reg_covar") does not apply to it:
+/// say instead what does.
+fn without_fit_advice(reason: String) -> String {
+    const ADVICE: &str = "; increase reg_covar";
+    match reason.find(ADVICE) {
+        Some(at) => format!(
+            "{}; the file's covariances are not valid (refit the model, with a larger \
+             --reg-covar / reg_covar if it was fitted with 0)",
+            reason[..at].replace("invalid parameter `reg_covar`: ", "")
+        ),
+        None => reason,
+    }
 }
 
 /// The model of kind `M` in the file at `path`; another kind is an [`Error::Format`].

@@ -29,7 +29,7 @@
 //! [`OutputSet`] writes several files as one set: all or none.
 
 use std::fs::File;
-use std::io::BufReader;
+use std::io::{BufReader, Read};
 use std::path::Path;
 
 use npyz::WriterBuilder;
@@ -39,6 +39,8 @@ use crate::error::{Error, Result};
 use crate::npy::{npy_labels_from_reader, npy_matrix_from_reader};
 
 mod csv;
+#[cfg(test)]
+mod fuzz;
 mod rows;
 #[cfg(test)]
 mod tests;
@@ -73,6 +75,29 @@ pub(crate) fn open(path: &Path) -> Result<(BufReader<File>, Option<u64>)> {
 /// The error for a directory given where a data file belongs.
 pub(crate) fn not_a_file(path: &Path) -> Error {
     Error::format(path, "is a directory; give a .npy or .csv file")
+}
+
+/// Reads a numeric matrix in `format` from any reader (standard input, a network stream, a
+/// file already open), as [`read_matrix`] reads a file: the same rules, the same bounds,
+/// errors naming `name`. A `.npy` stream must end where its shape says.
+///
+/// Errors: those of [`read_matrix`].
+pub fn read_matrix_from(reader: impl Read, format: FileFormat, name: &Path) -> Result<Dataset> {
+    match format {
+        FileFormat::Npy => npy_matrix_from_reader(reader, None, name),
+        FileFormat::Csv => csv_matrix(BufReader::new(reader), name),
+    }
+}
+
+/// Reads labels in `format` from any reader, as [`read_labels`] reads a file; errors name
+/// `name`.
+///
+/// Errors: those of [`read_labels`].
+pub fn read_labels_from(reader: impl Read, format: FileFormat, name: &Path) -> Result<Vec<u32>> {
+    match format {
+        FileFormat::Npy => npy_labels_from_reader(reader, None, name),
+        FileFormat::Csv => csv_labels(BufReader::new(reader), name),
+    }
 }
 
 /// Reads a numeric matrix from a `.npy` or `.csv` file (see the module docs for the rules).
@@ -115,17 +140,31 @@ pub fn read_labels(path: &Path) -> Result<Vec<u32>> {
     }
 }
 
-/// How a result file is written, from its extension.
-enum OutputFormat {
+/// The two file formats of matrices and labels.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FileFormat {
+    /// NumPy's `.npy`.
     Npy,
+    /// Numbers separated by commas, one row per line.
     Csv,
 }
 
+impl FileFormat {
+    /// The format `path`'s extension names (`.npy` or `.csv`, any case), if any.
+    pub fn of(path: &Path) -> Option<Self> {
+        match extension(path).as_deref() {
+            Some("npy") => Some(FileFormat::Npy),
+            Some("csv") => Some(FileFormat::Csv),
+            _ => None,
+        }
+    }
+}
+
+
 /// The format `path`'s extension names (`.npy` or `.csv`, any case).
-fn output_format(path: &Path) -> Result<OutputFormat> {
-    match extension(path).as_deref() {
-        Some("npy") => Ok(OutputFormat::Npy),
-        Some("csv") => Ok(OutputFormat::Csv),
+fn output_format(path: &Path) -> Result<FileFormat> {
+    match FileFormat::of(path) {
+        Some(format) => Ok(format),
         _ => Err(Error::format(
             path,
             "unsupported output type: expected a .npy or .csv extension",
@@ -168,8 +207,8 @@ impl OutputSet {
     /// Errors: those of [`write_labels`]; nothing is staged then.
     pub fn labels(&mut self, path: &Path, labels: &[u32]) -> Result<()> {
         match output_format(path)? {
-            OutputFormat::Npy => self.add(path, |w| npy_u32(w, labels)),
-            OutputFormat::Csv => self.add(path, |w| write_csv_rows(w, labels, 1)),
+            FileFormat::Npy => self.add(path, |w| npy_u32(w, labels)),
+            FileFormat::Csv => self.add(path, |w| write_csv_rows(w, labels, 1)),
         }
     }
 
@@ -185,10 +224,10 @@ impl OutputSet {
             ));
         }
         match format {
-            OutputFormat::Npy => {
+            FileFormat::Npy => {
                 self.add(path, |w| npy_f32(w, data, &[n_rows as u64, cols as u64]))
             }
-            OutputFormat::Csv => self.add(path, |w| write_csv_rows(w, data, cols)),
+            FileFormat::Csv => self.add(path, |w| write_csv_rows(w, data, cols)),
         }
     }
 }

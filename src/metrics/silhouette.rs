@@ -54,7 +54,7 @@ pub fn silhouette(
     })
 }
 
-/// [`silhouette`] of the rows of a [`RowSource`] (a memory-mapped file, host chunks): the
+/// [`silhouette`] of the rows of a [`RowSource`] (a `.npy` file, host chunks): the
 /// evaluated rows (the sample, or all) are gathered on the host in cluster order and
 /// uploaded, so a sample of a source far larger than the device works; evaluating every row
 /// needs them all within the budget ([`Gpu::set_memory_budget`]), as the O(N²) pairs would
