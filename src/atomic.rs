@@ -135,7 +135,9 @@ pub struct OutputSet {
 impl std::fmt::Debug for OutputSet {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let targets: Vec<&Path> = self.staged.iter().map(|s| s.path.as_path()).collect();
-        f.debug_struct("OutputSet").field("targets", &targets).finish()
+        f.debug_struct("OutputSet")
+            .field("targets", &targets)
+            .finish()
     }
 }
 

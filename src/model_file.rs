@@ -466,7 +466,13 @@ mod tests {
         let model = KMeansModel::from_centroids(vec![0.0, 1.0], 2).unwrap();
         let path = dir.path().join("m.json");
         model.save(&path).unwrap();
-        assert_eq!(std::fs::read_to_string(&path).unwrap(), model.to_json_string());
-        assert_eq!(KMeansModel::load(&path).unwrap().centroids(), model.centroids());
+        assert_eq!(
+            std::fs::read_to_string(&path).unwrap(),
+            model.to_json_string()
+        );
+        assert_eq!(
+            KMeansModel::load(&path).unwrap().centroids(),
+            model.centroids()
+        );
     }
 }

@@ -316,8 +316,7 @@ pub(crate) fn read_header(r: &mut impl Read, path: &Path) -> Result<Header> {
     if read_full(r, &mut text, path)? < header_len {
         return Err(invalid(path, "the file ends inside its header"));
     }
-    let text = std::str::from_utf8(&text)
-        .map_err(|_| invalid(path, "its header is not text"))?;
+    let text = std::str::from_utf8(&text).map_err(|_| invalid(path, "its header is not text"))?;
     let fields = parse_dict(text).map_err(|reason| invalid(path, reason))?;
     let data_offset = (8 + len_bytes + header_len) as u64;
     header_from_fields(fields, data_offset, path)
@@ -371,7 +370,10 @@ fn header_from_fields(fields: Vec<(String, Lit)>, data_offset: u64, path: &Path)
                 Lit::Int(Some(v)) => Ok(v),
                 Lit::Int(None) => Err(invalid(path, "a dimension of its shape is too large")),
                 Lit::NegInt => Err(invalid(path, "a dimension of its shape is negative")),
-                _ => Err(invalid(path, "its shape holds something other than integers")),
+                _ => Err(invalid(
+                    path,
+                    "its shape holds something other than integers",
+                )),
             })
             .collect::<Result<Vec<u64>>>()?,
         _ => return Err(invalid(path, "its shape is not a tuple")),
@@ -618,7 +620,10 @@ pub(crate) fn narrow(
         };
         return Err(Error::format(
             path,
-            format!("{place}: {v} is too large for f32 (whose largest value is {:e})", f32::MAX),
+            format!(
+                "{place}: {v} is too large for f32 (whose largest value is {:e})",
+                f32::MAX
+            ),
         ));
     }
     Ok(f)
@@ -703,39 +708,49 @@ pub(crate) fn npy_labels_from_reader(
     let count_usize = usize::try_from(count).map_err(|_| {
         Error::format(
             path,
-            format!("shape {} is too large for this machine", header.shape_text()),
+            format!(
+                "shape {} is too large for this machine",
+                header.shape_text()
+            ),
         )
     })?;
     let mut labels = Vec::with_capacity(match file_len {
         Some(_) => count_usize,
         None => count_usize.min(1 << 20),
     });
-    read_values(&mut reader, &header, count, file_len.is_none(), path, |i, v| {
-        let label = match v {
-            Value::Int(v) => u32::try_from(v).ok(),
-            Value::Uint(v) => u32::try_from(v).ok(),
-            Value::Float(_) => None,
-        };
-        match label {
-            Some(label) => {
-                labels.push(label);
-                Ok(())
+    read_values(
+        &mut reader,
+        &header,
+        count,
+        file_len.is_none(),
+        path,
+        |i, v| {
+            let label = match v {
+                Value::Int(v) => u32::try_from(v).ok(),
+                Value::Uint(v) => u32::try_from(v).ok(),
+                Value::Float(_) => None,
+            };
+            match label {
+                Some(label) => {
+                    labels.push(label);
+                    Ok(())
+                }
+                None => Err(Error::format(
+                    path,
+                    format!(
+                        "row {}: label {} is not in 0..={}",
+                        i + 1,
+                        match v {
+                            Value::Int(v) => v.to_string(),
+                            Value::Uint(v) => v.to_string(),
+                            Value::Float(v) => v.to_string(),
+                        },
+                        u32::MAX
+                    ),
+                )),
             }
-            None => Err(Error::format(
-                path,
-                format!(
-                    "row {}: label {} is not in 0..={}",
-                    i + 1,
-                    match v {
-                        Value::Int(v) => v.to_string(),
-                        Value::Uint(v) => v.to_string(),
-                        Value::Float(v) => v.to_string(),
-                    },
-                    u32::MAX
-                ),
-            )),
-        }
-    })?;
+        },
+    )?;
     Ok(labels)
 }
 
@@ -791,7 +806,10 @@ mod tests {
         for descr in ["<f8", ">f4", "|i1", "<u2"] {
             for known in [true, false] {
                 let e = matrix(&npy_bytes(descr, &shape, &data), known).unwrap_err();
-                assert!(e.to_string().contains("2^64") || e.to_string().contains("too large"), "{descr}: {e}");
+                assert!(
+                    e.to_string().contains("2^64") || e.to_string().contains("too large"),
+                    "{descr}: {e}"
+                );
             }
             // A plain mismatch: 3 x 2 promised, data for 50 values or for 5.
             for held in [50usize, 5] {
@@ -845,11 +863,26 @@ mod tests {
     fn empty_shapes_name_what_is_missing() {
         let e = matrix(&npy_bytes("<f4", "(5, 0)", &[]), true).unwrap_err();
         assert!(
-            matches!(e, Error::EmptyData { missing: "columns", .. }),
+            matches!(
+                e,
+                Error::EmptyData {
+                    missing: "columns",
+                    ..
+                }
+            ),
             "{e}"
         );
         let e = matrix(&npy_bytes("<f4", "(0, 5)", &[]), true).unwrap_err();
-        assert!(matches!(e, Error::EmptyData { missing: "rows", .. }), "{e}");
+        assert!(
+            matches!(
+                e,
+                Error::EmptyData {
+                    missing: "rows",
+                    ..
+                }
+            ),
+            "{e}"
+        );
     }
 
     #[test]
@@ -860,10 +893,21 @@ mod tests {
         }
         let e = matrix(&npy_bytes("<f8", "(2, 2)", &data), true).unwrap_err();
         assert!(
-            matches!(e, Error::NonFiniteInFile { row: 2, col: 2, line: None, .. }),
+            matches!(
+                e,
+                Error::NonFiniteInFile {
+                    row: 2,
+                    col: 2,
+                    line: None,
+                    ..
+                }
+            ),
             "{e}"
         );
-        assert!(e.to_string().starts_with("t.npy: row 2, column 2: NaN"), "{e}");
+        assert!(
+            e.to_string().starts_with("t.npy: row 2, column 2: NaN"),
+            "{e}"
+        );
     }
 
     #[test]
@@ -878,7 +922,10 @@ mod tests {
         assert!(e.to_string().contains("row 2: label -1"), "{e}");
         assert!(labels("<f4", "(1,)", &[0; 4]).is_err());
         assert!(labels("|u1", "(2, 2)", &[0; 4]).is_err());
-        assert!(matches!(labels("|u1", "(0,)", &[]), Err(Error::EmptyData { .. })));
+        assert!(matches!(
+            labels("|u1", "(0,)", &[]),
+            Err(Error::EmptyData { .. })
+        ));
         assert!(labels("|u1", "(4,)", &[0; 3]).is_err());
     }
 }

@@ -104,9 +104,8 @@ impl<R: BufRead> Lines<R> {
                 break;
             }
         }
-        let mut text = std::str::from_utf8(&self.line).map_err(|_| {
-            Error::format(&self.path, format!("line {number}: not UTF-8 text"))
-        })?;
+        let mut text = std::str::from_utf8(&self.line)
+            .map_err(|_| Error::format(&self.path, format!("line {number}: not UTF-8 text")))?;
         if number == 1 {
             text = text.strip_prefix('\u{feff}').unwrap_or(text);
         }

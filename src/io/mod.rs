@@ -74,7 +74,7 @@ pub(crate) fn open(path: &Path) -> Result<(BufReader<File>, Option<u64>)> {
 
 /// The error for a directory given where a data file belongs.
 pub(crate) fn not_a_file(path: &Path) -> Error {
-    Error::format(path, "is a directory; give a .npy or .csv file")
+    Error::format(path, "is a directory, not a file; give the path of a file")
 }
 
 /// Reads a numeric matrix in `format` from any reader (standard input, a network stream, a
@@ -160,7 +160,6 @@ impl FileFormat {
     }
 }
 
-
 /// The format `path`'s extension names (`.npy` or `.csv`, any case).
 fn output_format(path: &Path) -> Result<FileFormat> {
     match FileFormat::of(path) {
@@ -224,9 +223,7 @@ impl OutputSet {
             ));
         }
         match format {
-            FileFormat::Npy => {
-                self.add(path, |w| npy_f32(w, data, &[n_rows as u64, cols as u64]))
-            }
+            FileFormat::Npy => self.add(path, |w| npy_f32(w, data, &[n_rows as u64, cols as u64])),
             FileFormat::Csv => self.add(path, |w| write_csv_rows(w, data, cols)),
         }
     }

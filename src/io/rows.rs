@@ -188,11 +188,9 @@ impl NpyRows {
             });
         }
         let at = self.offset + (first as u64) * (d as u64) * 4;
-        read_at(&self.file, bytemuck::cast_slice_mut(out), at).map_err(|e| {
-            match e.kind() {
-                std::io::ErrorKind::UnexpectedEof => self.shrunk(),
-                _ => Error::io(&self.path, e),
-            }
+        read_at(&self.file, bytemuck::cast_slice_mut(out), at).map_err(|e| match e.kind() {
+            std::io::ErrorKind::UnexpectedEof => self.shrunk(),
+            _ => Error::io(&self.path, e),
         })?;
         match out.iter().position(|v| !v.is_finite()) {
             None => Ok(()),
@@ -230,7 +228,10 @@ impl NpyRows {
     pub fn read_all(&self) -> Result<Vec<f32>> {
         let mut values = vec![0f32; self.n_rows * self.n_features];
         let piece = (1 << 24) / self.n_features.max(1);
-        for (i, part) in values.chunks_mut(piece.max(1) * self.n_features).enumerate() {
+        for (i, part) in values
+            .chunks_mut(piece.max(1) * self.n_features)
+            .enumerate()
+        {
             self.read_rows(i * piece.max(1), part)?;
         }
         Ok(values)

@@ -156,15 +156,31 @@ fn csv_errors_name_the_place() {
     fs::write(&p, "a,b\n1,2\n3,NaN\n").unwrap();
     let e = read_matrix(&p).unwrap_err();
     assert!(
-        matches!(e, Error::NonFiniteInFile { line: Some(3), row: 2, col: 2, .. }),
+        matches!(
+            e,
+            Error::NonFiniteInFile {
+                line: Some(3),
+                row: 2,
+                col: 2,
+                ..
+            }
+        ),
         "{e}"
     );
-    assert!(e.to_string().contains("nan.csv: line 3, field 2: NaN"), "{e}");
+    assert!(
+        e.to_string().contains("nan.csv: line 3, field 2: NaN"),
+        "{e}"
+    );
     let p = dir.path().join("inf.csv");
     fs::write(&p, "1,2\n-inf,0\n").unwrap();
     assert!(matches!(
         read_matrix(&p),
-        Err(Error::NonFiniteInFile { line: Some(2), row: 2, col: 1, .. })
+        Err(Error::NonFiniteInFile {
+            line: Some(2),
+            row: 2,
+            col: 1,
+            ..
+        })
     ));
 
     let p = dir.path().join("word.csv");
@@ -291,7 +307,14 @@ fn native_f4_files_are_read_in_pieces_and_the_rest_read_whole() {
     write_npy_f32(&pn, &bad, &[1000, 3]).unwrap();
     let e = NpyRows::open(&pn).unwrap_err();
     assert!(
-        matches!(e, Error::NonFiniteInFile { row: 501, col: 2, .. }),
+        matches!(
+            e,
+            Error::NonFiniteInFile {
+                row: 501,
+                col: 2,
+                ..
+            }
+        ),
         "{e}"
     );
     let bytes = fs::read(&p).unwrap();
@@ -305,7 +328,16 @@ fn native_f4_files_are_read_in_pieces_and_the_rest_read_whole() {
     let pc = dir.path().join("cols.npy");
     write_npy_f32(&pc, &[], &[5, 0]).unwrap();
     let e = open_matrix(&pc).unwrap_err();
-    assert!(matches!(e, Error::EmptyData { missing: "columns", .. }), "{e}");
+    assert!(
+        matches!(
+            e,
+            Error::EmptyData {
+                missing: "columns",
+                ..
+            }
+        ),
+        "{e}"
+    );
 }
 
 #[test]
@@ -379,7 +411,10 @@ fn directories_devices_and_pipes() {
             };
             let m = read_matrix(&fifo).unwrap();
             writer.join().unwrap();
-            assert_eq!((m.n_rows, m.n_features, m.data), (2, 2, vec![1.0, 2.0, 3.0, 4.0]));
+            assert_eq!(
+                (m.n_rows, m.n_features, m.data),
+                (2, 2, vec![1.0, 2.0, 3.0, 4.0])
+            );
         }
     }
 }
@@ -388,9 +423,15 @@ fn directories_devices_and_pipes() {
 fn csv_headers_hold_no_numbers_and_missing_values_are_errors() {
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("m.csv");
-    let body: String = (0..40).map(|i| format!("{i},{},{}\n", i + 1, i + 2)).collect();
+    let body: String = (0..40)
+        .map(|i| format!("{i},{},{}\n", i + 1, i + 2))
+        .collect();
     // The cases: a first line with a number in it is data, not a header.
-    for (first, field) in [("1,NA,3", "field 2"), ("1,,3", "field 2"), ("x,2,y", "field 1")] {
+    for (first, field) in [
+        ("1,NA,3", "field 2"),
+        ("1,,3", "field 2"),
+        ("x,2,y", "field 1"),
+    ] {
         fs::write(&p, format!("{first}\n{body}")).unwrap();
         let e = read_matrix(&p).unwrap_err();
         let text = e.to_string();
@@ -403,7 +444,11 @@ fn csv_headers_hold_no_numbers_and_missing_values_are_errors() {
     assert!(e.to_string().contains("line 42, field 2 is empty"), "{e}");
     fs::write(&p, format!("{body}4,NA,5\n")).unwrap();
     let e = read_matrix(&p).unwrap_err();
-    assert!(e.to_string().contains("line 41, field 2: \"NA\" marks a missing value"), "{e}");
+    assert!(
+        e.to_string()
+            .contains("line 41, field 2: \"NA\" marks a missing value"),
+        "{e}"
+    );
     // A real header keeps every data line.
     fs::write(&p, format!("x,y,z\n{body}")).unwrap();
     assert_eq!(read_matrix(&p).unwrap().n_rows, 40);
@@ -444,7 +489,11 @@ fn output_sets_write_all_or_nothing() {
     assert!(matches!(&e, Error::Io { path, .. } if path == &long), "{e}");
     assert_eq!(fs::read_to_string(&a).unwrap(), "old a");
     assert!(!b.exists());
-    assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 1, "backups and temps removed");
+    assert_eq!(
+        fs::read_dir(dir.path()).unwrap().count(),
+        1,
+        "backups and temps removed"
+    );
     // Committed: both written.
     let mut set = OutputSet::new();
     set.labels(&a, &[1, 2]).unwrap();
@@ -456,7 +505,10 @@ fn output_sets_write_all_or_nothing() {
     // A missing directory is named, never the temporary file's name.
     let e = write_labels(&dir.path().join("nodir/l.npy"), &[1]).unwrap_err();
     let text = e.to_string();
-    assert!(text.contains("nodir") && !text.contains("nodir/.tmp"), "{text}");
+    assert!(
+        text.contains("nodir") && !text.contains("nodir/.tmp"),
+        "{text}"
+    );
     assert!(text.contains("No such file"), "{text}");
 }
 

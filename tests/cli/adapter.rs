@@ -68,7 +68,11 @@ fn unknown_adapters_and_bad_selectors_are_refused() {
             2,
             &["no-such-gpu-anywhere", "adapters seen", "info --all"],
         ),
-        case("info --adapter 99", 2, &["no adapter number 99", "info --all"]),
+        case(
+            "info --adapter 99",
+            2,
+            &["no adapter number 99", "info --all"],
+        ),
         case("info --all --adapter 99", 2, &["no adapter number 99"]),
         // A malformed selector is an invalid argument (exit 2), found before the GPU.
         case("info --adapter cuda:0", 2, &["unknown backend", "cuda"]),

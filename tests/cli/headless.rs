@@ -154,7 +154,11 @@ fn embedded_child() {
     // With no display session and no layer setting, the probe could only fail: turned off.
     assert_eq!(
         set,
-        cfg!(all(unix, not(target_os = "macos"), not(target_os = "android"))),
+        cfg!(all(
+            unix,
+            not(target_os = "macos"),
+            not(target_os = "android")
+        )),
         "NODEVICE_SELECT={:?}",
         std::env::var_os("NODEVICE_SELECT")
     );

@@ -125,7 +125,11 @@ const KMEANS_REFUSES: &[Case] = &[
     ),
     case("kmeans --input {txt} --k 1", 2, &["x.txt"]),
     // The file, and the place as a person counts it (header and blank lines included).
-    case("kmeans --input {nan} --k 2", 2, &["bad.csv: line 4, field 2: NaN"]),
+    case(
+        "kmeans --input {nan} --k 2",
+        2,
+        &["bad.csv: line 4, field 2: NaN"],
+    ),
     // Outputs: names (exit 2), then places that cannot be written (exit 1).
     case(
         "kmeans --input {x} --k 2 --output {dir}/labels.txt",

@@ -21,8 +21,8 @@
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
-use wgpu_unsupervised::metrics::{self, Evaluation};
 use wgpu_unsupervised::io::InputMatrix;
+use wgpu_unsupervised::metrics::{self, Evaluation};
 use wgpu_unsupervised::{io, Gpu, Matrix};
 
 use crate::flow::{timed, whole, Context, Human, Inputs, Outputs, Report, Task};

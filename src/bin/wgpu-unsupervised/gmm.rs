@@ -25,8 +25,7 @@ use wgpu_unsupervised::{
 };
 
 use crate::flow::{
-    iterations, read_sample_weights, timed, Context, Human, Inputs, Outputs, Report, Staging,
-    Task,
+    iterations, read_sample_weights, timed, Context, Human, Inputs, Outputs, Report, Staging, Task,
 };
 use crate::progress::Bar;
 use crate::{choices, CliResult, Failure};

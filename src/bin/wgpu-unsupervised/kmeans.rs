@@ -269,7 +269,12 @@ impl Task for Kmeans {
         fitted
     }
 
-    fn write(&self, _run: &Context<'_>, (model, _): &Self::Outcome, out: &mut Staging) -> CliResult {
+    fn write(
+        &self,
+        _run: &Context<'_>,
+        (model, _): &Self::Outcome,
+        out: &mut Staging,
+    ) -> CliResult {
         if let Some(path) = &self.args.model {
             out.text(path, &model.to_json_string())?;
         }

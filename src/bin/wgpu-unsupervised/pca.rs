@@ -431,7 +431,10 @@ impl PcaFit {
         let (n, d) = x.shape();
         let mut total = 0.0;
         x.visit_rows(1 << 16, &mut |_, part| {
-            total += model.score_samples(&Matrix::new(part, d)?)?.iter().sum::<f64>();
+            total += model
+                .score_samples(&Matrix::new(part, d)?)?
+                .iter()
+                .sum::<f64>();
             Ok(())
         })?;
         Ok(Some(total / n as f64))

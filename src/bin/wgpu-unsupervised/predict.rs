@@ -20,8 +20,8 @@
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
-use wgpu_unsupervised::model_file::{Model, GMM_FORMAT, PCA_FORMAT};
 use wgpu_unsupervised::io::InputMatrix;
+use wgpu_unsupervised::model_file::{Model, GMM_FORMAT, PCA_FORMAT};
 use wgpu_unsupervised::{Error, GaussianMixtureModel, Gpu, KMeansModel, PcaModel};
 
 use crate::flow::{self, timed, Context, Human, Inputs, Outputs, Report, Staging, Task};
@@ -303,7 +303,12 @@ impl Task for Labels {
         })
     }
 
-    fn write(&self, run: &Context<'_>, ((labels, proba), _): &Labelled, out: &mut Staging) -> CliResult {
+    fn write(
+        &self,
+        run: &Context<'_>,
+        ((labels, proba), _): &Labelled,
+        out: &mut Staging,
+    ) -> CliResult {
         out.labels(&self.args.output, labels)?;
         if let (Some(path), Some(proba)) = (&self.args.proba, proba) {
             out.rows(path, proba, run.n, self.model.k())?;
@@ -432,7 +437,12 @@ impl Task for Projection {
         })
     }
 
-    fn write(&self, run: &Context<'_>, (values, _): &Self::Outcome, out: &mut Staging) -> CliResult {
+    fn write(
+        &self,
+        run: &Context<'_>,
+        (values, _): &Self::Outcome,
+        out: &mut Staging,
+    ) -> CliResult {
         out.rows(&self.output, values, run.n, self.result_columns())
     }
 

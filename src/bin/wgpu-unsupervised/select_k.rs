@@ -293,7 +293,12 @@ impl Task for SelectK {
         })
     }
 
-    fn write(&self, _run: &Context<'_>, (selected, _): &Self::Outcome, out: &mut Staging) -> CliResult {
+    fn write(
+        &self,
+        _run: &Context<'_>,
+        (selected, _): &Self::Outcome,
+        out: &mut Staging,
+    ) -> CliResult {
         let Some(path) = &self.args.plot else {
             return Ok(());
         };

@@ -141,7 +141,12 @@ impl Task for Spectral {
         timed(|| Ok(self.params.fit(gpu, x)?))
     }
 
-    fn write(&self, _run: &Context<'_>, (model, _): &Self::Outcome, out: &mut Staging) -> CliResult {
+    fn write(
+        &self,
+        _run: &Context<'_>,
+        (model, _): &Self::Outcome,
+        out: &mut Staging,
+    ) -> CliResult {
         if let Some(path) = &self.args.output {
             out.labels(path, model.labels())?;
         }
