@@ -110,6 +110,7 @@ impl Dtype {
     }
 
     /// Whether the values are f32 in this machine's byte order (what can be read in place).
+    #[cfg(feature = "io")]
     pub(crate) fn is_native_f32(&self) -> bool {
         self.kind == Kind::Float && self.size == 4 && self.big_endian == cfg!(target_endian = "big")
     }
@@ -762,7 +763,7 @@ mod tests {
     pub(crate) fn npy_bytes(descr: &str, shape: &str, data: &[u8]) -> Vec<u8> {
         let mut header =
             format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': {shape}, }}");
-        while (10 + header.len() + 1) % 64 != 0 {
+        while !(10 + header.len() + 1).is_multiple_of(64) {
             header.push(' ');
         }
         header.push('\n');

@@ -360,7 +360,7 @@ pub fn parse_memory_size(text: &str) -> Result<u64> {
             format!("{text:?}: too large; give at most 16777215TiB (2^64 bytes), e.g. 8GiB"),
         ));
     }
-    if !(bytes >= 1.0) {
+    if bytes.is_nan() || bytes < 1.0 {
         return Err(Error::invalid(
             "memory size",
             format!("{text:?}: must be at least 1 byte"),

@@ -56,7 +56,7 @@ fn npy_file(version: u8, dict: &str, data: &[u8]) -> Vec<u8> {
     let mut out = vec![0x93, b'N', b'U', b'M', b'P', b'Y', version, 0];
     let mut header = dict.to_string();
     let prefix = if version == 1 { 10 } else { 12 };
-    while (prefix + header.len() + 1) % 64 != 0 {
+    while !(prefix + header.len() + 1).is_multiple_of(64) {
         header.push(' ');
     }
     header.push('\n');

@@ -177,7 +177,9 @@ impl NpyRows {
     pub fn read_rows(&self, first: usize, out: &mut [f32]) -> Result<()> {
         let d = self.n_features;
         let rows = out.len() / d;
-        if out.len() % d != 0 || first.checked_add(rows).is_none_or(|end| end > self.n_rows) {
+        if !out.len().is_multiple_of(d)
+            || first.checked_add(rows).is_none_or(|end| end > self.n_rows)
+        {
             return Err(Error::Source {
                 reason: format!(
                     "rows {first}..{} of {} asked for, in a buffer of {} values",

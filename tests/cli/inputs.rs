@@ -11,7 +11,7 @@ use crate::common::{case, command, fails, json_line, s, stdout, Fixture, PREFIX}
 /// A `.npy` file of `descr` and `shape` (as Python writes them) followed by `data`.
 fn npy_bytes(descr: &str, shape: &str, data: &[u8]) -> Vec<u8> {
     let mut header = format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': {shape}, }}");
-    while (10 + header.len() + 1) % 64 != 0 {
+    while !(10 + header.len() + 1).is_multiple_of(64) {
         header.push(' ');
     }
     header.push('\n');

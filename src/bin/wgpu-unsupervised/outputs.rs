@@ -182,18 +182,7 @@ struct Identity {
 
 impl Identity {
     fn of(path: &Path) -> Self {
-        let id = std::fs::metadata(path).ok().and_then(|m| {
-            #[cfg(unix)]
-            {
-                use std::os::unix::fs::MetadataExt;
-                Some((m.dev(), m.ino()))
-            }
-            #[cfg(not(unix))]
-            {
-                let _ = m;
-                None
-            }
-        });
+        let id = std::fs::metadata(path).ok().and_then(|m| file_id(&m));
         let canonical = std::fs::canonicalize(path).ok().or_else(|| {
             let name = path.file_name()?;
             let dir = match path.parent() {
@@ -209,6 +198,19 @@ impl Identity {
         (self.id.is_some() && self.id == other.id)
             || (self.canonical.is_some() && self.canonical == other.canonical)
     }
+}
+
+/// The (device, inode) of a file, where the platform has them.
+#[cfg(unix)]
+fn file_id(m: &std::fs::Metadata) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    Some((m.dev(), m.ino()))
+}
+
+/// The (device, inode) of a file, where the platform has them.
+#[cfg(not(unix))]
+fn file_id(_m: &std::fs::Metadata) -> Option<(u64, u64)> {
+    None
 }
 
 /// A command's outputs, staged in temporary files until [`Staging::commit`].
