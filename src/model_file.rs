@@ -147,7 +147,8 @@ pub const MAX_MODEL_FILE_BYTES: u64 = 1 << 30;
 /// [`MAX_MODEL_FILE_BYTES`] of it.
 fn read_json(path: &Path) -> Result<serde_json::Value> {
     use std::io::Read;
-    let (reader, len) = crate::io::open(path)?;
+    use std::io::BufRead;
+    let (mut reader, len) = crate::io::open(path)?;
     let too_large = || Error::Format {
         path: path.to_path_buf(),
         reason: format!(
@@ -157,6 +158,14 @@ fn read_json(path: &Path) -> Result<serde_json::Value> {
     };
     if len.is_some_and(|len| len > MAX_MODEL_FILE_BYTES) {
         return Err(too_large());
+    }
+    // Binary data is named as such, from its first bytes.
+    let head = reader.fill_buf().map_err(|e| Error::io(path, e))?;
+    if std::str::from_utf8(head).is_err_and(|e| e.error_len().is_some()) {
+        return Err(Error::Format {
+            path: path.to_path_buf(),
+            reason: "not a model file: not UTF-8 text".into(),
+        });
     }
     let mut limited = reader.take(MAX_MODEL_FILE_BYTES + 1);
     let value = serde_json::from_reader(&mut limited);
