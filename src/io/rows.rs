@@ -117,6 +117,14 @@ fn read_at(file: &File, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
         }
         Ok(())
     }
+    #[cfg(not(any(unix, windows)))]
+    {
+        let _ = (file, buf, offset);
+        Err(std::io::Error::new(
+            std::io::ErrorKind::Unsupported,
+            "positioned reads are not available on this platform",
+        ))
+    }
 }
 
 impl NpyRows {
