@@ -146,8 +146,8 @@ pub const MAX_MODEL_FILE_BYTES: u64 = 1 << 30;
 /// such as the NUL bytes of `/dev/zero`, ends the reading at once), at most
 /// [`MAX_MODEL_FILE_BYTES`] of it.
 fn read_json(path: &Path) -> Result<serde_json::Value> {
-    use std::io::Read;
     use std::io::BufRead;
+    use std::io::Read;
     let (mut reader, len) = crate::io::open(path)?;
     let too_large = || Error::Format {
         path: path.to_path_buf(),
