@@ -317,7 +317,13 @@ pub fn parse_memory_size(text: &str) -> Result<u64> {
         )
     })?;
     let bytes = value * scale as f64;
-    if !(bytes >= 1.0 && bytes < u64::MAX as f64) {
+    if bytes >= u64::MAX as f64 {
+        return Err(Error::invalid(
+            "memory size",
+            format!("{text:?}: too large; give at most 16777215TiB (2^64 bytes), e.g. 8GiB"),
+        ));
+    }
+    if bytes.is_nan() || bytes < 1.0 {
         return Err(Error::invalid(
             "memory size",
             format!("{text:?}: must be at least 1 byte"),

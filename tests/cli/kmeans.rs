@@ -124,7 +124,12 @@ const KMEANS_REFUSES: &[Case] = &[
         &["nowhere.npy"],
     ),
     case("kmeans --input {txt} --k 1", 2, &["x.txt"]),
-    case("kmeans --input {nan} --k 2", 2, &["row 2", "column 1"]),
+    // The file, and the place as a person counts it (header and blank lines included).
+    case(
+        "kmeans --input {nan} --k 2",
+        2,
+        &["bad.csv: line 4, field 2: NaN"],
+    ),
     // Outputs: names (exit 2), then places that cannot be written (exit 1).
     case(
         "kmeans --input {x} --k 2 --output {dir}/labels.txt",
