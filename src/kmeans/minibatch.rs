@@ -47,6 +47,7 @@ pub(super) fn fit(
 ) -> Result<KMeansModel> {
     let (n, d) = check_shape(source)?;
     params.validate(n, d)?;
+    let params = &params.resolved_for(n);
     let mut rng = ChaCha8Rng::seed_from_u64(params.seed);
     let mut run = MiniBatchRun::new(gpu, params, d, weights.is_some())?;
     let weights_of =

@@ -497,12 +497,27 @@ impl MiniBatchKMeans {
         Ok(())
     }
 
-    /// Rows of the initialisation sample.
+    /// The parameters a fit on `n` rows runs with: scikit-learn's `_batch_size =
+    /// min(batch_size, n)` (100 rows with the default batch of 1024 make 100-row batches, so
+    /// `max_iter` epochs are `max_iter` steps), and its initialisation sample: `init_size`,
+    /// else 3·batch, raised to 3·K when below K, at most N.
+    pub fn resolved_for(&self, n: usize) -> MiniBatchKMeans {
+        let batch_size = self.batch_size.min(n).max(1);
+        let mut init_size = self.init_size.unwrap_or(3 * batch_size);
+        if init_size < self.k {
+            init_size = 3 * self.k;
+        }
+        MiniBatchKMeans {
+            batch_size,
+            init_size: Some(init_size.min(n)),
+            ..self.clone()
+        }
+    }
+
+    /// Rows of the initialisation sample (of parameters [`MiniBatchKMeans::resolved_for`]
+    /// made).
     pub(super) fn sample_size(&self, n: usize) -> usize {
-        self.init_size
-            .unwrap_or(3 * self.batch_size)
-            .max(self.k)
-            .min(n.max(self.k))
+        self.init_size.unwrap_or(3 * self.batch_size).min(n)
     }
 }
 

@@ -163,13 +163,21 @@ fn data_in_many_chunks_with_large_k_and_empty_clusters() {
         assert_eq!(chunked.labels().len(), n);
         assert!(chunked.centroids().iter().all(|v| v.is_finite()));
         // Every distinct row is a centre: nothing is left unexplained.
-        assert!(chunked.inertia() < 1e-6, "n {n} k {k}: inertia {}", chunked.inertia());
+        assert!(
+            chunked.inertia() < 1e-6,
+            "n {n} k {k}: inertia {}",
+            chunked.inertia()
+        );
         // The seeding is the same rows in one chunk or many: the same start.
         assert_eq!(
             params.initial_centroids(&many, &m).unwrap(),
             params.initial_centroids(&one, &m).unwrap(),
             "n {n} k {k}"
         );
-        assert!(whole.inertia() < 1e-6, "n {n} k {k}: inertia {}", whole.inertia());
+        assert!(
+            whole.inertia() < 1e-6,
+            "n {n} k {k}: inertia {}",
+            whole.inertia()
+        );
     }
 }

@@ -169,10 +169,9 @@ impl Task for Evaluate {
         let values = whole(&self.args.input, x)?;
         let x = Matrix::new(&values, d).map_err(|e| Failure::input(&self.args.input, e))?;
         if self.args.precomputed {
-            let distances: Vec<f64> = x.as_slice().iter().map(|&v| v as f64).collect();
             return timed(|| {
                 Ok(metrics::evaluate_precomputed(
-                    &distances,
+                    x.as_slice(),
                     n,
                     &self.labels,
                     self.truth.as_deref(),

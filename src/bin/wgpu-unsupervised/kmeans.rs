@@ -49,7 +49,7 @@ pub struct KmeansArgs {
     #[arg(long, value_name = "METHOD", value_parser = choices::kmeans_init())]
     init: Option<KMeansInit>,
     /// Start from these K x D centroids (.npy or .csv, one centre per row; scikit-learn's
-    /// init=array): one run, so --n-init is ignored.
+    /// init=array): one run, so --n-init is ignored (with a warning on stderr).
     #[arg(long, value_name = "FILE", conflicts_with = "init")]
     init_centroids: Option<PathBuf>,
     /// k-means|| only: candidates sampled per round, per cluster (ℓ / k) [default: 2].

@@ -245,9 +245,7 @@ fn usage_error(e: clap::Error) -> ExitCode {
 /// Runs one command.
 fn run(cli: Cli) -> CliResult {
     flow::choose_adapter(cli.adapter.as_deref())?;
-    if cli.verbose {
-        progress::log_iterations();
-    }
+    progress::show_events(cli.verbose);
     match cli.command {
         Command::Kmeans(args) => flow::run(kmeans::Kmeans::new(args)),
         Command::Gmm(args) => flow::run(gmm::Gmm::new(args)),

@@ -387,7 +387,6 @@ pub fn fit(x: &[f64], d: usize, params: &Pca) -> Result<ReferencePca> {
     };
     linalg::flip_signs(&mut components, d);
 
-
     let explained_variance_ratio = explained_variance.iter().map(|&l| ratio(l)).collect();
     let dof = n as f64 - params.ddof as f64;
     let singular_values = explained_variance
