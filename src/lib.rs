@@ -29,7 +29,8 @@
 //! - **model files** (`model_file`, feature `io`): `save`/`load` on every model, a versioned
 //!   envelope, every model validated when it is deserialized.
 //!
-//! Every result is bitwise reproducible for a seed on a given adapter.
+//! Every result is bitwise reproducible for a seed on a given adapter, whatever limits its
+//! device was opened with (data are chunked at [`gpu::STANDARD_CHUNK_BYTES`]).
 //!
 //! ```
 //! use wgpu_unsupervised::{datasets, Gpu, KMeans, Matrix};

@@ -10,6 +10,7 @@
 
 mod common;
 
+mod embedding;
 mod gmm_gpu;
 mod gmm_init;
 mod gmm_iris_gpu;
