@@ -131,9 +131,14 @@ fn bad_mini_batch_parameters_give_errors() {
     ] {
         assert!(params.fit(&gpu, &m).is_err(), "{params:?}");
     }
-    // A batch larger than one binding is a clear error before anything is allocated.
+    // A batch larger than the data is capped at the rows (scikit-learn's rule)...
     let huge = MiniBatchKMeans::new(2).batch_size(usize::MAX / 16);
-    assert!(matches!(huge.fit(&gpu, &m), Err(Error::DeviceLimit { .. })));
+    assert!(huge.fit(&gpu, &m).is_ok());
+    // ... and a batch larger than one binding is a clear error before anything is allocated.
+    let small = crate::common::gpu();
+    small.set_max_chunk_bytes(64);
+    let e = MiniBatchKMeans::new(2).batch_size(50).fit(&small, &m).unwrap_err();
+    assert!(matches!(e, Error::DeviceLimit { .. }), "{e}");
 }
 
 #[test]
