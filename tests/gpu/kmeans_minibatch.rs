@@ -137,7 +137,10 @@ fn bad_mini_batch_parameters_give_errors() {
     // ... and a batch larger than one binding is a clear error before anything is allocated.
     let small = crate::common::gpu();
     small.set_max_chunk_bytes(64);
-    let e = MiniBatchKMeans::new(2).batch_size(50).fit(&small, &m).unwrap_err();
+    let e = MiniBatchKMeans::new(2)
+        .batch_size(50)
+        .fit(&small, &m)
+        .unwrap_err();
     assert!(matches!(e, Error::DeviceLimit { .. }), "{e}");
 }
 
