@@ -6,6 +6,9 @@
 // repair) so a caller's buffer needs only STORAGE usage, never COPY_SRC.
 // find_non_finite validates data that never passed through the host (GpuMatrix::from_buffer).
 // normalize_rows puts rows on the unit sphere for spherical (cosine) K-Means.
+// max_abs and scale_rows bring data of extreme magnitude into f32's comfortable range: the
+// largest |value|, then a copy times a power of two (exact), so that squares and products
+// neither overflow nor underflow.
 
 #import constants
 #import grid
@@ -18,7 +21,7 @@ struct RowsParams {
     n_indices: u32, // gather: number of (source row, destination row) pairs
     grid_x: u32,
     row_base: u32,  // normalize: global index of the chunk's first row
-    _pad1: u32,
+    scale: f32,     // scale_rows: the factor (a power of two)
     _pad2: u32,
 }
 
@@ -30,6 +33,9 @@ struct RowsParams {
 @group(0) @binding(4) var<storage, read_write> first_non_finite: atomic<u32>;
 @group(0) @binding(5) var<storage, read_write> normalized: array<f32>;
 @group(0) @binding(6) var<storage, read_write> first_zero_row: atomic<u32>;
+// The largest |value| seen, as its bits: for values ≥ 0 the bits order as the values do.
+@group(0) @binding(7) var<storage, read_write> max_abs_bits: atomic<u32>;
+@group(0) @binding(8) var<storage, read_write> scaled: array<f32>;
 
 @compute @workgroup_size(ROW_WG_SIZE)
 fn gather_rows(
@@ -97,4 +103,44 @@ fn normalize_rows(
     for (var j = 0u; j < params.d; j++) {
         normalized[out + j] = x[base + j] / largest / norm;
     }
+}
+
+// The largest |value| of the chunk (finite data: the bits of |x| order as the values), one
+// atomic per workgroup after a reduction in workgroup memory.
+var<workgroup> wg_max: array<u32, ROW_WG_SIZE>;
+
+@compute @workgroup_size(ROW_WG_SIZE)
+fn max_abs(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+) {
+    let e = invocation_index(wid, params.grid_x, ROW_WG_SIZE, lid);
+    var bits = 0u;
+    if e < params.n_rows * params.d {
+        bits = bitcast<u32>(abs(x[params.x_offset + e]));
+    }
+    wg_max[lid] = bits;
+    workgroupBarrier();
+    for (var step = ROW_WG_SIZE / 2u; step > 0u; step = step / 2u) {
+        if lid < step {
+            wg_max[lid] = max(wg_max[lid], wg_max[lid + step]);
+        }
+        workgroupBarrier();
+    }
+    if lid == 0u && wg_max[0] > 0u {
+        atomicMax(&max_abs_bits, wg_max[0]);
+    }
+}
+
+// scaled = x · scale, value by value (scale a power of two: exact unless it leaves f32).
+@compute @workgroup_size(ROW_WG_SIZE)
+fn scale_rows(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+) {
+    let e = invocation_index(wid, params.grid_x, ROW_WG_SIZE, lid);
+    if e >= params.n_rows * params.d {
+        return;
+    }
+    scaled[e] = x[params.x_offset + e] * params.scale;
 }

@@ -28,7 +28,7 @@ impl<'a> Matrix<'a> {
         })
     }
 
-    /// A view over values already checked (a mapped file checked when it was opened).
+    /// A view over values already checked (a file checked as it was read).
     #[cfg(feature = "io")]
     pub(crate) fn checked(data: &'a [f32], n_rows: usize, n_features: usize) -> Self {
         debug_assert_eq!(data.len(), n_rows * n_features);
@@ -125,6 +125,33 @@ pub(crate) fn non_finite_at(flat_index: usize, n_features: usize, value: f64) ->
     }
 }
 
+/// The largest |value| (as powers of two) that the kernels take as they are: squares and
+/// products of such data, summed over thousands of features and rows in f32, neither
+/// overflow (2⁴⁰ squared and summed 2²⁴ times stays below f32's 2¹²⁸) nor lose their small
+/// differences to underflow (a difference 2⁻²⁴ below 2⁻³², squared, is still 2⁻¹¹², a normal
+/// f32). Data outside are multiplied by a power of two first ([`range_scale`]).
+pub const F32_RANGE: (f32, f32) = (1.0 / (1u64 << 32) as f32, (1u64 << 40) as f32);
+
+/// The power of two the data of largest |value| `max_abs` are multiplied by before the
+/// kernels see them: 1 inside [`F32_RANGE`] (and for data of zeros), else 2⁻ᵉ with
+/// 2ᵉ ≤ `max_abs` < 2ᵉ⁺¹, which brings the largest value into [1, 2). Multiplying by a power
+/// of two is exact in floating point, so every result is reported back in the caller's units
+/// without rounding of its own.
+pub fn range_scale(max_abs: f32) -> f32 {
+    let (low, high) = F32_RANGE;
+    if max_abs == 0.0 || !max_abs.is_finite() || (low..=high).contains(&max_abs) {
+        return 1.0;
+    }
+    // Subnormal maxima would ask for 2^127 and more; 2^126 still brings them to normal f32.
+    let exponent = (max_abs as f64).log2().floor() as i32;
+    2f32.powi(-exponent.clamp(-126, 126))
+}
+
+/// The largest |value| accepted from rows read after the scale was set by others (a source
+/// that does not know its largest value sets it from its first rows): 2⁵⁰ once scaled, whose
+/// squares summed over 2²⁷ terms still stay below f32's 2¹²⁸.
+pub(crate) const F32_SAFE_MAX: f32 = (1u64 << 50) as f32;
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -153,5 +180,26 @@ mod tests {
         assert_eq!((m.n_rows(), m.n_features()), (2, 3));
         assert_eq!(m.row(1), &[4.0, 5.0, 6.0]);
         assert_eq!(m.to_f64()[5], 6.0);
+    }
+
+    #[test]
+    fn range_scale_is_one_in_range_and_a_power_of_two_outside() {
+        for m in [0.0, 1.0, 3.5e-10, 1.0e12, f32::NAN, f32::INFINITY] {
+            assert_eq!(range_scale(m), 1.0, "{m}");
+        }
+        for m in [1e-30f32, 3e-20, 1e20, 3.4e38, 1e-40, 1e-45] {
+            let s = range_scale(m);
+            assert_eq!(s.to_bits() & 0x007f_ffff, 0, "{s} is a power of two");
+            let scaled = m * s;
+            if m.is_normal() {
+                assert!((1.0..4.0).contains(&scaled), "{m} x {s} = {scaled}");
+            } else {
+                // Subnormal data: 2^126 is the largest factor, and it brings them in range.
+                assert!(
+                    scaled >= F32_RANGE.0 && scaled < 1.0,
+                    "{m} x {s} = {scaled}"
+                );
+            }
+        }
     }
 }

@@ -163,6 +163,15 @@ pub enum Error {
         /// What it declared and what it delivered.
         reason: String,
     },
+    /// A result in the data's units lies beyond f32's range (±3.4·10³⁸), although the data
+    /// are valid f32 (distances between values near f32's limit). The fits and evaluations
+    /// compute at a power-of-two scale where nothing overflows, so this is only met where
+    /// the answer itself is not representable.
+    #[error("{what} cannot be represented in f32 (beyond ±3.4e38): rescale the data")]
+    OutOfRange {
+        /// The result.
+        what: String,
+    },
     /// A file's content could not be understood.
     #[error("{path}: {reason}")]
     Format {

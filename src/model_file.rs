@@ -194,24 +194,23 @@ fn load_any(path: &Path) -> Result<Model> {
         },
         other => Error::Format {
             path: path.to_path_buf(),
-            reason: without_fit_advice(other.to_string()),
+            reason: with_file_advice(other.to_string()),
         },
     })
 }
 
-/// A saved model is not fitted again when it is loaded, so the advice a fit gives for a
-/// covariance that is not positive definite ("increase reg_covar") does not apply to it:
-/// say instead what does.
-fn without_fit_advice(reason: String) -> String {
-    const ADVICE: &str = "; increase reg_covar";
-    match reason.find(ADVICE) {
-        Some(at) => format!(
-            "{}; the file's covariances are not valid (refit the model, with a larger \
-             --reg-covar / reg_covar if it was fitted with 0)",
-            reason[..at].replace("invalid parameter `reg_covar`: ", "")
-        ),
-        None => reason,
+/// A saved model is not fitted again when it is loaded, so a covariance that is not
+/// positive definite (named `covariances`, without the fit's advice to raise `reg_covar`)
+/// gets the advice that does apply to a file.
+fn with_file_advice(reason: String) -> String {
+    if !reason.contains("is not positive definite") {
+        return reason;
     }
+    format!(
+        "{}; the file's covariances are not valid (refit the model, with a larger \
+         --reg-covar / reg_covar if it was fitted with 0)",
+        reason.replace("invalid parameter `covariances`: ", "")
+    )
 }
 
 /// The model of kind `M` in the file at `path`; another kind is an [`Error::Format`].

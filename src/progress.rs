@@ -106,6 +106,19 @@ impl OnIteration {
     pub fn new(f: impl Fn(&Iteration) -> ControlFlow<()> + Send + Sync + 'static) -> Self {
         Self(Arc::new(f))
     }
+
+    /// This callback, seeing the objective of a fit run on rescaled data as `factor` ·
+    /// objective + `offset` and its change as `factor` · change: the caller's units (see
+    /// [`crate::data::range_scale`]).
+    pub(crate) fn in_caller_units(&self, factor: f64, offset: f64) -> Self {
+        let inner = self.0.clone();
+        Self::new(move |it| {
+            let mut it = it.clone();
+            it.objective = it.objective * factor + offset;
+            it.change *= factor;
+            inner(&it)
+        })
+    }
 }
 
 impl std::fmt::Debug for OnIteration {

@@ -39,16 +39,27 @@ pub trait RowSource: Sync {
     ) -> Result<()>;
 
     /// The rows `indices` (any order, repeats allowed), row-major in that order. The default
-    /// reads one whole pass; sources with random access (a matrix, a mapped file) override
+    /// reads one whole pass; sources with random access (a matrix, an `io::NpyRows` file) override
     /// it.
     ///
     /// Errors: an index past the last row ([`Error::Source`]), and the pass's errors.
     fn gather(&self, indices: &[usize]) -> Result<Vec<f32>> {
         gather_rows(self, indices)
     }
+
+    /// The largest |value| of the rows when the source knows it without a pass (a matrix in
+    /// memory scans its values); `None` otherwise, and the fits take it from the first rows
+    /// ([`Scaled::of`]).
+    fn max_abs(&self) -> Option<f32> {
+        None
+    }
 }
 
 impl RowSource for Matrix<'_> {
+    fn max_abs(&self) -> Option<f32> {
+        Some(self.as_slice().iter().fold(0.0f32, |m, v| m.max(v.abs())))
+    }
+
     fn shape(&self) -> (usize, usize) {
         (self.n_rows(), self.n_features())
     }
@@ -254,6 +265,115 @@ pub(crate) fn gather_rows(
         });
     }
     Ok(out)
+}
+
+/// Rows read to set a source's scale when it does not know its largest value: at most 16 MiB.
+const SCALE_SAMPLE_BYTES: usize = 16 << 20;
+
+/// A source's rows times `scale`, a power of two (exact): what the kernels see of data
+/// outside f32's comfortable range ([`crate::data::F32_RANGE`]), so that their squares and
+/// products neither overflow nor underflow. The fits report in the caller's units again.
+pub(crate) struct Scaled<'a, S: RowSource + ?Sized> {
+    source: &'a S,
+    scale: f32,
+    /// The scale came from the first rows only: every row read is checked against the range.
+    checked: bool,
+}
+
+impl<'a, S: RowSource + ?Sized> Scaled<'a, S> {
+    /// `source` with the scale [`crate::data::range_scale`] picks for its largest value:
+    /// [`RowSource::max_abs`] when the source knows it, else the largest of its first rows
+    /// (at most 16 MiB of them, read once). Rows further on that leave the range once scaled
+    /// are an error when they are read (see [`RowSource::visit_rows`] of this type).
+    pub(crate) fn of(source: &'a S) -> Result<Self> {
+        match source.max_abs() {
+            Some(m) => Ok(Self {
+                source,
+                scale: crate::data::range_scale(m),
+                checked: false,
+            }),
+            None => {
+                let (n, d) = check_shape(source)?;
+                let first = (SCALE_SAMPLE_BYTES / (4 * d)).clamp(1, n);
+                let rows = source.gather(&(0..first).collect::<Vec<_>>())?;
+                let m = rows.iter().fold(0.0f32, |m, v| m.max(v.abs()));
+                Ok(Self::with_scale(source, crate::data::range_scale(m)))
+            }
+        }
+    }
+
+    /// `source` times `scale` (set by other rows: every row read is checked).
+    pub(crate) fn with_scale(source: &'a S, scale: f32) -> Self {
+        Self {
+            source,
+            scale,
+            checked: true,
+        }
+    }
+
+    /// The factor the rows are multiplied by (1 when they are in range).
+    pub(crate) fn scale(&self) -> f32 {
+        self.scale
+    }
+
+    /// `rows` times the scale, checked to stay in range.
+    fn scaled(&self, rows: &[f32]) -> Result<Vec<f32>> {
+        let out: Vec<f32> = rows.iter().map(|&v| v * self.scale).collect();
+        self.check(&out)?;
+        Ok(out)
+    }
+
+    /// Refuses scaled values past the range the first rows set.
+    fn check(&self, scaled: &[f32]) -> Result<()> {
+        let limit = crate::data::F32_SAFE_MAX;
+        if let Some(v) = scaled.iter().find(|v| v.abs() > limit) {
+            return Err(Error::Source {
+                reason: format!(
+                    "a value of {:e} is over 2^50 times the largest of the first rows, which set the data's scale: squares of such a spread overflow f32; rescale the data",
+                    v / self.scale,
+                ),
+            });
+        }
+        Ok(())
+    }
+}
+
+impl<S: RowSource + ?Sized> RowSource for Scaled<'_, S> {
+    fn shape(&self) -> (usize, usize) {
+        self.source.shape()
+    }
+
+    fn visit_rows(
+        &self,
+        max_rows: usize,
+        visit: &mut dyn FnMut(usize, &[f32]) -> Result<()>,
+    ) -> Result<()> {
+        match (self.scale == 1.0, self.checked) {
+            (true, false) => self.source.visit_rows(max_rows, visit),
+            (true, true) => self.source.visit_rows(max_rows, &mut |first, rows| {
+                self.check(rows)?;
+                visit(first, rows)
+            }),
+            (false, _) => self.source.visit_rows(max_rows, &mut |first, rows| {
+                visit(first, &self.scaled(rows)?)
+            }),
+        }
+    }
+
+    fn gather(&self, indices: &[usize]) -> Result<Vec<f32>> {
+        let rows = self.source.gather(indices)?;
+        if self.scale == 1.0 {
+            if self.checked {
+                self.check(&rows)?;
+            }
+            return Ok(rows);
+        }
+        self.scaled(&rows)
+    }
+
+    fn max_abs(&self) -> Option<f32> {
+        self.source.max_abs().map(|m| m * self.scale)
+    }
 }
 
 #[cfg(test)]

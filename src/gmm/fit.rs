@@ -16,7 +16,8 @@ use crate::data::check_sample_weights;
 use crate::error::{Error, Result};
 use crate::gpu::stream::DeviceRows;
 use crate::gpu::{Gpu, GpuInput, GpuMatrix};
-use crate::source::{check_shape, RowSource};
+use crate::kernels::rows::in_f32_range;
+use crate::source::{check_shape, RowSource, Scaled};
 
 impl GaussianMixture {
     /// Fits a mixture to host or device data by EM (module docs), `n_init` times, keeping
@@ -60,7 +61,7 @@ impl GaussianMixture {
     }
 
     /// Fits on a [`RowSource`]: a host [`Matrix`](crate::Matrix),
-    /// [`RowChunks`](crate::source::RowChunks) or a memory-mapped `.npy` file
+    /// [`RowChunks`](crate::source::RowChunks) or a `.npy` file read piece by piece
     /// (`io::NpyRows`), which need fit neither on the device nor in host memory.
     ///
     /// When the rows fit the device-memory budget ([`Gpu::set_memory_budget`]) next to the
@@ -147,8 +148,54 @@ impl GaussianMixture {
         self.validate(n, d)?;
         match x.as_source() {
             Some(source) => self.fit_rows(gpu, source, weights),
-            None => self.fit_resident(gpu, &*x.on_gpu(gpu)?, weights),
+            None => {
+                let x = x.on_gpu(gpu)?;
+                let (x, scale) = in_f32_range(gpu, &x)?;
+                self.at_scale(scale, d, |p| p.fit_resident(gpu, &x, weights))
+            }
         }
+    }
+
+    /// `fit` run on data multiplied by `scale` (a power of two, from [`in_f32_range`] or
+    /// [`Scaled`]), its model brought back to the caller's units. Under y = s·x, means scale
+    /// by s, covariances and `reg_covar` by s², precisions by 1/s², and log-densities shift
+    /// by −D·ln s (p_y(y) = p_x(y/s)/s^D); responsibilities, labels, iterations and
+    /// convergence (on changes of the lower bound) do not change. So data scaled by 1e-30 or
+    /// 1e20 give the mixture of unscaled data, `reg_covar` staying in the data's units as in
+    /// scikit-learn.
+    fn at_scale(
+        &self,
+        scale: f32,
+        d: usize,
+        fit: impl FnOnce(&GaussianMixture) -> Result<GaussianMixtureModel>,
+    ) -> Result<GaussianMixtureModel> {
+        if scale == 1.0 {
+            return fit(self);
+        }
+        let s = scale as f64;
+        let shift = d as f64 * s.ln();
+        let mut scaled = self.clone();
+        scaled.reg_covar *= s * s;
+        scaled.warm_lower_bound = self.warm_lower_bound.map(|lb| lb - shift);
+        scaled.on_iteration = self
+            .on_iteration
+            .as_ref()
+            .map(|f| f.in_caller_units(1.0, shift));
+        let scale_start = |means: Option<&mut Vec<f64>>, precisions: Option<&mut Vec<f64>>| {
+            means.into_iter().flatten().for_each(|m| *m *= s);
+            precisions.into_iter().flatten().for_each(|p| *p /= s * s);
+        };
+        if let GmmInit::Given(p) = &mut scaled.init {
+            scale_start(Some(&mut p.means), Some(&mut p.precisions));
+        }
+        let o = &mut scaled.init_overrides;
+        scale_start(o.means.as_mut(), o.precisions.as_mut());
+        let mut model = fit(&scaled)?.rescaled(1.0 / s);
+        model.params = GaussianMixture {
+            on_iteration: None,
+            ..self.clone()
+        };
+        Ok(model)
     }
 
     /// The fit of host rows: resident when they fit the budget, else streamed (decided
@@ -161,6 +208,20 @@ impl GaussianMixture {
     ) -> Result<GaussianMixtureModel> {
         let (n, d) = check_shape(source)?;
         self.validate(n, d)?;
+        let scaled = Scaled::of(source)?;
+        self.at_scale(scaled.scale(), d, |p| {
+            p.fit_rows_in_range(gpu, &scaled, weights)
+        })
+    }
+
+    /// [`GaussianMixture::fit_rows`] of rows in f32's comfortable range.
+    fn fit_rows_in_range(
+        &self,
+        gpu: &Gpu,
+        source: &(impl RowSource + ?Sized),
+        weights: Option<&[f32]>,
+    ) -> Result<GaussianMixtureModel> {
+        let (_, d) = check_shape(source)?;
         let (k, t) = (self.k, self.covariance_type);
         let rows = device_rows(gpu, source, k, t)?;
         if let DeviceRows::Resident(x) = &rows {

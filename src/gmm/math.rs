@@ -101,8 +101,21 @@ pub fn precision_cholesky(
     precision_cholesky_quoting(covariances, covariance_type, k, d, None)
 }
 
+/// The factors of a model's covariances (given parameters, a model file, sampling): a
+/// covariance that is not positive definite is an error named `covariances`, without the
+/// fit's advice to raise `reg_covar`, which a model cannot take.
+pub(crate) fn model_precision_cholesky(
+    covariances: &[f64],
+    covariance_type: CovarianceType,
+    k: usize,
+    d: usize,
+) -> Result<Vec<f64>> {
+    precision_cholesky_quoting(covariances, covariance_type, k, d, Some(f64::NAN))
+}
+
 /// [`precision_cholesky`], quoting the `reg_covar` in use (when given) in the error, so a
-/// failing fit says how far it has already regularised.
+/// failing fit says how far it has already regularised (NaN: a model's covariances, see
+/// [`model_precision_cholesky`]).
 pub(crate) fn precision_cholesky_quoting(
     covariances: &[f64],
     covariance_type: CovarianceType,
@@ -131,12 +144,18 @@ pub(crate) fn precision_cholesky_quoting(
             format!("non-finite value {} at index {i}", covariances[i]),
         ));
     }
-    let not_pd = |which: String| {
-        let now = reg_covar.map_or_else(String::new, |r| format!(" (now {r:e})"));
-        Error::invalid(
-            "reg_covar",
-            format!("{which} is not positive definite; increase reg_covar{now}"),
-        )
+    let not_pd = |which: String| match reg_covar {
+        // A model's own covariances (not a fit's): there is no regularisation to raise.
+        Some(r) if r.is_nan() => {
+            Error::invalid("covariances", format!("{which} is not positive definite"))
+        }
+        _ => {
+            let now = reg_covar.map_or_else(String::new, |r| format!(" (now {r:e})"));
+            Error::invalid(
+                "reg_covar",
+                format!("{which} is not positive definite; increase reg_covar{now}"),
+            )
+        }
     };
     let component = |c: usize| match covariance_type {
         CovarianceType::Tied => "tied covariance (shared by all components)".to_string(),
@@ -321,8 +340,8 @@ pub fn sample(
             "weights must be finite, non-negative and have a positive sum",
         ));
     }
-    // Checks positive definiteness (and finiteness) with the same error as the fit.
-    precision_cholesky(covariances, t, k, d)?;
+    // Checks positive definiteness (and finiteness) as for any model's covariances.
+    model_precision_cholesky(covariances, t, k, d)?;
 
     // The per-component sampling factor: lower Cholesky factor (Full, Tied) or standard
     // deviations (Diag: D values, Spherical: 1).

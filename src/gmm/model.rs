@@ -133,7 +133,8 @@ impl GaussianMixtureModel {
                 "weights must be finite, non-negative and sum to 1",
             ));
         }
-        let precisions_cholesky = math::precision_cholesky(&covariances, covariance_type, k, d)?;
+        let precisions_cholesky =
+            math::model_precision_cholesky(&covariances, covariance_type, k, d)?;
         Ok(Self {
             params: GaussianMixture::new(k).covariance(covariance_type),
             n_features: d,
@@ -147,6 +148,25 @@ impl GaussianMixtureModel {
             lower_bound_history: Vec::new(),
             labels: Vec::new(),
         })
+    }
+
+    /// This model in units `factor` times the fit's (a power of two, so exact): means ×
+    /// factor, covariances × factor², precision factors / factor, and log-likelihoods
+    /// − D·ln factor (module docs of `gmm::fit`, `GaussianMixture::at_scale`).
+    pub(super) fn rescaled(mut self, factor: f64) -> Self {
+        let shift = self.n_features as f64 * factor.ln();
+        self.means.iter_mut().for_each(|m| *m *= factor);
+        self.covariances
+            .iter_mut()
+            .for_each(|c| *c *= factor * factor);
+        self.precisions_cholesky
+            .iter_mut()
+            .for_each(|u| *u /= factor);
+        self.lower_bound -= shift;
+        self.lower_bound_history
+            .iter_mut()
+            .for_each(|lb| *lb -= shift);
+        self
     }
 
     /// Number of components K.
@@ -328,7 +348,7 @@ impl GaussianMixtureModel {
         }
         // The factors are recomputed from the covariances (which also proves them positive
         // definite) and must match the stored ones, which are what predictions use.
-        let expected = math::precision_cholesky(&self.covariances, covariance_type, k, d)
+        let expected = math::model_precision_cholesky(&self.covariances, covariance_type, k, d)
             .map_err(|e| bad(e.to_string()))?;
         let block = math::block_len(covariance_type, d);
         let pairs = self

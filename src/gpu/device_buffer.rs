@@ -73,6 +73,15 @@ impl<T: Pod> DeviceBuffer<T> {
         self.write_at(gpu, 0, values);
     }
 
+    /// Reads the first value back (a counter, a flag).
+    pub(crate) fn to_host_first(&self, gpu: &Gpu) -> crate::error::Result<T> {
+        gpu.scoped("reading a value back", || {
+            let mut batch = Batch::new(gpu, "DeviceBuffer::to_host_first");
+            let h = batch.read_values(self, 0, 1);
+            Ok(batch.finish()?.bytes_as::<T>(h)[0])
+        })
+    }
+
     /// The whole buffer as a binding.
     pub(crate) fn bind(&self) -> Bind<'_> {
         Bind::Whole(&self.buffer)

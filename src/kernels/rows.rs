@@ -1,4 +1,7 @@
-//! Row gathering, non-finite detection and normalisation on the device (`shaders/rows.wgsl`).
+//! Row gathering, non-finite detection, normalisation and scaling by powers of two on the
+//! device (`shaders/rows.wgsl`).
+
+use std::borrow::Cow;
 
 use bytemuck::{Pod, Zeroable};
 
@@ -9,7 +12,7 @@ use crate::gpu::buffer::{Chunk, GpuMatrix};
 use crate::gpu::device_buffer::DeviceBuffer;
 use crate::gpu::profile::Work;
 use crate::gpu::shaders::{check_params, rows as wgsl};
-use crate::gpu::Gpu;
+use crate::gpu::{Gpu, GpuInput, GpuVector};
 
 /// Twin of `RowsParams` in shaders/rows.wgsl.
 #[repr(C)]
@@ -21,7 +24,7 @@ pub(crate) struct RowsParams {
     n_indices: u32,
     grid_x: u32,
     row_base: u32,
-    _pad1: u32,
+    scale: f32,
     _pad2: u32,
 }
 
@@ -212,4 +215,146 @@ pub(crate) fn normalize_rows(gpu: &Gpu, m: &GpuMatrix) -> Result<GpuMatrix> {
         ));
     }
     Ok(out)
+}
+
+/// The largest |value| of `m`, found on the device (data already checked finite).
+pub(crate) fn max_abs(gpu: &Gpu, m: &GpuMatrix) -> Result<f32> {
+    let d = m.n_features();
+    let bits = gpu.run_batch("finding the data's largest value", |batch| {
+        let bits = DeviceBuffer::<u32>::zeroed(gpu, "largest |value|", 1);
+        for chunk in m.chunks() {
+            let grid = element_grid(gpu, (chunk.n_rows * d) as u64)?;
+            let params = RowsParams {
+                n_rows: chunk.n_rows as u32,
+                x_offset: chunk.x_offset,
+                d: d as u32,
+                grid_x: grid.x,
+                ..Zeroable::zeroed()
+            };
+            batch.dispatch(
+                wgsl::MAX_ABS,
+                &[],
+                &params,
+                &[("x", chunk.bind()), ("max_abs_bits", bits.bind())],
+                grid,
+                Work::f32s((chunk.n_rows * d) as f64, (chunk.n_rows * d) as f64),
+            )?;
+        }
+        Ok(bits)
+    })?;
+    Ok(f32::from_bits(bits.to_host_first(gpu)?))
+}
+
+/// `m` times `scale` (a power of two, so exact), as a new matrix chunked like `m`.
+pub(crate) fn scale_rows(gpu: &Gpu, m: &GpuMatrix, scale: f32) -> Result<GpuMatrix> {
+    gpu.scoped("scaling the data", || {
+        let mut batch = Batch::new(gpu, "scaling the data");
+        let out = scale_rows_in(gpu, &mut batch, m, scale)?;
+        batch.finish()?;
+        Ok(out)
+    })
+}
+
+/// [`scale_rows`] recorded into `batch`: how an output computed on scaled data returns to
+/// the caller's units within the caller's own command encoder.
+pub(crate) fn scale_rows_in(
+    gpu: &Gpu,
+    batch: &mut Batch<'_>,
+    m: &GpuMatrix,
+    scale: f32,
+) -> Result<GpuMatrix> {
+    let d = m.n_features();
+    m.map_rows_in(
+        gpu,
+        batch,
+        d,
+        "scaling the data",
+        |batch, chunk, first, rows, out| {
+            let grid = element_grid(gpu, (rows * d) as u64)?;
+            let params = RowsParams {
+                n_rows: rows as u32,
+                x_offset: chunk.x_offset + (first * d) as u32,
+                d: d as u32,
+                grid_x: grid.x,
+                scale,
+                ..Zeroable::zeroed()
+            };
+            batch.dispatch(
+                wgsl::SCALE_ROWS,
+                &[],
+                &params,
+                &[("x", chunk.bind()), ("scaled", out.bind())],
+                grid,
+                Work::f32s((rows * d) as f64, (2 * rows * d) as f64),
+            )
+        },
+    )
+}
+
+/// `v` times `scale` (a power of two), recorded into `batch`, as a new vector chunked alike:
+/// per-row outputs computed on scaled data (squared distances) back in the caller's units.
+pub(crate) fn scale_vector_in(
+    gpu: &Gpu,
+    batch: &mut Batch<'_>,
+    v: &GpuVector<f32>,
+    scale: f32,
+) -> Result<GpuVector<f32>> {
+    let mut chunks = Vec::with_capacity(v.chunks.len());
+    for chunk in &v.chunks {
+        let n = chunk.len();
+        let out = DeviceBuffer::<f32>::zeroed(gpu, "scaled values", n);
+        let grid = element_grid(gpu, n as u64)?;
+        let params = RowsParams {
+            n_rows: n as u32,
+            d: 1,
+            grid_x: grid.x,
+            scale,
+            ..Zeroable::zeroed()
+        };
+        batch.dispatch(
+            wgsl::SCALE_ROWS,
+            &[],
+            &params,
+            &[("x", chunk.bind()), ("scaled", out.bind())],
+            grid,
+            Work::f32s(n as f64, 2.0 * n as f64),
+        )?;
+        chunks.push(out);
+    }
+    Ok(GpuVector { chunks })
+}
+
+/// The rows of `x` in f32's comfortable range and the factor they were multiplied by: `x`
+/// itself and 1 when its largest |value| lies in [`crate::data::F32_RANGE`], else a copy
+/// times the power of two [`crate::data::range_scale`] picks (the largest value then in
+/// [1, 2)). Every fit and evaluation runs on these rows and reports in the caller's units,
+/// so data scaled by 1e-30 or 1e20 give the answers of unscaled data.
+pub(crate) fn in_f32_range<'x>(gpu: &Gpu, x: &'x GpuMatrix) -> Result<(Cow<'x, GpuMatrix>, f32)> {
+    let scale = crate::data::range_scale(max_abs(gpu, x)?);
+    if scale == 1.0 {
+        return Ok((Cow::Borrowed(x), 1.0));
+    }
+    Ok((Cow::Owned(scale_rows(gpu, x, scale)?), scale))
+}
+
+/// `x` on the device, multiplied by the power of two that brings the larger of its largest
+/// |value| and `other_max` (a model's largest parameter, which meets the rows in the same
+/// squares) into f32's comfortable range, and that factor. A host matrix is measured on the
+/// host (no extra device pass); device data by one [`max_abs`] pass.
+pub(crate) fn input_in_f32_range<'x>(
+    gpu: &Gpu,
+    x: &'x impl GpuInput,
+    other_max: f32,
+) -> Result<(Cow<'x, GpuMatrix>, f32)> {
+    let host_max = x.as_source().and_then(|s| s.max_abs());
+    let xg = x.on_gpu(gpu)?;
+    let data_max = match host_max {
+        Some(m) => m,
+        None => max_abs(gpu, &xg)?,
+    };
+    let scale = crate::data::range_scale(data_max.max(other_max));
+    if scale == 1.0 {
+        return Ok((xg, 1.0));
+    }
+    Ok((Cow::Owned(scale_rows(gpu, &xg, scale)?), scale))
 }

@@ -16,13 +16,14 @@ use super::model::Elapsed;
 use super::partitions::Partitioned;
 use super::stream::{device_rows, Streamed};
 use super::workspace::Workspace;
-use super::{seeding, KMeans, KMeansModel, KMeansStats, MiniBatchKMeans};
+use super::{seeding, KMeans, KMeansInit, KMeansModel, KMeansStats, MiniBatchKMeans};
 use crate::data::check_sample_weights;
 use crate::error::Result;
 use crate::gpu::stream::DeviceRows;
 use crate::gpu::{Gpu, GpuInput, GpuMatrix};
-use crate::kernels::rows::normalize_rows;
-use crate::source::{check_shape, RowSource};
+use crate::kernels::rows::{in_f32_range, normalize_rows};
+use crate::progress::OnIteration;
+use crate::source::{check_shape, RowSource, Scaled};
 
 impl KMeans {
     /// Fits on host or device data: `n_init` restarts, keeping the lowest inertia.
@@ -56,7 +57,7 @@ impl KMeans {
     }
 
     /// Fits on a [`RowSource`]: a host [`Matrix`](crate::Matrix),
-    /// [`RowChunks`](crate::source::RowChunks) or a memory-mapped `.npy` file
+    /// [`RowChunks`](crate::source::RowChunks) or a `.npy` file read piece by piece
     /// (`io::NpyRows`), which need fit neither on the device nor in host memory.
     ///
     /// When the rows fit the device-memory budget ([`Gpu::set_memory_budget`]) they are
@@ -228,8 +229,38 @@ impl KMeans {
         self.validate(n, d)?;
         match x.as_source() {
             Some(source) => self.fit_rows(gpu, source, weights, rng),
-            None => self.fit_resident(gpu, &*x.on_gpu(gpu)?, weights, rng),
+            None if self.metric.is_spherical() => {
+                self.fit_resident(gpu, &*x.on_gpu(gpu)?, weights, rng)
+            }
+            None => {
+                let x = x.on_gpu(gpu)?;
+                let (x, scale) = in_f32_range(gpu, &x)?;
+                self.at_scale(scale, |p| p.fit_resident(gpu, &x, weights, rng))
+            }
         }
+    }
+
+    /// `fit` run on data multiplied by `scale` (a power of two, from [`in_f32_range`] or
+    /// [`Scaled`]), with given centroids multiplied alike, and its model brought back to the
+    /// caller's units: centroids / scale, inertia / scale². The labels, iterations and
+    /// convergence do not change (`tol` is relative to the data's variance), so data
+    /// scaled by 1e-30 or 1e20 give the model of unscaled data.
+    fn at_scale(
+        &self,
+        scale: f32,
+        fit: impl FnOnce(&KMeans) -> Result<KMeansModel>,
+    ) -> Result<KMeansModel> {
+        if scale == 1.0 {
+            return fit(self);
+        }
+        let mut scaled = self.clone();
+        at_scale_of(&mut scaled.init, &mut scaled.on_iteration, scale);
+        let mut model = fit(&scaled)?.rescaled(1.0 / scale);
+        model.params = KMeans {
+            on_iteration: None,
+            ..self.clone()
+        };
+        Ok(model)
     }
 
     /// The fit of host rows: resident when they fit the budget, else streamed (decided
@@ -243,6 +274,24 @@ impl KMeans {
     ) -> Result<KMeansModel> {
         let (n, d) = check_shape(source)?;
         self.validate(n, d)?;
+        if self.metric.is_spherical() {
+            return self.fit_rows_in_range(gpu, source, weights, rng);
+        }
+        let scaled = Scaled::of(source)?;
+        self.at_scale(scaled.scale(), |p| {
+            p.fit_rows_in_range(gpu, &scaled, weights, rng)
+        })
+    }
+
+    /// [`KMeans::fit_rows`] of rows in f32's comfortable range (or on the unit sphere).
+    fn fit_rows_in_range(
+        &self,
+        gpu: &Gpu,
+        source: &(impl RowSource + ?Sized),
+        weights: Option<&[f32]>,
+        rng: &mut ChaCha8Rng,
+    ) -> Result<KMeansModel> {
+        let (_, d) = check_shape(source)?;
         let rows = device_rows(gpu, source, self.k, weights.is_some())?;
         if let DeviceRows::Resident(x) = &rows {
             return self.fit_resident(gpu, x, weights, rng);
@@ -333,12 +382,12 @@ impl KMeans {
 
 impl MiniBatchKMeans {
     /// Fits on a [`RowSource`] (rows are drawn at random: a host [`Matrix`](crate::Matrix)
-    /// or a mapped `io::NpyRows` serve them directly; a source without random access reads
+    /// or an `io::NpyRows` file serve them directly; a source without random access reads
     /// one pass per batch).
     ///
     /// Errors: invalid parameters, the source's and the GPU's errors.
     pub fn fit(&self, gpu: &Gpu, source: &(impl RowSource + ?Sized)) -> Result<KMeansModel> {
-        super::minibatch::fit(self, gpu, source, None)
+        self.fit_in_range(gpu, source, None)
     }
 
     /// [`MiniBatchKMeans::fit`] with a weight per row (scikit-learn's `sample_weight`):
@@ -355,7 +404,30 @@ impl MiniBatchKMeans {
     ) -> Result<KMeansModel> {
         let (n, _) = check_shape(source)?;
         check_sample_weights(sample_weight, n)?;
-        super::minibatch::fit(self, gpu, source, Some(sample_weight))
+        self.fit_in_range(gpu, source, Some(sample_weight))
+    }
+
+    /// The mini-batch fit of `source` multiplied by the power of two that brings it into
+    /// f32's comfortable range ([`Scaled`]), its model back in the data's units (as
+    /// [`KMeans::at_scale`] does for Lloyd's).
+    fn fit_in_range(
+        &self,
+        gpu: &Gpu,
+        source: &(impl RowSource + ?Sized),
+        weights: Option<&[f32]>,
+    ) -> Result<KMeansModel> {
+        check_shape(source)?;
+        let scaled = Scaled::of(source)?;
+        let scale = scaled.scale();
+        if scale == 1.0 {
+            return super::minibatch::fit(self, gpu, source, weights);
+        }
+        let mut params = self.clone();
+        at_scale_of(&mut params.init, &mut params.on_iteration, scale);
+        let mut model =
+            super::minibatch::fit(&params, gpu, &scaled, weights)?.rescaled(1.0 / scale);
+        model.params.init = self.init.clone();
+        Ok(model)
     }
 
     /// A mini-batch fit fed batch by batch ([`MiniBatchKMeansFit::partial_fit`]), as
@@ -363,4 +435,16 @@ impl MiniBatchKMeans {
     pub fn partial(&self) -> MiniBatchKMeansFit {
         MiniBatchKMeansFit::new(self.clone())
     }
+}
+
+/// The start and the progress callback of a fit run on data multiplied by `scale`: given
+/// centroids multiplied alike, and the callback seeing inertias in the data's units.
+fn at_scale_of(init: &mut KMeansInit, on_iteration: &mut Option<OnIteration>, scale: f32) {
+    if let KMeansInit::Centroids(c) = init {
+        c.iter_mut().for_each(|v| *v *= scale as f64);
+    }
+    let to_caller = 1.0 / (scale as f64 * scale as f64);
+    *on_iteration = on_iteration
+        .as_ref()
+        .map(|f| f.in_caller_units(to_caller, 0.0));
 }

@@ -5,6 +5,7 @@ use crate::error::{Error, Result};
 use crate::gpu::device_buffer::DeviceBuffer;
 use crate::gpu::{CommandEncoder, Gpu, GpuInput, GpuMatrix, GpuVector};
 use crate::kernels::assign::{self, Assignment, DistanceTable};
+use crate::kernels::rows::{input_in_f32_range, scale_rows_in, scale_vector_in};
 
 use super::{KMeans, KMeansInit};
 
@@ -217,19 +218,37 @@ impl KMeansModel {
         Ok(())
     }
 
-    /// `x` on the device as the centroids see it: unit rows for the cosine metric.
+    /// This model in units `factor` times the fit's (a power of two, so exact): centroids ×
+    /// factor, inertia × factor². The parameters are those of the fit.
+    pub(super) fn rescaled(mut self, factor: f32) -> Self {
+        let f2 = factor as f64 * factor as f64;
+        self.centroids.iter_mut().for_each(|c| *c *= factor);
+        self.inertia *= f2;
+        self.inertia_history.iter_mut().for_each(|v| *v *= f2);
+        self
+    }
+
+    /// `x` on the device as the centroids see it (unit rows for the cosine metric), and the
+    /// power of two that rows and centroids are multiplied by so that their squared
+    /// distances neither overflow nor underflow f32 (1 for data in range).
     fn rows_on_gpu<'x>(
         &self,
         gpu: &Gpu,
         x: &'x impl GpuInput,
-    ) -> Result<std::borrow::Cow<'x, GpuMatrix>> {
-        let xg = x.on_gpu(gpu)?;
+    ) -> Result<(std::borrow::Cow<'x, GpuMatrix>, f32)> {
         if self.params.metric.is_spherical() {
-            return Ok(std::borrow::Cow::Owned(
-                crate::kernels::rows::normalize_rows(gpu, &xg)?,
-            ));
+            let xg = x.on_gpu(gpu)?;
+            let unit = crate::kernels::rows::normalize_rows(gpu, &xg)?;
+            return Ok((std::borrow::Cow::Owned(unit), 1.0));
         }
-        Ok(xg)
+        let largest = self.centroids.iter().fold(0.0f32, |m, c| m.max(c.abs()));
+        input_in_f32_range(gpu, x, largest)
+    }
+
+    /// The centroids times `scale`, on the device.
+    fn centroids_on_gpu(&self, gpu: &Gpu, scale: f32) -> DeviceBuffer<f32> {
+        let scaled: Vec<f32> = self.centroids.iter().map(|c| c * scale).collect();
+        DeviceBuffer::from_slice(gpu, "centroids", &scaled)
     }
 
     fn check_features(&self, x: &impl GpuInput) -> Result<()> {
@@ -245,42 +264,50 @@ impl KMeansModel {
 
     /// Nearest centroid and squared distance of every row, left on the device (chunked like
     /// the rows). With the cosine metric the rows are normalised first and the distance is
-    /// ‖x̂ − ĉ‖² = 2(1 − cos); a row of zeros is an error.
+    /// ‖x̂ − ĉ‖² = 2(1 − cos); a row of zeros is an error. Data of extreme magnitude are
+    /// assigned at a power-of-two scale (exact) and the distances reported in their units;
+    /// squared distances beyond f32's largest value (data beyond about 10¹⁹) are then +∞,
+    /// while [`KMeansModel::score`] and [`KMeansModel::transform`] stay finite.
     pub fn predict_gpu(
         &self,
         gpu: &Gpu,
         x: &impl GpuInput,
     ) -> Result<(GpuVector<u32>, GpuVector<f32>)> {
-        self.assign(gpu, x, None)
+        self.assign(gpu, x, None, true)
+            .map(|(labels, dists, _)| (labels, dists))
     }
 
     /// [`KMeansModel::predict_gpu`] recorded into the caller's `encoder` without submitting,
     /// for a pipeline that binds the labels in its own passes before it submits. (The cosine
-    /// metric's normalisation of `x`, and the autotuner's first timing of a new shape, still
-    /// run on their own.) On an error the encoder may hold part of the work and should be
-    /// dropped.
+    /// metric's normalisation of `x`, the measure of device data's magnitude, and the
+    /// autotuner's first timing of a new shape, still run on their own.) On an error the
+    /// encoder may hold part of the work and should be dropped.
     pub fn predict_into(
         &self,
         gpu: &Gpu,
         encoder: &mut CommandEncoder,
         x: &impl GpuInput,
     ) -> Result<(GpuVector<u32>, GpuVector<f32>)> {
-        self.assign(gpu, x, Some(encoder))
+        self.assign(gpu, x, Some(encoder), true)
+            .map(|(labels, dists, _)| (labels, dists))
     }
 
-    /// The assignment of every row, run or recorded into `encoder`.
+    /// The assignment of every row, run or recorded into `encoder`, and the scale its
+    /// distances were computed at: 1 when `in_caller_units` brought them back (or the data
+    /// needed none).
     fn assign(
         &self,
         gpu: &Gpu,
         x: &impl GpuInput,
         encoder: Option<&mut CommandEncoder>,
-    ) -> Result<(GpuVector<u32>, GpuVector<f32>)> {
+        in_caller_units: bool,
+    ) -> Result<(GpuVector<u32>, GpuVector<f32>, f32)> {
         self.check_features(x)?;
-        let xg = self.rows_on_gpu(gpu, x)?;
+        let (xg, scale) = self.rows_on_gpu(gpu, x)?;
         gpu.run_or_record(encoder, "K-Means predict", |batch| {
             let labels = GpuVector::zeroed(gpu, &xg, "labels");
             let dists = GpuVector::zeroed(gpu, &xg, "squared distances");
-            let centroids = DeviceBuffer::from_slice(gpu, "centroids", &self.centroids);
+            let centroids = self.centroids_on_gpu(gpu, scale);
             let changed = DeviceBuffer::zeroed(gpu, "changed labels", 1);
             for (i, chunk) in xg.chunks().iter().enumerate() {
                 let to = Assignment {
@@ -292,21 +319,32 @@ impl KMeansModel {
                 };
                 assign::assign_nearest_centroid(gpu, batch, chunk, self.n_features, &to)?;
             }
-            Ok((labels, dists))
+            if scale == 1.0 || !in_caller_units {
+                return Ok((labels, dists, scale));
+            }
+            // 1/scale² may lie outside f32 (2^-132 for data near 1e20): two steps of 1/scale.
+            let once = scale_vector_in(gpu, batch, &dists, 1.0 / scale)?;
+            Ok((
+                labels,
+                scale_vector_in(gpu, batch, &once, 1.0 / scale)?,
+                1.0,
+            ))
         })
     }
 
     /// Nearest centroid of every row.
     pub fn predict(&self, gpu: &Gpu, x: &impl GpuInput) -> Result<Vec<u32>> {
-        self.predict_gpu(gpu, x)?.0.to_host(gpu)
+        self.assign(gpu, x, None, false)?.0.to_host(gpu)
     }
 
     /// The K-Means objective of `x` under this model, negated (higher is better, as
     /// scikit-learn's `score`): −Σ‖x − c‖², or −Σ(1 − cos(x, c)) for the cosine metric.
+    /// Summed in f64 and reported in the data's units whatever their magnitude.
     pub fn score(&self, gpu: &Gpu, x: &impl GpuInput) -> Result<f64> {
-        let d = self.predict_gpu(gpu, x)?.1.to_host(gpu)?;
-        let scale = self.params.metric.objective_scale();
-        Ok(-scale * d.iter().map(|&v| v as f64).sum::<f64>())
+        let (_, dists, scale) = self.assign(gpu, x, None, false)?;
+        let d = dists.to_host(gpu)?;
+        let to_caller = self.params.metric.objective_scale() / (scale as f64 * scale as f64);
+        Ok(-to_caller * d.iter().map(|&v| v as f64).sum::<f64>())
     }
 
     /// Euclidean distances from every row to every centroid (N x K), left on the device.
@@ -330,7 +368,8 @@ impl KMeansModel {
         self.distances(gpu, x, Some(encoder))
     }
 
-    /// The distance table, run or recorded into `encoder`.
+    /// The distance table, run or recorded into `encoder`: at the scale of
+    /// [`KMeansModel::rows_on_gpu`], then brought back to the data's units.
     fn distances(
         &self,
         gpu: &Gpu,
@@ -338,12 +377,12 @@ impl KMeansModel {
         encoder: Option<&mut CommandEncoder>,
     ) -> Result<GpuMatrix> {
         self.check_features(x)?;
-        let xg = self.rows_on_gpu(gpu, x)?;
+        let (xg, scale) = self.rows_on_gpu(gpu, x)?;
         let (k, d) = (self.params.k, self.n_features);
         let what = "K-Means transform";
         gpu.run_or_record(encoder, what, |batch| {
-            let centroids = DeviceBuffer::from_slice(gpu, "centroids", &self.centroids);
-            xg.map_rows_in(gpu, batch, k, what, |batch, chunk, first, rows, out| {
+            let centroids = self.centroids_on_gpu(gpu, scale);
+            let table = xg.map_rows_in(gpu, batch, k, what, |batch, chunk, first, rows, out| {
                 let table = DistanceTable {
                     centroids: &centroids,
                     k,
@@ -351,14 +390,31 @@ impl KMeansModel {
                     sqrt: true,
                 };
                 assign::pairwise_distances(gpu, batch, chunk, first, rows, d, &table)
-            })
+            })?;
+            if scale == 1.0 {
+                return Ok(table);
+            }
+            scale_rows_in(gpu, batch, &table, 1.0 / scale)
         })
     }
 
     /// Euclidean distances from every row to every centroid, row-major N x K (chord
     /// distances for the cosine metric, see [`KMeansModel::transform_gpu`]).
+    ///
+    /// Errors: those of [`KMeansModel::transform_gpu`], and [`Error::OutOfRange`] for a
+    /// distance beyond f32's largest value (rows and centroids near ±f32::MAX).
     pub fn transform(&self, gpu: &Gpu, x: &impl GpuInput) -> Result<Vec<f32>> {
-        self.transform_gpu(gpu, x)?.to_host(gpu)
+        let t = self.transform_gpu(gpu, x)?.to_host(gpu)?;
+        if let Some(i) = t.iter().position(|v| !v.is_finite()) {
+            return Err(Error::OutOfRange {
+                what: format!(
+                    "the distance from row {} to centroid {}",
+                    i / self.params.k,
+                    i % self.params.k
+                ),
+            });
+        }
+        Ok(t)
     }
 }
 

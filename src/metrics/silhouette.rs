@@ -2,6 +2,7 @@
 //! from every query row to pieces of each cluster, a(i), b(i) and s(i) on the host (parent
 //! module docs).
 
+use crate::kernels::rows::in_f32_range;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
@@ -123,6 +124,9 @@ fn silhouette_with(
     let sorted_rows: Vec<usize> = order.iter().map(|&i| rows[i]).collect();
 
     let sorted = sorted_on_gpu(&sorted_rows)?;
+    // s(i) is a ratio of distances: data of extreme magnitude are measured at a power-of-two
+    // scale where their squared distances neither overflow nor underflow f32.
+    let (sorted, _) = in_f32_range(gpu, &sorted)?;
     let sums = cluster_sums(gpu, &sorted, &sizes)?;
 
     // s for each sorted position, then back to the order of `rows`.

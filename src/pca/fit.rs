@@ -16,9 +16,10 @@ use crate::error::{Error, Result};
 use crate::gpu::device_buffer::DeviceBuffer;
 use crate::gpu::stream::DeviceRows;
 use crate::gpu::{Gpu, GpuInput, GpuMatrix};
+use crate::kernels::rows::in_f32_range;
 use crate::linalg;
 use crate::progress::Algorithm;
-use crate::source::{check_shape, RowSource};
+use crate::source::{check_shape, RowSource, Scaled};
 
 /// The covariance S = (X − μ)ᵀ(X − μ)/(N − ddof) of host or device data, computed on the
 /// device (two passes: means, then centred cross products) and returned as D x D row-major
@@ -36,8 +37,11 @@ pub fn covariance(gpu: &Gpu, x: &impl GpuInput, ddof: usize) -> Result<Vec<f64>>
         });
     }
     let x = x.on_gpu(gpu)?;
+    let (x, scale) = in_f32_range(gpu, &x)?;
     let moments = column_moments(gpu, &x)?;
-    covariance_matrix(gpu, &x, &moments.mean, &vec![1.0; d], ddof)
+    let s = covariance_matrix(gpu, &x, &moments.mean, &vec![1.0; d], ddof)?;
+    let to_caller = 1.0 / (scale as f64 * scale as f64);
+    Ok(s.into_iter().map(|v| v * to_caller).collect())
 }
 
 impl Pca {
@@ -84,15 +88,21 @@ impl Pca {
         let solver = self.resolve_solver(gpu, n, d)?;
         match x.as_source() {
             Some(source) => self.fit_rows(gpu, source, solver),
-            None => self.fit_resident(gpu, &*x.on_gpu(gpu)?, solver),
+            None => {
+                let x = x.on_gpu(gpu)?;
+                let (x, scale) = in_f32_range(gpu, &x)?;
+                Ok(self
+                    .fit_resident(gpu, &x, solver)?
+                    .rescaled(1.0 / scale as f64))
+            }
         }
     }
 
     /// Fits on a [`RowSource`] (a host matrix, [`RowChunks`](crate::source::RowChunks), a
-    /// memory-mapped `.npy` file). Rows that fit the device-memory budget are uploaded once
-    /// and fitted as by [`Pca::fit`]; otherwise one pass gathers the merged moments (module
-    /// docs of `stats`) and the full and power solvers work from S, while the matrix-free
-    /// solver streams a pass per product S·V.
+    /// `.npy` file read piece by piece, `io::NpyRows`). Rows that fit the device-memory
+    /// budget are uploaded once and fitted as by [`Pca::fit`]; otherwise one pass gathers the
+    /// merged moments (module docs of `stats`) and the full and power solvers work from S,
+    /// while the matrix-free solver streams a pass per product S·V.
     ///
     /// Errors: those of [`Pca::fit`] and of the source.
     pub fn fit_source(&self, gpu: &Gpu, source: &(impl RowSource + ?Sized)) -> Result<PcaModel> {
@@ -124,18 +134,48 @@ impl Pca {
                 "the matrix-free solver needs the rows: use Full or Power with moments",
             ));
         }
-        self.fit_from(
+        // The power solver's S·V products run in f32: moments of data far from 1 are
+        // solved at a power-of-two scale, as the rows would be.
+        let spread = moments.diagonal().iter().fold(0.0f64, |m, &c| m.max(c));
+        let largest = moments
+            .mean
+            .iter()
+            .fold((spread / n as f64).sqrt(), |m, v| m.max(v.abs()));
+        let scale = crate::data::range_scale(largest as f32) as f64;
+        let scaled;
+        let moments = if scale == 1.0 {
+            moments
+        } else {
+            scaled = moments.clone().rescaled(scale);
+            &scaled
+        };
+        let model = self.fit_from(
             gpu,
             (n, d, solver),
             &moments.column(),
             &mut |center, scale| Ok(moments.covariance(center, scale, self.ddof)),
             &mut |_, _, _, _| Err(Error::invalid("solver", "matrix-free needs the rows")),
-        )
+        )?;
+        Ok(model.rescaled(1.0 / scale))
     }
 
     /// The fit of host rows: resident when they fit the budget, else streamed (decided
     /// once, by [`DeviceRows::new`]).
     fn fit_rows(
+        &self,
+        gpu: &Gpu,
+        source: &(impl RowSource + ?Sized),
+        solver: PcaSolver,
+    ) -> Result<PcaModel> {
+        let scaled = Scaled::of(source)?;
+        let to_caller = 1.0 / scaled.scale() as f64;
+        Ok(self
+            .fit_rows_in_range(gpu, &scaled, solver)?
+            .rescaled(to_caller))
+    }
+
+    /// [`Pca::fit_rows`] of rows in f32's comfortable range.
+    fn fit_rows_in_range(
         &self,
         gpu: &Gpu,
         source: &(impl RowSource + ?Sized),
@@ -357,8 +397,10 @@ impl PcaMoments {
                 limit: gpu.binding_byte_limit(),
             });
         }
-        let rows = DeviceRows::new(gpu, source, 0, fixed_bytes(n, d))?;
-        pass_moments(gpu, &rows, full)
+        let scaled = Scaled::of(source)?;
+        let rows = DeviceRows::new(gpu, &scaled, 0, fixed_bytes(n, d))?;
+        let moments = pass_moments(gpu, &rows, full)?;
+        Ok(moments.rescaled(1.0 / scaled.scale() as f64))
     }
 }
 

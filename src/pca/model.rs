@@ -234,6 +234,26 @@ impl PcaModel {
         Ok(())
     }
 
+    /// This model in units `factor` times the fit's (a power of two, so exact): mean ×
+    /// factor, and the variances × factor² (singular values × factor), or with
+    /// `standardize` the σ × factor (the variances of standardised data have no units).
+    pub(super) fn rescaled(mut self, factor: f64) -> Self {
+        if factor == 1.0 {
+            return self;
+        }
+        self.mean.iter_mut().for_each(|m| *m *= factor);
+        if self.params.standardize {
+            self.scale.iter_mut().for_each(|s| *s *= factor);
+            return self;
+        }
+        let f2 = factor * factor;
+        self.explained_variance.iter_mut().for_each(|v| *v *= f2);
+        self.singular_values.iter_mut().for_each(|v| *v *= factor);
+        self.noise_variance *= f2;
+        self.total_variance *= f2;
+        self
+    }
+
     /// √λᵢ when whitening (else 1): what `inverse_transform` multiplies component i by.
     fn whiten_factor(&self, i: usize) -> f64 {
         if self.params.whiten {
@@ -243,14 +263,17 @@ impl PcaModel {
         }
     }
 
-    /// What `transform` divides component i by: √λᵢ clipped below at the f32 epsilon
-    /// (scikit-learn's rule), so a component of zero variance gives finite projections.
+    /// What `transform` divides component i by: √λᵢ clipped below at the f32 epsilon times
+    /// the largest √λ (scikit-learn clips at ε₃₂ itself, which is the same for data of unit
+    /// scale; relative to the largest it does not depend on the data's units), so a
+    /// component of zero variance gives finite projections.
     fn whiten_divisor(&self, i: usize) -> f64 {
-        if self.params.whiten {
-            self.whiten_factor(i).max(f32::EPSILON as f64)
-        } else {
-            1.0
+        if !self.params.whiten {
+            return 1.0;
         }
+        let largest = self.explained_variance.first().map_or(0.0, |v| v.sqrt());
+        let floor = if largest > 0.0 { largest } else { 1.0 } * f32::EPSILON as f64;
+        self.whiten_factor(i).max(floor)
     }
 
     /// `transform` (`forward`) or `inverse_transform` of the rows of `x`: checked, then

@@ -107,6 +107,14 @@ impl PcaMoments {
         Ok(())
     }
 
+    /// These moments in units `factor` times the rows': μ × factor, M × factor² (a power
+    /// of two keeps them exact).
+    pub(super) fn rescaled(mut self, factor: f64) -> Self {
+        self.mean.iter_mut().for_each(|m| *m *= factor);
+        self.comoment.iter_mut().for_each(|c| *c *= factor * factor);
+        self
+    }
+
     /// The diagonal of M.
     pub(super) fn diagonal(&self) -> Vec<f64> {
         let d = self.n_features;

@@ -22,6 +22,7 @@ mod model_files;
 mod outputs;
 mod pca;
 mod predict;
+mod scale;
 mod select_k;
 mod spectral;
 mod stream;

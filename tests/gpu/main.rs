@@ -33,5 +33,7 @@ mod pca_stream;
 mod pinned;
 mod profile;
 mod progress;
+mod scale;
+mod scale_models;
 mod selection_gpu;
 mod spectral_gpu;

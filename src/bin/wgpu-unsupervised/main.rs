@@ -181,6 +181,7 @@ impl From<Error> for Failure {
             | Error::FeatureMismatch { .. }
             | Error::Format { .. }
             | Error::Source { .. }
+            | Error::OutOfRange { .. }
             | Error::InvalidModel { .. }
             | Error::ModelFormat { .. } => EXIT_INVALID,
             _ => EXIT_RUNTIME,
