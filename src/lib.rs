@@ -119,12 +119,16 @@ pub mod spectral;
 
 pub use data::Matrix;
 pub use error::{Error, Result};
-pub use gmm::{CovarianceType, GaussianMixture, GaussianMixtureModel, GmmInit, GmmStats};
+pub use gmm::{
+    CovarianceType, GaussianMixture, GaussianMixtureModel, GmmInit, GmmPartition, GmmStats,
+    RemoteGaussianMixture,
+};
 pub use gpu::{
     AdapterOptions, Ceilings, Gpu, GpuInfo, GpuInput, GpuMatrix, GpuVector, Profile, ProfileClock,
 };
 pub use kmeans::{
-    KMeans, KMeansInit, KMeansModel, KMeansStats, Metric, MiniBatchKMeans, MiniBatchKMeansFit,
+    KMeans, KMeansInit, KMeansModel, KMeansPartition, KMeansStats, Metric, MiniBatchKMeans,
+    MiniBatchKMeansFit, RemoteKMeans,
 };
 #[cfg(feature = "io")]
 pub use model_file::Model;

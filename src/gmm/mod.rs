@@ -83,6 +83,7 @@ mod fit;
 mod init;
 pub mod math;
 mod model;
+mod remote;
 mod stats;
 mod stream;
 mod workspace;
@@ -91,6 +92,9 @@ pub use init::InitOverrides;
 #[cfg(feature = "io")]
 pub(crate) use model::GaussianMixtureModelFields;
 pub use model::{GaussianMixtureModel, GmmEvaluation};
+pub use remote::{
+    GmmPartition, GmmReply, GmmRequest, GmmStart, MixtureParameters, RemoteGaussianMixture,
+};
 pub use stats::GmmStats;
 
 use workspace::Workspace;

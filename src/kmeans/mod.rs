@@ -61,6 +61,7 @@ mod model;
 mod parallel;
 mod partial;
 mod partitions;
+mod remote;
 mod stats;
 mod stream;
 
@@ -73,6 +74,8 @@ pub use model::KMeansModel;
 #[cfg(feature = "io")]
 pub(crate) use model::KMeansModelFields;
 pub use partial::MiniBatchKMeansFit;
+pub(crate) use remote::{remote_plus_plus_seeds, remote_rows};
+pub use remote::{seed_candidates, KMeansPartition, KMeansReply, KMeansRequest, RemoteKMeans};
 pub use stats::KMeansStats;
 pub(crate) use stream::plus_plus_sample_size;
 
