@@ -47,7 +47,9 @@ impl<T> OrPy<T> for wgpu_unsupervised::Result<T> {
 pub fn rows<'a>(x: &'a PyReadonlyArray2<'_, f32>) -> PyResult<(&'a [f32], usize)> {
     let d = x.shape()[1];
     let values = x.as_slice().map_err(|_| {
-        PyValueError::new_err("expected a C-contiguous float32 array (the Python wrapper converts)")
+        PyValueError::new_err(
+            "expected an aligned C-contiguous float32 array (the Python wrapper converts)",
+        )
     })?;
     Ok((values, d))
 }

@@ -133,6 +133,12 @@ impl PcaFit {
         self.model.n_samples()
     }
 
+    /// Power iterations run (0 for the full eigendecomposition).
+    #[getter]
+    fn n_iter(&self) -> usize {
+        self.model.n_iter()
+    }
+
     fn transform<'py>(
         &self,
         py: Python<'py>,

@@ -46,14 +46,15 @@ def seed_of(random_state) -> int:
 
 
 def as_f32(x) -> np.ndarray:
-    """``x`` as float32 in C order: the same memory when it already is (read-only and
-    memory-mapped arrays included), else one copy."""
-    return np.ascontiguousarray(x, dtype=np.float32)
+    """``x`` as aligned float32 in C order: the same memory when it already is (read-only
+    and memory-mapped arrays included), else one copy. (Arrays unpickled from buffers, as
+    Dask hands them to workers, can be misaligned.)"""
+    return np.require(x, dtype=np.float32, requirements=("C_CONTIGUOUS", "ALIGNED"))
 
 
-def check_x(estimator, X, *, reset: bool) -> np.ndarray:
+def check_x(estimator, X, *, reset: bool, **checks) -> np.ndarray:
     """scikit-learn's checks of ``X`` (float32 and float64 kept as they are)."""
-    return validate_data(estimator, X, dtype=FLOAT_DTYPES, reset=reset)
+    return validate_data(estimator, X, dtype=FLOAT_DTYPES, reset=reset, **checks)
 
 
 def check_weights(sample_weight, X) -> np.ndarray | None:

@@ -27,6 +27,7 @@ class _Projection(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimat
         self.noise_variance_ = model.noise_variance
         self.n_components_ = model.n_components
         self.n_samples_ = model.n_samples
+        self.n_iter_ = model.n_iter
         self._n_features_out = model.n_components
 
     def transform(self, X):
@@ -114,7 +115,7 @@ class PCA(_Projection):
 
     def fit(self, X, y=None):
         """Fits the principal axes of the rows of ``X``."""
-        X = check_x(self, X, reset=True)
+        X = check_x(self, X, reset=True, ensure_min_samples=2)
         model = _core.pca_fit(
             device(self.device),
             as_f32(X),
@@ -160,7 +161,7 @@ class IncrementalPCA(_Projection):
 
     def fit(self, X, y=None):
         """Fits from the moments of the rows of ``X`` (forgetting earlier ones)."""
-        X = check_x(self, X, reset=True)
+        X = check_x(self, X, reset=True, ensure_min_samples=2)
         self._moments = None
         return self._add(X)
 

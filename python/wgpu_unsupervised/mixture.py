@@ -135,27 +135,33 @@ class GaussianMixture(DensityMixin, BaseEstimator):
 
     def predict(self, X):
         """The most probable component of every row."""
-        return self._model.predict(device(self.device), self._x(X))
+        x = self._x(X)
+        return self._model.predict(device(self.device), x)
 
     def predict_proba(self, X):
         """p(component | row), n_samples x n_components (rows sum to 1)."""
-        return self._model.predict_proba(device(self.device), self._x(X)).astype(np.float64)
+        x = self._x(X)
+        return self._model.predict_proba(device(self.device), x).astype(np.float64)
 
     def score_samples(self, X):
         """log p(x) of every row."""
-        return self._model.score_samples(device(self.device), self._x(X)).astype(np.float64)
+        x = self._x(X)
+        return self._model.score_samples(device(self.device), x).astype(np.float64)
 
     def score(self, X, y=None):
         """Mean log-likelihood of the rows."""
-        return self._model.score(device(self.device), self._x(X))
+        x = self._x(X)
+        return self._model.score(device(self.device), x)
 
     def bic(self, X):
         """Bayesian information criterion on ``X`` (lower is better)."""
-        return self._model.bic(device(self.device), self._x(X))
+        x = self._x(X)
+        return self._model.bic(device(self.device), x)
 
     def aic(self, X):
         """Akaike information criterion on ``X`` (lower is better)."""
-        return self._model.aic(device(self.device), self._x(X))
+        x = self._x(X)
+        return self._model.aic(device(self.device), x)
 
     def sample(self, n_samples=1):
         """``n_samples`` draws from the mixture (grouped by component) and their
