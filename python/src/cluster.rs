@@ -8,7 +8,9 @@ use wgpu_unsupervised::{
     SpectralClustering,
 };
 
-use crate::convert::{array1, array2, from_json, labels_array, matrix, to_json, values, OrPy};
+use crate::convert::{
+    array1, array2, from_json, labels_array, matrix, to_json, values, Labels, OrPy, Rows,
+};
 use crate::device::Device;
 
 /// The initialisation named `init`, or given centroids (k x d, float64).
@@ -174,7 +176,7 @@ fn kmeans_plusplus<'py>(
     n_clusters: usize,
     sample_weight: Option<PyReadonlyArray1<'py, f32>>,
     seed: u64,
-) -> PyResult<(Bound<'py, PyArray2<f32>>, Bound<'py, PyArray1<i64>>)> {
+) -> PyResult<(Rows<'py, f32>, Labels<'py>)> {
     let x = matrix(&x)?;
     let w = sample_weight.as_ref().map(values).transpose()?;
     let params = KMeans::new(n_clusters).seed(seed);

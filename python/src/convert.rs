@@ -9,6 +9,11 @@ use pyo3::exceptions::{PyOSError, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use wgpu_unsupervised::{Error, Matrix};
 
+/// An n x d NumPy array owned by Python.
+pub type Rows<'py, T> = Bound<'py, PyArray2<T>>;
+/// A NumPy vector of labels (int64).
+pub type Labels<'py> = Bound<'py, PyArray1<i64>>;
+
 /// The library's error as a Python exception: `ValueError` for bad input (data, parameters,
 /// models, shapes), `RuntimeError` for the device (no adapter, memory, limits, loss),
 /// `OSError` for files; the message is the library's.

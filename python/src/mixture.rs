@@ -6,7 +6,9 @@ use pyo3::prelude::*;
 use wgpu_unsupervised::gmm::{estimate_gaussian_parameters, InitialParameters};
 use wgpu_unsupervised::{CovarianceType, GaussianMixture, GaussianMixtureModel, GmmInit};
 
-use crate::convert::{array1, array2, from_json, labels_array, matrix, to_json, values, OrPy};
+use crate::convert::{
+    array1, array2, from_json, labels_array, matrix, to_json, values, Labels, OrPy, Rows,
+};
 use crate::device::Device;
 
 /// A fitted mixture (the library's `GaussianMixtureModel`). Covariances and precisions are
@@ -148,7 +150,7 @@ impl GmmFit {
         py: Python<'py>,
         n: usize,
         seed: u64,
-    ) -> PyResult<(Bound<'py, PyArray2<f64>>, Bound<'py, PyArray1<i64>>)> {
+    ) -> PyResult<(Rows<'py, f64>, Labels<'py>)> {
         let (x, labels) = py.detach(|| self.model.sample(n, seed)).or_py()?;
         Ok((
             array2(py, x, self.model.n_features())?,

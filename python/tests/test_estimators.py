@@ -88,6 +88,7 @@ def test_incremental_pca_is_exact(digits):
     assert again.n_samples_seen_ == len(X) + 10
 
 
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")  # tol=0 on purpose
 @pytest.mark.parametrize("covariance_type", ["full", "tied", "diag", "spherical"])
 def test_gaussian_mixture_matches_scikit_learn_on_iris_from_the_same_start(iris, covariance_type):
     X, _ = iris
