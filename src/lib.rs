@@ -25,6 +25,9 @@
 //!   memory-mapped `.npy`) streamed through a bounded buffer under
 //!   [`Gpu::set_memory_budget`]; statistics that merge across chunks, devices and machines
 //!   ([`KMeansStats`], [`PcaMoments`]); [`KMeans::fit_partitions`] over several devices;
+//!   [`KMeans::fit_remote`] and [`GaussianMixture::fit_remote`] over partitions on other
+//!   processes or machines (each worker a [`KMeansPartition`] / [`GmmPartition`] keeping its
+//!   rows on its device; the Python package's Dask fits run on them);
 //!   [`MiniBatchKMeans`] and [`IncrementalPca`];
 //! - **model files** (`model_file`, feature `io`): `save`/`load` on every model, a versioned
 //!   envelope, every model validated when it is deserialized.

@@ -27,6 +27,7 @@ workers' names) modulo the number of adapters.
 
 from __future__ import annotations
 
+import functools
 import re
 import zlib
 
@@ -77,7 +78,13 @@ def _worker_device(devices, names):
         raise ValueError(
             f"devices names no adapter for worker {worker.name!r} ({worker.address})"
         )
-    return _core.device(_core.worker_adapter(_worker_index(worker, names)))
+    return _core.device(_adapter_of(_worker_index(worker, names)))
+
+
+@functools.lru_cache(maxsize=None)
+def _adapter_of(index: int) -> int:
+    """The adapter of the worker numbered ``index`` (listing adapters once per process)."""
+    return _core.worker_adapter(index)
 
 
 def _answer(block, key, kind, request, devices, names):
