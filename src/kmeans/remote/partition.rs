@@ -85,8 +85,8 @@ pub enum KMeansReply {
 /// side of [`KMeans::fit_remote`]; module docs).
 ///
 /// The rows are uploaded once; the device workspace (labels, distances, per-block sums) is
-/// kept between requests and grown when a request brings more centroids than it was made
-/// for. The partition remembers which centroids its labels on the device belong to, so the
+/// kept between requests, made again when a request brings more centroids than it holds
+/// (or far fewer). The partition remembers which centroids its labels on the device belong to, so the
 /// changed-label count of [`KMeansRequest::Pass`] is exact whatever ran before.
 pub struct KMeansPartition<'g> {
     gpu: &'g Gpu,
@@ -204,9 +204,11 @@ impl<'g> KMeansPartition<'g> {
         Ok(k)
     }
 
-    /// The workspace, made (again) when it cannot hold `k` centroids.
+    /// The workspace, made (again) when it cannot hold `k` centroids, or when it was made
+    /// for more than twice as many (the k-means‖ candidates before the Lloyd passes): its
+    /// per-block sums are cleared on every pass, so an oversized one costs every iteration.
     fn workspace(&mut self, k: usize) -> Result<&mut Workspace<'g>> {
-        if self.ws.is_none() || k > self.capacity {
+        if self.ws.is_none() || k > self.capacity || 2 * k < self.capacity {
             self.ws = None;
             self.labels_for = None;
             self.ws = Some(Workspace::new(self.gpu, &self.x, k)?);
