@@ -22,7 +22,7 @@
 //! - **model selection** ([`selection`]): elbow, gap statistic, BIC/AIC over k, PCA spectrum,
 //!   with SVG plots of them (`plot`, feature `plot`);
 //! - **data larger than the GPU** ([`source`]): fits over a [`RowSource`] (host chunks, a
-//!   memory-mapped `.npy`) streamed through a bounded buffer under
+//!   `.npy` file read a piece at a time) streamed through a bounded buffer under
 //!   [`Gpu::set_memory_budget`]; statistics that merge across chunks, devices and machines
 //!   ([`KMeansStats`], [`PcaMoments`]); [`KMeans::fit_partitions`] over several devices;
 //!   [`KMeans::fit_remote`] and [`GaussianMixture::fit_remote`] over partitions on other
@@ -32,7 +32,8 @@
 //! - **model files** (`model_file`, feature `io`): `save`/`load` on every model, a versioned
 //!   envelope, every model validated when it is deserialized.
 //!
-//! Every result is bitwise reproducible for a seed on a given adapter.
+//! Every result is bitwise reproducible for a seed on a given adapter, whatever limits its
+//! device was opened with (data are chunked at [`gpu::STANDARD_CHUNK_BYTES`]).
 //!
 //! ```
 //! use wgpu_unsupervised::{datasets, Gpu, KMeans, Matrix};
@@ -55,26 +56,30 @@
 //! | feature | default | what it adds | dependencies |
 //! |---|---|---|---|
 //! | `serde` | yes | `Serialize`/`Deserialize` on parameters, models (validated when deserialized; training labels not written) and curves | serde |
-//! | `datasets` | yes | the bundled Iris and Digits data (`datasets::iris`, `datasets::digits`, ~470 KB compiled in) | npyz |
-//! | `io` | no | `.npy`/`.csv` matrices and labels (`io`), model files (`model_file`, `Model` with `load`/`save`), atomic writes | serde, npyz, serde_json, tempfile |
+//! | `datasets` | yes | the bundled Iris and Digits data (`datasets::iris`, `datasets::digits`, ~470 KB compiled in) | none |
+//! | `io` | no | `.npy`/`.csv` matrices and labels (`io`), model files (`model_file`, `Model` with `load`/`save`), atomic writes, alone or as one set (`io::OutputSet`) | serde, npyz, serde_json, tempfile |
 //! | `ndarray` | no | `ndarray` 0.16 arrays (f32, f64) as data, models' parameters as array views (`interop::ndarray`) | ndarray |
 //! | `plot` | no | SVG plots of the selection curves (`plot`) | plotters, tempfile |
 //! | `cli` | no | the `wgpu-unsupervised` program (`io` + `plot` + `datasets`) | clap |
 //!
 //! ## Layout
 //!
-//! - [`gpu`]: the host layer, the only code touching wgpu ([`Gpu`], [`GpuMatrix`],
-//!   [`GpuVector`], [`GpuInput`]: host or device data for every fit);
-//! - `kernels` (private): one wrapper per WGSL file in `shaders/`, same name;
-//! - [`kmeans`], [`pca`], [`gmm`]: one folder per algorithm: `mod.rs` the parameters, `fit`
-//!   the device workspace and the fitting loop, `model` the fitted model with its `validate`
-//!   ([`gmm::math`]: the mixtures' host algebra: precision factors, parameter counts,
-//!   sampling);
+//! - [`gpu`]: the host layer, which imports nothing above it ([`Gpu`], [`GpuMatrix`],
+//!   [`GpuVector`], [`GpuInput`]: host or device data for every fit; typed device buffers);
+//! - `kernels` (private): one wrapper per WGSL file in `shaders/`, same name; with `gpu`,
+//!   the only code that names wgpu;
+//! - [`kmeans`], [`pca`], [`gmm`]: one folder per algorithm, the same file names meaning the
+//!   same thing in each: `mod.rs` the face, `params` the parameters and their validation,
+//!   `fit` every public fit (resident or streamed decided once), `workspace` the device
+//!   buffers and passes, `seeding` the starts, the loop as a leaf of its folder (`lloyd`,
+//!   `em`, `power`), `model` the fitted model with its `validate`, `stats` the statistics
+//!   that merge ([`gmm::math`]: the mixtures' host algebra: precision factors, parameter
+//!   counts, sampling);
 //! - [`metrics`] (silhouette on the GPU, host criteria, agreement) and [`selection`]:
 //!   judging a clustering and choosing k, K or M;
 //! - [`linalg`]: small dense host algebra in f64 (eigen, QR, Cholesky);
 //! - [`bench`](mod@bench): the kernel and fit benchmarks behind `wgpu-unsupervised bench`, on top of the
-//!   profiler ([`gpu::profile`]) and the ceilings ([`Gpu::measure_ceilings`]);
+//!   profiler ([`gpu::profile`]) and the ceilings ([`ceilings`], [`Gpu::measure_ceilings`]);
 //! - [`data`], [`error`], [`datasets`]: validated input views, the one [`Error`], data;
 //! - [`source`]: row sources that need not fit (their device side is `gpu::stream`);
 //! - `io`, `model_file`, `plot`: files and pictures, behind features;
@@ -86,18 +91,22 @@
 //! ## Embedding
 //! [`Gpu::from_wgpu`] wraps your `wgpu::Device` and `Queue`; [`GpuMatrix::from_buffer`] views
 //! your storage buffer without copying; `predict_gpu` / `transform_gpu` leave results on
-//! the device as [`GpuVector`] / [`GpuMatrix`].
+//! the device as [`GpuVector`] / [`GpuMatrix`]. A program that may run without a display
+//! calls [`headless::avoid_window_system_probe`] first thing in `main`, so that opening the
+//! GPU prints nothing on stderr there (the module says exactly what it changes).
 
 #![warn(missing_docs)]
 
 #[cfg(any(feature = "io", feature = "plot"))]
 mod atomic;
 pub mod bench;
+pub mod ceilings;
 pub mod data;
 pub mod datasets;
 pub mod error;
 pub mod gmm;
 pub mod gpu;
+pub mod headless;
 pub mod interop;
 #[cfg(feature = "io")]
 pub mod io;

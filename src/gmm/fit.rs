@@ -1,18 +1,23 @@
-//! The EM loop on the device: starting parameters of each initialisation, the M-step from
-//! the moment sums, E- and M-steps until the lower bound settles, restarts (algorithm in the
-//! parent module).
+//! Every public fit of a Gaussian mixture, and the one place where a fit decides how its
+//! rows live on the device: device data are used where they are; host data (a
+//! [`Matrix`](crate::Matrix) or any [`RowSource`]) go through `stream::device_rows`, which
+//! uploads them once when they fit the memory budget next to the N x K responsibilities and
+//! streams them piece by piece otherwise. The EM loop (`em`) then runs over the workspace or
+//! the streamed rows, and the model is built here from what it returns.
 
-use rand::{Rng, SeedableRng};
-use rand_chacha::ChaCha8Rng;
-
-use super::math::{covariances_from_precisions, precision_cholesky_quoting};
-use super::stats::{full, parameters_from_sums, weights_of};
-use super::workspace::{Parameters, Run, Workspace};
-use super::{GaussianMixture, GaussianMixtureModel, GmmInit, InitialParameters};
+use super::em::{fit_restarts, Best, Settings};
+use super::remote::{Driven, RemoteGaussianMixture};
+use super::stream::{device_rows, Streamed};
+use super::workspace::Workspace;
+use super::{
+    check_responsibilities, seeding, CovarianceType, GaussianMixture, GaussianMixtureModel,
+    GaussianParameters, GmmInit, GmmStats,
+};
+use crate::data::check_sample_weights;
 use crate::error::{Error, Result};
+use crate::gpu::stream::DeviceRows;
 use crate::gpu::{Gpu, GpuInput, GpuMatrix};
-use crate::kernels::rows;
-use crate::progress::{fit_done, Algorithm, Progress};
+use crate::source::{check_shape, RowSource};
 
 impl GaussianMixture {
     /// Fits a mixture to host or device data by EM (module docs), `n_init` times, keeping
@@ -32,15 +37,7 @@ impl GaussianMixture {
     /// (data of extreme scale); [`Error::NonFinite`] for NaN/inf in host data; the GPU errors
     /// of the upload and the kernels.
     pub fn fit(&self, gpu: &Gpu, x: &impl GpuInput) -> Result<GaussianMixtureModel> {
-        let (n, d) = x.shape();
-        self.validate(n, d)?;
-        if let Some(source) = x.as_source() {
-            if super::stream::must_stream(gpu, n, d, self) {
-                return self.fit_source(gpu, source);
-            }
-        }
-        let xg = x.on_gpu(gpu)?;
-        self.fit_resident(gpu, &xg, None)
+        self.fit_input(gpu, x, None)
     }
 
     /// [`GaussianMixture::fit`] with a weight per row: the M-step sums are Σ w·r, Σ w·r·x
@@ -59,278 +56,233 @@ impl GaussianMixture {
     ) -> Result<GaussianMixtureModel> {
         let (n, d) = x.shape();
         self.validate(n, d)?;
-        crate::data::check_sample_weights(sample_weight, n)?;
-        if let Some(source) = x.as_source() {
-            if super::stream::must_stream(gpu, n, d, self) {
-                return self.fit_source_maybe_weighted(gpu, source, Some(sample_weight));
-            }
+        check_sample_weights(sample_weight, n)?;
+        self.fit_input(gpu, x, Some(sample_weight))
+    }
+
+    /// Fits on a [`RowSource`]: a host [`Matrix`](crate::Matrix),
+    /// [`RowChunks`](crate::source::RowChunks) or a memory-mapped `.npy` file
+    /// (`io::NpyRows`), which need fit neither on the device nor in host memory.
+    ///
+    /// When the rows fit the device-memory budget ([`Gpu::set_memory_budget`]) next to the
+    /// N x K responsibilities, they are uploaded once and the fit is that of
+    /// [`GaussianMixture::fit`]; otherwise every EM iteration streams them through one
+    /// buffer of at most 128 MiB, merging per-piece [`GmmStats`] (module docs of
+    /// `gmm::stream`; how the starts differ: `gmm::seeding`). The host keeps each row's
+    /// label (4 bytes a row).
+    ///
+    /// Errors: those of [`GaussianMixture::fit`], and the source's ([`Error::Source`],
+    /// [`Error::NonFinite`] with the global row).
+    pub fn fit_source(
+        &self,
+        gpu: &Gpu,
+        source: &(impl RowSource + ?Sized),
+    ) -> Result<GaussianMixtureModel> {
+        self.fit_rows(gpu, source, None)
+    }
+
+    /// [`GaussianMixture::fit_source`] with a weight per row (see
+    /// [`GaussianMixture::fit_weighted`]); the weights stay on the host and stream with their
+    /// rows.
+    ///
+    /// Errors: those of the weights and of [`GaussianMixture::fit_source`].
+    pub fn fit_source_weighted(
+        &self,
+        gpu: &Gpu,
+        source: &(impl RowSource + ?Sized),
+        sample_weight: &[f32],
+    ) -> Result<GaussianMixtureModel> {
+        let (n, _) = check_shape(source)?;
+        check_sample_weights(sample_weight, n)?;
+        self.fit_rows(gpu, source, Some(sample_weight))
+    }
+
+    /// Fits a mixture to rows split into partitions that live elsewhere (other processes or
+    /// machines), reached through `remote` (module docs of `gmm::remote`): the EM loop of
+    /// [`GaussianMixture::fit`] with every iteration one round of requests and the
+    /// statistics merged in f64 in partition order. From the same start the model equals a
+    /// single-device fit of all rows (partitions in order) within f32 rounding; its labels
+    /// follow the partitions in order.
+    ///
+    /// Errors: no rows or features, the parameter errors of [`GaussianMixture::validate`]
+    /// for all rows, those of [`GaussianMixture::fit`], replies that do not fit their
+    /// requests ([`Error::Source`]), and whatever `remote` returns.
+    pub fn fit_remote(
+        &self,
+        remote: &mut (impl RemoteGaussianMixture + ?Sized),
+    ) -> Result<GaussianMixtureModel> {
+        let params = self.resolved_init();
+        let mut data = Driven::open(remote, self.covariance_type)?;
+        let (n, d) = data.shape();
+        self.validate(n, d)?;
+        let best = fit_restarts(&params.settings(), d, &mut data, |data, rng| {
+            data.start(&params, rng)
+        })?;
+        Ok(params.model(d, best))
+    }
+
+    /// One E-step pass of `source` with the parameters of `model` on the device: the
+    /// statistics that merge across pieces, devices and machines (see [`GmmStats`]). A
+    /// driver runs it on each partition, merges, takes [`GmmStats::next_parameters`] (with
+    /// the fit's `reg_covar`), builds the next model with
+    /// [`GaussianMixtureModel::from_parameters`], and repeats; the mean log-likelihood of
+    /// the merged statistics is the lower bound that decides convergence.
+    ///
+    /// Errors: [`Error::FeatureMismatch`] when the source's rows are not of the model's
+    /// features, and the errors of [`GaussianMixture::fit_source`].
+    pub fn pass_stats(
+        gpu: &Gpu,
+        source: &(impl RowSource + ?Sized),
+        model: &GaussianMixtureModel,
+    ) -> Result<GmmStats> {
+        let (_, d) = check_shape(source)?;
+        if d != model.n_features() {
+            return Err(Error::FeatureMismatch {
+                expected: model.n_features(),
+                found: d,
+            });
         }
-        let xg = x.on_gpu(gpu)?;
-        self.fit_resident(gpu, &xg, Some(sample_weight))
+        let (k, t) = (model.k(), model.covariance_type());
+        let rows = device_rows(gpu, source, k, t)?;
+        let mut data = Streamed::new(gpu, source, rows, k, t, None)?;
+        data.estep_stats(&model.parameters())
+    }
+
+    /// Starts the next fit from a fitted model's parameters (scikit-learn's `warm_start`):
+    /// sets `init` to [`GmmInit::Given`] with the model's weights, means and precisions, the
+    /// covariance type to the model's, and carries its lower bound over (the first
+    /// iteration's change is measured from it, so refits of a few iterations each detect
+    /// convergence as one long fit would).
+    pub fn warm_start(mut self, model: &GaussianMixtureModel) -> Self {
+        self.covariance_type = model.covariance_type();
+        self.init = GmmInit::Given(model.initial_parameters());
+        self.warm_lower_bound = Some(model.lower_bound());
+        self
+    }
+
+    /// Host or device data: device data as they are, host data as rows whose place
+    /// [`GaussianMixture::fit_rows`] decides.
+    fn fit_input(
+        &self,
+        gpu: &Gpu,
+        x: &impl GpuInput,
+        weights: Option<&[f32]>,
+    ) -> Result<GaussianMixtureModel> {
+        let (n, d) = x.shape();
+        self.validate(n, d)?;
+        match x.as_source() {
+            Some(source) => self.fit_rows(gpu, source, weights),
+            None => self.fit_resident(gpu, &*x.on_gpu(gpu)?, weights),
+        }
+    }
+
+    /// The fit of host rows: resident when they fit the budget, else streamed (decided
+    /// once, by `stream::device_rows`).
+    fn fit_rows(
+        &self,
+        gpu: &Gpu,
+        source: &(impl RowSource + ?Sized),
+        weights: Option<&[f32]>,
+    ) -> Result<GaussianMixtureModel> {
+        let (n, d) = check_shape(source)?;
+        self.validate(n, d)?;
+        let (k, t) = (self.k, self.covariance_type);
+        let rows = device_rows(gpu, source, k, t)?;
+        if let DeviceRows::Resident(x) = &rows {
+            return self.fit_resident(gpu, x, weights);
+        }
+        let params = self.resolved_init();
+        let mut data = Streamed::new(gpu, source, rows, k, t, weights)?;
+        let best = fit_restarts(&params.settings(), d, &mut data, |data, rng| {
+            seeding::streamed_start(data, &params, rng)
+        })?;
+        Ok(params.model(d, best))
     }
 
     /// The fit on rows that are all on the device.
-    pub(super) fn fit_resident(
+    fn fit_resident(
         &self,
         gpu: &Gpu,
         x: &GpuMatrix,
         weights: Option<&[f32]>,
     ) -> Result<GaussianMixtureModel> {
+        let params = self.resolved_init();
         let mut ws = Workspace::new(gpu, x, self.k, self.covariance_type, true)?;
         if let Some(w) = weights {
             ws.weigh(w);
         }
-        fit_restarts(self, x.n_features(), &mut ws)
+        let best = fit_restarts(&params.settings(), x.n_features(), &mut ws, |ws, rng| {
+            seeding::resident_start(ws, &params, rng)
+        })?;
+        Ok(params.model(x.n_features(), best))
+    }
+
+    /// What the EM loop needs of these parameters.
+    fn settings(&self) -> Settings<'_> {
+        Settings {
+            runs: match self.init {
+                GmmInit::Given(_) => 1,
+                _ => self.n_init,
+            },
+            seed: self.seed,
+            max_iter: self.max_iter,
+            tol: self.tol,
+            reg_covar: self.reg_covar,
+            start_lower_bound: self.warm_lower_bound.unwrap_or(f64::NEG_INFINITY),
+            on_iteration: self.on_iteration.as_ref(),
+        }
+    }
+
+    /// The model of the run the loop kept.
+    fn model(&self, d: usize, best: Best) -> GaussianMixtureModel {
+        let Best { run, labels } = best;
+        let p = run.parameters;
+        GaussianMixtureModel {
+            params: GaussianMixture {
+                on_iteration: None,
+                ..self.clone()
+            },
+            n_features: d,
+            weights: p.weights,
+            means: p.means,
+            covariances: p.covariances,
+            precisions_cholesky: p.precisions_cholesky,
+            converged: run.converged,
+            n_iter: run.n_iter,
+            lower_bound: run.lower_bound,
+            lower_bound_history: run.history,
+            labels,
+        }
     }
 }
 
-/// What EM needs of the data, resident or streamed.
-pub(super) trait EmData {
-    /// The starting parameters of one initialisation (parent module docs).
-    fn initial_parameters(
-        &mut self,
-        params: &GaussianMixture,
-        rng: &mut ChaCha8Rng,
-    ) -> Result<Parameters>;
-
-    /// One EM iteration from `p`: the mean log-likelihood of its E-step (checked finite
-    /// with [`check_lower_bound`] before the M-step) and the M-step's parameters.
-    fn step(&mut self, p: &Parameters, reg_covar: f64) -> Result<(f64, Parameters)>;
-
-    /// The most probable component of every row under `p`.
-    fn labels(&mut self, p: &Parameters) -> Result<Vec<u32>>;
-}
-
-/// The restarts, each run by EM to the end, the best kept, and its final labels.
-pub(super) fn fit_restarts(
-    params: &GaussianMixture,
-    d: usize,
-    data: &mut impl EmData,
-) -> Result<GaussianMixtureModel> {
-    let params = &params.resolved_init();
-    let mut rng = ChaCha8Rng::seed_from_u64(params.seed);
-    let runs = match params.init {
-        GmmInit::Given(_) => 1,
-        _ => params.n_init,
-    };
-    let began = std::time::Instant::now();
-    let mut best: Option<Run> = None;
-    for r in 0..runs {
-        let progress = Progress::new(Algorithm::GaussianMixture, r, params.on_iteration.as_ref());
-        let start = params.override_start(data.initial_parameters(params, &mut rng)?, d)?;
-        let run = em(data, start, params, &progress)?;
-        let stopped = run.stopped;
-        // Strictly higher, so that among equal runs the earliest wins (as the reference).
-        if best
-            .as_ref()
-            .is_none_or(|b| run.lower_bound > b.lower_bound)
-        {
-            best = Some(run);
-        }
-        if stopped {
-            break;
-        }
-    }
-    let run = best.expect("at least one initialisation ran");
-    // The final E-step: labels that agree with the returned parameters.
-    let labels = data.labels(&run.parameters)?;
-    let p = run.parameters;
-    fit_done(
-        Algorithm::GaussianMixture,
-        labels.len(),
-        d,
-        run.n_iter,
-        run.converged,
-        began,
-    );
-    Ok(GaussianMixtureModel {
-        params: GaussianMixture {
-            on_iteration: None,
-            ..params.clone()
-        },
-        n_features: d,
+/// The M-step on the GPU: the weights, means and (centred) covariances of soft assignments
+/// `resp` (N x K row-major, non-negative, finite) of the rows of `x`, with `reg_covar` added
+/// to the diagonals (scikit-learn's `_estimate_gaussian_parameters` plus the weight
+/// normalisation). Useful on its own, e.g. for class-conditional Gaussians of given labels.
+///
+/// Errors: [`Error::InvalidParameter`] for k = 0, `resp` of the wrong length or with
+/// negative or non-finite values, a negative or non-finite `reg_covar`; the errors of the
+/// upload and the kernels.
+pub fn estimate_gaussian_parameters(
+    gpu: &Gpu,
+    x: &impl GpuInput,
+    resp: &[f32],
+    k: usize,
+    covariance_type: CovarianceType,
+    reg_covar: f64,
+) -> Result<GaussianParameters> {
+    let (n, _) = x.shape();
+    Error::require_count("k", k)?;
+    Error::require_non_negative("reg_covar", reg_covar)?;
+    check_responsibilities(resp, n, k)?;
+    let xg = x.on_gpu(gpu)?;
+    let ws = Workspace::new(gpu, &xg, k, covariance_type, true)?;
+    ws.upload_responsibilities(resp);
+    let p = ws.mstep(None, reg_covar)?;
+    Ok(GaussianParameters {
         weights: p.weights,
         means: p.means,
         covariances: p.covariances,
-        precisions_cholesky: p.precisions_cholesky,
-        converged: run.converged,
-        n_iter: run.n_iter,
-        lower_bound: run.lower_bound,
-        lower_bound_history: run.history,
-        labels,
     })
-}
-
-/// EM from `start` until the lower bound changes by less than `tol` or `max_iter` runs out.
-fn em(
-    data: &mut impl EmData,
-    start: Parameters,
-    params: &GaussianMixture,
-    progress: &Progress<'_>,
-) -> Result<Run> {
-    let mut p = start;
-    let mut lower_bound = f64::NEG_INFINITY;
-    let mut history = Vec::new();
-    let mut converged = false;
-    let mut stopped = false;
-    let mut n_iter = 0;
-    for iter in 1..=params.max_iter {
-        let prev = lower_bound;
-        (lower_bound, p) = data.step(&p, params.reg_covar)?;
-        history.push(lower_bound);
-        n_iter = iter;
-        let flow = progress.iteration(iter, lower_bound, lower_bound - prev);
-        if (lower_bound - prev).abs() < params.tol {
-            converged = true;
-            break;
-        }
-        if flow.is_break() {
-            stopped = true;
-            break;
-        }
-    }
-    Ok(Run {
-        parameters: p,
-        stopped,
-        converged,
-        n_iter,
-        lower_bound,
-        history,
-    })
-}
-
-/// The error of a lower bound that is not finite.
-pub(super) fn check_lower_bound(lower_bound: f64) -> Result<()> {
-    if lower_bound.is_finite() {
-        Ok(())
-    } else {
-        Err(Error::invalid(
-            "x",
-            "the log-likelihood is not finite (data of extreme scale?); rescale the data",
-        ))
-    }
-}
-
-/// The starting parameters given by the caller, with their covariances and factors.
-pub(super) fn given_parameters(
-    g: &InitialParameters,
-    params: &GaussianMixture,
-    d: usize,
-) -> Result<Parameters> {
-    let t = params.covariance_type;
-    let covariances = covariances_from_precisions(&g.precisions, t, d)?;
-    let precisions_cholesky =
-        precision_cholesky_quoting(&covariances, t, params.k, d, Some(params.reg_covar))?;
-    Ok(Parameters {
-        weights: g.weights.clone(),
-        means: g.means.clone(),
-        covariances,
-        precisions_cholesky,
-    })
-}
-
-impl EmData for Workspace<'_> {
-    fn initial_parameters(
-        &mut self,
-        params: &GaussianMixture,
-        rng: &mut ChaCha8Rng,
-    ) -> Result<Parameters> {
-        Workspace::initial_parameters(self, params, rng)
-    }
-
-    fn step(&mut self, p: &Parameters, reg_covar: f64) -> Result<(f64, Parameters)> {
-        let (lower_bound, first) = self.estep_and_first_moments(p)?;
-        check_lower_bound(lower_bound)?;
-        Ok((lower_bound, self.mstep_from(&first, &p.means, reg_covar)?))
-    }
-
-    fn labels(&mut self, p: &Parameters) -> Result<Vec<u32>> {
-        Workspace::labels(self, p)
-    }
-}
-
-impl Workspace<'_> {
-    /// The M-step from first-moment sums around `shift`: weights and means on the host, the
-    /// centred covariances from a second pass, then the precision factors.
-    pub(super) fn mstep_from(
-        &self,
-        first: &[f64],
-        shift: &[f64],
-        reg_covar: f64,
-    ) -> Result<Parameters> {
-        let (k, d) = (self.k, self.d);
-        let (nk, weights) = weights_of(&(0..k).map(|c| first[c * (d + 1) + d]).collect::<Vec<_>>());
-        let means: Vec<f64> = (0..k * d)
-            .map(|e| {
-                let (c, j) = (e / d, e % d);
-                shift[e] + first[c * (d + 1) + j] / nk[c]
-            })
-            .collect();
-        let second = self.second_moments(&means)?;
-        let full = full(self.covariance_type);
-        // The kernel writes the upper triangle of a full scatter, the diagonal otherwise.
-        let scatter = |c: usize, i: usize, j: usize| {
-            if full {
-                let (a, b) = if j >= i { (i, j) } else { (j, i) };
-                second[c * d * d + a * d + b]
-            } else {
-                second[c * (d + 1) + j]
-            }
-        };
-        let t = self.covariance_type;
-        parameters_from_sums(t, d, nk, weights, means, scatter, reg_covar)
-    }
-
-    /// The M-step for the responsibilities on the device, shifting the first moments by
-    /// `shift` (K x D) or, without one, by the first row of the data for every component.
-    pub(super) fn mstep(&self, shift: Option<&[f64]>, reg_covar: f64) -> Result<Parameters> {
-        let shift = match shift {
-            Some(s) => s.to_vec(),
-            None => {
-                let row = rows::read_rows(self.gpu, &self.x, &[0])?;
-                (0..self.k)
-                    .flat_map(|_| row.iter().map(|&v| v as f64))
-                    .collect()
-            }
-        };
-        let first = self.first_moments(&shift)?;
-        self.mstep_from(&first, &shift, reg_covar)
-    }
-
-    /// The starting parameters of one initialisation (parent module docs).
-    pub(super) fn initial_parameters(
-        &self,
-        params: &GaussianMixture,
-        rng: &mut ChaCha8Rng,
-    ) -> Result<Parameters> {
-        let (k, d) = (self.k, self.d);
-        match &params.init {
-            GmmInit::KMeans => {
-                let km = crate::kmeans::KMeans::new(k)
-                    .n_init(1)
-                    .seed(rng.random::<u64>());
-                let km = match self.host_weights() {
-                    None => km.fit(self.gpu, &self.x)?,
-                    Some(w) => km.fit_weighted(self.gpu, &self.x, w)?,
-                };
-                self.responsibilities_from_labels(km.labels())?;
-            }
-            GmmInit::KMeansPlusPlus => {
-                let seeds = crate::kmeans::weighted_plus_plus_seeds(
-                    self.gpu,
-                    &self.x,
-                    k,
-                    self.host_weights(),
-                    rng,
-                )?;
-                let labels = crate::kmeans::KMeansModel::from_centroids(seeds, d)?
-                    .predict(self.gpu, &self.x)?;
-                self.responsibilities_from_labels(&labels)?;
-            }
-            GmmInit::Random => self.random_responsibilities(rng),
-            GmmInit::Given(g) => return given_parameters(g, params, d),
-        }
-        self.weigh_initial()?;
-        self.mstep(None, params.reg_covar)
-    }
 }

@@ -36,12 +36,7 @@ use crate::random::StandardNormal;
 /// Number of covariance (and precision-factor) values of a mixture of `k` components of `d`
 /// features, or `None` when it overflows `usize` (a model file can claim any sizes).
 pub fn covariance_len(covariance_type: CovarianceType, k: usize, d: usize) -> Option<usize> {
-    match covariance_type {
-        CovarianceType::Full => k.checked_mul(d)?.checked_mul(d),
-        CovarianceType::Tied => d.checked_mul(d),
-        CovarianceType::Diag => k.checked_mul(d),
-        CovarianceType::Spherical => Some(k),
-    }
+    covariance_type.values(k, d)
 }
 
 /// Values per component block of the covariances and factors: D² (Full, Tied), D (Diag) or
@@ -173,6 +168,39 @@ pub(crate) fn precision_cholesky_quoting(
         }
     }
     Ok(out)
+}
+
+/// What the E-step kernels read of a mixture (`shaders/gmm_estep.wgsl`), in f32: the
+/// constants cₖ = log πₖ − ½ D log 2π + log det Uₖ, and the precision factors in the
+/// shader's layout (K x D values for Spherical: each pₖ repeated for every feature).
+pub(crate) fn estep_constants(
+    weights: &[f64],
+    precisions_cholesky: &[f64],
+    covariance_type: CovarianceType,
+    k: usize,
+    d: usize,
+) -> (Vec<f32>, Vec<f32>) {
+    let u = precisions_cholesky;
+    let log_det: Vec<f64> = (0..k)
+        .map(|c| match covariance_type {
+            CovarianceType::Full => (0..d).map(|j| u[c * d * d + j * d + j].ln()).sum(),
+            CovarianceType::Tied => (0..d).map(|j| u[j * d + j].ln()).sum(),
+            CovarianceType::Diag => u[c * d..(c + 1) * d].iter().map(|v| v.ln()).sum(),
+            CovarianceType::Spherical => d as f64 * u[c].ln(),
+        })
+        .collect();
+    let half_log_2pi_d = 0.5 * d as f64 * (2.0 * std::f64::consts::PI).ln();
+    let log_const = (0..k)
+        .map(|c| (weights[c].ln() - half_log_2pi_d + log_det[c]) as f32)
+        .collect();
+    let prec = match covariance_type {
+        CovarianceType::Spherical => u
+            .iter()
+            .flat_map(|&v| std::iter::repeat_n(v as f32, d))
+            .collect(),
+        _ => u.iter().map(|&v| v as f32).collect(),
+    };
+    (log_const, prec)
 }
 
 /// The covariances of given precisions (inverted per component), in the same layout, for

@@ -27,11 +27,12 @@
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use super::fit::{check_lower_bound, fit_restarts, given_parameters, EmData};
+use super::em::{check_lower_bound, EmData, Parameters};
 use super::math::covariance_len;
+use super::seeding::{given_parameters, override_start, random_responsibilities};
 use super::stats::GmmStats;
 use super::stream::piece_stats;
-use super::workspace::{sum_log_density, Parameters, Workspace};
+use super::workspace::{sum_log_density, Workspace};
 use super::{CovarianceType, GaussianMixture, GaussianMixtureModel, GmmInit};
 use crate::data::Matrix;
 use crate::error::{Error, Result};
@@ -256,7 +257,7 @@ impl<'g> GmmPartition<'g> {
                     } => {
                         let mut rng = ChaCha8Rng::seed_from_u64(*seed);
                         rng.set_stream(*partition as u64);
-                        ws.random_responsibilities(&mut rng);
+                        random_responsibilities(ws, &mut rng);
                     }
                 }
                 ws.weigh_initial()?;
@@ -289,8 +290,9 @@ pub trait RemoteGaussianMixture: RemoteKMeans {
     fn run_mixture(&mut self, requests: Vec<(usize, GmmRequest)>) -> Result<Vec<GmmReply>>;
 }
 
-/// The remote partitions as the EM loop sees them.
-struct Driven<'p, R: RemoteGaussianMixture + ?Sized> {
+/// The remote partitions as the EM loop sees them (the data of
+/// [`GaussianMixture::fit_remote`]).
+pub(super) struct Driven<'p, R: RemoteGaussianMixture + ?Sized> {
     remote: &'p mut R,
     sizes: Vec<usize>,
     d: usize,
@@ -303,7 +305,74 @@ fn mismatch(what: &str) -> Error {
     }
 }
 
-impl<R: RemoteGaussianMixture + ?Sized> Driven<'_, R> {
+impl<'p, R: RemoteGaussianMixture + ?Sized> Driven<'p, R> {
+    /// The partitions `remote` names, numbered in order, for a mixture of `covariance_type`.
+    ///
+    /// Errors: no rows or no features ([`Error::EmptyData`]).
+    pub(super) fn open(remote: &'p mut R, covariance_type: CovarianceType) -> Result<Self> {
+        let (sizes, d) = remote.partition_shapes();
+        let n: usize = sizes.iter().sum();
+        if n == 0 || d == 0 {
+            return Err(Error::EmptyData {
+                what: "partitions",
+                missing: if d == 0 { "columns" } else { "rows" },
+            });
+        }
+        Ok(Self {
+            remote,
+            sizes,
+            d,
+            covariance_type,
+        })
+    }
+
+    /// Rows and features of all partitions.
+    pub(super) fn shape(&self) -> (usize, usize) {
+        (self.sizes.iter().sum(), self.d)
+    }
+
+    /// The start of one restart (module docs), with the parts given on their own in place.
+    /// `KMeans` continues the mixture's generator, as the single-device fit does.
+    pub(super) fn start(
+        &mut self,
+        params: &GaussianMixture,
+        rng: &mut ChaCha8Rng,
+    ) -> Result<Parameters> {
+        let (k, d, reg) = (params.k, self.d, params.reg_covar);
+        let centroids = match &params.init {
+            GmmInit::Given(g) => {
+                return override_start(params, given_parameters(g, params, d)?, d);
+            }
+            GmmInit::Random => {
+                let seed = rng.random::<u64>();
+                let start = self.start_parameters(
+                    |p| GmmStart::Random {
+                        k,
+                        seed,
+                        partition: p as u32,
+                    },
+                    k,
+                    reg,
+                )?;
+                return override_start(params, start, d);
+            }
+            GmmInit::KMeans => {
+                let km = KMeans::new(k).n_init(1);
+                let km = km.fit_remote_continuing(self.remote, rng)?;
+                km.centroids().to_vec()
+            }
+            GmmInit::KMeansPlusPlus => remote_plus_plus_seeds(self.remote, k, rng)?,
+        };
+        let start = self.start_parameters(
+            |_| GmmStart::Nearest {
+                centroids: centroids.clone(),
+            },
+            k,
+            reg,
+        )?;
+        override_start(params, start, d)
+    }
+
     /// `request` sent to every partition, the replies in partition order.
     fn broadcast(&mut self, request: impl Fn(usize) -> GmmRequest) -> Result<Vec<GmmReply>> {
         let n_parts = self.sizes.len();
@@ -355,41 +424,6 @@ impl<R: RemoteGaussianMixture + ?Sized> Driven<'_, R> {
 }
 
 impl<R: RemoteGaussianMixture + ?Sized> EmData for Driven<'_, R> {
-    fn initial_parameters(
-        &mut self,
-        params: &GaussianMixture,
-        rng: &mut ChaCha8Rng,
-    ) -> Result<Parameters> {
-        let (k, d, reg) = (params.k, self.d, params.reg_covar);
-        let centroids = match &params.init {
-            GmmInit::Given(g) => return given_parameters(g, params, d),
-            GmmInit::Random => {
-                let seed = rng.random::<u64>();
-                return self.start_parameters(
-                    |p| GmmStart::Random {
-                        k,
-                        seed,
-                        partition: p as u32,
-                    },
-                    k,
-                    reg,
-                );
-            }
-            GmmInit::KMeans => {
-                let km = KMeans::new(k).n_init(1).seed(rng.random::<u64>());
-                km.fit_remote(self.remote)?.centroids().to_vec()
-            }
-            GmmInit::KMeansPlusPlus => remote_plus_plus_seeds(self.remote, k, rng)?,
-        };
-        self.start_parameters(
-            |_| GmmStart::Nearest {
-                centroids: centroids.clone(),
-            },
-            k,
-            reg,
-        )
-    }
-
     fn step(&mut self, p: &Parameters, reg_covar: f64) -> Result<(f64, Parameters)> {
         let (d, t) = (self.d, self.covariance_type);
         let parameters = MixtureParameters::from_parameters(t, p.clone());
@@ -417,39 +451,3 @@ impl<R: RemoteGaussianMixture + ?Sized> EmData for Driven<'_, R> {
         Ok(labels)
     }
 }
-
-impl GaussianMixture {
-    /// Fits a mixture to rows split into partitions that live elsewhere, reached through
-    /// `remote` (module docs of `gmm::remote`): the EM loop of [`GaussianMixture::fit`] with
-    /// every iteration one round of requests and the statistics merged in f64 in partition
-    /// order. From the same start the model equals a single-device fit of all rows
-    /// (partitions in order) within f32 rounding; its labels follow the partitions in order.
-    ///
-    /// Errors: no rows or features, the parameter errors of [`GaussianMixture::validate`]
-    /// for all rows, those of [`GaussianMixture::fit`], replies that do not fit their
-    /// requests ([`Error::Source`]), and whatever `remote` returns.
-    pub fn fit_remote(
-        &self,
-        remote: &mut (impl RemoteGaussianMixture + ?Sized),
-    ) -> Result<GaussianMixtureModel> {
-        let (sizes, d) = remote.partition_shapes();
-        let n: usize = sizes.iter().sum();
-        if n == 0 || d == 0 {
-            return Err(Error::EmptyData {
-                what: "partitions",
-                missing: if d == 0 { "columns" } else { "rows" },
-            });
-        }
-        self.validate(n, d)?;
-        let mut data = Driven {
-            remote,
-            sizes,
-            d,
-            covariance_type: self.covariance_type,
-        };
-        fit_restarts(self, d, &mut data)
-    }
-}
-
-#[cfg(test)]
-mod tests;

@@ -39,10 +39,22 @@
 //!
 //! A component without weight keeps its E-step mean and gets reg·I, as in the resident fit.
 
+use super::em::Parameters;
 use super::math::precision_cholesky_quoting;
-use super::workspace::Parameters;
-use super::{CovarianceType, GaussianParameters};
+use super::CovarianceType;
 use crate::error::{Error, Result};
+
+/// Weights, means and covariances of a mixture (layouts in [`math`](super::math)).
+#[derive(Debug, Clone, PartialEq)]
+pub struct GaussianParameters {
+    /// Mixing weights πₖ, summing to 1.
+    pub weights: Vec<f64>,
+    /// Means, K x D row-major.
+    pub means: Vec<f64>,
+    /// Covariances with `reg_covar` on the diagonal: Full K x D x D, Tied D x D, Diag K x D,
+    /// Spherical K.
+    pub covariances: Vec<f64>,
+}
 
 /// Per-component sums of one E-step pass over some rows for fixed parameters (module docs);
 /// merge with [`GmmStats::merge`], turn into the next parameters with

@@ -18,32 +18,17 @@
 //! and the merge is exact in f64. Each piece runs two device submissions (the second needs
 //! the piece's means), as the resident fit does for the whole data.
 //!
-//! **Initialisation.** `Given` parameters are used as they are, and `Random` draws the same
-//! ChaCha8 stream row by row, so both start exactly where the resident fit starts (up to
-//! rounding in the first M-step). `KMeans` runs [`KMeans::fit_source`] with the same seed:
-//! when K-Means' smaller per-row needs let its rows stay on the device, that is the
-//! resident K-Means fit; when it streams too, its k-means++ seeds come from a sample (see
-//! `kmeans::stream`), so the start can differ from a resident fit's. `KMeansPlusPlus`
-//! seeds on a uniform sample of `max(10 000, 256·K)` rows (at most a piece; all rows when
-//! they fit in one), then labels every row by its nearest seed in a pass. The initial
-//! M-step is a pass like the iterations', from the one-hot or random responsibilities.
-//!
 //! Training labels come from a last pass with the returned parameters, kept on the host
 //! (4 bytes a row).
 
-use rand::Rng;
-use rand_chacha::ChaCha8Rng;
-
-use super::fit::{check_lower_bound, fit_restarts, given_parameters, EmData};
+use super::em::{check_lower_bound, EmData, Parameters};
 use super::math::covariance_len;
 use super::stats::{full, GmmStats};
-use super::workspace::{sum_log_density, Parameters, Workspace};
-use super::{CovarianceType, GaussianMixture, GaussianMixtureModel, GmmInit};
-use crate::data::Matrix;
-use crate::error::{Error, Result};
+use super::workspace::{sum_log_density, Workspace};
+use super::CovarianceType;
+use crate::error::Result;
 use crate::gpu::stream::DeviceRows;
-use crate::gpu::{Gpu, GpuMatrix};
-use crate::kmeans::{weighted_plus_plus_seeds, KMeans, KMeansModel};
+use crate::gpu::Gpu;
 use crate::source::{check_shape, RowSource};
 
 /// Device bytes per row besides the row: K responsibilities, log p and the label, and
@@ -76,17 +61,10 @@ fn fixed_bytes(n: usize, d: usize, k: usize, covariance_type: CovarianceType) ->
         .saturating_add(1024)
 }
 
-/// True when host data of `n` x `d` must stream to stay within the memory budget.
-pub(super) fn must_stream(gpu: &Gpu, n: usize, d: usize, params: &GaussianMixture) -> bool {
-    let (k, t) = (params.k, params.covariance_type);
-    let need = (n as u64)
-        .saturating_mul(d as u64 * 4 + row_extra_bytes(k))
-        .saturating_add(fixed_bytes(n, d, k, t));
-    need > gpu.memory_budget()
-}
-
-/// How the rows of `source` live on the device for a mixture of K components.
-fn device_rows<'s, S: RowSource + ?Sized>(
+/// How the rows of `source` live on the device for a mixture of K components (resident when
+/// they fit the budget next to the N x K responsibilities, streamed otherwise): the one place
+/// a mixture fit decides it.
+pub(super) fn device_rows<'s, S: RowSource + ?Sized>(
     gpu: &Gpu,
     source: &'s S,
     k: usize,
@@ -97,9 +75,10 @@ fn device_rows<'s, S: RowSource + ?Sized>(
     DeviceRows::new(gpu, source, row_extra_bytes(k), fixed)
 }
 
-/// The rows on the device (streamed, or resident for [`GaussianMixture::pass_stats`]) and
-/// one workspace sized for a piece.
-struct Streamed<'a, S: RowSource + ?Sized> {
+/// The rows on the device (streamed, or resident for
+/// [`GaussianMixture::pass_stats`](crate::GaussianMixture::pass_stats)) and one workspace
+/// sized for a piece.
+pub(super) struct Streamed<'a, S: RowSource + ?Sized> {
     gpu: &'a Gpu,
     source: &'a S,
     rows: DeviceRows<'a, S>,
@@ -107,7 +86,7 @@ struct Streamed<'a, S: RowSource + ?Sized> {
 }
 
 impl<'a, S: RowSource + ?Sized> Streamed<'a, S> {
-    fn new(
+    pub(super) fn new(
         gpu: &'a Gpu,
         source: &'a S,
         rows: DeviceRows<'a, S>,
@@ -158,14 +137,14 @@ impl<'a, S: RowSource + ?Sized> Streamed<'a, S> {
     }
 
     /// The statistics of the E-step for `p` over all rows.
-    fn estep_stats(&mut self, p: &Parameters) -> Result<GmmStats> {
+    pub(super) fn estep_stats(&mut self, p: &Parameters) -> Result<GmmStats> {
         let empty = GmmStats::empty(self.ws.covariance_type, self.ws.d, p);
         self.pass(empty, Some(p), |_, _| Ok(()))
     }
 
     /// The initial M-step: the parameters of the responsibilities `prepare` leaves on the
     /// device for each piece, about the first row (as the resident fit).
-    fn responsibility_parameters(
+    pub(super) fn responsibility_parameters(
         &mut self,
         reg_covar: f64,
         prepare: impl FnMut(&Workspace<'_>, usize) -> Result<()>,
@@ -177,19 +156,29 @@ impl<'a, S: RowSource + ?Sized> Streamed<'a, S> {
         self.pass(empty, None, prepare)?.next(reg_covar)
     }
 
-    /// k-means++ seeds drawn from a uniform sample of the rows (module docs).
-    fn sampled_seeds(&self, k: usize, rng: &mut ChaCha8Rng) -> Result<Vec<f32>> {
-        let (n, d) = self.source.shape();
-        let m = crate::kmeans::plus_plus_sample_size(n, self.rows.capacity(), k);
-        let mut idx = rand::seq::index::sample(rng, n, m).into_vec();
-        idx.sort_unstable();
-        let rows = self.source.gather(&idx)?;
-        let weights: Option<Vec<f32>> = self
-            .ws
-            .host_weights()
-            .map(|w| idx.iter().map(|&i| w[i]).collect());
-        let sample = GpuMatrix::upload(self.gpu, &Matrix::new(&rows, d)?)?;
-        weighted_plus_plus_seeds(self.gpu, &sample, k, weights.as_deref(), rng)
+    /// Rows and features.
+    pub(super) fn shape(&self) -> (usize, usize) {
+        self.source.shape()
+    }
+
+    /// The device.
+    pub(super) fn gpu(&self) -> &'a Gpu {
+        self.gpu
+    }
+
+    /// The rows' source.
+    pub(super) fn source(&self) -> &'a S {
+        self.source
+    }
+
+    /// The rows' host sample weights, when weighted.
+    pub(super) fn host_weights(&self) -> Option<&'a [f32]> {
+        self.ws.host_weights()
+    }
+
+    /// Rows one piece holds.
+    pub(super) fn capacity(&self) -> usize {
+        self.rows.capacity()
     }
 }
 
@@ -239,40 +228,6 @@ pub(super) fn piece_stats(
 }
 
 impl<S: RowSource + ?Sized> EmData for Streamed<'_, S> {
-    fn initial_parameters(
-        &mut self,
-        params: &GaussianMixture,
-        rng: &mut ChaCha8Rng,
-    ) -> Result<Parameters> {
-        let (k, d) = (params.k, self.ws.d);
-        let reg = params.reg_covar;
-        match &params.init {
-            GmmInit::KMeans => {
-                let km = KMeans::new(k).n_init(1).seed(rng.random::<u64>());
-                let km = match self.ws.host_weights() {
-                    None => km.fit_source(self.gpu, self.source)?,
-                    Some(w) => km.fit_source_weighted(self.gpu, self.source, w)?,
-                };
-                let labels = km.labels();
-                self.responsibility_parameters(reg, |ws, first| {
-                    ws.responsibilities_from_labels(&labels[first..first + ws.x.n_rows()])
-                })
-            }
-            GmmInit::KMeansPlusPlus => {
-                let seeds = KMeansModel::from_centroids(self.sampled_seeds(k, rng)?, d)?;
-                let gpu = self.gpu;
-                self.responsibility_parameters(reg, |ws, _| {
-                    ws.responsibilities_from_labels(&seeds.predict(gpu, &ws.x)?)
-                })
-            }
-            GmmInit::Random => self.responsibility_parameters(reg, |ws, _| {
-                ws.random_responsibilities(rng);
-                Ok(())
-            }),
-            GmmInit::Given(g) => given_parameters(g, params, d),
-        }
-    }
-
     fn step(&mut self, p: &Parameters, reg_covar: f64) -> Result<(f64, Parameters)> {
         let stats = self.estep_stats(p)?;
         let lower_bound = stats.mean_log_likelihood();
@@ -290,88 +245,5 @@ impl<S: RowSource + ?Sized> EmData for Streamed<'_, S> {
             Ok(())
         })?;
         Ok(labels)
-    }
-}
-
-impl GaussianMixture {
-    /// Fits on a [`RowSource`]: a host [`Matrix`], [`RowChunks`](crate::source::RowChunks)
-    /// or a memory-mapped `.npy` file (`io::NpyRows`), which need fit neither on the device
-    /// nor in host memory.
-    ///
-    /// When the rows fit the device-memory budget ([`Gpu::set_memory_budget`]) next to the
-    /// N x K responsibilities, they are uploaded once and the fit is that of
-    /// [`GaussianMixture::fit`]; otherwise every EM iteration streams them through one
-    /// buffer of at most 128 MiB, merging per-piece [`GmmStats`] (module docs of
-    /// `gmm::stream`, which also say how the K-Means and k-means++ starts differ). The host
-    /// keeps each row's label (4 bytes a row).
-    ///
-    /// Errors: those of [`GaussianMixture::fit`], and the source's ([`Error::Source`],
-    /// [`Error::NonFinite`] with the global row).
-    pub fn fit_source(
-        &self,
-        gpu: &Gpu,
-        source: &(impl RowSource + ?Sized),
-    ) -> Result<GaussianMixtureModel> {
-        self.fit_source_maybe_weighted(gpu, source, None)
-    }
-
-    /// [`GaussianMixture::fit_source`] with a weight per row (see
-    /// [`GaussianMixture::fit_weighted`]); the weights stay on the host and stream with their
-    /// rows.
-    ///
-    /// Errors: those of the weights and of [`GaussianMixture::fit_source`].
-    pub fn fit_source_weighted(
-        &self,
-        gpu: &Gpu,
-        source: &(impl RowSource + ?Sized),
-        sample_weight: &[f32],
-    ) -> Result<GaussianMixtureModel> {
-        let (n, _) = check_shape(source)?;
-        crate::data::check_sample_weights(sample_weight, n)?;
-        self.fit_source_maybe_weighted(gpu, source, Some(sample_weight))
-    }
-
-    pub(super) fn fit_source_maybe_weighted(
-        &self,
-        gpu: &Gpu,
-        source: &(impl RowSource + ?Sized),
-        weights: Option<&[f32]>,
-    ) -> Result<GaussianMixtureModel> {
-        let (n, d) = check_shape(source)?;
-        self.validate(n, d)?;
-        let (k, t) = (self.k, self.covariance_type);
-        let rows = device_rows(gpu, source, k, t)?;
-        if let DeviceRows::Resident(x) = &rows {
-            return self.fit_resident(gpu, x, weights);
-        }
-        let mut data = Streamed::new(gpu, source, rows, k, t, weights)?;
-        fit_restarts(self, d, &mut data)
-    }
-
-    /// One E-step pass of `source` with the parameters of `model` on the device: the
-    /// statistics that merge across pieces, devices and machines (see [`GmmStats`]). A
-    /// driver runs it on each partition, merges, takes [`GmmStats::next_parameters`] (with
-    /// the fit's `reg_covar`), builds the next model with
-    /// [`GaussianMixtureModel::from_parameters`], and repeats; the mean log-likelihood of
-    /// the merged statistics is the lower bound that decides convergence.
-    ///
-    /// Errors: [`Error::FeatureMismatch`] when the source's rows are not of the model's
-    /// features, and the errors of [`GaussianMixture::fit_source`].
-    pub fn pass_stats(
-        gpu: &Gpu,
-        source: &(impl RowSource + ?Sized),
-        model: &GaussianMixtureModel,
-    ) -> Result<GmmStats> {
-        let (_, d) = check_shape(source)?;
-        if d != model.n_features() {
-            return Err(Error::FeatureMismatch {
-                expected: model.n_features(),
-                found: d,
-            });
-        }
-        let (k, t) = (model.k(), model.covariance_type());
-        let rows = device_rows(gpu, source, k, t)?;
-        let mut data = Streamed::new(gpu, source, rows, k, t, None)?;
-        data.estep_stats(&model.parameters())
     }
 }

@@ -1,40 +1,20 @@
 //! The device side of a Gaussian-mixture fit or evaluation: the buffers of one data matrix
-//! and the passes over it (E-step, M-step moment sums, one-hot or uploaded
-//! responsibilities); the EM loop that drives them is in `fit` (formulas in the parent
-//! module).
+//! (or of one streamed piece at a time) and the passes over it (E-step, M-step moment sums,
+//! one-hot or uploaded responsibilities), and the M-step of resident rows (formulas in the
+//! parent module). The EM loop that drives them is `em`.
 
-use super::GmmEvaluation;
-use rand::Rng;
-use rand_chacha::ChaCha8Rng;
-
+use super::em::{check_lower_bound, EmData, Parameters};
+use super::math::estep_constants;
+use super::stats::{full, parameters_from_sums, weights_of};
+use super::CovarianceType;
 use crate::error::{Error, Result};
-use crate::gmm::CovarianceType;
-use crate::gpu::batch::Batch;
+use crate::gpu::batch::{Batch, ReadHandle};
 use crate::gpu::buffer::{check_budget, Chunk};
+use crate::gpu::device_buffer::DeviceBuffer;
 use crate::gpu::{Gpu, GpuMatrix, GpuVector};
 use crate::kernels::gmm_estep::{self, Components, RowOutputs, Segment, NORMALIZE_ROWS};
-use crate::kernels::gmm_mstep::{self, Blocks, Moment};
-use crate::kernels::reduce;
-
-/// Mixture parameters in f64 (layouts in [`super::math`]).
-#[derive(Debug, Clone)]
-pub(super) struct Parameters {
-    pub weights: Vec<f64>,
-    pub means: Vec<f64>,
-    pub covariances: Vec<f64>,
-    pub precisions_cholesky: Vec<f64>,
-}
-
-/// The outcome of one EM run.
-pub(super) struct Run {
-    pub parameters: Parameters,
-    pub converged: bool,
-    pub n_iter: usize,
-    pub lower_bound: f64,
-    pub history: Vec<f64>,
-    /// The progress callback asked to stop.
-    pub stopped: bool,
-}
+use crate::kernels::gmm_mstep::{self, Blocks, Moment, Sums};
+use crate::kernels::{reduce, rows};
 
 /// Rows of one data chunk whose N x K responsibilities fit one binding.
 struct SegmentBuffers {
@@ -44,11 +24,15 @@ struct SegmentBuffers {
     n_rows: usize,
     /// Rows the buffers were sized for.
     capacity: usize,
-    resp: wgpu::Buffer,
+    resp: DeviceBuffer<f32>,
     /// First global M-step block and first global log p block.
     block_offset: usize,
     log_block_offset: usize,
 }
+
+/// One E-step's outputs on the device: responsibilities (N x K), log p per row, labels (what
+/// `model` hands out as a `GmmEvaluation`).
+pub(super) type Outputs = (GpuMatrix, GpuVector<f32>, GpuVector<u32>);
 
 /// Bytes the per-block M-step sums may take (as K-Means): plenty of parallelism, small next
 /// to the data.
@@ -73,13 +57,13 @@ pub(super) struct Workspace<'a> {
     block_rows: usize,
     n_blocks: usize,
     n_log_blocks: usize,
-    means: wgpu::Buffer,
-    precisions: wgpu::Buffer,
-    log_const: wgpu::Buffer,
-    shift: wgpu::Buffer,
-    partials: wgpu::Buffer,
-    totals: wgpu::Buffer,
-    block_log_density: wgpu::Buffer,
+    means: DeviceBuffer<f32>,
+    precisions: DeviceBuffer<f32>,
+    log_const: DeviceBuffer<f32>,
+    shift: DeviceBuffer<f32>,
+    partials: DeviceBuffer<f32>,
+    totals: DeviceBuffer<f32>,
+    block_log_density: DeviceBuffer<f32>,
     /// Sample weights of the rows (chunked like them), their host values, and the total
     /// weight of the rows in use.
     sample_weights: Option<(GpuVector<f32>, &'a [f32], f64)>,
@@ -130,6 +114,7 @@ impl<'a> Workspace<'a> {
             }
         }
         let partial_bytes = n_blocks as u64 * outputs * 4;
+        let outputs = outputs as usize;
         if partial_bytes > gpu.binding_byte_limit() {
             return Err(Error::DeviceLimit {
                 what: format!("per-block mixture statistics for k = {k} ({partial_bytes} bytes)"),
@@ -152,7 +137,7 @@ impl<'a> Workspace<'a> {
                         first,
                         n_rows,
                         capacity: n_rows,
-                        resp: gpu.buffer_zeroed("responsibilities", n_rows as u64 * row_bytes),
+                        resp: DeviceBuffer::zeroed(gpu, "responsibilities", n_rows * k),
                         block_offset,
                         log_block_offset,
                     },
@@ -172,14 +157,17 @@ impl<'a> Workspace<'a> {
                 block_rows,
                 n_blocks,
                 n_log_blocks,
-                means: gpu.buffer_zeroed("mixture means", (k * d * 4) as u64),
-                precisions: gpu.buffer_zeroed("precision factors", (prec_values * 4) as u64),
-                log_const: gpu.buffer_zeroed("log weights and normalisers", (k * 4) as u64),
-                shift: gpu.buffer_zeroed("moment shifts", (k * d * 4) as u64),
-                partials: gpu.buffer_zeroed("mixture partial sums", partial_bytes),
-                totals: gpu.buffer_zeroed("mixture sums", outputs * 4),
-                block_log_density: gpu
-                    .buffer_zeroed("log density block sums", n_log_blocks as u64 * 4),
+                means: DeviceBuffer::zeroed(gpu, "mixture means", k * d),
+                precisions: DeviceBuffer::zeroed(gpu, "precision factors", prec_values),
+                log_const: DeviceBuffer::zeroed(gpu, "log weights and normalisers", k),
+                shift: DeviceBuffer::zeroed(gpu, "moment shifts", k * d),
+                partials: DeviceBuffer::zeroed(gpu, "mixture partial sums", n_blocks * outputs),
+                totals: DeviceBuffer::zeroed(gpu, "mixture sums", outputs),
+                block_log_density: DeviceBuffer::zeroed(
+                    gpu,
+                    "log density block sums",
+                    n_log_blocks,
+                ),
                 sample_weights: None,
             })
         })
@@ -190,10 +178,10 @@ impl<'a> Workspace<'a> {
     pub(super) fn weigh(&mut self, host: &'a [f32]) {
         let device = GpuVector::zeroed(self.gpu, &self.x, "sample weights");
         for (c, buf) in self.x.chunks().iter().zip(&device.chunks) {
-            let mine = &host[c.row_start..(c.row_start + c.n_rows).min(host.len())];
-            self.gpu
-                .queue
-                .write_buffer(buf, 0, bytemuck::cast_slice(mine));
+            buf.write(
+                self.gpu,
+                &host[c.row_start..(c.row_start + c.n_rows).min(host.len())],
+            );
         }
         let total = host.iter().map(|&w| w as f64).sum();
         self.sample_weights = Some((device, host, total));
@@ -204,9 +192,9 @@ impl<'a> Workspace<'a> {
         let n = self.x.n_rows();
         if let Some((device, host, total)) = &mut self.sample_weights {
             let mine = &host[first_row..first_row + n];
-            self.gpu
-                .queue
-                .write_buffer(&device.chunks[0], 0, bytemuck::cast_slice(mine));
+            for (c, buf) in self.x.chunks().iter().zip(&device.chunks) {
+                buf.write(self.gpu, &mine[c.row_start..c.row_start + c.n_rows]);
+            }
             *total = mine.iter().map(|&w| w as f64).sum();
         }
     }
@@ -268,12 +256,15 @@ impl<'a> Workspace<'a> {
     }
 
     /// Runs the next passes over `piece` (one chunk of at most the rows this workspace was
-    /// made for, as [`DeviceRows`](crate::gpu::stream::DeviceRows) hands them out): the
-    /// segments, blocks and per-row outputs of its rows are a prefix of those of the full
-    /// capacity, so the buffers are reused and only the counts change.
+    /// made for, as [`DeviceRows`](crate::gpu::stream::DeviceRows) hands them out, or all the
+    /// resident rows it was made for): the segments, blocks and per-row outputs of its rows
+    /// are a prefix of those of the full capacity, so the buffers are reused and only the
+    /// counts change.
     pub(super) fn use_piece(&mut self, piece: &GpuMatrix) {
         let n = piece.n_rows();
-        debug_assert!(piece.n_chunks() == 1 && n <= self.log_density.len());
+        debug_assert!(
+            n <= self.log_density.len() && (piece.n_chunks() == 1 || n == self.log_density.len())
+        );
         self.x = piece.clone();
         let (mut active, mut n_blocks, mut n_log_blocks) = (0, 0, 0);
         for s in &mut self.segments {
@@ -305,33 +296,13 @@ impl<'a> Workspace<'a> {
 
     /// Sends means, precision factors and the constants cₖ = log πₖ − ½ D log 2π + log det Uₖ.
     fn write_parameters(&self, p: &Parameters) {
-        let (k, d) = (self.k, self.d);
-        let u = &p.precisions_cholesky;
-        let log_det: Vec<f64> = (0..k)
-            .map(|c| match self.covariance_type {
-                CovarianceType::Full => (0..d).map(|j| u[c * d * d + j * d + j].ln()).sum(),
-                CovarianceType::Tied => (0..d).map(|j| u[j * d + j].ln()).sum(),
-                CovarianceType::Diag => u[c * d..(c + 1) * d].iter().map(|v| v.ln()).sum(),
-                CovarianceType::Spherical => d as f64 * u[c].ln(),
-            })
-            .collect();
-        let half_log_2pi_d = 0.5 * d as f64 * (2.0 * std::f64::consts::PI).ln();
-        let log_const: Vec<f32> = (0..k)
-            .map(|c| (p.weights[c].ln() - half_log_2pi_d + log_det[c]) as f32)
-            .collect();
-        let prec: Vec<f32> = match self.covariance_type {
-            // The shader reads K x D values; a spherical pₖ holds for every feature.
-            CovarianceType::Spherical => u
-                .iter()
-                .flat_map(|&v| std::iter::repeat_n(v as f32, d))
-                .collect(),
-            _ => u.iter().map(|&v| v as f32).collect(),
-        };
+        let t = self.covariance_type;
+        let (log_const, prec) =
+            estep_constants(&p.weights, &p.precisions_cholesky, t, self.k, self.d);
         let means: Vec<f32> = p.means.iter().map(|&v| v as f32).collect();
-        let q = &self.gpu.queue;
-        q.write_buffer(&self.means, 0, bytemuck::cast_slice(&means));
-        q.write_buffer(&self.precisions, 0, bytemuck::cast_slice(&prec));
-        q.write_buffer(&self.log_const, 0, bytemuck::cast_slice(&log_const));
+        self.means.write(self.gpu, &means);
+        self.precisions.write(self.gpu, &prec);
+        self.log_const.write(self.gpu, &log_const);
     }
 
     /// Records the E-step for the parameters last written.
@@ -367,26 +338,21 @@ impl<'a> Workspace<'a> {
         let (k, d) = (self.k, self.d);
         if moment == Moment::Scatter {
             // Entries below the diagonal are never written: they must read as zero.
-            batch.clear(&self.partials);
+            batch.clear_values(&self.partials);
         }
+        let sums = Sums {
+            moment,
+            shift: &self.shift,
+        };
         for s in self.active_segments() {
             let blocks = Blocks {
                 block_rows: self.block_rows,
                 block_offset: s.block_offset,
                 partials: &self.partials,
             };
-            gmm_mstep::weighted_sums(
-                self.gpu,
-                batch,
-                &self.segment(s),
-                d,
-                k,
-                moment,
-                &self.shift,
-                &blocks,
-            )?;
+            gmm_mstep::weighted_sums(self.gpu, batch, &self.segment(s), (d, k), &sums, &blocks)?;
         }
-        reduce::sum_partial_columns_f32(
+        reduce::sum_partial_columns(
             self.gpu,
             batch,
             &self.partials,
@@ -397,15 +363,13 @@ impl<'a> Workspace<'a> {
     }
 
     /// Reads the folded sums of `moment` (f64).
-    fn read_totals(&self, batch: &mut Batch<'_>, moment: Moment) -> crate::gpu::batch::ReadHandle {
-        batch.read(&self.totals, 0, (moment.outputs(self.k, self.d) * 4) as u64)
+    fn read_totals(&self, batch: &mut Batch<'_>, moment: Moment) -> ReadHandle {
+        batch.read_values(&self.totals, 0, moment.outputs(self.k, self.d))
     }
 
     fn write_shift(&self, shift: &[f64]) {
         let s: Vec<f32> = shift.iter().map(|&v| v as f32).collect();
-        self.gpu
-            .queue
-            .write_buffer(&self.shift, 0, bytemuck::cast_slice(&s));
+        self.shift.write(self.gpu, &s);
     }
 
     /// The mean of the per-block sums of log p, in f64.
@@ -414,23 +378,16 @@ impl<'a> Workspace<'a> {
     }
 
     /// One submission: the E-step for `p`, then Σ r and Σ r (x − μ) around p's means.
-    /// Returns the mean log-likelihood and the first-moment sums (K x (D + 1)).
-    pub(super) fn estep_and_first_moments(&self, p: &Parameters) -> Result<(f64, Vec<f64>)> {
-        let (block_sums, first) = self.estep_and_first_sums(p)?;
-        Ok((self.mean_log_density(&block_sums), first))
-    }
-
-    /// [`Workspace::estep_and_first_moments`] with the per-block sums of log p as they come
-    /// back (a streamed fit adds them up over the pieces).
+    /// Returns the per-block sums of log p as they come back (a streamed fit adds them up
+    /// over the pieces) and the first-moment sums (K x (D + 1)).
     pub(super) fn estep_and_first_sums(&self, p: &Parameters) -> Result<(Vec<f32>, Vec<f64>)> {
         let gpu = self.gpu;
         gpu.scoped("mixture E-step", || {
-            self.write_parameters(p);
             self.write_shift(&p.means);
             let mut batch = Batch::new(gpu, "mixture E-step");
-            self.record_estep(&mut batch)?;
+            self.record_evaluation(&mut batch, p)?;
             self.record_moment(&mut batch, Moment::First)?;
-            let h_log = batch.read(&self.block_log_density, 0, (self.n_log_blocks * 4) as u64);
+            let h_log = batch.read_values(&self.block_log_density, 0, self.n_log_blocks);
             let h_sums = self.read_totals(&mut batch, Moment::First);
             let back = batch.finish()?;
             let sums = back.f32s(h_sums).iter().map(|&v| v as f64).collect();
@@ -468,42 +425,22 @@ impl<'a> Workspace<'a> {
         })
     }
 
-    /// Copies host responsibilities (N x K, row-major) to the device.
-    pub(super) fn upload_responsibilities(&self, resp: &[f32]) -> Result<()> {
-        self.gpu.scoped("uploading responsibilities", || {
-            for s in self.active_segments() {
-                let start = (self.x.chunks()[s.chunk].row_start + s.first) * self.k;
-                let values = &resp[start..start + s.n_rows * self.k];
-                self.gpu
-                    .queue
-                    .write_buffer(&s.resp, 0, bytemuck::cast_slice(values));
-            }
-            Ok(())
-        })
+    /// Writes responsibilities made on the host, segment by segment in row order (so host
+    /// memory holds one segment at a time): `fill(n_rows)` gives the next n_rows x K values.
+    pub(super) fn write_responsibilities(&self, mut fill: impl FnMut(usize) -> Vec<f32>) {
+        for s in self.active_segments() {
+            s.resp.write(self.gpu, &fill(s.n_rows));
+        }
     }
 
-    /// Uniform random responsibilities, normalised per row: N x K uniforms drawn from `rng`
-    /// in row order (the CPU oracle's stream, so both start from the same point), segment by
-    /// segment (segments are in row order) to bound host memory.
-    pub(super) fn random_responsibilities(&self, rng: &mut ChaCha8Rng) {
-        let k = self.k;
-        for s in self.active_segments() {
-            let mut resp = Vec::with_capacity(s.n_rows * k);
-            for _ in 0..s.n_rows {
-                let row: Vec<f64> = (0..k).map(|_| rng.random::<f64>()).collect();
-                let sum: f64 = row.iter().sum();
-                resp.extend(row.iter().map(|v| {
-                    if sum > 0.0 {
-                        (v / sum) as f32
-                    } else {
-                        1.0 / k as f32
-                    }
-                }));
-            }
-            self.gpu
-                .queue
-                .write_buffer(&s.resp, 0, bytemuck::cast_slice(&resp));
-        }
+    /// Copies host responsibilities (N x K, row-major) to the device.
+    pub(super) fn upload_responsibilities(&self, resp: &[f32]) {
+        let mut at = 0;
+        self.write_responsibilities(|rows| {
+            let values = resp[at..at + rows * self.k].to_vec();
+            at += rows * self.k;
+            values
+        });
     }
 
     /// One-hot responsibilities of host labels.
@@ -513,10 +450,10 @@ impl<'a> Workspace<'a> {
             let mut batch = Batch::new(gpu, "one-hot responsibilities");
             for s in self.active_segments() {
                 let start = self.x.chunks()[s.chunk].row_start + s.first;
-                let part = gpu.buffer_from(
+                let part = DeviceBuffer::from_slice(
+                    gpu,
                     "initial labels",
                     &labels[start..start + s.n_rows],
-                    wgpu::BufferUsages::empty(),
                 );
                 gmm_estep::responsibilities_from_labels(
                     gpu,
@@ -531,14 +468,20 @@ impl<'a> Workspace<'a> {
         })
     }
 
+    /// Records one E-step for `p` into `batch` (the parameters go up through the queue,
+    /// ahead of the batch's submission): responsibilities, log p and labels on the device.
+    pub(super) fn record_evaluation(&self, batch: &mut Batch<'_>, p: &Parameters) -> Result<()> {
+        self.write_parameters(p);
+        self.record_estep(batch)
+    }
+
     /// Records and runs one E-step for `p`; returns the mean log-likelihood.
     fn run_estep(&self, p: &Parameters) -> Result<f64> {
         let gpu = self.gpu;
         gpu.scoped("mixture evaluation", || {
-            self.write_parameters(p);
             let mut batch = Batch::new(gpu, "mixture evaluation");
-            self.record_estep(&mut batch)?;
-            let h = batch.read(&self.block_log_density, 0, (self.n_log_blocks * 4) as u64);
+            self.record_evaluation(&mut batch, p)?;
+            let h = batch.read_values(&self.block_log_density, 0, self.n_log_blocks);
             let back = batch.finish()?;
             Ok(self.mean_log_density(&back.f32s(h)))
         })
@@ -553,30 +496,97 @@ impl<'a> Workspace<'a> {
         Ok(labels)
     }
 
-    /// One E-step for `p`, its outputs left on the device.
-    pub(super) fn evaluate(&self, p: &Parameters) -> Result<GmmEvaluation> {
-        let mean_log_likelihood = self.run_estep(p)?;
+    /// One E-step for `p`: its outputs left on the device, and the mean log-likelihood.
+    pub(super) fn evaluate(&self, p: &Parameters) -> Result<(Outputs, f64)> {
+        Ok((self.outputs(), self.run_estep(p)?))
+    }
+
+    /// The E-step's outputs on the device: responsibilities (N x K), log p, labels.
+    pub(super) fn outputs(&self) -> Outputs {
         let chunks = self
             .segments
             .iter()
-            .map(|s| {
-                let bytes = (s.n_rows * self.k * 4) as u64;
-                Chunk {
-                    buffer: s.resp.clone(),
-                    bind_offset: 0,
-                    bind_size: bytes,
-                    x_offset: 0,
-                    row_start: self.x.chunks()[s.chunk].row_start + s.first,
-                    n_rows: s.n_rows,
-                }
+            .map(|s| Chunk {
+                buffer: s.resp.raw().clone(),
+                bind_offset: 0,
+                bind_size: (s.n_rows * self.k * 4) as u64,
+                x_offset: 0,
+                row_start: self.x.chunks()[s.chunk].row_start + s.first,
+                n_rows: s.n_rows,
             })
             .collect();
-        Ok(GmmEvaluation {
-            responsibilities: GpuMatrix::from_chunks(chunks, self.x.n_rows(), self.k),
-            log_density: self.log_density.clone(),
-            labels: self.labels.clone(),
-            mean_log_likelihood,
-        })
+        (
+            GpuMatrix::from_chunks(chunks, self.x.n_rows(), self.k),
+            self.log_density.clone(),
+            self.labels.clone(),
+        )
+    }
+
+    /// The M-step from first-moment sums around `shift`: weights and means on the host, the
+    /// centred covariances from a second pass, then the precision factors.
+    pub(super) fn mstep_from(
+        &self,
+        first: &[f64],
+        shift: &[f64],
+        reg_covar: f64,
+    ) -> Result<Parameters> {
+        let (k, d) = (self.k, self.d);
+        let (nk, weights) = weights_of(&(0..k).map(|c| first[c * (d + 1) + d]).collect::<Vec<_>>());
+        let means: Vec<f64> = (0..k * d)
+            .map(|e| {
+                let (c, j) = (e / d, e % d);
+                shift[e] + first[c * (d + 1) + j] / nk[c]
+            })
+            .collect();
+        let second = self.second_moments(&means)?;
+        let full = full(self.covariance_type);
+        // The kernel writes the upper triangle of a full scatter, the diagonal otherwise.
+        let scatter = |c: usize, i: usize, j: usize| {
+            if full {
+                let (a, b) = if j >= i { (i, j) } else { (j, i) };
+                second[c * d * d + a * d + b]
+            } else {
+                second[c * (d + 1) + j]
+            }
+        };
+        parameters_from_sums(
+            self.covariance_type,
+            d,
+            nk,
+            weights,
+            means,
+            scatter,
+            reg_covar,
+        )
+    }
+
+    /// The M-step for the responsibilities on the device, shifting the first moments by
+    /// `shift` (K x D) or, without one, by the first row of the data for every component.
+    pub(super) fn mstep(&self, shift: Option<&[f64]>, reg_covar: f64) -> Result<Parameters> {
+        let shift = match shift {
+            Some(s) => s.to_vec(),
+            None => {
+                let row = rows::read_rows(self.gpu, &self.x, &[0])?;
+                (0..self.k)
+                    .flat_map(|_| row.iter().map(|&v| v as f64))
+                    .collect()
+            }
+        };
+        let first = self.first_moments(&shift)?;
+        self.mstep_from(&first, &shift, reg_covar)
+    }
+}
+
+impl EmData for Workspace<'_> {
+    fn step(&mut self, p: &Parameters, reg_covar: f64) -> Result<(f64, Parameters)> {
+        let (blocks, first) = self.estep_and_first_sums(p)?;
+        let lower_bound = self.mean_log_density(&blocks);
+        check_lower_bound(lower_bound)?;
+        Ok((lower_bound, self.mstep_from(&first, &p.means, reg_covar)?))
+    }
+
+    fn labels(&mut self, p: &Parameters) -> Result<Vec<u32>> {
+        Workspace::labels(self, p)
     }
 }
 

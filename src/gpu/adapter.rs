@@ -8,7 +8,6 @@
 //! [`AdapterOptions::index`] picks one entry of that ranked list, the numbering
 //! `wgpu-unsupervised info --all` prints.
 
-use super::context::GpuInfo;
 use crate::error::{Error, Result};
 
 /// What [`Gpu::with_options`](crate::Gpu::with_options) and
@@ -73,6 +72,43 @@ impl AdapterOptions {
             }
         }
         Ok(options)
+    }
+}
+
+/// What the library knows about the device it runs on.
+#[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct GpuInfo {
+    /// Adapter name as the driver reports it (e.g. "NVIDIA H100", "llvmpipe (LLVM 15.0.6, 256 bits)").
+    pub name: String,
+    /// Backend: "Vulkan", "Metal", "Dx12", "Gl".
+    pub backend: String,
+    /// Discrete, integrated, virtual or CPU (software).
+    pub device_type: String,
+    /// Driver name and version, when the backend reports them.
+    pub driver: String,
+    /// Largest storage binding in bytes: the data are split into chunks no larger than this.
+    pub max_storage_buffer_binding_size: u64,
+    /// Largest buffer in bytes.
+    pub max_buffer_size: u64,
+    /// Largest dispatch along one grid dimension (2-D grids are used past it).
+    pub max_compute_workgroups_per_dimension: u32,
+    /// Largest workgroup.
+    pub max_compute_invocations_per_workgroup: u32,
+    /// Alignment of storage-buffer binding offsets.
+    pub min_storage_buffer_offset_alignment: u32,
+}
+
+impl std::fmt::Display for GpuInfo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} ({}, {}, max binding {} MiB)",
+            self.name,
+            self.backend,
+            self.device_type,
+            self.max_storage_buffer_binding_size >> 20
+        )
     }
 }
 

@@ -1,4 +1,6 @@
-//! The host layer: the only code that touches wgpu.
+//! The host layer: devices, buffers, dispatch and readback. It imports nothing above it (no
+//! kernel wrapper, no algorithm: `tests/layout.rs` checks), and the layers above reach wgpu
+//! through it: typed buffers, [`GpuMatrix`] and [`GpuVector`].
 //!
 //! - [`adapter`]: which adapter to open ([`AdapterOptions`]: backend, name, power
 //!   preference, index);
@@ -15,11 +17,12 @@
 //!   into one submission with the one readback path, and dispatch grids (2-D past
 //!   `max_compute_workgroups_per_dimension`);
 //! - `uniforms`: the per-device pool of pages that hold per-dispatch parameters;
-//! - [`ceilings`]: [`Gpu::measure_ceilings`], the FMA throughput and copy bandwidth this
-//!   adapter reaches, measured by microbenchmarks (the roofline's two limits);
+//! - `device_buffer`: typed storage buffers (element type and length), what workspaces and
+//!   kernel wrappers hold instead of raw `wgpu::Buffer`s;
 //! - [`profile`]: [`Gpu::profile`], GPU time per kernel (timestamp queries, or the wall clock
 //!   where the device has none) with the FLOPs and bytes each dispatch must do, held against
-//!   the ceilings;
+//!   the [`Ceilings`] (measured above this layer, by [`Gpu::measure_ceilings`] in
+//!   [`crate::ceilings`]);
 //! - `stream`: a [`RowSource`](crate::source::RowSource) on the device: uploaded once when
 //!   it fits the memory budget, else streamed through one bounded buffer on every pass, read
 //!   one piece ahead on a second thread;
@@ -52,8 +55,8 @@
 pub mod adapter;
 pub(crate) mod batch;
 pub mod buffer;
-pub mod ceilings;
 pub mod context;
+pub(crate) mod device_buffer;
 pub mod input;
 pub(crate) mod pipeline;
 pub mod profile;
@@ -62,12 +65,16 @@ pub(crate) mod stream;
 pub(crate) mod tuning;
 pub(crate) mod uniforms;
 
-pub use adapter::AdapterOptions;
+pub use adapter::{AdapterOptions, GpuInfo};
 pub use buffer::{GpuMatrix, GpuVector, MatrixChunk, VectorChunk};
-pub use ceilings::Ceilings;
-pub use context::{parse_memory_size, Gpu, GpuInfo};
+pub use context::{parse_memory_size, Gpu, STANDARD_CHUNK_BYTES};
 pub use input::GpuInput;
-pub use profile::{Bound, Clock, DispatchRecord, KernelSummary, Profile, ProfileClock, Work};
+pub use profile::{
+    Bound, Ceilings, Clock, DispatchRecord, KernelSummary, Profile, ProfileClock, Work,
+};
+/// The command encoder the `*_into` methods (`predict_into`, `transform_into`, …) record into
+/// without submitting: wgpu's, re-exported so that the layers above name wgpu through here.
+pub use wgpu::CommandEncoder;
 
 #[cfg(test)]
 pub(crate) mod tests;

@@ -28,7 +28,6 @@ use std::collections::BTreeMap;
 use std::sync::Mutex;
 use std::time::Instant;
 
-use super::ceilings::Ceilings;
 use super::Gpu;
 use crate::error::{Error, Result};
 
@@ -431,4 +430,27 @@ impl TimestampQueries {
             })
             .collect()
     }
+}
+
+/// The measured ceilings of one adapter: what [`Gpu::measure_ceilings`](crate::Gpu::measure_ceilings)
+/// returns (module `ceilings`) and what a profile is held against.
+#[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct Ceilings {
+    /// FMA throughput in GFLOP/s (10^9 FLOPs per second, an FMA counted as 2 FLOPs).
+    pub peak_gflops: f64,
+    /// Copy bandwidth in GB/s (10^9 bytes per second, bytes read plus bytes written).
+    pub peak_gbps: f64,
+    /// Wall-clock seconds of the fastest FMA run.
+    pub fma_seconds: f64,
+    /// Wall-clock seconds of the fastest copy run.
+    pub copy_seconds: f64,
+    /// FLOPs of one FMA run.
+    pub flops: u64,
+    /// Bytes read and written by one copy run.
+    pub bytes: u64,
+    /// Size of each of the two copy buffers, in bytes.
+    pub buffer_bytes: u64,
+    /// Name of the adapter measured.
+    pub adapter: String,
 }

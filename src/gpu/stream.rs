@@ -13,6 +13,7 @@
 //! source's reads with the GPU is what double buffering can win here.)
 
 use super::buffer::Chunk;
+use super::device_buffer::DeviceBuffer;
 use super::{Gpu, GpuMatrix};
 use crate::error::{Error, Result};
 use crate::source::RowSource;
@@ -22,21 +23,23 @@ pub(crate) const STREAM_PIECE_BYTES: u64 = 128 << 20;
 
 /// Where a fit's data lives on the device: all of it, or one piece at a time.
 pub(crate) enum DeviceRows<'s, S: RowSource + ?Sized> {
-    /// Every row, uploaded once.
+    /// Every row, uploaded once (in as many chunks as the binding limit asks for).
     Resident(GpuMatrix),
     /// One buffer of `capacity` rows, refilled from `source` on every pass.
     Streamed {
         source: &'s S,
-        slot: wgpu::Buffer,
+        slot: DeviceBuffer<f32>,
         capacity: usize,
     },
 }
 
 impl<'s, S: RowSource + ?Sized> DeviceRows<'s, S> {
-    /// Decides how `source` lives on the device for a fit that needs `row_extra` bytes per
-    /// row on the device besides the row itself (labels, distances, responsibilities) and
-    /// `fixed` bytes in all (statistics, parameters), under the budget set with
-    /// [`Gpu::set_memory_budget`].
+    /// Decides, once for the whole fit, how `source` lives on the device for a fit that
+    /// needs `row_extra` bytes per row on the device besides the row itself (labels,
+    /// distances, responsibilities) and `fixed` bytes in all (statistics, parameters), under
+    /// the budget set with [`Gpu::set_memory_budget`]: resident when N rows and the fit's
+    /// buffers fit the budget, else streamed through one buffer of at most
+    /// [`STREAM_PIECE_BYTES`] (and at most one binding, [`Gpu::set_max_chunk_bytes`]).
     ///
     /// Errors: [`Error::OutOfDeviceMemory`] when not even one row fits next to `fixed`.
     pub(crate) fn new(gpu: &Gpu, source: &'s S, row_extra: u64, fixed: u64) -> Result<Self> {
@@ -55,18 +58,16 @@ impl<'s, S: RowSource + ?Sized> DeviceRows<'s, S> {
                 available: Some(budget),
             });
         }
-        let chunk_rows = (gpu.chunk_byte_limit() / row_bytes).max(1);
         let fits = room / per_row;
-        if n as u64 <= fits.min(chunk_rows) {
-            let slot = gpu.buffer_zeroed("resident rows", n as u64 * row_bytes);
-            fill(gpu, source, &slot)?;
-            return Ok(DeviceRows::Resident(view(&slot, n, d)));
+        if n as u64 <= fits {
+            return Ok(DeviceRows::Resident(upload(gpu, source)?));
         }
+        let chunk_rows = (gpu.chunk_byte_limit() / row_bytes).max(1);
         let capacity = fits
             .min(chunk_rows)
             .min((STREAM_PIECE_BYTES / row_bytes).max(1)) as usize;
         let slot = gpu.scoped("allocating the streaming buffer", || {
-            Ok(gpu.buffer_zeroed("streamed rows", capacity as u64 * row_bytes))
+            Ok(DeviceBuffer::zeroed(gpu, "streamed rows", capacity * d))
         })?;
         Ok(DeviceRows::Streamed {
             source,
@@ -115,10 +116,11 @@ impl<'s, S: RowSource + ?Sized> DeviceRows<'s, S> {
 }
 
 /// A one-chunk matrix over the first `n` rows of `buffer` (a buffer this crate made).
-pub(crate) fn view(buffer: &wgpu::Buffer, n: usize, d: usize) -> GpuMatrix {
+pub(crate) fn view(buffer: &DeviceBuffer<f32>, n: usize, d: usize) -> GpuMatrix {
+    debug_assert!(n * d <= buffer.len());
     let bytes = n as u64 * d as u64 * 4;
     let chunk = Chunk {
-        buffer: buffer.clone(),
+        buffer: buffer.raw().clone(),
         bind_offset: 0,
         bind_size: bytes,
         x_offset: 0,
@@ -128,21 +130,47 @@ pub(crate) fn view(buffer: &wgpu::Buffer, n: usize, d: usize) -> GpuMatrix {
     GpuMatrix::from_chunks(vec![chunk], n, d)
 }
 
-/// Copies the whole of a source that fits into `buffer`.
-fn fill<S: RowSource + ?Sized>(gpu: &Gpu, source: &S, buffer: &wgpu::Buffer) -> Result<()> {
-    let (_, d) = source.shape();
+/// Uploads all of `source` (which fits the budget) in chunks of whole rows sized to the
+/// binding limit, as [`GpuMatrix::upload`] cuts a host matrix.
+fn upload<S: RowSource + ?Sized>(gpu: &Gpu, source: &S) -> Result<GpuMatrix> {
+    let (n, d) = source.shape();
+    let per_chunk = super::buffer::rows_per_chunk(gpu, d)?;
     gpu.scoped("uploading the rows", || {
+        let chunks: Vec<DeviceBuffer<f32>> = (0..n.div_ceil(per_chunk))
+            .map(|c| {
+                let rows = per_chunk.min(n - c * per_chunk);
+                DeviceBuffer::zeroed(gpu, "GpuMatrix chunk", rows * d)
+            })
+            .collect();
         source.visit_rows(
             (STREAM_PIECE_BYTES / (d as u64 * 4)).max(1) as usize,
             &mut |first, rows| {
-                gpu.queue.write_buffer(
-                    buffer,
-                    first as u64 * d as u64 * 4,
-                    bytemuck::cast_slice(rows),
-                );
+                // A piece may straddle chunk boundaries: write each part where it belongs.
+                let mut row = first;
+                let mut values = rows;
+                while !values.is_empty() {
+                    let (c, at) = (row / per_chunk, row % per_chunk);
+                    let take = (per_chunk - at).min(values.len() / d);
+                    chunks[c].write_at(gpu, at * d, &values[..take * d]);
+                    values = &values[take * d..];
+                    row += take;
+                }
                 Ok(())
             },
-        )
+        )?;
+        let chunks = chunks
+            .iter()
+            .enumerate()
+            .map(|(c, b)| Chunk {
+                buffer: b.raw().clone(),
+                bind_offset: 0,
+                bind_size: b.len() as u64 * 4,
+                x_offset: 0,
+                row_start: c * per_chunk,
+                n_rows: b.len() / d,
+            })
+            .collect();
+        Ok(GpuMatrix::from_chunks(chunks, n, d))
     })
 }
 
@@ -152,7 +180,7 @@ fn stream<S: RowSource + ?Sized>(
     gpu: &Gpu,
     source: &S,
     capacity: usize,
-    slot: &wgpu::Buffer,
+    slot: &DeviceBuffer<f32>,
     work: &mut dyn FnMut(&GpuMatrix, usize) -> Result<()>,
 ) -> Result<()> {
     let (_, d) = source.shape();
@@ -168,7 +196,7 @@ fn stream<S: RowSource + ?Sized>(
         let mut outcome = Ok(());
         for (first, rows) in rx.iter() {
             let n = rows.len() / d;
-            gpu.queue.write_buffer(slot, 0, bytemuck::cast_slice(&rows));
+            slot.write(gpu, &rows);
             drop(rows);
             outcome = work(&view(slot, n, d), first);
             if outcome.is_err() {

@@ -16,6 +16,7 @@ use std::sync::Mutex;
 use std::time::Instant;
 
 use super::batch::Batch;
+use super::device_buffer::DeviceBuffer;
 use super::Gpu;
 use crate::error::Result;
 
@@ -80,15 +81,15 @@ impl Gpu {
     }
 
     /// Seconds of one trial: what `record` records, submitted alone (outside any profile) and
-    /// waited for by reading 4 bytes of `written` back.
-    pub(crate) fn time_trial(
+    /// waited for by reading the first value of `written` back.
+    pub(crate) fn time_trial<T: bytemuck::Pod>(
         &self,
         record: impl FnOnce(&mut Batch<'_>) -> Result<()>,
-        written: &wgpu::Buffer,
+        written: &DeviceBuffer<T>,
     ) -> Result<f64> {
         let mut batch = Batch::untimed(self, "autotuner trial");
         record(&mut batch)?;
-        batch.read(written, 0, 4);
+        batch.read_values(written, 0, 1);
         let start = Instant::now();
         batch.finish()?;
         Ok(start.elapsed().as_secs_f64())

@@ -5,7 +5,8 @@
 use bytemuck::{Pod, Zeroable};
 
 use crate::error::Result;
-use crate::gpu::batch::{Batch, Bind};
+use crate::gpu::batch::Batch;
+use crate::gpu::device_buffer::DeviceBuffer;
 use crate::gpu::profile::Work;
 use crate::gpu::shaders::{affinity as wgsl, check_params};
 use crate::gpu::{Gpu, GpuMatrix};
@@ -47,12 +48,12 @@ pub(crate) fn rbf_times_block(
     gpu: &Gpu,
     x: &GpuMatrix,
     gamma: f32,
-    v: &wgpu::Buffer,
+    v: &DeviceBuffer<f32>,
     m: usize,
 ) -> Result<Vec<f32>> {
     let (n, d) = (x.n_rows(), x.n_features());
     gpu.scoped("RBF affinity product", || {
-        let out = gpu.buffer_zeroed("affinity product", (n * m * 4) as u64);
+        let out = DeviceBuffer::<f32>::zeroed(gpu, "affinity product", n * m);
         let mut batch = Batch::new(gpu, "rbf_times_block");
         for q in x.chunks() {
             let grid = gpu.grid(q.n_rows.div_ceil(TILE) as u64)?;
@@ -82,8 +83,8 @@ pub(crate) fn rbf_times_block(
                         &[
                             ("queries", q.bind()),
                             ("data", data.bind()),
-                            ("block", Bind::Whole(v)),
-                            ("out", Bind::Whole(&out)),
+                            ("block", v.bind()),
+                            ("out", out.bind()),
                         ],
                         grid,
                         // Per pair: the distance (2 per feature), the exponential, an FMA per
@@ -96,7 +97,7 @@ pub(crate) fn rbf_times_block(
                 }
             }
         }
-        let h = batch.read(&out, 0, (n * m * 4) as u64);
+        let h = batch.read_all(&out);
         Ok(batch.finish()?.f32s(h))
     })
 }
@@ -110,16 +111,9 @@ pub(crate) fn nearest_neighbors(
 ) -> Result<(Vec<u32>, Vec<f32>)> {
     let (n, d) = (x.n_rows(), x.n_features());
     gpu.scoped("k nearest neighbours", || {
-        let best_dist = gpu.buffer_from(
-            "neighbour distances",
-            &vec![f32::MAX; n * k],
-            wgpu::BufferUsages::empty(),
-        );
-        let best_index = gpu.buffer_from(
-            "neighbour indices",
-            &vec![u32::MAX; n * k],
-            wgpu::BufferUsages::empty(),
-        );
+        let best_dist =
+            DeviceBuffer::from_slice(gpu, "neighbour distances", &vec![f32::MAX; n * k]);
+        let best_index = DeviceBuffer::from_slice(gpu, "neighbour indices", &vec![u32::MAX; n * k]);
         let mut batch = Batch::new(gpu, "knn_update");
         for q in x.chunks() {
             let grid = gpu.grid(q.n_rows.div_ceil(super::ROW_WG_SIZE as usize) as u64)?;
@@ -143,8 +137,8 @@ pub(crate) fn nearest_neighbors(
                     &[
                         ("queries", q.bind()),
                         ("data", data.bind()),
-                        ("best_dist", Bind::Whole(&best_dist)),
-                        ("best_index", Bind::Whole(&best_index)),
+                        ("best_dist", best_dist.bind()),
+                        ("best_index", best_index.bind()),
                     ],
                     grid,
                     Work::f32s(
@@ -154,8 +148,8 @@ pub(crate) fn nearest_neighbors(
                 )?;
             }
         }
-        let hi = batch.read(&best_index, 0, (n * k * 4) as u64);
-        let hd = batch.read(&best_dist, 0, (n * k * 4) as u64);
+        let hi = batch.read_all(&best_index);
+        let hd = batch.read_all(&best_dist);
         let back = batch.finish()?;
         Ok((back.u32s(hi), back.f32s(hd)))
     })
@@ -164,9 +158,9 @@ pub(crate) fn nearest_neighbors(
 /// A sparse N x N matrix in CSR form on the device.
 pub(crate) struct CsrMatrix {
     n: usize,
-    row_starts: wgpu::Buffer,
-    cols: wgpu::Buffer,
-    values: wgpu::Buffer,
+    row_starts: DeviceBuffer<u32>,
+    cols: DeviceBuffer<u32>,
+    values: DeviceBuffer<f32>,
     nnz: usize,
 }
 
@@ -181,19 +175,24 @@ impl CsrMatrix {
         gpu.scoped("uploading a sparse matrix", || {
             Ok(Self {
                 n: row_starts.len() - 1,
-                row_starts: gpu.buffer_from("csr rows", row_starts, wgpu::BufferUsages::empty()),
-                cols: gpu.buffer_from("csr columns", cols, wgpu::BufferUsages::empty()),
-                values: gpu.buffer_from("csr values", values, wgpu::BufferUsages::empty()),
+                row_starts: DeviceBuffer::from_slice(gpu, "csr rows", row_starts),
+                cols: DeviceBuffer::from_slice(gpu, "csr columns", cols),
+                values: DeviceBuffer::from_slice(gpu, "csr values", values),
                 nnz: values.len(),
             })
         })
     }
 
     /// W = S·V for an N x m row-major block `v` on the device; W read back.
-    pub(crate) fn times_block(&self, gpu: &Gpu, v: &wgpu::Buffer, m: usize) -> Result<Vec<f32>> {
+    pub(crate) fn times_block(
+        &self,
+        gpu: &Gpu,
+        v: &DeviceBuffer<f32>,
+        m: usize,
+    ) -> Result<Vec<f32>> {
         let n = self.n;
         gpu.scoped("sparse affinity product", || {
-            let out = gpu.buffer_zeroed("sparse product", (n * m * 4) as u64);
+            let out = DeviceBuffer::<f32>::zeroed(gpu, "sparse product", n * m);
             let mut batch = Batch::new(gpu, "csr_times_block");
             let grid = gpu.grid(n.div_ceil(super::ROW_WG_SIZE as usize) as u64)?;
             let params = AffinityParams {
@@ -207,11 +206,11 @@ impl CsrMatrix {
                 &[],
                 &params,
                 &[
-                    ("block", Bind::Whole(v)),
-                    ("out", Bind::Whole(&out)),
-                    ("row_starts", Bind::Whole(&self.row_starts)),
-                    ("cols", Bind::Whole(&self.cols)),
-                    ("values", Bind::Whole(&self.values)),
+                    ("block", v.bind()),
+                    ("out", out.bind()),
+                    ("row_starts", self.row_starts.bind()),
+                    ("cols", self.cols.bind()),
+                    ("values", self.values.bind()),
                 ],
                 grid,
                 Work::f32s(
@@ -219,7 +218,7 @@ impl CsrMatrix {
                     (self.nnz * (m + 2) + n * m) as f64,
                 ),
             )?;
-            let h = batch.read(&out, 0, (n * m * 4) as u64);
+            let h = batch.read_all(&out);
             Ok(batch.finish()?.f32s(h))
         })
     }

@@ -6,6 +6,7 @@ use super::ROW_WG_SIZE;
 use crate::error::Result;
 use crate::gpu::batch::{Batch, Bind};
 use crate::gpu::buffer::Chunk;
+use crate::gpu::device_buffer::DeviceBuffer;
 use crate::gpu::profile::Work;
 use crate::gpu::shaders::{assign as wgsl, check_params};
 use crate::gpu::tuning::TuneKey;
@@ -34,38 +35,32 @@ pub(crate) struct AssignParams {
 
 const _: () = check_params::<AssignParams>(wgsl::ENTRY_POINTS);
 
-/// Records the assignment of every row of `chunk` to its nearest of the `k` centroids:
-/// writes `labels` and `min_sq_dist` (one per chunk row) and adds the number of changed
-/// labels to the u32 at `changed`.
-#[allow(clippy::too_many_arguments)]
+/// The centroids an assignment reads and the per-row results it writes.
+pub(crate) struct Assignment<'a> {
+    /// K x D centroids, row-major.
+    pub centroids: &'a DeviceBuffer<f32>,
+    /// Centroids to compare with (the first `k` rows of `centroids`).
+    pub k: usize,
+    /// One label per row of the chunk.
+    pub labels: &'a DeviceBuffer<u32>,
+    /// One squared distance per row of the chunk.
+    pub min_sq_dist: &'a DeviceBuffer<f32>,
+    /// One u32 to which the number of changed labels is added.
+    pub changed: &'a DeviceBuffer<u32>,
+}
+
+/// Records the assignment of every row of `chunk` (D features) to its nearest centroid:
+/// writes the labels and squared distances of `to` and adds the number of changed labels to
+/// its counter.
 pub(crate) fn assign_nearest_centroid(
     gpu: &Gpu,
     batch: &mut Batch<'_>,
     chunk: &Chunk,
     d: usize,
-    k: usize,
-    centroids: &wgpu::Buffer,
-    labels: &wgpu::Buffer,
-    min_sq_dist: &wgpu::Buffer,
-    changed: &wgpu::Buffer,
+    to: &Assignment<'_>,
 ) -> Result<()> {
-    let variant = assign_variant(gpu, chunk, d, k, centroids)?;
-    let out = AssignOutputs {
-        labels,
-        min_sq_dist,
-        changed,
-    };
-    record_assign(
-        gpu,
-        batch,
-        variant,
-        chunk,
-        chunk.n_rows,
-        d,
-        k,
-        centroids,
-        &out,
-    )
+    let variant = assign_variant(gpu, chunk, d, to)?;
+    record_assign(gpu, batch, variant, chunk, chunk.n_rows, d, to)
 }
 
 /// The assignment kernels, which give the same bits (see the shader).
@@ -99,47 +94,34 @@ const TRIAL_ROWS: usize = 16384;
 
 /// The variant for this shape: the only candidate, or the autotuner's choice, timed on the
 /// first rows of `chunk` with scratch outputs.
-fn assign_variant(
-    gpu: &Gpu,
-    chunk: &Chunk,
-    d: usize,
-    k: usize,
-    centroids: &wgpu::Buffer,
-) -> Result<&'static str> {
-    let candidates = candidates(d, k);
+fn assign_variant(gpu: &Gpu, chunk: &Chunk, d: usize, to: &Assignment<'_>) -> Result<&'static str> {
+    let candidates = candidates(d, to.k);
     if candidates.len() == 1 {
         return Ok(candidates[0]);
     }
-    let key = TuneKey::new("assign", d, k);
+    let key = TuneKey::new("assign", d, to.k);
     if let Some(c) = gpu.tuned_choice(&key) {
         return Ok(c);
     }
     let rows = chunk.n_rows.min(TRIAL_ROWS);
-    let labels = gpu.buffer_zeroed("assign trial labels", 4 * rows as u64);
-    let min_sq_dist = gpu.buffer_zeroed("assign trial distances", 4 * rows as u64);
-    let changed = gpu.buffer_zeroed("assign trial count", 4);
-    let out = AssignOutputs {
+    let labels = DeviceBuffer::zeroed(gpu, "assign trial labels", rows);
+    let min_sq_dist = DeviceBuffer::zeroed(gpu, "assign trial distances", rows);
+    let changed = DeviceBuffer::zeroed(gpu, "assign trial count", 1);
+    let scratch = Assignment {
         labels: &labels,
         min_sq_dist: &min_sq_dist,
         changed: &changed,
+        ..*to
     };
     gpu.tuned(key, &candidates, |variant| {
         gpu.time_trial(
-            |batch| record_assign(gpu, batch, variant, chunk, rows, d, k, centroids, &out),
+            |batch| record_assign(gpu, batch, variant, chunk, rows, d, &scratch),
             &changed,
         )
     })
 }
 
-/// Where an assignment writes.
-pub(super) struct AssignOutputs<'a> {
-    pub labels: &'a wgpu::Buffer,
-    pub min_sq_dist: &'a wgpu::Buffer,
-    pub changed: &'a wgpu::Buffer,
-}
-
 /// Records `variant` (one of [`ASSIGN_VARIANTS`]) over the first `n_rows` rows of `chunk`.
-#[allow(clippy::too_many_arguments)]
 pub(super) fn record_assign(
     gpu: &Gpu,
     batch: &mut Batch<'_>,
@@ -147,13 +129,12 @@ pub(super) fn record_assign(
     chunk: &Chunk,
     n_rows: usize,
     d: usize,
-    k: usize,
-    centroids: &wgpu::Buffer,
-    out: &AssignOutputs<'_>,
+    to: &Assignment<'_>,
 ) -> Result<()> {
     if variant == wgsl::ASSIGN_NEAREST_CENTROID_UNIFORM.name {
-        return record_assign_uniform(gpu, batch, chunk, n_rows, d, k, centroids, out);
+        return record_assign_uniform(gpu, batch, chunk, n_rows, d, to);
     }
+    let k = to.k;
     let (entry, rows_per_group) = if variant == wgsl::ASSIGN_NEAREST_CENTROID.name {
         (wgsl::ASSIGN_NEAREST_CENTROID, ROWS_PER_WORKGROUP)
     } else {
@@ -174,10 +155,10 @@ pub(super) fn record_assign(
         &params,
         &[
             ("x", chunk.bind()),
-            ("centroids", Bind::Whole(centroids)),
-            ("labels", Bind::Whole(out.labels)),
-            ("min_sq_dist", Bind::Whole(out.min_sq_dist)),
-            ("changed", Bind::Whole(out.changed)),
+            ("centroids", to.centroids.bind()),
+            ("labels", to.labels.bind()),
+            ("min_sq_dist", to.min_sq_dist.bind()),
+            ("changed", to.changed.bind()),
         ],
         grid,
         // ‖x − c‖² as a dot product per pair; read rows and centroids, write label and distance.
@@ -190,26 +171,19 @@ pub(super) fn record_assign(
 
 /// Records `assign_nearest_centroid_uniform`: copies the centroids into uniform slices of
 /// whole centroids (each padded to ceil(D / 4) vec4s), then one dispatch per slice.
-#[allow(clippy::too_many_arguments)]
 fn record_assign_uniform(
     gpu: &Gpu,
     batch: &mut Batch<'_>,
     chunk: &Chunk,
     n_rows: usize,
     d: usize,
-    k: usize,
-    centroids: &wgpu::Buffer,
-    out: &AssignOutputs<'_>,
+    to: &Assignment<'_>,
 ) -> Result<()> {
+    let k = to.k;
     let d4 = d.div_ceil(4);
     let per_slice = SLICE_VEC4S / d4;
     let n_slices = k.div_ceil(per_slice);
-    let slices = gpu.device.create_buffer(&wgpu::BufferDescriptor {
-        label: Some("centroid slices"),
-        size: SLICE_BYTES * n_slices as u64,
-        usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
-        mapped_at_creation: false,
-    });
+    let slices = gpu.uniform_buffer("centroid slices", SLICE_BYTES * n_slices as u64);
     let row_bytes = 4 * d as u64;
     for s in 0..n_slices {
         let first = s * per_slice;
@@ -218,7 +192,7 @@ fn record_assign_uniform(
         if d.is_multiple_of(4) {
             // Padding is empty: the slice is one contiguous run of centroids.
             batch.copy(
-                centroids,
+                to.centroids.raw(),
                 first as u64 * row_bytes,
                 &slices,
                 at,
@@ -228,7 +202,7 @@ fn record_assign_uniform(
             for c in 0..count {
                 let src = (first + c) as u64 * row_bytes;
                 batch.copy(
-                    centroids,
+                    to.centroids.raw(),
                     src,
                     &slices,
                     at + 16 * (c * d4) as u64,
@@ -238,10 +212,8 @@ fn record_assign_uniform(
         }
     }
     // The running best between slices (one slice needs none: bind a placeholder).
-    let running = gpu.buffer_zeroed(
-        "running labels",
-        if n_slices > 1 { 4 * n_rows as u64 } else { 4 },
-    );
+    let running: DeviceBuffer<u32> =
+        DeviceBuffer::zeroed(gpu, "running labels", if n_slices > 1 { n_rows } else { 1 });
     let grid = gpu.grid((n_rows as u64).div_ceil(ROW_WG_SIZE as u64))?;
     for s in 0..n_slices {
         let first = s * per_slice;
@@ -267,10 +239,10 @@ fn record_assign_uniform(
                     "centroid_slice",
                     Bind::Range(&slices, SLICE_BYTES * s as u64, SLICE_BYTES),
                 ),
-                ("labels", Bind::Whole(out.labels)),
-                ("min_sq_dist", Bind::Whole(out.min_sq_dist)),
-                ("changed", Bind::Whole(out.changed)),
-                ("running_labels", Bind::Whole(&running)),
+                ("labels", to.labels.bind()),
+                ("min_sq_dist", to.min_sq_dist.bind()),
+                ("changed", to.changed.bind()),
+                ("running_labels", running.bind()),
             ],
             grid,
             Work::f32s(
@@ -282,9 +254,20 @@ fn record_assign_uniform(
     Ok(())
 }
 
-/// Records the distances from rows `first_row .. first_row + n_rows` of `chunk` to each of
-/// the `k` centroids into `out` (row-major n_rows x k), Euclidean if `sqrt`, else squared.
-#[allow(clippy::too_many_arguments)]
+/// The centroids a distance table is taken to and where it is written.
+pub(crate) struct DistanceTable<'a> {
+    /// K x D centroids, row-major.
+    pub centroids: &'a DeviceBuffer<f32>,
+    /// Number of centroids.
+    pub k: usize,
+    /// Row-major rows x K output.
+    pub out: &'a DeviceBuffer<f32>,
+    /// Euclidean distances when set, squared ones otherwise.
+    pub sqrt: bool,
+}
+
+/// Records the distances from rows `first_row .. first_row + n_rows` of `chunk` to each
+/// centroid of `table` into its output (row-major n_rows x K).
 pub(crate) fn pairwise_distances(
     gpu: &Gpu,
     batch: &mut Batch<'_>,
@@ -292,11 +275,9 @@ pub(crate) fn pairwise_distances(
     first_row: usize,
     n_rows: usize,
     d: usize,
-    k: usize,
-    centroids: &wgpu::Buffer,
-    out: &wgpu::Buffer,
-    sqrt: bool,
+    table: &DistanceTable<'_>,
 ) -> Result<()> {
+    let k = table.k;
     let grid = gpu.grid((n_rows as u64).div_ceil(ROWS_PER_WORKGROUP))?;
     let params = AssignParams {
         n_rows: n_rows as u32,
@@ -304,7 +285,7 @@ pub(crate) fn pairwise_distances(
         d: d as u32,
         k: k as u32,
         grid_x: grid.x,
-        sqrt_output: sqrt as u32,
+        sqrt_output: table.sqrt as u32,
         ..Zeroable::zeroed()
     };
     batch.dispatch(
@@ -313,8 +294,8 @@ pub(crate) fn pairwise_distances(
         &params,
         &[
             ("x", chunk.bind()),
-            ("centroids", Bind::Whole(centroids)),
-            ("distances", Bind::Whole(out)),
+            ("centroids", table.centroids.bind()),
+            ("distances", table.out.bind()),
         ],
         grid,
         Work::f32s(

@@ -1,11 +1,12 @@
 //! The ceiling microbenchmarks (`shaders/ceilings.wgsl`): chains of FMAs on registers and a
-//! grid-stride vec4 copy. Timing and sizing live in [`crate::gpu::ceilings`].
+//! grid-stride vec4 copy. Timing and sizing live in [`crate::ceilings`].
 
 use bytemuck::{Pod, Zeroable};
 
 use super::ROW_WG_SIZE;
 use crate::error::Result;
-use crate::gpu::batch::{Batch, Bind};
+use crate::gpu::batch::Batch;
+use crate::gpu::device_buffer::DeviceBuffer;
 use crate::gpu::profile::Work;
 use crate::gpu::shaders::{ceilings as wgsl, check_params};
 use crate::gpu::Gpu;
@@ -68,7 +69,7 @@ pub(crate) fn fma_chains(
     gpu: &Gpu,
     batch: &mut Batch<'_>,
     run: &FmaChains,
-    chain_sums: &wgpu::Buffer,
+    chain_sums: &DeviceBuffer<f32>,
 ) -> Result<()> {
     let grid = gpu.grid((run.invocations as u64).div_ceil(ROW_WG_SIZE as u64))?;
     let params = CeilingParams {
@@ -83,7 +84,7 @@ pub(crate) fn fma_chains(
         wgsl::FMA_CHAINS,
         &[],
         &params,
-        &[("chain_sums", Bind::Whole(chain_sums))],
+        &[("chain_sums", chain_sums.bind())],
         grid,
         Work::f32s(run.flops() as f64, run.invocations as f64),
     )
@@ -93,8 +94,8 @@ pub(crate) fn fma_chains(
 pub(crate) fn copy_vec4(
     gpu: &Gpu,
     batch: &mut Batch<'_>,
-    src: &wgpu::Buffer,
-    dst: &wgpu::Buffer,
+    src: &DeviceBuffer<f32>,
+    dst: &DeviceBuffer<f32>,
     n_elements: u32,
 ) -> Result<()> {
     let workgroups = (n_elements as u64)
@@ -111,7 +112,7 @@ pub(crate) fn copy_vec4(
         wgsl::COPY_VEC4,
         &[],
         &params,
-        &[("src", Bind::Whole(src)), ("dst", Bind::Whole(dst))],
+        &[("src", src.bind()), ("dst", dst.bind())],
         grid,
         Work::f32s(0.0, 8.0 * n_elements as f64),
     )
@@ -136,10 +137,10 @@ mod tests {
     }
 
     fn run_fma(gpu: &Gpu, run: &FmaChains) -> Vec<f32> {
-        let out = gpu.buffer_zeroed("chain sums", run.invocations as u64 * 4);
+        let out = DeviceBuffer::zeroed(gpu, "chain sums", run.invocations as usize);
         let mut batch = Batch::new(gpu, "fma_chains test");
         fma_chains(gpu, &mut batch, run, &out).unwrap();
-        let h = batch.read(&out, 0, run.invocations as u64 * 4);
+        let h = batch.read_all(&out);
         batch.finish().unwrap().f32s(h)
     }
 
@@ -183,11 +184,11 @@ mod tests {
         // More elements than invocations (grid-stride) plus a tail left untouched.
         let n = (COPY_MAX_WORKGROUPS * ROW_WG_SIZE as u64 + 777) as usize;
         let data = random((n + 5) * 4, 7);
-        let src = gpu.buffer_from("src", &data, wgpu::BufferUsages::empty());
-        let dst = gpu.buffer_zeroed("dst", (n + 5) as u64 * COPY_ELEMENT_BYTES);
+        let src = DeviceBuffer::from_slice(&gpu, "src", &data);
+        let dst = DeviceBuffer::zeroed(&gpu, "dst", (n + 5) * 4);
         let mut batch = Batch::new(&gpu, "copy test");
         copy_vec4(&gpu, &mut batch, &src, &dst, n as u32).unwrap();
-        let h = batch.read(&dst, 0, (n + 5) as u64 * COPY_ELEMENT_BYTES);
+        let h = batch.read_all(&dst);
         let back = batch.finish().unwrap().f32s(h);
         assert!(back[..n * 4] == data[..n * 4], "the copy differs");
         assert!(back[n * 4..].iter().all(|&v| v == 0.0), "wrote past n");

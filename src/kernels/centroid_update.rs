@@ -4,8 +4,9 @@ use bytemuck::{Pod, Zeroable};
 
 use super::{feature_wg_size, FEATURE_WG_SIZE};
 use crate::error::Result;
-use crate::gpu::batch::{Batch, Bind};
+use crate::gpu::batch::Batch;
 use crate::gpu::buffer::Chunk;
+use crate::gpu::device_buffer::DeviceBuffer;
 use crate::gpu::profile::Work;
 use crate::gpu::shaders::{centroid_update as wgsl, check_params};
 use crate::gpu::Gpu;
@@ -35,69 +36,62 @@ const SHARED_SUMS: usize = wgsl::SHARED_SUMS as usize;
 /// Largest K accumulated in workgroup memory (`SHARED_CLUSTERS` in the shader).
 const SHARED_CLUSTERS: usize = wgsl::SHARED_CLUSTERS as usize;
 
-/// Output buffers of [`accumulate_cluster_partials`], sized for `n_blocks` blocks.
-pub(crate) struct ClusterPartials<'a> {
-    /// [block][cluster][feature] sums of x − old centroid.
-    pub sums: &'a wgpu::Buffer,
-    /// [block][cluster] member counts.
-    pub counts: &'a wgpu::Buffer,
-    /// [block][cluster][2]: sums of weighted squared distances and of weights.
-    pub sq_dist: &'a wgpu::Buffer,
+/// What the update reads for one chunk of rows: the assignment's results and the centroids
+/// they were assigned to.
+pub(crate) struct Assigned<'a> {
+    /// Features per row.
+    pub d: usize,
+    /// Clusters.
+    pub k: usize,
+    /// One label per row of the chunk.
+    pub labels: &'a DeviceBuffer<u32>,
+    /// One squared distance per row of the chunk.
+    pub min_sq_dist: &'a DeviceBuffer<f32>,
+    /// One weight per row of the chunk, when the rows are weighted.
+    pub weights: Option<&'a DeviceBuffer<f32>>,
+    /// The K x D centroids the rows were assigned to.
+    pub old_centroids: &'a DeviceBuffer<f32>,
 }
 
-/// Records the per-block cluster statistics of `chunk` (blocks of `block_rows` rows,
-/// numbered from `block_offset`), each row weighted by its value in `weights` when given.
-/// The partial buffers must have been cleared.
-#[allow(clippy::too_many_arguments)]
+/// Output buffers of [`accumulate_cluster_partials`]: per block of `block_rows` rows,
+/// numbered from the chunk's `block_offset`.
+pub(crate) struct ClusterPartials<'a> {
+    /// Rows per block.
+    pub block_rows: usize,
+    /// The chunk's first global block.
+    pub block_offset: usize,
+    /// [block][cluster][feature] sums of x − old centroid.
+    pub sums: &'a DeviceBuffer<f32>,
+    /// [block][cluster] member counts.
+    pub counts: &'a DeviceBuffer<u32>,
+    /// [block][cluster][2]: sums of weighted squared distances and of weights.
+    pub sq_dist: &'a DeviceBuffer<f32>,
+}
+
+/// Records the per-block cluster statistics of `chunk`, each row weighted by its weight when
+/// the rows are weighted. The partial buffers must have been cleared.
 pub(crate) fn accumulate_cluster_partials(
     gpu: &Gpu,
     batch: &mut Batch<'_>,
     chunk: &Chunk,
-    d: usize,
-    k: usize,
-    block_rows: usize,
-    block_offset: usize,
-    labels: &wgpu::Buffer,
-    min_sq_dist: &wgpu::Buffer,
-    weights: Option<&wgpu::Buffer>,
-    old_centroids: &wgpu::Buffer,
+    rows: &Assigned<'_>,
     out: &ClusterPartials<'_>,
 ) -> Result<()> {
-    accumulate_cluster_partials_at(
-        gpu,
-        batch,
-        chunk,
-        d,
-        k,
-        block_rows,
-        block_offset,
-        labels,
-        min_sq_dist,
-        weights,
-        old_centroids,
-        out,
-        feature_wg_size(d),
-    )
+    accumulate_cluster_partials_at(gpu, batch, chunk, rows, out, feature_wg_size(rows.d))
 }
 
 /// [`accumulate_cluster_partials`] with workgroups of `wg_size`, any of
 /// [`feature_wg_sizes`](super::feature_wg_sizes): the tests run each.
-#[allow(clippy::too_many_arguments)]
 pub(super) fn accumulate_cluster_partials_at(
     gpu: &Gpu,
     batch: &mut Batch<'_>,
     chunk: &Chunk,
-    d: usize,
-    k: usize,
-    block_rows: usize,
-    block_offset: usize,
-    labels: &wgpu::Buffer,
-    min_sq_dist: &wgpu::Buffer,
-    weights: Option<&wgpu::Buffer>,
-    old_centroids: &wgpu::Buffer,
+    rows: &Assigned<'_>,
     out: &ClusterPartials<'_>,
     wg_size: u32,
 ) -> Result<()> {
+    let (d, k, block_rows) = (rows.d, rows.k, out.block_rows);
+    let weights = rows.weights;
     let grid = gpu.grid(chunk.n_rows.div_ceil(block_rows) as u64)?;
     let params = AccumulateParams {
         n_rows: chunk.n_rows as u32,
@@ -105,7 +99,7 @@ pub(super) fn accumulate_cluster_partials_at(
         d: d as u32,
         k: k as u32,
         block_rows: block_rows as u32,
-        block_offset: block_offset as u32,
+        block_offset: out.block_offset as u32,
         grid_x: grid.x,
         in_workgroup_memory: (k * d <= SHARED_SUMS && k <= SHARED_CLUSTERS) as u32,
         weighted: weights.is_some() as u32,
@@ -119,14 +113,14 @@ pub(super) fn accumulate_cluster_partials_at(
         &params,
         &[
             ("x", chunk.bind()),
-            ("labels", Bind::Whole(labels)),
-            ("min_sq_dist", Bind::Whole(min_sq_dist)),
-            // Unweighted: never read; the labels stand in (read-only, no allocation).
-            ("weights", Bind::Whole(weights.unwrap_or(labels))),
-            ("old_centroids", Bind::Whole(old_centroids)),
-            ("partial_sums", Bind::Whole(out.sums)),
-            ("partial_counts", Bind::Whole(out.counts)),
-            ("partial_sq_dist", Bind::Whole(out.sq_dist)),
+            ("labels", rows.labels.bind()),
+            ("min_sq_dist", rows.min_sq_dist.bind()),
+            // Unweighted: never read; the distances stand in (read-only, no allocation).
+            ("weights", weights.unwrap_or(rows.min_sq_dist).bind()),
+            ("old_centroids", rows.old_centroids.bind()),
+            ("partial_sums", out.sums.bind()),
+            ("partial_counts", out.counts.bind()),
+            ("partial_sq_dist", out.sq_dist.bind()),
         ],
         grid,
         // x − old centroid and a sum per value; rows, labels and distances read once, every

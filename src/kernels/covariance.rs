@@ -6,6 +6,7 @@ use super::ROW_WG_SIZE;
 
 use crate::error::Result;
 use crate::gpu::batch::{Batch, Bind};
+use crate::gpu::device_buffer::DeviceBuffer;
 use crate::gpu::profile::Work;
 use crate::gpu::shaders::{check_params, covariance as wgsl};
 use crate::gpu::tuning::TuneKey;
@@ -76,38 +77,35 @@ pub(crate) struct Operand<'a> {
     /// Values per row.
     pub cols: usize,
     /// Subtracted from every row (length `cols`).
-    pub shift: &'a wgpu::Buffer,
+    pub shift: &'a DeviceBuffer<f32>,
 }
 
-/// Records the per-block partials of (A − a)ᵀ(B − b) over the `n_rows` rows of a chunk, in
-/// blocks of `block_rows` numbered from `block_offset`, into `partials`
-/// ([block][a.cols][b.cols]). With `upper_only` (A = B) only tiles on or above the diagonal
-/// are written; the partial buffer must be cleared first so the rest reads as zero.
-#[allow(clippy::too_many_arguments)]
+/// Where the per-block partials of a Gram product go: blocks of `block_rows` rows numbered
+/// from `block_offset`, [block][a.cols][b.cols].
+pub(crate) struct GramBlocks<'a> {
+    /// Rows per block.
+    pub block_rows: usize,
+    /// The first block's global number.
+    pub block_offset: usize,
+    /// A = B: only tiles on or above the diagonal are written (the buffer must be cleared
+    /// first so that the rest reads as zero).
+    pub upper_only: bool,
+    /// The partials.
+    pub partials: &'a DeviceBuffer<f32>,
+}
+
+/// Records the per-block partials of (A − a)ᵀ(B − b) over the `n_rows` rows of a chunk into
+/// `out`.
 pub(crate) fn gram_partials(
     gpu: &Gpu,
     batch: &mut Batch<'_>,
     n_rows: usize,
     a: &Operand<'_>,
     b: &Operand<'_>,
-    block_rows: usize,
-    block_offset: usize,
-    upper_only: bool,
-    partials: &wgpu::Buffer,
+    out: &GramBlocks<'_>,
 ) -> Result<()> {
-    let variant = gram_variant(gpu, n_rows, a, b, block_rows, upper_only)?;
-    record_gram(
-        gpu,
-        batch,
-        variant,
-        n_rows,
-        a,
-        b,
-        block_rows,
-        block_offset,
-        upper_only,
-        partials,
-    )
+    let variant = gram_variant(gpu, n_rows, a, b, out.block_rows, out.upper_only)?;
+    record_gram(gpu, batch, variant, n_rows, a, b, out)
 }
 
 /// The buffer behind a binding and the byte offset the binding starts at.
@@ -145,24 +143,26 @@ fn gram_variant(
         return Ok(c);
     }
     let rows = n_rows.min(TRIAL_ROWS);
-    let scratch = gpu.buffer_zeroed(
+    let scratch = DeviceBuffer::zeroed(
+        gpu,
         "gram trial partials",
-        (rows.div_ceil(block_rows) * a.cols * b.cols * 4) as u64,
+        rows.div_ceil(block_rows) * a.cols * b.cols,
     );
+    let out = GramBlocks {
+        block_rows,
+        block_offset: 0,
+        upper_only,
+        partials: &scratch,
+    };
     gpu.tuned(key, &GRAM_VARIANTS, |variant| {
         gpu.time_trial(
-            |batch| {
-                record_gram(
-                    gpu, batch, variant, rows, a, b, block_rows, 0, upper_only, &scratch,
-                )
-            },
+            |batch| record_gram(gpu, batch, variant, rows, a, b, &out),
             &scratch,
         )
     })
 }
 
 /// Records `variant` (one of [`GRAM_VARIANTS`]).
-#[allow(clippy::too_many_arguments)]
 pub(super) fn record_gram(
     gpu: &Gpu,
     batch: &mut Batch<'_>,
@@ -170,24 +170,12 @@ pub(super) fn record_gram(
     n_rows: usize,
     a: &Operand<'_>,
     b: &Operand<'_>,
-    block_rows: usize,
-    block_offset: usize,
-    upper_only: bool,
-    partials: &wgpu::Buffer,
+    out: &GramBlocks<'_>,
 ) -> Result<()> {
     if variant == wgsl::GRAM_PARTIALS_UNIFORM.name {
-        return record_gram_uniform(
-            gpu,
-            batch,
-            n_rows,
-            a,
-            b,
-            block_rows,
-            block_offset,
-            upper_only,
-            partials,
-        );
+        return record_gram_uniform(gpu, batch, n_rows, a, b, out);
     }
+    let (block_rows, upper_only) = (out.block_rows, out.upper_only);
     let n_tiles_a = a.cols.div_ceil(TILE);
     let n_tiles_b = b.cols.div_ceil(TILE);
     let n_pairs = if upper_only {
@@ -204,7 +192,7 @@ pub(super) fn record_gram(
         a_cols: a.cols as u32,
         b_cols: b.cols as u32,
         block_rows: block_rows as u32,
-        block_offset: block_offset as u32,
+        block_offset: out.block_offset as u32,
         n_blocks: n_blocks as u32,
         n_tiles_a: n_tiles_a as u32,
         n_tiles_b: n_tiles_b as u32,
@@ -218,9 +206,9 @@ pub(super) fn record_gram(
         &[
             ("a", a.bind),
             ("b", b.bind),
-            ("a_shift", Bind::Whole(a.shift)),
-            ("b_shift", Bind::Whole(b.shift)),
-            ("partials", Bind::Whole(partials)),
+            ("a_shift", a.shift.bind()),
+            ("b_shift", b.shift.bind()),
+            ("partials", out.partials.bind()),
         ],
         grid,
         gram_work(n_rows, a.cols, b.cols, upper_only, n_blocks),
@@ -230,26 +218,18 @@ pub(super) fn record_gram(
 /// Records `gram_partials_uniform`: per block, slices of whole rows of A copied into a
 /// uniform buffer, one dispatch per slice (the copies and dispatches alternate in order, so
 /// one slice buffer serves them all).
-#[allow(clippy::too_many_arguments)]
 fn record_gram_uniform(
     gpu: &Gpu,
     batch: &mut Batch<'_>,
     n_rows: usize,
     a: &Operand<'_>,
     b: &Operand<'_>,
-    block_rows: usize,
-    block_offset: usize,
-    upper_only: bool,
-    partials: &wgpu::Buffer,
+    out: &GramBlocks<'_>,
 ) -> Result<()> {
+    let (block_rows, block_offset, upper_only) = (out.block_rows, out.block_offset, out.upper_only);
     let (a_buffer, a_base) = buffer_of(a.bind);
     let slice_rows = (SLICE_VALUES / a.cols).min(block_rows).max(1);
-    let slice = gpu.device.create_buffer(&wgpu::BufferDescriptor {
-        label: Some("gram slice"),
-        size: 4 * SLICE_VALUES as u64,
-        usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
-        mapped_at_creation: false,
-    });
+    let slice = gpu.uniform_buffer("gram slice", 4 * SLICE_VALUES as u64);
     let n_iblocks = a.cols.div_ceil(GRAM_IB);
     let n_jgroups = b.cols.div_ceil(ROW_WG_SIZE as usize);
     let grid = gpu.grid((n_iblocks * n_jgroups) as u64)?;
@@ -282,9 +262,9 @@ fn record_gram_uniform(
                 &[
                     ("a_slice", Bind::Range(&slice, 0, 4 * SLICE_VALUES as u64)),
                     ("b", b.bind),
-                    ("a_shift", Bind::Whole(a.shift)),
-                    ("b_shift", Bind::Whole(b.shift)),
-                    ("partials", Bind::Whole(partials)),
+                    ("a_shift", a.shift.bind()),
+                    ("b_shift", b.shift.bind()),
+                    ("partials", out.partials.bind()),
                 ],
                 grid,
                 gram_work(rows, a.cols, b.cols, upper_only, 0),

@@ -8,6 +8,7 @@ use super::ROW_WG_SIZE;
 use crate::error::Result;
 use crate::gpu::batch::{Batch, Bind};
 use crate::gpu::buffer::Chunk;
+use crate::gpu::device_buffer::DeviceBuffer;
 use crate::gpu::profile::Work;
 use crate::gpu::shaders::{check_params, gmm_estep as wgsl, EntryPoint};
 use crate::gpu::tuning::TuneKey;
@@ -56,7 +57,7 @@ pub(crate) struct Segment<'a> {
     /// Rows in the segment.
     pub n_rows: usize,
     /// n_rows x K values.
-    pub resp: &'a wgpu::Buffer,
+    pub resp: &'a DeviceBuffer<f32>,
 }
 
 impl Segment<'_> {
@@ -68,10 +69,10 @@ impl Segment<'_> {
 /// The component parameters as the shader reads them.
 pub(crate) struct Components<'a> {
     /// K x D means.
-    pub means: &'a wgpu::Buffer,
+    pub means: &'a DeviceBuffer<f32>,
     /// Precision factors: Full K x D x D, Tied D x D (upper triangular Uₖ); Diag and
     /// Spherical K x D values pₖⱼ.
-    pub precisions: &'a wgpu::Buffer,
+    pub precisions: &'a DeviceBuffer<f32>,
     /// Values between two components' factors: D² (Full), 0 (Tied), D (Diag, Spherical).
     pub prec_stride: usize,
     /// Whether the factors are D x D (Full, Tied) rather than diagonal.
@@ -81,11 +82,11 @@ pub(crate) struct Components<'a> {
 /// Per-row outputs of [`normalize_responsibilities`].
 pub(crate) struct RowOutputs<'a> {
     /// log p(xᵢ), one per row of the data chunk.
-    pub log_density: &'a wgpu::Buffer,
+    pub log_density: &'a DeviceBuffer<f32>,
     /// Most probable component, one per row of the data chunk.
-    pub labels: &'a wgpu::Buffer,
+    pub labels: &'a DeviceBuffer<u32>,
     /// Sums of log p per block of [`NORMALIZE_ROWS`] rows.
-    pub block_log_density: &'a wgpu::Buffer,
+    pub block_log_density: &'a DeviceBuffer<f32>,
     /// Global index of the segment's first block.
     pub block_offset: usize,
 }
@@ -120,7 +121,7 @@ pub(crate) fn squared_mahalanobis(
         return record_mahalanobis(gpu, batch, variant, seg, d, k, comps);
     }
     let rows = seg.n_rows.min(TRIAL_ROWS);
-    let scratch = gpu.buffer_zeroed("mahalanobis trial", (rows * k * 4) as u64);
+    let scratch = DeviceBuffer::zeroed(gpu, "mahalanobis trial", rows * k);
     let trial = Segment {
         chunk: seg.chunk,
         first: seg.first,
@@ -190,9 +191,9 @@ pub(super) fn record_mahalanobis(
         &params,
         &[
             ("x", seg.chunk.bind()),
-            ("means", Bind::Whole(comps.means)),
-            ("precisions", Bind::Whole(comps.precisions)),
-            ("resp", Bind::Whole(seg.resp)),
+            ("means", comps.means.bind()),
+            ("precisions", comps.precisions.bind()),
+            ("resp", seg.resp.bind()),
         ],
         grid,
         mahalanobis_work(seg.n_rows, d, k, comps.full, comps.prec_stride),
@@ -218,18 +219,19 @@ fn record_mahalanobis_uniform(
     let per_slice = SLICE_VALUES / stride;
     let n_slices = k.div_ceil(per_slice);
     let slice_bytes = 4 * SLICE_VALUES as u64;
-    let slices = gpu.device.create_buffer(&wgpu::BufferDescriptor {
-        label: Some("component slices"),
-        size: slice_bytes * n_slices as u64,
-        usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
-        mapped_at_creation: false,
-    });
+    let slices = gpu.uniform_buffer("component slices", slice_bytes * n_slices as u64);
     for c in 0..k {
         let at = slice_bytes * (c / per_slice) as u64 + 4 * ((c % per_slice) * stride) as u64;
-        batch.copy(comps.means, 4 * (c * d) as u64, &slices, at, 4 * d as u64);
+        batch.copy(
+            comps.means.raw(),
+            4 * (c * d) as u64,
+            &slices,
+            at,
+            4 * d as u64,
+        );
         let src = 4 * (c * comps.prec_stride) as u64;
         batch.copy(
-            comps.precisions,
+            comps.precisions.raw(),
             src,
             &slices,
             at + 4 * d as u64,
@@ -261,7 +263,7 @@ fn record_mahalanobis_uniform(
                     "component_slice",
                     Bind::Range(&slices, slice_bytes * s as u64, slice_bytes),
                 ),
-                ("resp", Bind::Whole(seg.resp)),
+                ("resp", seg.resp.bind()),
             ],
             grid,
             mahalanobis_work(seg.n_rows, d, count, comps.full, comps.prec_stride),
@@ -292,7 +294,7 @@ pub(crate) fn normalize_responsibilities(
     batch: &mut Batch<'_>,
     seg: &Segment<'_>,
     k: usize,
-    log_const: &wgpu::Buffer,
+    log_const: &DeviceBuffer<f32>,
     out: &RowOutputs<'_>,
 ) -> Result<()> {
     let grid = gpu.grid((seg.n_rows as u64).div_ceil(NORMALIZE_ROWS as u64))?;
@@ -309,11 +311,11 @@ pub(crate) fn normalize_responsibilities(
         &[],
         &params,
         &[
-            ("resp", Bind::Whole(seg.resp)),
-            ("log_const", Bind::Whole(log_const)),
-            ("log_density", Bind::Whole(out.log_density)),
-            ("labels", Bind::Whole(out.labels)),
-            ("block_log_density", Bind::Whole(out.block_log_density)),
+            ("resp", seg.resp.bind()),
+            ("log_const", log_const.bind()),
+            ("log_density", out.log_density.bind()),
+            ("labels", out.labels.bind()),
+            ("block_log_density", out.block_log_density.bind()),
         ],
         grid,
         // A max, an exp and a sum per value; responsibilities in and out, three per-row outputs.
@@ -331,7 +333,7 @@ pub(crate) fn weigh_responsibilities(
     batch: &mut Batch<'_>,
     seg: &Segment<'_>,
     k: usize,
-    weights: &wgpu::Buffer,
+    weights: &DeviceBuffer<f32>,
     out: &RowOutputs<'_>,
 ) -> Result<()> {
     let grid = gpu.grid((seg.n_rows as u64).div_ceil(NORMALIZE_ROWS as u64))?;
@@ -348,10 +350,10 @@ pub(crate) fn weigh_responsibilities(
         &[],
         &params,
         &[
-            ("resp", Bind::Whole(seg.resp)),
-            ("sample_weights", Bind::Whole(weights)),
-            ("log_density", Bind::Whole(out.log_density)),
-            ("block_log_density", Bind::Whole(out.block_log_density)),
+            ("resp", seg.resp.bind()),
+            ("sample_weights", weights.bind()),
+            ("log_density", out.log_density.bind()),
+            ("block_log_density", out.block_log_density.bind()),
         ],
         grid,
         // A product per value; responsibilities in and out, weight and log p read.
@@ -368,7 +370,7 @@ pub(crate) fn responsibilities_from_labels(
     batch: &mut Batch<'_>,
     seg: &Segment<'_>,
     k: usize,
-    labels: &wgpu::Buffer,
+    labels: &DeviceBuffer<u32>,
 ) -> Result<()> {
     let grid = gpu.grid((seg.n_rows as u64).div_ceil(ROW_WG_SIZE as u64))?;
     let params = EstepParams {
@@ -381,10 +383,7 @@ pub(crate) fn responsibilities_from_labels(
         wgsl::RESPONSIBILITIES_FROM_LABELS,
         &[],
         &params,
-        &[
-            ("resp", Bind::Whole(seg.resp)),
-            ("given_labels", Bind::Whole(labels)),
-        ],
+        &[("resp", seg.resp.bind()), ("given_labels", labels.bind())],
         grid,
         Work::f32s(0.0, (seg.n_rows * (k + 1)) as f64),
     )

@@ -7,7 +7,8 @@ use bytemuck::{Pod, Zeroable};
 use super::gmm_estep::Segment;
 use super::ROW_WG_SIZE;
 use crate::error::Result;
-use crate::gpu::batch::{Batch, Bind};
+use crate::gpu::batch::Batch;
+use crate::gpu::device_buffer::DeviceBuffer;
 use crate::gpu::profile::Work;
 use crate::gpu::shaders::{check_params, gmm_mstep as wgsl};
 use crate::gpu::Gpu;
@@ -45,7 +46,7 @@ pub(crate) struct Blocks<'a> {
     /// Global index of the segment's first block.
     pub block_offset: usize,
     /// [block][outputs] partial sums.
-    pub partials: &'a wgpu::Buffer,
+    pub partials: &'a DeviceBuffer<f32>,
 }
 
 /// The weighted sums a pass computes.
@@ -69,18 +70,24 @@ impl Moment {
     }
 }
 
-/// Records the per-block sums of `moment` over the rows of `seg` with the K x D `shift`.
-#[allow(clippy::too_many_arguments)]
+/// Which sums a pass takes, and about which points.
+pub(crate) struct Sums<'a> {
+    /// The moment.
+    pub moment: Moment,
+    /// K x D shifts sₖ the deviations are taken from.
+    pub shift: &'a DeviceBuffer<f32>,
+}
+
+/// Records the per-block sums of `sums` over the rows of `seg` into `blocks`.
 pub(crate) fn weighted_sums(
     gpu: &Gpu,
     batch: &mut Batch<'_>,
     seg: &Segment<'_>,
-    d: usize,
-    k: usize,
-    moment: Moment,
-    shift: &wgpu::Buffer,
+    (d, k): (usize, usize),
+    sums: &Sums<'_>,
     blocks: &Blocks<'_>,
 ) -> Result<()> {
+    let (moment, shift) = (sums.moment, sums.shift);
     let n_blocks = seg.n_rows.div_ceil(blocks.block_rows);
     let n_outputs = moment.outputs(k, d);
     let tiled = moment == Moment::Scatter && d >= TILED_SCATTER_MIN_D;
@@ -123,9 +130,9 @@ pub(crate) fn weighted_sums(
         &params,
         &[
             ("x", seg.chunk.bind()),
-            ("resp", Bind::Whole(seg.resp)),
-            ("shift", Bind::Whole(shift)),
-            ("partials", Bind::Whole(blocks.partials)),
+            ("resp", seg.resp.bind()),
+            ("shift", shift.bind()),
+            ("partials", blocks.partials.bind()),
         ],
         grid,
         Work::f32s(

@@ -20,6 +20,8 @@ pub(crate) mod rows;
 pub(crate) mod silhouette;
 
 #[cfg(test)]
+mod dispatch_tests;
+#[cfg(test)]
 mod tests;
 #[cfg(test)]
 mod variant_tests;

@@ -4,6 +4,7 @@ use bytemuck::{Pod, Zeroable};
 
 use crate::error::Result;
 use crate::gpu::batch::{Batch, Bind};
+use crate::gpu::device_buffer::DeviceBuffer;
 use crate::gpu::profile::Work;
 use crate::gpu::shaders::{check_params, projection as wgsl};
 use crate::gpu::Gpu;
@@ -27,23 +28,32 @@ pub(crate) struct AffineParams {
 
 const _: () = check_params::<AffineParams>(wgsl::ENTRY_POINTS);
 
-/// Records `output = (input − in_shift)·weights + out_shift` for `n_rows` rows of `in_cols`
-/// values starting at value `in_offset` of the `input` binding; `weights` is
-/// `in_cols x out_cols` row-major, `output` is `n_rows x out_cols`.
-#[allow(clippy::too_many_arguments)]
+/// The affine map y = (x − in_shift)·W + out_shift of rows of `in_cols` values.
+pub(crate) struct AffineMap<'a> {
+    /// Values per input row.
+    pub in_cols: usize,
+    /// Values per output row.
+    pub out_cols: usize,
+    /// Subtracted from every input row (`in_cols`).
+    pub in_shift: &'a DeviceBuffer<f32>,
+    /// W, `in_cols x out_cols` row-major.
+    pub weights: &'a DeviceBuffer<f32>,
+    /// Added to every output row (`out_cols`).
+    pub out_shift: &'a DeviceBuffer<f32>,
+}
+
+/// Records `output = map(input)` for `n_rows` rows starting at value `in_offset` of the
+/// `input` binding; `output` is `n_rows x map.out_cols`.
 pub(crate) fn affine_matmul(
     gpu: &Gpu,
     batch: &mut Batch<'_>,
     input: Bind<'_>,
     in_offset: u32,
     n_rows: usize,
-    in_cols: usize,
-    out_cols: usize,
-    in_shift: &wgpu::Buffer,
-    weights: &wgpu::Buffer,
-    out_shift: &wgpu::Buffer,
-    output: &wgpu::Buffer,
+    map: &AffineMap<'_>,
+    output: &DeviceBuffer<f32>,
 ) -> Result<()> {
+    let (in_cols, out_cols) = (map.in_cols, map.out_cols);
     let n_col_tiles = out_cols.div_ceil(TILE);
     let grid = gpu.grid((n_rows.div_ceil(TILE) * n_col_tiles) as u64)?;
     let params = AffineParams {
@@ -62,10 +72,10 @@ pub(crate) fn affine_matmul(
         &params,
         &[
             ("input", input),
-            ("in_shift", Bind::Whole(in_shift)),
-            ("weights", Bind::Whole(weights)),
-            ("out_shift", Bind::Whole(out_shift)),
-            ("output", Bind::Whole(output)),
+            ("in_shift", map.in_shift.bind()),
+            ("weights", map.weights.bind()),
+            ("out_shift", map.out_shift.bind()),
+            ("output", output.bind()),
         ],
         grid,
         Work::f32s(

@@ -4,8 +4,9 @@ use bytemuck::{Pod, Zeroable};
 
 use super::{feature_wg_size, FEATURE_WG_SIZE, ROW_WG_SIZE};
 use crate::error::Result;
-use crate::gpu::batch::{Batch, Bind};
+use crate::gpu::batch::Batch;
 use crate::gpu::buffer::Chunk;
+use crate::gpu::device_buffer::DeviceBuffer;
 use crate::gpu::profile::Work;
 use crate::gpu::shaders::{check_params, reduce as wgsl, EntryPoint};
 use crate::gpu::Gpu;
@@ -25,17 +26,34 @@ const _: () = check_params::<ColumnSumParams>(&[
     wgsl::SUM_PARTIAL_COLUMNS_U32,
 ]);
 
-/// Records `entry` over the buffers named `names` (partials, totals).
-#[allow(clippy::too_many_arguments)]
-fn sum_columns(
+/// A value type the column sums add: f32 (Kahan-compensated) or u32 (exact), each with its
+/// entry point and buffer names.
+pub(crate) trait ColumnSum: Pod {
+    /// The entry point that sums columns of this type.
+    const ENTRY: &'static EntryPoint;
+    /// The WGSL names of its partials and totals buffers.
+    const NAMES: (&'static str, &'static str);
+}
+
+impl ColumnSum for f32 {
+    const ENTRY: &'static EntryPoint = wgsl::SUM_PARTIAL_COLUMNS_F32;
+    const NAMES: (&'static str, &'static str) = ("partials_f32", "totals_f32");
+}
+
+impl ColumnSum for u32 {
+    const ENTRY: &'static EntryPoint = wgsl::SUM_PARTIAL_COLUMNS_U32;
+    const NAMES: (&'static str, &'static str) = ("partials_u32", "totals_u32");
+}
+
+/// Records `totals[c] = Σ_b partials[b][c]` for the first `n_cols` columns of `n_blocks`
+/// blocks, blocks in order (f32 Kahan-compensated, u32 exact).
+pub(crate) fn sum_partial_columns<T: ColumnSum>(
     gpu: &Gpu,
     batch: &mut Batch<'_>,
-    entry: &'static EntryPoint,
-    names: (&str, &str),
-    partials: &wgpu::Buffer,
+    partials: &DeviceBuffer<T>,
     n_blocks: usize,
     n_cols: usize,
-    totals: &wgpu::Buffer,
+    totals: &DeviceBuffer<T>,
 ) -> Result<()> {
     let grid = gpu.grid((n_cols as u64).div_ceil(ROW_WG_SIZE as u64))?;
     let params = ColumnSumParams {
@@ -45,57 +63,12 @@ fn sum_columns(
         _pad0: 0,
     };
     batch.dispatch(
-        entry,
+        T::ENTRY,
         &[],
         &params,
-        &[
-            (names.0, Bind::Whole(partials)),
-            (names.1, Bind::Whole(totals)),
-        ],
+        &[(T::NAMES.0, partials.bind()), (T::NAMES.1, totals.bind())],
         grid,
         Work::f32s((n_blocks * n_cols) as f64, ((n_blocks + 1) * n_cols) as f64),
-    )
-}
-
-/// Records `totals[c] = Σ_b partials[b][c]` (f32, Kahan-compensated, blocks in order).
-pub(crate) fn sum_partial_columns_f32(
-    gpu: &Gpu,
-    batch: &mut Batch<'_>,
-    partials: &wgpu::Buffer,
-    n_blocks: usize,
-    n_cols: usize,
-    totals: &wgpu::Buffer,
-) -> Result<()> {
-    sum_columns(
-        gpu,
-        batch,
-        wgsl::SUM_PARTIAL_COLUMNS_F32,
-        ("partials_f32", "totals_f32"),
-        partials,
-        n_blocks,
-        n_cols,
-        totals,
-    )
-}
-
-/// Records `totals[c] = Σ_b partials[b][c]` (u32, exact).
-pub(crate) fn sum_partial_columns_u32(
-    gpu: &Gpu,
-    batch: &mut Batch<'_>,
-    partials: &wgpu::Buffer,
-    n_blocks: usize,
-    n_cols: usize,
-    totals: &wgpu::Buffer,
-) -> Result<()> {
-    sum_columns(
-        gpu,
-        batch,
-        wgsl::SUM_PARTIAL_COLUMNS_U32,
-        ("partials_u32", "totals_u32"),
-        partials,
-        n_blocks,
-        n_cols,
-        totals,
     )
 }
 
@@ -115,51 +88,44 @@ pub(crate) struct MomentParams {
 
 const _: () = check_params::<MomentParams>(&[wgsl::COLUMN_MOMENTS]);
 
-/// Records, per block of `block_rows` rows of `chunk` (numbered from `block_offset`) and per
-/// column j, Σ (x − shift_j) into `partial_sum` and Σ (x − shift_j)² into `partial_sum_sq`
-/// (both [block][d]).
-#[allow(clippy::too_many_arguments)]
+/// Where the column moments of a chunk go: per block of `block_rows` rows (numbered from
+/// `block_offset`), [block][d] sums.
+pub(crate) struct MomentBlocks<'a> {
+    /// Rows per block.
+    pub block_rows: usize,
+    /// The chunk's first global block.
+    pub block_offset: usize,
+    /// Σ (x − shift_j) per block and column.
+    pub partial_sum: &'a DeviceBuffer<f32>,
+    /// Σ (x − shift_j)² per block and column.
+    pub partial_sum_sq: &'a DeviceBuffer<f32>,
+}
+
+/// Records, per block of rows of `chunk` and per column j, Σ (x − shift_j) and
+/// Σ (x − shift_j)² into `blocks`.
 pub(crate) fn column_moments(
     gpu: &Gpu,
     batch: &mut Batch<'_>,
     chunk: &Chunk,
     d: usize,
-    block_rows: usize,
-    block_offset: usize,
-    shift: &wgpu::Buffer,
-    partial_sum: &wgpu::Buffer,
-    partial_sum_sq: &wgpu::Buffer,
+    shift: &DeviceBuffer<f32>,
+    blocks: &MomentBlocks<'_>,
 ) -> Result<()> {
-    let wg = feature_wg_size(d);
-    column_moments_at(
-        gpu,
-        batch,
-        chunk,
-        d,
-        block_rows,
-        block_offset,
-        shift,
-        partial_sum,
-        partial_sum_sq,
-        wg,
-    )
+    column_moments_at(gpu, batch, chunk, d, shift, blocks, feature_wg_size(d))
 }
 
 /// [`column_moments`] with workgroups of `wg`, any of
 /// [`feature_wg_sizes`](super::feature_wg_sizes): the tests run each.
-#[allow(clippy::too_many_arguments)]
 pub(super) fn column_moments_at(
     gpu: &Gpu,
     batch: &mut Batch<'_>,
     chunk: &Chunk,
     d: usize,
-    block_rows: usize,
-    block_offset: usize,
-    shift: &wgpu::Buffer,
-    partial_sum: &wgpu::Buffer,
-    partial_sum_sq: &wgpu::Buffer,
+    shift: &DeviceBuffer<f32>,
+    blocks: &MomentBlocks<'_>,
     wg: u32,
 ) -> Result<()> {
+    let block_rows = blocks.block_rows;
     let n_col_groups = d.div_ceil(wg as usize);
     let n_blocks = chunk.n_rows.div_ceil(block_rows);
     let grid = gpu.grid((n_blocks * n_col_groups) as u64)?;
@@ -168,7 +134,7 @@ pub(super) fn column_moments_at(
         x_offset: chunk.x_offset,
         d: d as u32,
         block_rows: block_rows as u32,
-        block_offset: block_offset as u32,
+        block_offset: blocks.block_offset as u32,
         n_col_groups: n_col_groups as u32,
         grid_x: grid.x,
         _pad0: 0,
@@ -179,9 +145,9 @@ pub(super) fn column_moments_at(
         &params,
         &[
             ("x", chunk.bind()),
-            ("shift", Bind::Whole(shift)),
-            ("partial_sum", Bind::Whole(partial_sum)),
-            ("partial_sum_sq", Bind::Whole(partial_sum_sq)),
+            ("shift", shift.bind()),
+            ("partial_sum", blocks.partial_sum.bind()),
+            ("partial_sum_sq", blocks.partial_sum_sq.bind()),
         ],
         grid,
         // x − shift, then a sum and a sum of squares per value.

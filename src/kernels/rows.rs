@@ -4,8 +4,9 @@ use bytemuck::{Pod, Zeroable};
 
 use super::ROW_WG_SIZE;
 use crate::error::{Error, Result};
-use crate::gpu::batch::{Batch, Bind, Grid};
+use crate::gpu::batch::{Batch, Grid};
 use crate::gpu::buffer::{Chunk, GpuMatrix};
+use crate::gpu::device_buffer::DeviceBuffer;
 use crate::gpu::profile::Work;
 use crate::gpu::shaders::{check_params, rows as wgsl};
 use crate::gpu::Gpu;
@@ -37,7 +38,7 @@ pub(crate) fn gather_rows(
     batch: &mut Batch<'_>,
     m: &GpuMatrix,
     rows: &[usize],
-    out: &wgpu::Buffer,
+    out: &DeviceBuffer<f32>,
 ) -> Result<()> {
     let d = m.n_features();
     for chunk in m.chunks() {
@@ -50,8 +51,8 @@ pub(crate) fn gather_rows(
         if pairs.is_empty() {
             continue;
         }
-        let indices = gpu.buffer_from("gather indices", &pairs, wgpu::BufferUsages::empty());
-        gather_chunk_rows(gpu, batch, chunk, d, &indices, pairs.len(), out)?;
+        let indices = DeviceBuffer::from_slice(gpu, "gather indices", &pairs);
+        gather_chunk_rows(gpu, batch, chunk, d, &indices, out)?;
     }
     Ok(())
 }
@@ -61,10 +62,10 @@ fn gather_chunk_rows(
     batch: &mut Batch<'_>,
     chunk: &Chunk,
     d: usize,
-    indices: &wgpu::Buffer,
-    n_indices: usize,
-    out: &wgpu::Buffer,
+    indices: &DeviceBuffer<[u32; 2]>,
+    out: &DeviceBuffer<f32>,
 ) -> Result<()> {
+    let n_indices = indices.len();
     let grid = element_grid(gpu, (n_indices * d) as u64)?;
     let params = RowsParams {
         n_rows: chunk.n_rows as u32,
@@ -80,8 +81,8 @@ fn gather_chunk_rows(
         &params,
         &[
             ("x", chunk.bind()),
-            ("indices", Bind::Whole(indices)),
-            ("gathered", Bind::Whole(out)),
+            ("indices", indices.bind()),
+            ("gathered", out.bind()),
         ],
         grid,
         Work::f32s(0.0, (2 * n_indices * (d + 1)) as f64),
@@ -92,12 +93,40 @@ fn gather_chunk_rows(
 pub(crate) fn read_rows(gpu: &Gpu, m: &GpuMatrix, rows: &[usize]) -> Result<Vec<f32>> {
     gpu.scoped("gathering rows", || {
         let d = m.n_features();
-        let out = gpu.buffer_zeroed("gathered rows", (rows.len() * d * 4) as u64);
+        let out = DeviceBuffer::zeroed(gpu, "gathered rows", rows.len() * d);
         let mut batch = Batch::new(gpu, "read_rows");
         gather_rows(gpu, &mut batch, m, rows, &out)?;
-        let h = batch.read(&out, 0, (rows.len() * d * 4) as u64);
+        let h = batch.read_all(&out);
         Ok(batch.finish()?.f32s(h))
     })
+}
+
+impl GpuMatrix {
+    /// Views `n_rows` x `n_features` f32 values of a caller's buffer, starting at
+    /// `byte_offset`, without copying. The buffer needs `STORAGE` usage. The values are
+    /// checked for NaN/inf on the device ([`Error::NonFinite`] gives row and column), by the
+    /// `find_non_finite` kernel beside which this constructor lives (the host layer itself
+    /// runs no kernel).
+    ///
+    /// Chunks start at any row: bindings are placed at the alignment boundary before the
+    /// chunk and the kernels skip the gap.
+    pub fn from_buffer(
+        gpu: &Gpu,
+        buffer: &wgpu::Buffer,
+        byte_offset: u64,
+        n_rows: usize,
+        n_features: usize,
+    ) -> Result<Self> {
+        let m = Self::from_buffer_unchecked(gpu, buffer, byte_offset, n_rows, n_features)?;
+        if let Some((row, col)) = find_non_finite(gpu, &m)? {
+            return Err(Error::NonFinite {
+                row,
+                col,
+                value: "NaN or inf".into(),
+            });
+        }
+        Ok(m)
+    }
 }
 
 /// The (row, column) of the first NaN or infinity in `m`, if any, found on the device.
@@ -107,8 +136,7 @@ pub(crate) fn find_non_finite(gpu: &Gpu, m: &GpuMatrix) -> Result<Option<(usize,
         let mut batch = Batch::new(gpu, "find_non_finite");
         let mut handles = Vec::new();
         for chunk in m.chunks() {
-            let first =
-                gpu.buffer_from("first non-finite", &[u32::MAX], wgpu::BufferUsages::empty());
+            let first = DeviceBuffer::from_slice(gpu, "first non-finite", &[u32::MAX]);
             let grid = element_grid(gpu, (chunk.n_rows * d) as u64)?;
             let params = RowsParams {
                 n_rows: chunk.n_rows as u32,
@@ -121,14 +149,11 @@ pub(crate) fn find_non_finite(gpu: &Gpu, m: &GpuMatrix) -> Result<Option<(usize,
                 wgsl::FIND_NON_FINITE,
                 &[],
                 &params,
-                &[
-                    ("x", chunk.bind()),
-                    ("first_non_finite", Bind::Whole(&first)),
-                ],
+                &[("x", chunk.bind()), ("first_non_finite", first.bind())],
                 grid,
                 Work::f32s((chunk.n_rows * d) as f64, (chunk.n_rows * d) as f64),
             )?;
-            handles.push((chunk.row_start, batch.read(&first, 0, 4)));
+            handles.push((chunk.row_start, batch.read_all(&first)));
         }
         let back = batch.finish()?;
         Ok(handles.into_iter().find_map(|(row_start, h)| {
@@ -143,7 +168,7 @@ pub(crate) fn find_non_finite(gpu: &Gpu, m: &GpuMatrix) -> Result<Option<(usize,
 pub(crate) fn normalize_rows(gpu: &Gpu, m: &GpuMatrix) -> Result<GpuMatrix> {
     let d = m.n_features();
     let first_zero = gpu.scoped("normalising rows", || {
-        Ok(gpu.buffer_from("first zero row", &[u32::MAX], wgpu::BufferUsages::empty()))
+        Ok(DeviceBuffer::from_slice(gpu, "first zero row", &[u32::MAX]))
     })?;
     let out = m.map_rows(
         gpu,
@@ -165,8 +190,8 @@ pub(crate) fn normalize_rows(gpu: &Gpu, m: &GpuMatrix) -> Result<GpuMatrix> {
                 &params,
                 &[
                     ("x", chunk.bind()),
-                    ("normalized", Bind::Whole(out)),
-                    ("first_zero_row", Bind::Whole(&first_zero)),
+                    ("normalized", out.bind()),
+                    ("first_zero_row", first_zero.bind()),
                 ],
                 grid,
                 Work::f32s((3 * rows * d) as f64, (3 * rows * d) as f64),
@@ -175,7 +200,7 @@ pub(crate) fn normalize_rows(gpu: &Gpu, m: &GpuMatrix) -> Result<GpuMatrix> {
     )?;
     let first = gpu.scoped("normalising rows", || {
         let mut batch = Batch::new(gpu, "normalize_rows");
-        let h = batch.read(&first_zero, 0, 4);
+        let h = batch.read_all(&first_zero);
         Ok(batch.finish()?.u32s(h)[0])
     })?;
     if first != u32::MAX {

@@ -4,8 +4,9 @@
 use bytemuck::{Pod, Zeroable};
 
 use crate::error::Result;
-use crate::gpu::batch::{Batch, Bind};
+use crate::gpu::batch::Batch;
 use crate::gpu::buffer::Chunk;
+use crate::gpu::device_buffer::DeviceBuffer;
 use crate::gpu::profile::Work;
 use crate::gpu::shaders::{check_params, silhouette as wgsl};
 use crate::gpu::Gpu;
@@ -43,7 +44,7 @@ pub(crate) fn cluster_distance_sums(
     d: usize,
     queries: &Rows<'_>,
     data: &Rows<'_>,
-    sums: &wgpu::Buffer,
+    sums: &DeviceBuffer<f32>,
     out_offset: usize,
 ) -> Result<()> {
     let grid = gpu.grid(queries.n_rows.div_ceil(TILE) as u64)?;
@@ -64,7 +65,7 @@ pub(crate) fn cluster_distance_sums(
         &[
             ("queries", queries.chunk.bind()),
             ("data", data.chunk.bind()),
-            ("sums", Bind::Whole(sums)),
+            ("sums", sums.bind()),
         ],
         grid,
         // A difference and an FMA per feature of each pair, a square root and a sum per pair.

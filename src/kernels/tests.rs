@@ -2,11 +2,12 @@
 //! it may pick and held against sums computed here on the host, for D below, at and above
 //! each size (so invocations both idle and stride), on both paths of the centroid update.
 
-use super::centroid_update::{accumulate_cluster_partials_at, ClusterPartials};
-use super::reduce::column_moments_at;
+use super::centroid_update::{accumulate_cluster_partials_at, Assigned, ClusterPartials};
+use super::reduce::{column_moments_at, MomentBlocks};
 use super::{feature_wg_size, feature_wg_sizes};
 use crate::data::Matrix;
 use crate::gpu::batch::Batch;
+use crate::gpu::device_buffer::DeviceBuffer;
 use crate::gpu::tests::{gpu, random};
 use crate::gpu::GpuMatrix;
 
@@ -47,16 +48,15 @@ fn centroid_partials_are_right_at_every_feature_workgroup_size() {
         let labels: Vec<u32> = (0..n).map(|r| ((r * 7 + r / 5) % k) as u32).collect();
         let sq: Vec<f32> = random(n, 200 + d as u64);
         let xg = GpuMatrix::upload(&gpu, &Matrix::new(&x, d).unwrap()).unwrap();
-        let none = wgpu::BufferUsages::empty();
-        let labels_b = gpu.buffer_from("labels", &labels, none);
-        let sq_b = gpu.buffer_from("sq", &sq, none);
-        let old_b = gpu.buffer_from("old", &old, none);
+        let labels_b = DeviceBuffer::from_slice(&gpu, "labels", &labels);
+        let sq_b = DeviceBuffer::from_slice(&gpu, "sq", &sq);
+        let old_b = DeviceBuffer::from_slice(&gpu, "old", &old);
         // Weights in [0, 2), or none (every weight 1).
         let w: Vec<f32> = random(n, 250 + d as u64)
             .iter()
             .map(|v| v.abs() * 2.0)
             .collect();
-        let w_b = gpu.buffer_from("weights", &w, none);
+        let w_b = DeviceBuffer::from_slice(&gpu, "weights", &w);
         for weighted in [false, true] {
             let weight = |r: usize| if weighted { w[r] as f64 } else { 1.0 };
             // Host: per block, cluster and feature, in row order.
@@ -73,25 +73,30 @@ fn centroid_partials_are_right_at_every_feature_workgroup_size() {
                 sq_dist[2 * (b * k + c) + 1] += weight(r);
             }
             for wg in feature_wg_sizes() {
-                let out_sums = gpu.buffer_zeroed("sums", (n_blocks * k * d * 4) as u64);
-                let out_counts = gpu.buffer_zeroed("counts", (n_blocks * k * 4) as u64);
-                let out_sq = gpu.buffer_zeroed("sq_dist", (n_blocks * k * 8) as u64);
+                let out_sums = DeviceBuffer::zeroed(&gpu, "sums", n_blocks * k * d);
+                let out_counts = DeviceBuffer::zeroed(&gpu, "counts", n_blocks * k);
+                let out_sq = DeviceBuffer::zeroed(&gpu, "sq_dist", n_blocks * k * 2);
                 let out = ClusterPartials {
+                    block_rows,
+                    block_offset: 0,
                     sums: &out_sums,
                     counts: &out_counts,
                     sq_dist: &out_sq,
                 };
+                let rows = Assigned {
+                    d,
+                    k,
+                    labels: &labels_b,
+                    min_sq_dist: &sq_b,
+                    weights: weighted.then_some(&w_b),
+                    old_centroids: &old_b,
+                };
                 let mut batch = Batch::new(&gpu, "partials");
                 let chunk = &xg.chunks()[0];
-                let weights = weighted.then_some(&w_b);
-                accumulate_cluster_partials_at(
-                    &gpu, &mut batch, chunk, d, k, block_rows, 0, &labels_b, &sq_b, weights,
-                    &old_b, &out, wg,
-                )
-                .unwrap();
-                let hs = batch.read(&out_sums, 0, (n_blocks * k * d * 4) as u64);
-                let hc = batch.read(&out_counts, 0, (n_blocks * k * 4) as u64);
-                let hq = batch.read(&out_sq, 0, (n_blocks * k * 8) as u64);
+                accumulate_cluster_partials_at(&gpu, &mut batch, chunk, &rows, &out, wg).unwrap();
+                let hs = batch.read_all(&out_sums);
+                let hc = batch.read_all(&out_counts);
+                let hq = batch.read_all(&out_sq);
                 let back = batch.finish().unwrap();
                 let what = format!("D = {d}, K = {k}, FEATURE_WG_SIZE = {wg}, weighted {weighted}");
                 assert_close(&format!("sums, {what}"), &back.f32s(hs), &sums);
@@ -111,7 +116,7 @@ fn column_moments_are_right_at_every_feature_workgroup_size() {
         let x = random(n * d, 300 + d as u64);
         let shift = x[..d].to_vec();
         let xg = GpuMatrix::upload(&gpu, &Matrix::new(&x, d).unwrap()).unwrap();
-        let shift_b = gpu.buffer_from("shift", &shift, wgpu::BufferUsages::empty());
+        let shift_b = DeviceBuffer::from_slice(&gpu, "shift", &shift);
         let mut s1 = vec![0.0f64; n_blocks * d];
         let mut s2 = vec![0.0f64; n_blocks * d];
         for r in 0..n {
@@ -122,18 +127,20 @@ fn column_moments_are_right_at_every_feature_workgroup_size() {
             }
         }
         for wg in feature_wg_sizes() {
-            let bytes = (n_blocks * d * 4) as u64;
             let (sum, sum_sq) = (
-                gpu.buffer_zeroed("s1", bytes),
-                gpu.buffer_zeroed("s2", bytes),
+                DeviceBuffer::zeroed(&gpu, "s1", n_blocks * d),
+                DeviceBuffer::zeroed(&gpu, "s2", n_blocks * d),
             );
+            let blocks = MomentBlocks {
+                block_rows,
+                block_offset: 0,
+                partial_sum: &sum,
+                partial_sum_sq: &sum_sq,
+            };
             let mut batch = Batch::new(&gpu, "moments");
             let chunk = &xg.chunks()[0];
-            column_moments_at(
-                &gpu, &mut batch, chunk, d, block_rows, 0, &shift_b, &sum, &sum_sq, wg,
-            )
-            .unwrap();
-            let (h1, h2) = (batch.read(&sum, 0, bytes), batch.read(&sum_sq, 0, bytes));
+            column_moments_at(&gpu, &mut batch, chunk, d, &shift_b, &blocks, wg).unwrap();
+            let (h1, h2) = (batch.read_all(&sum), batch.read_all(&sum_sq));
             let back = batch.finish().unwrap();
             let what = format!("D = {d}, FEATURE_WG_SIZE = {wg}");
             assert_close(&format!("Σ, {what}"), &back.f32s(h1), &s1);

@@ -1,9 +1,10 @@
 //! Kernels with variants the autotuner chooses between: every variant must give the same
 //! bits, or the choice would make results depend on timing.
 
-use super::assign::{record_assign, AssignOutputs, ASSIGN_VARIANTS};
+use super::assign::{record_assign, Assignment, ASSIGN_VARIANTS};
 use crate::data::Matrix;
 use crate::gpu::batch::Batch;
+use crate::gpu::device_buffer::DeviceBuffer;
 use crate::gpu::tests::{gpu, random};
 use crate::gpu::tuning::TuneKey;
 use crate::gpu::GpuMatrix;
@@ -26,38 +27,27 @@ fn assignment_variants_give_identical_bits() {
         x[..d].copy_from_slice(&c[..d]);
         gpu.set_max_chunk_bytes((n / 2 * d * 4) as u64);
         let xg = GpuMatrix::upload(&gpu, &Matrix::new(&x, d).unwrap()).unwrap();
-        let none = wgpu::BufferUsages::empty();
-        let centroids = gpu.buffer_from("centroids", &c, none);
+        let centroids = DeviceBuffer::from_slice(&gpu, "centroids", &c);
         let mut results = Vec::new();
         for variant in ASSIGN_VARIANTS {
             let mut batch = Batch::new(&gpu, "variant");
             let mut handles = Vec::new();
             for chunk in xg.chunks() {
-                let labels = gpu.buffer_zeroed("labels", 4 * chunk.n_rows as u64);
-                let dist = gpu.buffer_zeroed("dist", 4 * chunk.n_rows as u64);
-                let changed = gpu.buffer_zeroed("changed", 4);
-                let out = AssignOutputs {
+                let labels = DeviceBuffer::zeroed(&gpu, "labels", chunk.n_rows);
+                let dist = DeviceBuffer::<f32>::zeroed(&gpu, "dist", chunk.n_rows);
+                let changed = DeviceBuffer::zeroed(&gpu, "changed", 1);
+                let to = Assignment {
+                    centroids: &centroids,
+                    k,
                     labels: &labels,
                     min_sq_dist: &dist,
                     changed: &changed,
                 };
-                record_assign(
-                    &gpu,
-                    &mut batch,
-                    variant,
-                    chunk,
-                    chunk.n_rows,
-                    d,
-                    k,
-                    &centroids,
-                    &out,
-                )
-                .unwrap();
-                let bytes = 4 * chunk.n_rows as u64;
+                record_assign(&gpu, &mut batch, variant, chunk, chunk.n_rows, d, &to).unwrap();
                 handles.push((
-                    batch.read(&labels, 0, bytes),
-                    batch.read(&dist, 0, bytes),
-                    batch.read(&changed, 0, 4),
+                    batch.read_all(&labels),
+                    batch.read_all(&dist),
+                    batch.read_all(&changed),
                 ));
             }
             let back = batch.finish().unwrap();
@@ -115,10 +105,8 @@ fn the_tuner_times_once_per_key_and_keeps_the_fastest() {
 
 #[test]
 fn gram_variants_give_identical_bits() {
-    use super::covariance::{record_gram, Operand, GRAM_VARIANTS};
-    use crate::gpu::batch::Bind;
+    use super::covariance::{record_gram, GramBlocks, Operand, GRAM_VARIANTS};
     let gpu = gpu();
-    let none = wgpu::BufferUsages::empty();
     // (rows, A columns, B columns or None for the symmetric product, block rows): two
     // 64-tiles, a rectangular product, and rows wide enough for three slices per block.
     for (n, da, db, block_rows, seed) in [
@@ -130,33 +118,35 @@ fn gram_variants_give_identical_bits() {
         // A starts 5 rows into its buffer, as a chunk inside a caller's buffer may.
         let a_vals = random((n + 5) * da, seed);
         let b_vals = random(n * cols_b, seed + 1);
-        let a_buf = gpu.buffer_from("a", &a_vals, none);
-        let b_buf = gpu.buffer_from("b", &b_vals, none);
-        let a_shift = gpu.buffer_from("a shift", &random(da, seed + 2), none);
-        let b_shift = gpu.buffer_from("b shift", &random(cols_b, seed + 3), none);
+        let a_buf = DeviceBuffer::from_slice(&gpu, "a", &a_vals);
+        let b_buf = DeviceBuffer::from_slice(&gpu, "b", &b_vals);
+        let a_shift = DeviceBuffer::from_slice(&gpu, "a shift", &random(da, seed + 2));
+        let b_shift = DeviceBuffer::from_slice(&gpu, "b shift", &random(cols_b, seed + 3));
         let a = Operand {
-            bind: Bind::Whole(&a_buf),
+            bind: a_buf.bind(),
             offset: (5 * da) as u32,
             cols: da,
             shift: &a_shift,
         };
         let b = Operand {
-            bind: Bind::Whole(if db.is_some() { &b_buf } else { &a_buf }),
+            bind: if db.is_some() { &b_buf } else { &a_buf }.bind(),
             offset: if db.is_some() { 0 } else { (5 * da) as u32 },
             cols: cols_b,
             shift: if db.is_some() { &b_shift } else { &a_shift },
         };
-        let bytes = (n.div_ceil(block_rows) * da * cols_b * 4) as u64;
         let mut results = Vec::new();
         for variant in GRAM_VARIANTS {
-            let partials = gpu.buffer_zeroed("partials", bytes);
+            let partials =
+                DeviceBuffer::zeroed(&gpu, "partials", n.div_ceil(block_rows) * da * cols_b);
             let mut batch = Batch::new(&gpu, "gram variant");
-            let upper = db.is_none();
-            record_gram(
-                &gpu, &mut batch, variant, n, &a, &b, block_rows, 0, upper, &partials,
-            )
-            .unwrap();
-            let h = batch.read(&partials, 0, bytes);
+            let out = GramBlocks {
+                block_rows,
+                block_offset: 0,
+                upper_only: db.is_none(),
+                partials: &partials,
+            };
+            record_gram(&gpu, &mut batch, variant, n, &a, &b, &out).unwrap();
+            let h = batch.read_all(&partials);
             results.push(batch.finish().unwrap().u32s(h));
         }
         assert!(results[0].iter().any(|&v| v != 0));
@@ -168,7 +158,6 @@ fn gram_variants_give_identical_bits() {
 fn mahalanobis_variants_give_identical_bits() {
     use super::gmm_estep::{record_mahalanobis, Components, Segment};
     let gpu = gpu();
-    let none = wgpu::BufferUsages::empty();
     // (rows, D, K, factor): the one-row kernel (D <= 16) and the tiled one (D > 16) for Full,
     // Tied (one shared factor), Diag; K past one slice for the diagonal twin at D = 3000.
     for (n, d, k, kind, seed) in [
@@ -180,7 +169,7 @@ fn mahalanobis_variants_give_identical_bits() {
     ] {
         let x = random(n * d, seed);
         let xg = GpuMatrix::upload(&gpu, &Matrix::new(&x, d).unwrap()).unwrap();
-        let means = gpu.buffer_from("means", &random(k * d, seed + 1), none);
+        let means = DeviceBuffer::from_slice(&gpu, "means", &random(k * d, seed + 1));
         let (full, stride) = match kind {
             "full" => (true, d * d),
             "tied" => (true, 0),
@@ -201,7 +190,7 @@ fn mahalanobis_variants_give_identical_bits() {
             "tied" => d * d,
             _ => k * d,
         });
-        let precisions = gpu.buffer_from("precisions", &prec, none);
+        let precisions = DeviceBuffer::from_slice(&gpu, "precisions", &prec);
         let comps = Components {
             means: &means,
             precisions: &precisions,
@@ -215,7 +204,7 @@ fn mahalanobis_variants_give_identical_bits() {
         };
         let mut results = Vec::new();
         for variant in [native, twin] {
-            let resp = gpu.buffer_zeroed("resp", (n * k * 4) as u64);
+            let resp = DeviceBuffer::zeroed(&gpu, "resp", n * k);
             let chunk = &xg.chunks()[0];
             let seg = Segment {
                 chunk,
@@ -225,7 +214,7 @@ fn mahalanobis_variants_give_identical_bits() {
             };
             let mut batch = Batch::new(&gpu, "mahalanobis variant");
             record_mahalanobis(&gpu, &mut batch, variant, &seg, d, k, &comps).unwrap();
-            let h = batch.read(&resp, 0, (n * k * 4) as u64);
+            let h = batch.read_all(&resp);
             results.push(batch.finish().unwrap().u32s(h));
         }
         assert!(results[0].iter().all(|&v| f32::from_bits(v) > 0.0));

@@ -1,582 +1,398 @@
-//! The device side of a K-Means fit: the buffers of one data matrix, one Lloyd step
-//! (assignment and per-cluster statistics in one submission), greedy k-means++ seeding with
-//! D² sampling from block sums, empty-cluster repair and the restarts (algorithm in the
-//! parent module).
+//! Every public fit of K-Means and mini-batch K-Means, and the one place where a fit decides
+//! how its rows live on the device: device data are used where they are; host data (a
+//! [`Matrix`](crate::Matrix) or any [`RowSource`]) go through `stream::device_rows`, which
+//! uploads them once when they fit the memory budget and streams them piece by piece
+//! otherwise. The Lloyd loop (`lloyd`) then runs over the workspace, the streamed rows or
+//! the partitions, and the model is built here from what it returns.
 
-use rand::Rng;
+use std::borrow::Cow;
+
+use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
-use super::lloyd::LloydData;
-use super::{KMeans, KMeansInit, KMeansStats};
-use crate::error::{Error, Result};
-use crate::gpu::batch::Batch;
-use crate::gpu::buffer::Chunk;
-use crate::gpu::{Gpu, GpuMatrix, GpuVector};
-use crate::kernels::{assign, centroid_update, kmeans_pp, reduce, rows};
+use super::lloyd::{fit_restarts, Best, Settings};
+use super::minibatch_partial::MiniBatchKMeansFit;
+use super::model::Elapsed;
+use super::partitions::Partitioned;
+use super::remote::{Driven, RemoteKMeans};
+use super::stream::{device_rows, Streamed};
+use super::workspace::Workspace;
+use super::{seeding, KMeans, KMeansModel, KMeansStats, MiniBatchKMeans};
+use crate::data::check_sample_weights;
+use crate::error::Result;
+use crate::gpu::stream::DeviceRows;
+use crate::gpu::{Gpu, GpuInput, GpuMatrix};
+use crate::kernels::rows::normalize_rows;
+use crate::source::{check_shape, RowSource};
 
-/// Per-iteration statistics read back from the device.
-pub(super) struct Stats {
-    /// K x D sums of (x − old centroid) per cluster.
-    pub(super) deviation_sums: Vec<f32>,
-    pub(super) counts: Vec<u32>,
-    pub(super) sq_dist: Vec<f32>,
-    /// Σ w per cluster (the counts' values when unweighted).
-    pub(super) weight_sums: Vec<f32>,
-    pub(super) changed: u32,
-    /// The rows' labels and squared distances, when asked for (streamed pieces).
-    pub(super) labels: Vec<u32>,
-    pub(super) min_sq_dist: Vec<f32>,
-}
-
-/// Device buffers of one fit, reused by every restart and iteration.
-pub(super) struct Workspace<'a> {
-    gpu: &'a Gpu,
-    /// The rows the kernels run on: the whole data, or the streamed piece of the moment.
-    x: GpuMatrix,
-    k: usize,
-    labels: GpuVector<u32>,
-    min_sq_dist: GpuVector<f32>,
-    /// Per-row sample weights on the device (chunked like the rows).
-    weights: Option<GpuVector<f32>>,
-    /// The weights of every row on the host (none for batches weighted by the caller).
-    host_weights: Option<&'a [f32]>,
-    changed: wgpu::Buffer,
-    centroids: wgpu::Buffer,
-    block_rows: usize,
-    /// First global block of each chunk, and the total.
-    block_offsets: Vec<usize>,
-    n_blocks: usize,
-    partial_sums: wgpu::Buffer,
-    partial_counts: wgpu::Buffer,
-    partial_sq_dist: wgpu::Buffer,
-    sums: wgpu::Buffer,
-    counts: wgpu::Buffer,
-    sq_dist: wgpu::Buffer,
-}
-
-/// Bytes the per-block partial sums may take: large enough for good parallelism, small
-/// enough not to matter next to the data.
-const PARTIALS_TARGET_BYTES: u64 = 64 << 20;
-
-impl<'a> Workspace<'a> {
-    pub(super) fn new(gpu: &'a Gpu, x: &GpuMatrix, k: usize) -> Result<Self> {
-        Self::weighted(gpu, x, k, None)
+impl KMeans {
+    /// Fits on host or device data: `n_init` restarts, keeping the lowest inertia.
+    ///
+    /// Host data larger than the device-memory budget ([`Gpu::set_memory_budget`]) are
+    /// streamed as by [`KMeans::fit_source`]; everything else is uploaded once.
+    ///
+    /// Errors: invalid parameters ([`Error::InvalidParameter`](crate::Error::InvalidParameter),
+    /// [`Error::TooFewSamples`](crate::Error::TooFewSamples)), and the GPU errors of
+    /// [`GpuMatrix::upload`] and of the kernels.
+    pub fn fit(&self, gpu: &Gpu, x: &impl GpuInput) -> Result<KMeansModel> {
+        self.fit_input(gpu, x, None, &mut self.generator())
     }
 
-    /// A workspace whose rows carry `weights` (one per row of `x`, uploaded here; for a
-    /// streamed piece, the weights of the whole source, each piece's written with
-    /// [`Workspace::set_piece_weights`]).
-    pub(super) fn weighted(
-        gpu: &'a Gpu,
-        x: &GpuMatrix,
-        k: usize,
-        weights: Option<&'a [f32]>,
-    ) -> Result<Self> {
-        let n = x.n_rows() as u64;
-        let kd = (k * x.n_features()) as u64;
-        let limit = gpu.binding_byte_limit().min(PARTIALS_TARGET_BYTES);
-        // Rows per block: at least 256 (so a workgroup has work), more when K x D is large,
-        // so that all partials fit in one binding of at most 64 MiB.
-        let block_rows = (256u64).max((n * kd * 4).div_ceil(limit.max(1)) + 1) as usize;
-        let mut block_offsets = Vec::new();
-        let mut n_blocks = 0;
-        for c in x.chunks() {
-            block_offsets.push(n_blocks);
-            n_blocks += c.n_rows.div_ceil(block_rows);
-        }
-        let partial_bytes = n_blocks as u64 * kd * 4;
-        if partial_bytes > gpu.binding_byte_limit() {
-            return Err(Error::DeviceLimit {
-                what: format!("per-block statistics for k = {k} ({partial_bytes} bytes)"),
-                requested: partial_bytes,
-                limit_name: "max_storage_buffer_binding_size",
-                limit: gpu.binding_byte_limit(),
-            });
-        }
-        gpu.scoped("allocating the K-Means workspace", || {
-            Ok(Self {
-                gpu,
-                x: x.clone(),
-                k,
-                labels: GpuVector::zeroed(gpu, x, "labels"),
-                min_sq_dist: GpuVector::zeroed(gpu, x, "min squared distances"),
-                weights: weights.map(|w| {
-                    let device = GpuVector::zeroed(gpu, x, "sample weights");
-                    for (c, buf) in x.chunks().iter().zip(&device.chunks) {
-                        let mine = &w[c.row_start..(c.row_start + c.n_rows).min(w.len())];
-                        gpu.queue.write_buffer(buf, 0, bytemuck::cast_slice(mine));
-                    }
-                    device
-                }),
-                host_weights: weights,
-                changed: gpu.buffer_zeroed("changed labels", 4),
-                centroids: gpu.buffer_zeroed("centroids", kd * 4),
-                block_rows,
-                block_offsets,
-                n_blocks,
-                partial_sums: gpu.buffer_zeroed("partial sums", partial_bytes),
-                partial_counts: gpu.buffer_zeroed("partial counts", n_blocks as u64 * k as u64 * 4),
-                partial_sq_dist: gpu.buffer_zeroed(
-                    "partial squared distances and weights",
-                    n_blocks as u64 * k as u64 * 8,
-                ),
-                sums: gpu.buffer_zeroed("cluster sums", kd * 4),
-                counts: gpu.buffer_zeroed("cluster counts", k as u64 * 4),
-                sq_dist: gpu.buffer_zeroed("cluster squared distances and weights", k as u64 * 8),
-            })
-        })
-    }
-
-    fn chunks(&self) -> impl Iterator<Item = (usize, &Chunk)> {
-        self.x.chunks().iter().enumerate()
-    }
-
-    /// Writes the labels the rows of the current piece had, so that the assignment counts
-    /// the ones that change.
-    pub(super) fn set_previous_labels(&self, labels: &[u32]) {
-        self.gpu
-            .queue
-            .write_buffer(&self.labels.chunks[0], 0, bytemuck::cast_slice(labels));
-    }
-
-    /// Writes the weights of the current piece's rows (streamed fits).
-    pub(super) fn set_piece_weights(&self, first_row: usize) {
-        if let Some(host) = self.host_weights {
-            self.set_batch_weights(&host[first_row..first_row + self.x.n_rows()]);
-        }
-    }
-
-    /// Makes the rows weighted, by weights each batch sets ([`Workspace::set_batch_weights`]).
-    pub(super) fn weigh_batches(&mut self) {
-        self.weights = Some(GpuVector::zeroed(self.gpu, &self.x, "batch weights"));
-    }
-
-    /// Writes the weights of the current piece's rows (one chunk), when they are weighted.
-    pub(super) fn set_batch_weights(&self, weights: &[f32]) {
-        if let Some(device) = &self.weights {
-            self.gpu
-                .queue
-                .write_buffer(&device.chunks[0], 0, bytemuck::cast_slice(weights));
-        }
-    }
-
-    /// The host sample weights, when the rows have any.
-    pub(super) fn host_weights(&self) -> Option<&'a [f32]> {
-        self.host_weights
-    }
-
-    /// The device weights of chunk `i`.
-    fn chunk_weights(&self, i: usize) -> Option<&wgpu::Buffer> {
-        self.weights.as_ref().map(|w| &w.chunks[i])
-    }
-
-    /// Points the kernels at a streamed piece: one chunk of at most the rows the workspace
-    /// was made for (its per-row buffers and partials are sized for those).
-    pub(super) fn use_piece(&mut self, piece: &GpuMatrix) {
-        debug_assert!(piece.n_chunks() == 1 && piece.n_rows() <= self.labels.len());
-        self.x = piece.clone();
-    }
-
-    /// One assignment against the first `k` rows of `centroids` and the statistics of the
-    /// resulting clusters.
-    /// With `read_rows`, the labels and distances of the rows come back too (one chunk).
-    pub(super) fn step(&self, centroids: &[f32], k: usize, read_rows: bool) -> Result<Stats> {
-        let gpu = self.gpu;
-        let d = self.x.n_features();
-        gpu.scoped("K-Means iteration", || {
-            gpu.queue
-                .write_buffer(&self.centroids, 0, bytemuck::cast_slice(centroids));
-            let mut batch = Batch::new(gpu, "K-Means iteration");
-            batch.clear(&self.changed);
-            batch.clear(&self.partial_sums);
-            batch.clear(&self.partial_counts);
-            batch.clear(&self.partial_sq_dist);
-            let partials = centroid_update::ClusterPartials {
-                sums: &self.partial_sums,
-                counts: &self.partial_counts,
-                sq_dist: &self.partial_sq_dist,
-            };
-            for (i, chunk) in self.chunks() {
-                assign::assign_nearest_centroid(
-                    gpu,
-                    &mut batch,
-                    chunk,
-                    d,
-                    k,
-                    &self.centroids,
-                    &self.labels.chunks[i],
-                    &self.min_sq_dist.chunks[i],
-                    &self.changed,
-                )?;
-                centroid_update::accumulate_cluster_partials(
-                    gpu,
-                    &mut batch,
-                    chunk,
-                    d,
-                    k,
-                    self.block_rows,
-                    self.block_offsets[i],
-                    &self.labels.chunks[i],
-                    &self.min_sq_dist.chunks[i],
-                    self.chunk_weights(i),
-                    &self.centroids,
-                    &partials,
-                )?;
-            }
-            reduce::sum_partial_columns_f32(
-                gpu,
-                &mut batch,
-                &self.partial_sums,
-                self.n_blocks,
-                k * d,
-                &self.sums,
-            )?;
-            reduce::sum_partial_columns_u32(
-                gpu,
-                &mut batch,
-                &self.partial_counts,
-                self.n_blocks,
-                k,
-                &self.counts,
-            )?;
-            reduce::sum_partial_columns_f32(
-                gpu,
-                &mut batch,
-                &self.partial_sq_dist,
-                self.n_blocks,
-                2 * k,
-                &self.sq_dist,
-            )?;
-            let h_sums = batch.read(&self.sums, 0, (k * d * 4) as u64);
-            let h_counts = batch.read(&self.counts, 0, (k * 4) as u64);
-            let h_sq = batch.read(&self.sq_dist, 0, (k * 8) as u64);
-            let h_changed = batch.read(&self.changed, 0, 4);
-            let n_bytes = (self.x.n_rows() * 4) as u64;
-            let h_rows = read_rows.then(|| {
-                (
-                    batch.read(&self.labels.chunks[0], 0, n_bytes),
-                    batch.read(&self.min_sq_dist.chunks[0], 0, n_bytes),
-                )
-            });
-            let back = batch.finish()?;
-            let (labels, min_sq_dist) = match h_rows {
-                Some((l, m)) => (back.u32s(l), back.f32s(m)),
-                None => (Vec::new(), Vec::new()),
-            };
-            let pairs = back.f32s(h_sq);
-            Ok(Stats {
-                deviation_sums: back.f32s(h_sums),
-                counts: back.u32s(h_counts),
-                sq_dist: pairs.iter().step_by(2).copied().collect(),
-                weight_sums: pairs.iter().skip(1).step_by(2).copied().collect(),
-                changed: back.u32s(h_changed)[0],
-                labels,
-                min_sq_dist,
-            })
-        })
-    }
-
-    /// Greedy k-means++ seeding on the device: the seeds (K x D) and the rows they are.
-    pub(super) fn kmeans_plus_plus(
+    /// [`KMeans::fit`] with a weight per row (scikit-learn's `sample_weight`): the centroids
+    /// are weighted means, the inertia is Σ w·‖x − c‖², k-means++ draws ∝ w·D² (its first
+    /// centre ∝ w), random init ∝ w, and `tol` is relative to the weighted variance. An
+    /// integer weight equals repeating the row that many times.
+    ///
+    /// Errors: weights that are not one per row, not finite and non-negative, or all zero
+    /// ([`Error::InvalidParameter`](crate::Error::InvalidParameter)), and those of
+    /// [`KMeans::fit`].
+    pub fn fit_weighted(
         &self,
+        gpu: &Gpu,
+        x: &impl GpuInput,
+        sample_weight: &[f32],
+    ) -> Result<KMeansModel> {
+        check_sample_weights(sample_weight, x.shape().0)?;
+        self.fit_input(gpu, x, Some(sample_weight), &mut self.generator())
+    }
+
+    /// Fits on a [`RowSource`]: a host [`Matrix`](crate::Matrix),
+    /// [`RowChunks`](crate::source::RowChunks) or a memory-mapped `.npy` file
+    /// (`io::NpyRows`), which need fit neither on the device nor in host memory.
+    ///
+    /// When the rows fit the device-memory budget ([`Gpu::set_memory_budget`]) they are
+    /// uploaded once and the fit is that of [`KMeans::fit`]; otherwise every iteration
+    /// streams them through one buffer of at most 128 MiB (see [`crate::source`]), and
+    /// k-means++ seeds from a sample (module docs of `kmeans::seeding`). The host keeps each
+    /// row's label and distance (8 bytes a row).
+    ///
+    /// Errors: those of [`KMeans::fit`], and the source's
+    /// ([`Error::Source`](crate::Error::Source), [`Error::NonFinite`](crate::Error::NonFinite)
+    /// with the global row).
+    pub fn fit_source(&self, gpu: &Gpu, source: &(impl RowSource + ?Sized)) -> Result<KMeansModel> {
+        self.fit_rows(gpu, source, None, &mut self.generator())
+    }
+
+    /// [`KMeans::fit_source`] with a weight per row (see [`KMeans::fit_weighted`]); the
+    /// weights stay on the host and stream with their rows.
+    ///
+    /// Errors: those of [`KMeans::fit_weighted`] and [`KMeans::fit_source`].
+    pub fn fit_source_weighted(
+        &self,
+        gpu: &Gpu,
+        source: &(impl RowSource + ?Sized),
+        sample_weight: &[f32],
+    ) -> Result<KMeansModel> {
+        let (n, _) = check_shape(source)?;
+        check_sample_weights(sample_weight, n)?;
+        self.fit_rows(gpu, source, Some(sample_weight), &mut self.generator())
+    }
+
+    /// Fits on rows split across devices: partition i (its rows numbered after those of
+    /// partitions 0..i) runs on `parts[i].0` — several [`Gpu`]s from [`Gpu::all`], or
+    /// several devices opened on one adapter. Each partition streams its rows under its own
+    /// device's budget; every iteration merges the partitions' [`KMeansStats`] in partition
+    /// order (module docs of `kmeans::partitions`). The model equals a fit of all rows on one
+    /// device within f32 rounding, and its labels follow the partitions in order.
+    ///
+    /// Errors: no partitions, partitions with different feature counts
+    /// ([`Error::FeatureMismatch`](crate::Error::FeatureMismatch)), and those of
+    /// [`KMeans::fit_source`].
+    pub fn fit_partitions<'a>(
+        &self,
+        parts: &[(&'a Gpu, &'a (dyn RowSource + 'a))],
+    ) -> Result<KMeansModel> {
+        self.require_euclidean("fit_partitions")?;
+        let mut data = Partitioned::open(parts, self.k)?;
+        let (n, d) = super::lloyd::LloydData::shape(&data);
+        self.validate(n, d)?;
+        let mut rng = self.generator();
+        let best = fit_restarts(&self.settings(), &mut data, &mut rng, |data, rng| {
+            data.start(self, rng)
+        })?;
+        Ok(self.model(d, best))
+    }
+
+    /// Fits on rows split into partitions that live elsewhere (other processes or machines),
+    /// reached through `remote` (module docs of `kmeans::remote`): the loop of
+    /// [`KMeans::fit`] with every pass a round of requests to the partitions and their
+    /// statistics merged in f64 in partition order. The model equals a single-device fit of
+    /// all rows (partitions in order) from the same start within f32 rounding; its labels
+    /// follow the partitions in order.
+    ///
+    /// Errors: the cosine metric (not supported across partitions yet), no rows or
+    /// features, the parameter errors of [`KMeans::validate`] for all rows, replies that do
+    /// not fit their requests ([`Error::Source`](crate::Error::Source)), and whatever
+    /// `remote` returns.
+    pub fn fit_remote(&self, remote: &mut (impl RemoteKMeans + ?Sized)) -> Result<KMeansModel> {
+        self.fit_remote_continuing(remote, &mut self.generator())
+    }
+
+    /// [`KMeans::fit_remote`] drawing its starts from `rng` (see [`KMeans::fit_continuing`]).
+    pub(crate) fn fit_remote_continuing(
+        &self,
+        remote: &mut (impl RemoteKMeans + ?Sized),
         rng: &mut ChaCha8Rng,
-        n_trials: usize,
+    ) -> Result<KMeansModel> {
+        self.require_euclidean("fit_remote")?;
+        let mut data = Driven::open(remote)?;
+        let (n, d) = super::lloyd::LloydData::shape(&data);
+        self.validate(n, d)?;
+        let best = fit_restarts(&self.settings(), &mut data, rng, |data, rng| {
+            data.start(self, rng)
+        })?;
+        Ok(self.model(d, best))
+    }
+
+    /// One assignment pass of `source` against `centroids` (K x D, row-major) on the
+    /// device: the per-cluster sums that merge across chunks, devices and machines (see
+    /// [`KMeansStats`]). A driver runs it on each partition, merges, and takes
+    /// [`KMeansStats::next_centroids`]. (`changed` is 0: a single pass has no previous
+    /// labels.)
+    ///
+    /// Errors: centroids that are not whole rows of D features or are not finite, and the
+    /// errors of [`KMeans::fit_source`].
+    pub fn pass_stats(
+        gpu: &Gpu,
+        source: &(impl RowSource + ?Sized),
+        centroids: &[f32],
+    ) -> Result<KMeansStats> {
+        Self::pass_stats_of(gpu, source, centroids, None)
+    }
+
+    /// [`KMeans::pass_stats`] of rows with a weight each (see [`KMeans::fit_weighted`]).
+    ///
+    /// Errors: those of [`KMeans::pass_stats`] and of the weights.
+    pub fn pass_stats_weighted(
+        gpu: &Gpu,
+        source: &(impl RowSource + ?Sized),
+        centroids: &[f32],
+        sample_weight: &[f32],
+    ) -> Result<KMeansStats> {
+        let (n, _) = check_shape(source)?;
+        check_sample_weights(sample_weight, n)?;
+        Self::pass_stats_of(gpu, source, centroids, Some(sample_weight))
+    }
+
+    /// The initial centroids of the first restart (K x D, row-major), as [`KMeans::fit`]
+    /// draws them from `self.seed`: the k-means++ (scikit-learn's `kmeans_plusplus`),
+    /// k-means‖ or random seeding on its own. With the cosine metric they are rows of the
+    /// normalised data.
+    ///
+    /// Errors: those of [`KMeans::fit`] before its Lloyd iterations.
+    pub fn initial_centroids(&self, gpu: &Gpu, x: &impl GpuInput) -> Result<Vec<f32>> {
+        let (n, d) = x.shape();
+        self.validate(n, d)?;
+        let x = x.on_gpu(gpu)?;
+        let rows = self.on_metric(gpu, &x)?;
+        let ws = Workspace::weighted(gpu, &rows, self.k, None)?;
+        seeding::resident_start(&ws, self, &mut self.generator())
+    }
+
+    /// The seeds of the k-means++ initialisation and the rows they were taken from:
+    /// scikit-learn's `kmeans_plusplus(X, n_clusters, sample_weight, random_state)`.
+    ///
+    /// Greedy k-means++ (`2 + ln K` D²-sampled candidates per step, the one lowering the
+    /// potential most kept) on the device, from `self.seed`, with optional sample weights
+    /// (one per row, as for [`KMeans::fit_weighted`]). The seeds are those
+    /// [`KMeans::initial_centroids`] gives with `KMeansInit::KMeansPlusPlus` and the same
+    /// seed; with the cosine metric they are rows of the normalised data. Returns (K x D
+    /// seeds row-major, the K row indices, distinct unless rows repeat).
+    ///
+    /// Errors: those of [`KMeans::fit`] before its Lloyd iterations, and bad weights.
+    pub fn kmeans_plusplus(
+        &self,
+        gpu: &Gpu,
+        x: &impl GpuInput,
+        sample_weight: Option<&[f32]>,
     ) -> Result<(Vec<f32>, Vec<usize>)> {
-        let gpu = self.gpu;
-        let x = &self.x;
-        let (n, d) = (x.n_rows(), x.n_features());
-        let offsets: Vec<usize> = x
-            .chunks()
-            .iter()
-            .scan(0, |acc, c| {
-                let o = *acc;
-                *acc += kmeans_pp::blocks_in(c);
-                Some(o)
-            })
-            .collect();
-        let n_blocks: usize = x.chunks().iter().map(kmeans_pp::blocks_in).sum();
-        let block_sums =
-            gpu.buffer_zeroed("k-means++ block sums", (n_blocks * n_trials * 4) as u64);
-        let totals = gpu.buffer_zeroed("k-means++ trial potentials", (n_trials * 4) as u64);
-        let centre = gpu.buffer_zeroed("k-means++ centre", (d * 4) as u64);
-        let candidates = gpu.buffer_zeroed("k-means++ candidates", (n_trials * d * 4) as u64);
-
-        // D² ← ‖x − centre‖² (or the min with it); returns the block sums of D².
-        let update = |first: bool, source: &dyn Fn(&mut Batch<'_>) -> Result<()>| {
-            gpu.scoped("k-means++ distance update", || {
-                let mut batch = Batch::new(gpu, "k-means++ update");
-                source(&mut batch)?;
-                for (i, chunk) in self.chunks() {
-                    kmeans_pp::kmeanspp_update_min_distance(
-                        gpu,
-                        &mut batch,
-                        chunk,
-                        d,
-                        &centre,
-                        &self.min_sq_dist.chunks[i],
-                        &block_sums,
-                        offsets[i],
-                        first,
-                        self.chunk_weights(i),
-                    )?;
-                }
-                let h = batch.read(&block_sums, 0, (n_blocks * 4) as u64);
-                Ok(batch.finish()?.f32s(h))
-            })
-        };
-
-        let first_row = match self.host_weights() {
-            None => rng.random_range(0..n),
-            Some(w) => weighted_pick(rng, w),
-        };
-        let mut chosen = vec![first_row];
-        let mut sums = update(true, &|b| {
-            rows::gather_rows(gpu, b, x, &[first_row], &centre)
-        })?;
-        while chosen.len() < self.k {
-            let picks = self.sample_d2(rng, &sums, &offsets, n_trials)?;
-            let potentials = gpu.scoped("k-means++ trials", || {
-                let mut batch = Batch::new(gpu, "k-means++ trials");
-                rows::gather_rows(gpu, &mut batch, x, &picks, &candidates)?;
-                batch.clear(&block_sums);
-                for (i, chunk) in self.chunks() {
-                    kmeans_pp::kmeanspp_trial_potentials(
-                        gpu,
-                        &mut batch,
-                        chunk,
-                        d,
-                        &candidates,
-                        picks.len(),
-                        &self.min_sq_dist.chunks[i],
-                        &block_sums,
-                        offsets[i],
-                        self.chunk_weights(i),
-                    )?;
-                }
-                reduce::sum_partial_columns_f32(
-                    gpu,
-                    &mut batch,
-                    &block_sums,
-                    n_blocks,
-                    picks.len(),
-                    &totals,
-                )?;
-                let h = batch.read(&totals, 0, (picks.len() * 4) as u64);
-                Ok(batch.finish()?.f32s(h))
-            })?;
-            // Ties go to the earliest candidate, as in the reference.
-            let best = (0..picks.len())
-                .min_by(|&a, &b| potentials[a].total_cmp(&potentials[b]).then(a.cmp(&b)))
-                .unwrap_or(0);
-            chosen.push(picks[best]);
-            sums = update(false, &|b| {
-                b.copy(
-                    &candidates,
-                    (best * d * 4) as u64,
-                    &centre,
-                    0,
-                    (d * 4) as u64,
-                );
-                Ok(())
-            })?;
+        let (n, d) = x.shape();
+        self.validate(n, d)?;
+        if let Some(w) = sample_weight {
+            check_sample_weights(w, n)?;
         }
-        Ok((rows::read_rows(gpu, x, &chosen)?, chosen))
+        let x = x.on_gpu(gpu)?;
+        let rows = self.on_metric(gpu, &x)?;
+        let ws = Workspace::weighted(gpu, &rows, self.k, sample_weight)?;
+        seeding::kmeans_plus_plus(&ws, &mut self.generator(), self.n_local_trials())
     }
 
-    /// Draws `n_trials` rows with probability ∝ D², from the per-block sums of D² and the D²
-    /// values of the blocks drawn (read back once for all draws).
-    fn sample_d2(
+    /// The generator a fit draws every restart's start from, seeded with `seed`.
+    fn generator(&self) -> ChaCha8Rng {
+        ChaCha8Rng::seed_from_u64(self.seed)
+    }
+
+    /// [`KMeans::fit`] (`weights`: [`KMeans::fit_weighted`]) drawing its starts from `rng`
+    /// rather than from `seed`: the K-Means start of a Gaussian mixture continues the
+    /// mixture's generator, as scikit-learn's does (so a mixture seeded s starts from the
+    /// labels of `KMeans::new(k).seed(s)`).
+    pub(crate) fn fit_continuing(
         &self,
+        gpu: &Gpu,
+        x: &impl GpuInput,
+        weights: Option<&[f32]>,
         rng: &mut ChaCha8Rng,
-        block_sums: &[f32],
-        offsets: &[usize],
-        n_trials: usize,
-    ) -> Result<Vec<usize>> {
-        let n = self.x.n_rows();
-        let total: f64 = block_sums.iter().map(|&v| v as f64).sum();
-        if total <= 0.0 {
-            // Every row sits on a centre already: any row is as good as another.
-            return Ok((0..n_trials).map(|_| rng.random_range(0..n)).collect());
-        }
-        // Global block b covers rows [row_of_block(b), +256) of the chunk it lies in.
-        let block_start = |b: usize| -> (usize, usize) {
-            let i = offsets.partition_point(|&o| o <= b) - 1;
-            let local = (b - offsets[i]) * kmeans_pp::KMEANSPP_BLOCK_ROWS;
-            (i, local)
-        };
-        let mut draws = Vec::with_capacity(n_trials);
-        for _ in 0..n_trials {
-            let mut u = rng.random::<f64>() * total;
-            let mut block = block_sums.len() - 1;
-            for (b, &s) in block_sums.iter().enumerate() {
-                if u < s as f64 {
-                    block = b;
-                    break;
-                }
-                u -= s as f64;
-            }
-            // Rounding can leave u past the last positive block: use the last positive one.
-            if block_sums[block] <= 0.0 {
-                block = block_sums.iter().rposition(|&s| s > 0.0).unwrap_or(0);
-                u = block_sums[block] as f64;
-            }
-            draws.push((block, u));
-        }
-        let gpu = self.gpu;
-        let values = gpu.scoped("reading D² blocks", || {
-            let mut batch = Batch::new(gpu, "k-means++ sampling");
-            let handles: Vec<_> = draws
-                .iter()
-                .map(|&(b, _)| {
-                    let (i, local) = block_start(b);
-                    let rows_here =
-                        (self.x.chunks()[i].n_rows - local).min(kmeans_pp::KMEANSPP_BLOCK_ROWS);
-                    batch.read(
-                        &self.min_sq_dist.chunks[i],
-                        (local * 4) as u64,
-                        (rows_here * 4) as u64,
-                    )
-                })
-                .collect();
-            let back = batch.finish()?;
-            Ok(handles
-                .into_iter()
-                .map(|h| back.f32s(h))
-                .collect::<Vec<_>>())
-        })?;
-        Ok(draws
-            .iter()
-            .zip(values)
-            .map(|(&(b, mut u), mut vals)| {
-                let (i, local) = block_start(b);
-                let first = self.x.chunks()[i].row_start + local;
-                // The block sums are of w·D²: weigh the values the same way.
-                if let Some(w) = self.host_weights() {
-                    for (r, v) in vals.iter_mut().enumerate() {
-                        *v *= w[first + r];
-                    }
-                }
-                let mut pick = vals.iter().rposition(|&v| v > 0.0).unwrap_or(0);
-                for (r, &v) in vals.iter().enumerate() {
-                    if u < v as f64 {
-                        pick = r;
-                        break;
-                    }
-                    u -= v as f64;
-                }
-                first + pick
-            })
-            .collect())
+    ) -> Result<KMeansModel> {
+        self.fit_input(gpu, x, weights, rng)
     }
 
-    /// Initial centroids for one restart.
-    pub(super) fn initial_centroids(
+    /// [`KMeans::fit_source`] drawing its starts from `rng` (see [`KMeans::fit_continuing`]).
+    pub(crate) fn fit_source_continuing(
         &self,
-        params: &KMeans,
+        gpu: &Gpu,
+        source: &(impl RowSource + ?Sized),
+        weights: Option<&[f32]>,
         rng: &mut ChaCha8Rng,
-    ) -> Result<Vec<f32>> {
-        match &params.init {
-            KMeansInit::Centroids(c) => Ok(c.iter().map(|&v| v as f32).collect()),
-            KMeansInit::Random => {
-                let mut idx = random_rows(rng, self.x.n_rows(), self.k, self.host_weights())?;
-                // Sampling order is random; the rows themselves are what matters.
-                idx.truncate(self.k);
-                rows::read_rows(self.gpu, &self.x, &idx)
-            }
-            KMeansInit::KMeansPlusPlus => {
-                Ok(self.kmeans_plus_plus(rng, params.n_local_trials())?.0)
-            }
-            KMeansInit::KMeansParallel { .. } => super::parallel::device_seeds(
-                self.gpu,
-                &self.x,
-                self.k,
-                self.host_weights(),
-                &params.init,
-                rng,
-            ),
+    ) -> Result<KMeansModel> {
+        self.fit_rows(gpu, source, weights, rng)
+    }
+
+    /// Host or device data: device data as they are, host data as rows whose place
+    /// [`KMeans::fit_rows`] decides.
+    fn fit_input(
+        &self,
+        gpu: &Gpu,
+        x: &impl GpuInput,
+        weights: Option<&[f32]>,
+        rng: &mut ChaCha8Rng,
+    ) -> Result<KMeansModel> {
+        let (n, d) = x.shape();
+        self.validate(n, d)?;
+        match x.as_source() {
+            Some(source) => self.fit_rows(gpu, source, weights, rng),
+            None => self.fit_resident(gpu, &*x.on_gpu(gpu)?, weights, rng),
         }
     }
-}
 
-impl LloydData for Workspace<'_> {
-    fn shape(&self) -> (usize, usize) {
-        (self.x.n_rows(), self.x.n_features())
+    /// The fit of host rows: resident when they fit the budget, else streamed (decided
+    /// once, by `stream::device_rows`).
+    fn fit_rows(
+        &self,
+        gpu: &Gpu,
+        source: &(impl RowSource + ?Sized),
+        weights: Option<&[f32]>,
+        rng: &mut ChaCha8Rng,
+    ) -> Result<KMeansModel> {
+        let (n, d) = check_shape(source)?;
+        self.validate(n, d)?;
+        let rows = device_rows(gpu, source, self.k, weights.is_some())?;
+        if let DeviceRows::Resident(x) = &rows {
+            return self.fit_resident(gpu, x, weights, rng);
+        }
+        self.require_euclidean("a streamed fit (rows over the device-memory budget)")?;
+        let mut data = Streamed::new(gpu, source, rows, self.k, weights)?;
+        let best = fit_restarts(&self.settings(), &mut data, rng, |data, rng| {
+            data.start(self, rng)
+        })?;
+        Ok(self.model(d, best))
     }
 
-    fn pass(&mut self, centroids: &[f32]) -> Result<KMeansStats> {
-        let d = self.x.n_features();
-        let s = self.step(centroids, centroids.len() / d, false)?;
-        let mut stats = KMeansStats::empty(centroids, d)?;
-        let weights = self.weights.is_some().then_some(&s.weight_sums[..]);
-        stats.add_device(&s.deviation_sums, &s.counts, &s.sq_dist, weights);
-        stats.changed = s.changed as u64;
+    /// The fit on rows that are all on the device.
+    fn fit_resident(
+        &self,
+        gpu: &Gpu,
+        x: &GpuMatrix,
+        weights: Option<&[f32]>,
+        rng: &mut ChaCha8Rng,
+    ) -> Result<KMeansModel> {
+        let rows = self.on_metric(gpu, x)?;
+        let mut ws = Workspace::weighted(gpu, &rows, self.k, weights)?;
+        let best = fit_restarts(&self.settings(), &mut ws, rng, |ws, rng| {
+            seeding::resident_start(ws, self, rng)
+        })?;
+        Ok(self.model(x.n_features(), best))
+    }
+
+    /// One statistics pass of host rows (resident or streamed).
+    fn pass_stats_of(
+        gpu: &Gpu,
+        source: &(impl RowSource + ?Sized),
+        centroids: &[f32],
+        weights: Option<&[f32]>,
+    ) -> Result<KMeansStats> {
+        let (_, d) = check_shape(source)?;
+        let k = KMeansStats::empty(centroids, d)?.k();
+        crate::data::check_finite(centroids, d)?;
+        let mut stats = Streamed::open(gpu, source, k, weights)?.stats(centroids)?;
+        stats.changed = 0;
         Ok(stats)
     }
 
-    fn row_weights(&self) -> Option<&[f32]> {
-        self.host_weights()
-    }
-
-    fn labels_and_distances(&mut self) -> Result<(Vec<u32>, Vec<f32>)> {
-        Ok((
-            self.labels.to_host(self.gpu)?,
-            self.min_sq_dist.to_host(self.gpu)?,
-        ))
-    }
-
-    fn rows(&mut self, indices: &[usize]) -> Result<Vec<f32>> {
-        rows::read_rows(self.gpu, &self.x, indices)
-    }
-}
-
-/// K distinct rows drawn uniformly, or with probability ∝ weight (without replacement,
-/// as scikit-learn's random init).
-pub(super) fn random_rows(
-    rng: &mut ChaCha8Rng,
-    n: usize,
-    k: usize,
-    weights: Option<&[f32]>,
-) -> Result<Vec<usize>> {
-    let too_few = || {
-        Error::invalid(
-            "sample_weight",
-            format!("random init needs k = {k} rows of positive weight"),
-        )
-    };
-    match weights {
-        None => Ok(rand::seq::index::sample(rng, n, k).into_vec()),
-        Some(w) if w.iter().filter(|&&v| v > 0.0).count() < k => Err(too_few()),
-        Some(w) => rand::seq::index::sample_weighted(rng, n, |i| w[i] as f64, k)
-            .map(|s| s.into_vec())
-            .ok()
-            .filter(|idx| idx.len() == k)
-            .ok_or_else(too_few),
-    }
-}
-
-/// A row drawn with probability ∝ its weight (scikit-learn's first k-means++ centre).
-fn weighted_pick(rng: &mut ChaCha8Rng, weights: &[f32]) -> usize {
-    let total: f64 = weights.iter().map(|&w| w as f64).sum();
-    let mut u = rng.random::<f64>() * total;
-    for (i, &w) in weights.iter().enumerate() {
-        if u < w as f64 {
-            return i;
+    /// The rows the metric clusters: `x`, or its rows normalised to unit length for the
+    /// cosine metric.
+    fn on_metric<'x>(&self, gpu: &Gpu, x: &'x GpuMatrix) -> Result<Cow<'x, GpuMatrix>> {
+        if self.metric.is_spherical() {
+            return Ok(Cow::Owned(normalize_rows(gpu, x)?));
         }
-        u -= w as f64;
+        Ok(Cow::Borrowed(x))
     }
-    weights.iter().rposition(|&w| w > 0.0).unwrap_or(0)
+
+    /// What the Lloyd loop needs of these parameters.
+    fn settings(&self) -> Settings<'_> {
+        Settings {
+            runs: self.init.runs(self.n_init),
+            max_iter: self.max_iter,
+            tol: self.tol,
+            spherical: self.metric.is_spherical(),
+            objective_scale: self.metric.objective_scale(),
+            on_iteration: self.on_iteration.as_ref(),
+        }
+    }
+
+    /// The model of the restart the loop kept.
+    fn model(&self, d: usize, best: Best) -> KMeansModel {
+        let Best {
+            run,
+            labels,
+            init_seconds,
+        } = best;
+        KMeansModel {
+            params: KMeans {
+                on_iteration: None,
+                ..self.clone()
+            },
+            n_features: d,
+            centroids: run.centroids,
+            labels,
+            inertia: run.inertia,
+            n_iter: run.n_iter,
+            converged: run.converged,
+            inertia_history: run.history,
+            init_seconds: Elapsed(init_seconds),
+        }
+    }
 }
 
-/// Greedy k-means++ seeds (K x D, f32) of device rows carrying optional sample weights (one
-/// per row of `x`), drawn with `rng`: the seeding of [`KMeans::fit`] on its own, for k-means‖
-/// candidates, samples of streamed rows and the Gaussian-mixture initialisation.
-pub(crate) fn weighted_plus_plus_seeds(
-    gpu: &Gpu,
-    x: &GpuMatrix,
-    k: usize,
-    weights: Option<&[f32]>,
-    rng: &mut ChaCha8Rng,
-) -> Result<Vec<f32>> {
-    let ws = Workspace::weighted(gpu, x, k, weights)?;
-    Ok(ws.kmeans_plus_plus(rng, KMeans::new(k).n_local_trials())?.0)
+impl MiniBatchKMeans {
+    /// Fits on a [`RowSource`] (rows are drawn at random: a host [`Matrix`](crate::Matrix)
+    /// or a mapped `io::NpyRows` serve them directly; a source without random access reads
+    /// one pass per batch).
+    ///
+    /// Errors: invalid parameters, the source's and the GPU's errors.
+    pub fn fit(&self, gpu: &Gpu, source: &(impl RowSource + ?Sized)) -> Result<KMeansModel> {
+        super::minibatch::fit(self, gpu, source, None)
+    }
+
+    /// [`MiniBatchKMeans::fit`] with a weight per row (scikit-learn's `sample_weight`):
+    /// batches carry their rows' weights, the running counts are weight sums, seeding and
+    /// reassignment draw ∝ w, the inertia is weighted.
+    ///
+    /// Errors: weights that are not one per row, finite and non-negative, or all zero, and
+    /// those of [`MiniBatchKMeans::fit`].
+    pub fn fit_weighted(
+        &self,
+        gpu: &Gpu,
+        source: &(impl RowSource + ?Sized),
+        sample_weight: &[f32],
+    ) -> Result<KMeansModel> {
+        let (n, _) = check_shape(source)?;
+        check_sample_weights(sample_weight, n)?;
+        super::minibatch::fit(self, gpu, source, Some(sample_weight))
+    }
+
+    /// A mini-batch fit fed batch by batch ([`MiniBatchKMeansFit::partial_fit`]), as
+    /// scikit-learn's `partial_fit`.
+    pub fn partial(&self) -> MiniBatchKMeansFit {
+        MiniBatchKMeansFit::new(self.clone())
+    }
 }

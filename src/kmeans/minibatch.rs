@@ -27,341 +27,121 @@
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use super::fit::{random_rows, Workspace};
+use super::seeding::random_rows;
 use super::stream::labels_and_inertia;
-use super::{KMeans, KMeansInit, KMeansModel, KMeansStats, MiniBatchKMeansFit};
-use crate::data::Matrix;
+use super::workspace::Workspace;
+use super::{KMeansModel, KMeansStats, MiniBatchKMeans};
 use crate::error::{Error, Result};
+use crate::gpu::device_buffer::DeviceBuffer;
 use crate::gpu::stream::view;
-use crate::gpu::{Gpu, GpuMatrix};
+use crate::gpu::Gpu;
 use crate::progress::{fit_done, Algorithm, Progress};
 use crate::source::{check_shape, RowSource};
 
-/// Mini-batch K-Means parameters (a builder); validated when fitting.
-///
-/// Defaults follow scikit-learn: `batch_size = 1024`, `max_iter = 100` epochs,
-/// `max_no_improvement = Some(10)`, `reassignment_ratio = 0.01`, `tol = 0` (off),
-/// `n_init = 1` with k-means++ (sklearn's "auto"), `init_size = 3·batch_size`, `seed = 0`.
-///
-/// ```
-/// use wgpu_unsupervised::{datasets, metrics, Gpu, Matrix, MiniBatchKMeans};
-///
-/// let gpu = Gpu::new()?;
-/// let (rows, truth, _) = datasets::make_blobs(2000, 2, 3, 0.4, (-10.0, 10.0), 2)?;
-/// let x = Matrix::new(&rows, 2)?;
-/// let model = MiniBatchKMeans::new(3).batch_size(256).seed(2).fit(&gpu, &x)?;
-/// assert!(metrics::adjusted_rand_index(model.labels(), &truth)? > 0.99);
-/// # Ok::<(), wgpu_unsupervised::Error>(())
-/// ```
-#[derive(Debug, Clone, PartialEq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
-pub struct MiniBatchKMeans {
-    /// Number of clusters K.
-    pub k: usize,
-    /// Rows per step.
-    pub batch_size: usize,
-    /// Epochs: the step cap is `max_iter·N / batch_size`.
-    pub max_iter: usize,
-    /// Stop after this many steps without improvement of the smoothed batch inertia.
-    pub max_no_improvement: Option<usize>,
-    /// Clusters with fewer than this fraction of the largest count are re-seeded.
-    pub reassignment_ratio: f64,
-    /// Stop when a step's squared centroid shift is at most `tol` times the mean feature
-    /// variance (0 turns it off and saves the pass that measures the variance).
-    pub tol: f64,
-    /// Initialisation candidates, the best on a validation batch kept.
-    pub n_init: usize,
-    /// Rows the initialisation is drawn from (`None`: 3·batch_size, at least K).
-    pub init_size: Option<usize>,
-    /// Initialisation method.
-    pub init: KMeansInit,
-    /// Seed of the random generator (ChaCha8).
-    pub seed: u64,
-    /// Called after every step (see [`crate::progress`]); never serialized.
-    #[cfg_attr(feature = "serde", serde(skip))]
-    pub on_iteration: Option<crate::OnIteration>,
-}
-
-impl MiniBatchKMeans {
-    /// Parameters for `k` clusters with the defaults above.
-    pub fn new(k: usize) -> Self {
-        Self {
-            k,
-            batch_size: 1024,
-            max_iter: 100,
-            max_no_improvement: Some(10),
-            reassignment_ratio: 0.01,
-            tol: 0.0,
-            n_init: 1,
-            init_size: None,
-            init: KMeansInit::KMeansPlusPlus,
-            seed: 0,
-            on_iteration: None,
+/// The mini-batch fit (module docs) of `source`, whose rows carry `weights` when given.
+pub(super) fn fit(
+    params: &MiniBatchKMeans,
+    gpu: &Gpu,
+    source: &(impl RowSource + ?Sized),
+    weights: Option<&[f32]>,
+) -> Result<KMeansModel> {
+    let (n, d) = check_shape(source)?;
+    params.validate(n, d)?;
+    let params = &params.resolved_for(n);
+    let mut rng = ChaCha8Rng::seed_from_u64(params.seed);
+    let mut run = MiniBatchRun::new(gpu, params, d, weights.is_some())?;
+    let weights_of =
+        |idx: &[usize]| weights.map(|w| idx.iter().map(|&i| w[i]).collect::<Vec<f32>>());
+    let valid: Vec<usize> = (0..params.batch_size)
+        .map(|_| rng.random_range(0..n))
+        .collect();
+    let valid_weights = weights_of(&valid);
+    let valid = source.gather(&valid)?;
+    let candidates = params.init.runs(params.n_init);
+    let mut best: Option<(f64, Vec<f32>)> = None;
+    for _ in 0..candidates {
+        let c = super::seeding::sample_start(gpu, source, weights, params, &mut rng)?;
+        let inertia = run
+            .batch_stats(&valid, &c, valid_weights.as_deref())?
+            .inertia();
+        if best.as_ref().is_none_or(|(b, _)| inertia < *b) {
+            best = Some((inertia, c));
         }
     }
-
-    /// Calls `f` after every step with its [`Iteration`](crate::Iteration): the step number,
-    /// the batch's inertia, the squared centroid shift, the elapsed time;
-    /// `ControlFlow::Break(())` stops the fit there (`converged() == false`).
-    pub fn on_iteration(
-        mut self,
-        f: impl Fn(&crate::Iteration) -> std::ops::ControlFlow<()> + Send + Sync + 'static,
-    ) -> Self {
-        self.on_iteration = Some(crate::OnIteration::new(f));
-        self
-    }
-
-    /// Sets the batch size.
-    pub fn batch_size(mut self, rows: usize) -> Self {
-        self.batch_size = rows;
-        self
-    }
-
-    /// Sets the epoch cap.
-    pub fn max_iter(mut self, epochs: usize) -> Self {
-        self.max_iter = epochs;
-        self
-    }
-
-    /// Sets (or, with `None`, turns off) the early stop on no improvement.
-    pub fn max_no_improvement(mut self, steps: Option<usize>) -> Self {
-        self.max_no_improvement = steps;
-        self
-    }
-
-    /// Sets the reassignment ratio (0 turns reassignment off).
-    pub fn reassignment_ratio(mut self, ratio: f64) -> Self {
-        self.reassignment_ratio = ratio;
-        self
-    }
-
-    /// Sets the relative tolerance on the centroid shift.
-    pub fn tol(mut self, tol: f64) -> Self {
-        self.tol = tol;
-        self
-    }
-
-    /// Sets the number of initialisation candidates.
-    pub fn n_init(mut self, n_init: usize) -> Self {
-        self.n_init = n_init;
-        self
-    }
-
-    /// Sets the size of the initialisation sample.
-    pub fn init_size(mut self, rows: Option<usize>) -> Self {
-        self.init_size = rows;
-        self
-    }
-
-    /// Sets the initialisation.
-    pub fn init(mut self, init: KMeansInit) -> Self {
-        self.init = init;
-        self
-    }
-
-    /// Sets the seed.
-    pub fn seed(mut self, seed: u64) -> Self {
-        self.seed = seed;
-        self
-    }
-
-    /// The Lloyd parameters these share (what the fitted model reports).
-    pub(super) fn as_kmeans(&self) -> KMeans {
-        KMeans::new(self.k)
-            .n_init(self.n_init.max(1))
-            .max_iter(self.max_iter.max(1))
-            .tol(self.tol)
-            .seed(self.seed)
-            .init(self.init.clone())
-    }
-
-    /// Checks the parameters against data of `n` rows and `d` features.
-    pub fn validate(&self, n: usize, d: usize) -> Result<()> {
-        self.as_kmeans().validate(n, d)?;
-        Error::require_count("batch_size", self.batch_size)?;
-        Error::require_count("max_iter", self.max_iter)?;
-        Error::require_count("n_init", self.n_init)?;
-        if self.max_no_improvement == Some(0) {
-            return Err(Error::invalid(
-                "max_no_improvement",
-                "must be at least 1 (or None)",
-            ));
-        }
-        if !(0.0..=1.0).contains(&self.reassignment_ratio) {
-            return Err(Error::invalid("reassignment_ratio", "must be in [0, 1]"));
-        }
-        if self.init_size == Some(0) {
-            return Err(Error::invalid("init_size", "must be at least 1"));
-        }
-        Ok(())
-    }
-
-    /// Rows of the initialisation sample.
-    fn sample_size(&self, n: usize) -> usize {
-        self.init_size
-            .unwrap_or(3 * self.batch_size)
-            .max(self.k)
-            .min(n.max(self.k))
-    }
-
-    /// Fits on a [`RowSource`] (rows are drawn at random: a host [`Matrix`] or a mapped
-    /// `io::NpyRows` serve them directly; a source without random access reads one pass
-    /// per batch).
-    ///
-    /// Errors: invalid parameters, the source's and the GPU's errors.
-    pub fn fit(&self, gpu: &Gpu, source: &(impl RowSource + ?Sized)) -> Result<KMeansModel> {
-        self.fit_maybe_weighted(gpu, source, None)
-    }
-
-    /// [`MiniBatchKMeans::fit`] with a weight per row (scikit-learn's `sample_weight`):
-    /// batches carry their rows' weights, the running counts are weight sums, seeding and
-    /// reassignment draw ∝ w, the inertia is weighted.
-    ///
-    /// Errors: weights that are not one per row, finite and non-negative, or all zero, and
-    /// those of [`MiniBatchKMeans::fit`].
-    pub fn fit_weighted(
-        &self,
-        gpu: &Gpu,
-        source: &(impl RowSource + ?Sized),
-        sample_weight: &[f32],
-    ) -> Result<KMeansModel> {
-        let (n, _) = check_shape(source)?;
-        crate::data::check_sample_weights(sample_weight, n)?;
-        self.fit_maybe_weighted(gpu, source, Some(sample_weight))
-    }
-
-    fn fit_maybe_weighted(
-        &self,
-        gpu: &Gpu,
-        source: &(impl RowSource + ?Sized),
-        weights: Option<&[f32]>,
-    ) -> Result<KMeansModel> {
-        let (n, d) = check_shape(source)?;
-        self.validate(n, d)?;
-        let mut rng = ChaCha8Rng::seed_from_u64(self.seed);
-        let mut run = MiniBatchRun::new(gpu, self, d, weights.is_some())?;
-        let weights_of =
-            |idx: &[usize]| weights.map(|w| idx.iter().map(|&i| w[i]).collect::<Vec<f32>>());
-        let valid: Vec<usize> = (0..self.batch_size)
+    run.centroids = best.expect("one candidate").1;
+    let tol_abs = if params.tol > 0.0 {
+        params.tol * super::stream::mean_variance(gpu, source, params.k, weights)?
+    } else {
+        0.0
+    };
+    let steps = (params.max_iter as u128 * n as u128 / params.batch_size as u128).max(1) as usize;
+    let mut ewa: Option<f64> = None;
+    let mut ewa_min: Option<f64> = None;
+    let mut no_improvement = 0;
+    let mut history = Vec::new();
+    let mut converged = false;
+    let progress = Progress::new(Algorithm::MiniBatchKMeans, 0, params.on_iteration.as_ref());
+    let began = std::time::Instant::now();
+    for step in 0..steps {
+        let idx: Vec<usize> = (0..params.batch_size)
             .map(|_| rng.random_range(0..n))
             .collect();
-        let valid_weights = weights_of(&valid);
-        let valid = source.gather(&valid)?;
-        let candidates = match self.init {
-            KMeansInit::Centroids(_) => 1,
-            _ => self.n_init,
-        };
-        let mut best: Option<(f64, Vec<f32>)> = None;
-        for _ in 0..candidates {
-            let c = self.initial_centroids(gpu, source, weights, &mut rng)?;
-            let inertia = run
-                .batch_stats(&valid, &c, valid_weights.as_deref())?
-                .inertia();
-            if best.as_ref().is_none_or(|(b, _)| inertia < *b) {
-                best = Some((inertia, c));
-            }
+        let batch = source.gather(&idx)?;
+        let batch_weights = weights_of(&idx);
+        let (batch_inertia, shift) = run.step(&batch, batch_weights.as_deref(), &mut rng)?;
+        history.push(batch_inertia);
+        if progress
+            .iteration(step + 1, batch_inertia, shift)
+            .is_break()
+        {
+            break;
         }
-        run.centroids = best.expect("one candidate").1;
-        let tol_abs = if self.tol > 0.0 {
-            self.tol * super::stream::mean_variance(gpu, source, self.k, weights)?
+        // scikit-learn's _mini_batch_convergence; the first step measures the start.
+        if step == 0 {
+            continue;
+        }
+        let mean_inertia = batch_inertia / params.batch_size as f64;
+        let alpha = (params.batch_size as f64 * 2.0 / (n as f64 + 1.0)).min(1.0);
+        let e = ewa.map_or(mean_inertia, |e| e * (1.0 - alpha) + mean_inertia * alpha);
+        ewa = Some(e);
+        if params.tol > 0.0 && shift <= tol_abs {
+            converged = true;
+            break;
+        }
+        if ewa_min.is_none_or(|m| e < m) {
+            no_improvement = 0;
+            ewa_min = Some(e);
         } else {
-            0.0
-        };
-        let steps = (self.max_iter as u128 * n as u128 / self.batch_size as u128).max(1) as usize;
-        let mut ewa: Option<f64> = None;
-        let mut ewa_min: Option<f64> = None;
-        let mut no_improvement = 0;
-        let mut history = Vec::new();
-        let mut converged = false;
-        let progress = Progress::new(Algorithm::MiniBatchKMeans, 0, self.on_iteration.as_ref());
-        let began = std::time::Instant::now();
-        for step in 0..steps {
-            let idx: Vec<usize> = (0..self.batch_size)
-                .map(|_| rng.random_range(0..n))
-                .collect();
-            let batch = source.gather(&idx)?;
-            let batch_weights = weights_of(&idx);
-            let (batch_inertia, shift) = run.step(&batch, batch_weights.as_deref(), &mut rng)?;
-            history.push(batch_inertia);
-            if progress
-                .iteration(step + 1, batch_inertia, shift)
-                .is_break()
-            {
-                break;
-            }
-            // scikit-learn's _mini_batch_convergence; the first step measures the start.
-            if step == 0 {
-                continue;
-            }
-            let mean_inertia = batch_inertia / self.batch_size as f64;
-            let alpha = (self.batch_size as f64 * 2.0 / (n as f64 + 1.0)).min(1.0);
-            let e = ewa.map_or(mean_inertia, |e| e * (1.0 - alpha) + mean_inertia * alpha);
-            ewa = Some(e);
-            if self.tol > 0.0 && shift <= tol_abs {
-                converged = true;
-                break;
-            }
-            if ewa_min.is_none_or(|m| e < m) {
-                no_improvement = 0;
-                ewa_min = Some(e);
-            } else {
-                no_improvement += 1;
-            }
-            if self.max_no_improvement.is_some_and(|m| no_improvement >= m) {
-                converged = true;
-                break;
-            }
+            no_improvement += 1;
         }
-        let (labels, inertia) = labels_and_inertia(gpu, source, &run.centroids, weights)?;
-        fit_done(
-            Algorithm::MiniBatchKMeans,
-            n,
-            d,
-            history.len(),
-            converged,
-            began,
-        );
-        Ok(KMeansModel {
-            params: self.as_kmeans(),
-            n_features: d,
-            centroids: run.centroids,
-            labels,
-            inertia,
-            n_iter: history.len(),
-            converged,
-            inertia_history: history,
-            init_seconds: Default::default(),
-        })
-    }
-
-    /// Initial centroids from a sample of `init_size` rows.
-    fn initial_centroids(
-        &self,
-        gpu: &Gpu,
-        source: &(impl RowSource + ?Sized),
-        weights: Option<&[f32]>,
-        rng: &mut ChaCha8Rng,
-    ) -> Result<Vec<f32>> {
-        let (n, d) = source.shape();
-        match &self.init {
-            KMeansInit::Centroids(c) => Ok(c.iter().map(|&v| v as f32).collect()),
-            KMeansInit::Random => source.gather(&random_rows(rng, n, self.k, weights)?),
-            KMeansInit::KMeansPlusPlus | KMeansInit::KMeansParallel { .. } => {
-                let m = self.sample_size(n);
-                let idx: Vec<usize> = (0..m).map(|_| rng.random_range(0..n)).collect();
-                let rows = source.gather(&idx)?;
-                let w: Option<Vec<f32>> = weights.map(|w| idx.iter().map(|&i| w[i]).collect());
-                let sample = GpuMatrix::upload(gpu, &Matrix::new(&rows, d)?)?;
-                super::parallel::device_seeds(gpu, &sample, self.k, w.as_deref(), &self.init, rng)
-            }
+        if params
+            .max_no_improvement
+            .is_some_and(|m| no_improvement >= m)
+        {
+            converged = true;
+            break;
         }
     }
-
-    /// A mini-batch fit fed batch by batch ([`MiniBatchKMeansFit::partial_fit`]), as
-    /// scikit-learn's `partial_fit`.
-    pub fn partial(&self) -> MiniBatchKMeansFit {
-        MiniBatchKMeansFit::new(self.clone())
-    }
+    let (labels, inertia) = labels_and_inertia(gpu, source, &run.centroids, weights)?;
+    fit_done(
+        Algorithm::MiniBatchKMeans,
+        n,
+        d,
+        history.len(),
+        converged,
+        began,
+    );
+    Ok(KMeansModel {
+        params: params.as_kmeans(),
+        n_features: d,
+        centroids: run.centroids,
+        labels,
+        inertia,
+        n_iter: history.len(),
+        converged,
+        inertia_history: history,
+        init_seconds: Default::default(),
+    })
 }
 
 /// The device side of a mini-batch fit: a batch buffer with its workspace, the centroids
@@ -371,7 +151,7 @@ pub(super) struct MiniBatchRun<'g> {
     k: usize,
     d: usize,
     reassignment_ratio: f64,
-    slot: wgpu::Buffer,
+    slot: DeviceBuffer<f32>,
     capacity: usize,
     ws: Workspace<'g>,
     pub(super) centroids: Vec<f32>,
@@ -397,9 +177,9 @@ impl<'g> MiniBatchRun<'g> {
             });
         }
         let slot = gpu.scoped("allocating the batch buffer", || {
-            Ok(gpu.buffer_zeroed("mini-batch rows", (capacity * d * 4) as u64))
+            Ok(DeviceBuffer::zeroed(gpu, "mini-batch rows", capacity * d))
         })?;
-        let mut ws = Workspace::new(gpu, &view(&slot, capacity, d), params.k)?;
+        let mut ws = Workspace::weighted(gpu, &view(&slot, capacity, d), params.k, None)?;
         if weighted {
             ws.weigh_batches();
         }
@@ -431,18 +211,13 @@ impl<'g> MiniBatchRun<'g> {
                 format!("{n} rows exceed the batch size {}", self.capacity),
             ));
         }
-        self.gpu
-            .queue
-            .write_buffer(&self.slot, 0, bytemuck::cast_slice(rows));
+        self.slot.write(self.gpu, rows);
         self.ws.use_piece(&view(&self.slot, n, self.d));
         if let Some(w) = weights {
             self.ws.set_batch_weights(w);
         }
         let s = self.ws.step(centroids, self.k, false)?;
-        let mut stats = KMeansStats::empty(centroids, self.d)?;
-        let sums = weights.map(|_| &s.weight_sums[..]);
-        stats.add_device(&s.deviation_sums, &s.counts, &s.sq_dist, sums);
-        Ok(stats)
+        s.into_stats(centroids, self.d, weights.is_some())
     }
 
     /// One step on `batch`: returns the batch inertia (before the update) and the squared

@@ -1,4 +1,5 @@
-//! K-Means with its rows split across devices: [`KMeans::fit_partitions`].
+//! K-Means with its rows split across devices (the data of
+//! [`KMeans::fit_partitions`](crate::KMeans::fit_partitions)).
 //!
 //! Each partition (a [`RowSource`] on its own [`Gpu`]) runs the assignment and the
 //! per-cluster sums of every Lloyd iteration on its device, on a thread of its own, streaming
@@ -11,20 +12,70 @@
 
 use rand_chacha::ChaCha8Rng;
 
-use super::lloyd::{fit_restarts, LloydData};
+use super::lloyd::{LloydData, Pass};
 use super::stream::Streamed;
-use super::{KMeans, KMeansInit, KMeansModel, KMeansStats};
-use crate::data::Matrix;
+use super::{KMeans, KMeansStats};
 use crate::error::{Error, Result};
-use crate::gpu::{Gpu, GpuMatrix};
+use crate::gpu::Gpu;
 use crate::source::{check_shape, RowSource};
 
 /// The partitions of one fit, each streamed on its own device.
-struct Partitioned<'a> {
+pub(super) struct Partitioned<'a> {
     parts: Vec<Streamed<'a, dyn RowSource + 'a>>,
     /// First global row of each partition, and N.
     starts: Vec<usize>,
     d: usize,
+    /// The first partition's device, which seeds.
+    first_gpu: &'a Gpu,
+}
+
+impl<'a> Partitioned<'a> {
+    /// The partitions `parts` (each a source on its device, rows numbered in order), opened
+    /// for `k` clusters.
+    ///
+    /// Errors: no partitions, partitions with different feature counts
+    /// ([`Error::FeatureMismatch`]), and the sources' and devices' errors.
+    pub(super) fn open(parts: &[(&'a Gpu, &'a (dyn RowSource + 'a))], k: usize) -> Result<Self> {
+        let Some(&(first_gpu, first)) = parts.first() else {
+            return Err(Error::EmptyData {
+                what: "partition list",
+                missing: "rows",
+            });
+        };
+        let (_, d) = check_shape(first)?;
+        let mut starts = vec![0];
+        let mut streamed = Vec::with_capacity(parts.len());
+        for &(gpu, source) in parts {
+            let (n, dp) = check_shape(source)?;
+            if dp != d {
+                return Err(Error::FeatureMismatch {
+                    expected: d,
+                    found: dp,
+                });
+            }
+            starts.push(starts.last().copied().unwrap_or(0) + n);
+            streamed.push(Streamed::open(gpu, source, k, None)?);
+        }
+        Ok(Self {
+            parts: streamed,
+            starts,
+            d,
+            first_gpu,
+        })
+    }
+
+    /// Random rows, given centroids, or k-means++ / k-means‖ on a sample of the global rows
+    /// (on the first device), as a streamed fit seeds.
+    pub(super) fn start(&self, params: &KMeans, rng: &mut ChaCha8Rng) -> Result<Vec<f32>> {
+        super::seeding::host_start(
+            self.first_gpu,
+            self.shape(),
+            |idx| self.gather(idx),
+            None,
+            (params, usize::MAX),
+            rng,
+        )
+    }
 }
 
 impl Partitioned<'_> {
@@ -58,12 +109,12 @@ impl LloydData for Partitioned<'_> {
         (*self.starts.last().expect("starts has N"), self.d)
     }
 
-    fn pass(&mut self, centroids: &[f32]) -> Result<KMeansStats> {
+    fn pass(&mut self, centroids: &[f32]) -> Result<Pass> {
         let results: Vec<Result<KMeansStats>> = std::thread::scope(|scope| {
             let handles: Vec<_> = self
                 .parts
                 .iter_mut()
-                .map(|part| scope.spawn(move || part.pass(centroids)))
+                .map(|part| scope.spawn(move || part.stats(centroids)))
                 .collect();
             handles
                 .into_iter()
@@ -74,7 +125,7 @@ impl LloydData for Partitioned<'_> {
         for r in results {
             merged.merge(&r?)?;
         }
-        Ok(merged)
+        Ok(merged.into_pass())
     }
 
     fn labels_and_distances(&mut self) -> Result<(Vec<u32>, Vec<f32>)> {
@@ -94,76 +145,5 @@ impl LloydData for Partitioned<'_> {
 
     fn row_weights(&self) -> Option<&[f32]> {
         None
-    }
-}
-
-impl KMeans {
-    /// Fits on rows split across devices: partition i (its rows numbered after those of
-    /// partitions 0..i) runs on `parts[i].0` — several [`Gpu`]s from [`Gpu::all`], or
-    /// several devices opened on one adapter. Each partition streams its rows under its own
-    /// device's budget; every iteration merges the partitions' [`KMeansStats`] (module docs
-    /// of `kmeans::partitions`). The model equals a fit of all rows on one device within f32
-    /// rounding, and its labels follow the partitions in order.
-    ///
-    /// Errors: no partitions, partitions with different feature counts
-    /// ([`Error::FeatureMismatch`]), and those of [`KMeans::fit_source`].
-    pub fn fit_partitions<'a>(
-        &self,
-        parts: &[(&'a Gpu, &'a (dyn RowSource + 'a))],
-    ) -> Result<KMeansModel> {
-        self.require_euclidean("fit_partitions")?;
-        let Some(&(first_gpu, first)) = parts.first() else {
-            return Err(Error::EmptyData {
-                what: "partition list",
-                missing: "rows",
-            });
-        };
-        let (_, d) = check_shape(first)?;
-        let mut starts = vec![0];
-        let mut streamed = Vec::with_capacity(parts.len());
-        for &(gpu, source) in parts {
-            let (n, dp) = check_shape(source)?;
-            if dp != d {
-                return Err(Error::FeatureMismatch {
-                    expected: d,
-                    found: dp,
-                });
-            }
-            starts.push(starts.last().copied().unwrap_or(0) + n);
-            streamed.push(Streamed::open(gpu, source, self.k)?);
-        }
-        let n = *starts.last().expect("one partition");
-        self.validate(n, d)?;
-        let mut data = Partitioned {
-            parts: streamed,
-            starts,
-            d,
-        };
-        fit_restarts(self, &mut data, |data, rng| {
-            initial_centroids(self, first_gpu, data, rng)
-        })
-    }
-}
-
-/// Random rows, given centroids, or greedy k-means++ on a sample of the global rows (on the
-/// first device), as a streamed fit seeds.
-fn initial_centroids(
-    params: &KMeans,
-    gpu: &Gpu,
-    data: &Partitioned<'_>,
-    rng: &mut ChaCha8Rng,
-) -> Result<Vec<f32>> {
-    let (n, d) = data.shape();
-    match &params.init {
-        KMeansInit::Centroids(c) => Ok(c.iter().map(|&v| v as f32).collect()),
-        KMeansInit::Random => data.gather(&rand::seq::index::sample(rng, n, params.k).into_vec()),
-        KMeansInit::KMeansPlusPlus | KMeansInit::KMeansParallel { .. } => {
-            let m = super::stream::plus_plus_sample_size(n, usize::MAX, params.k);
-            let mut idx = rand::seq::index::sample(rng, n, m).into_vec();
-            idx.sort_unstable();
-            let rows = data.gather(&idx)?;
-            let sample = GpuMatrix::upload(gpu, &Matrix::new(&rows, d)?)?;
-            super::parallel::device_seeds(gpu, &sample, params.k, None, &params.init, rng)
-        }
     }
 }

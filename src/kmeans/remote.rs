@@ -38,9 +38,9 @@ use std::collections::HashSet;
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 
-use super::fit::random_rows;
-use super::lloyd::{fit_restarts, LloydData};
-use super::{KMeans, KMeansInit, KMeansModel, KMeansStats};
+use super::lloyd::{LloydData, Pass};
+use super::seeding::{random_rows, uniform_sample};
+use super::{KMeans, KMeansInit, KMeansStats};
 use crate::error::{Error, Result};
 
 mod partition;
@@ -69,8 +69,9 @@ pub trait RemoteKMeans {
     ) -> Result<Vec<f32>>;
 }
 
-/// The remote partitions as the Lloyd loop sees them.
-struct Driven<'p, R: RemoteKMeans + ?Sized> {
+/// The remote partitions as the Lloyd loop sees them (the data of
+/// [`KMeans::fit_remote`]).
+pub(super) struct Driven<'p, R: RemoteKMeans + ?Sized> {
     remote: &'p mut R,
     /// First global row of each partition, and N.
     starts: Vec<usize>,
@@ -87,7 +88,9 @@ fn mismatch(what: &str) -> Error {
 
 impl<'p, R: RemoteKMeans + ?Sized> Driven<'p, R> {
     /// The partitions `remote` names, numbered in order.
-    fn new(remote: &'p mut R) -> Result<Self> {
+    ///
+    /// Errors: no rows or no features ([`Error::EmptyData`]).
+    pub(super) fn open(remote: &'p mut R) -> Result<Self> {
         let (sizes, d) = remote.partition_shapes();
         let mut starts = vec![0];
         for s in &sizes {
@@ -261,7 +264,7 @@ impl<'p, R: RemoteKMeans + ?Sized> Driven<'p, R> {
     }
 
     /// The first centroids of one restart (module docs).
-    fn initial_centroids(&mut self, params: &KMeans, rng: &mut ChaCha8Rng) -> Result<Vec<f32>> {
+    pub(super) fn start(&mut self, params: &KMeans, rng: &mut ChaCha8Rng) -> Result<Vec<f32>> {
         // The first pass of a run counts no changed labels (the loop ignores them).
         self.last = None;
         let (n, d) = (*self.starts.last().expect("N"), self.d);
@@ -270,9 +273,7 @@ impl<'p, R: RemoteKMeans + ?Sized> Driven<'p, R> {
             KMeansInit::Random => self.rows(&random_rows(rng, n, params.k, None)?),
             KMeansInit::KMeansPlusPlus => {
                 let m = super::plus_plus_sample_size(n, usize::MAX, params.k);
-                let mut idx = rand::seq::index::sample(rng, n, m).into_vec();
-                idx.sort_unstable();
-                let sample = self.rows(&idx)?;
+                let sample = self.rows(&uniform_sample(rng, n, m))?;
                 let seed = rng.random::<u64>();
                 let ones = vec![1.0f32; m];
                 self.remote
@@ -291,11 +292,11 @@ impl<R: RemoteKMeans + ?Sized> LloydData for Driven<'_, R> {
         (*self.starts.last().expect("N"), self.d)
     }
 
-    fn pass(&mut self, centroids: &[f32]) -> Result<KMeansStats> {
+    fn pass(&mut self, centroids: &[f32]) -> Result<Pass> {
         let previous = self.last.take();
         let stats = self.merged_pass(centroids, previous)?;
         self.last = Some(centroids.to_vec());
-        Ok(stats)
+        Ok(stats.into_pass())
     }
 
     fn labels_and_distances(&mut self) -> Result<(Vec<u32>, Vec<f32>)> {
@@ -364,34 +365,13 @@ impl<R: RemoteKMeans + ?Sized> LloydData for Driven<'_, R> {
     }
 }
 
-impl KMeans {
-    /// Fits on rows split into partitions that live elsewhere, reached through `remote`
-    /// (module docs of `kmeans::remote`): the loop of [`KMeans::fit`] with every pass a
-    /// round of requests to the partitions and their statistics merged in f64 in partition
-    /// order. The model equals a single-device fit of all rows (partitions in order) from the
-    /// same start within f32 rounding; its labels follow the partitions in order.
-    ///
-    /// Errors: the cosine metric (not supported across partitions yet), no rows or
-    /// features, the parameter errors of [`KMeans::validate`] for all rows, replies that do
-    /// not fit their requests ([`Error::Source`]), and whatever `remote` returns.
-    pub fn fit_remote(&self, remote: &mut (impl RemoteKMeans + ?Sized)) -> Result<KMeansModel> {
-        self.require_euclidean("fit_remote")?;
-        let mut data = Driven::new(remote)?;
-        let (n, d) = data.shape();
-        self.validate(n, d)?;
-        fit_restarts(self, &mut data, |data, rng| {
-            data.initial_centroids(self, rng)
-        })
-    }
-}
-
 /// The rows at global `indices` (partitions numbered in order) of remote partitions: what
 /// the mixtures' remote starts gather.
 pub(crate) fn remote_rows(
     remote: &mut (impl RemoteKMeans + ?Sized),
     indices: &[usize],
 ) -> Result<Vec<f32>> {
-    Driven::new(remote)?.rows(indices)
+    Driven::open(remote)?.rows(indices)
 }
 
 /// Greedy k-means++ seeds of remote partitions on a uniform sample of their rows drawn from
@@ -401,8 +381,5 @@ pub(crate) fn remote_plus_plus_seeds(
     k: usize,
     rng: &mut ChaCha8Rng,
 ) -> Result<Vec<f32>> {
-    Driven::new(remote)?.initial_centroids(&KMeans::new(k), rng)
+    Driven::open(remote)?.start(&KMeans::new(k), rng)
 }
-
-#[cfg(test)]
-mod tests;

@@ -12,6 +12,7 @@
 //! [`KMeans::pass_stats`](crate::KMeans::pass_stats) on each partition, merge what comes
 //! back, take [`KMeansStats::next_centroids`], repeat.
 
+use super::lloyd::Pass;
 use crate::error::{Error, Result};
 
 /// Per-cluster sums of one assignment pass against fixed centroids; merge with
@@ -155,6 +156,21 @@ impl KMeansStats {
             }
         }
         next
+    }
+
+    /// What the Lloyd loop needs of these sums (`kmeans::lloyd`, which knows no statistics
+    /// type).
+    pub(super) fn into_pass(self) -> Pass {
+        let next_centroids = self.next_centroids();
+        let inertia = self.inertia();
+        Pass {
+            deviation_sums: self.deviation_sums,
+            counts: self.counts,
+            weights: self.weights,
+            next_centroids,
+            inertia,
+            changed: self.changed,
+        }
     }
 
     /// Adds one device pass's f32 sums; `weights`: the per-cluster weight sums of weighted

@@ -10,6 +10,7 @@ use crate::data::Matrix;
 use crate::error::{Error, Result};
 use crate::gpu::batch::Batch;
 use crate::gpu::buffer::{check_budget, Chunk};
+use crate::gpu::device_buffer::DeviceBuffer;
 use crate::gpu::{Gpu, GpuInput, GpuMatrix};
 use crate::kernels::{rows, silhouette as kernel};
 use crate::source::{check_shape, RowSource};
@@ -39,7 +40,7 @@ pub struct Silhouette {
 /// drawn with `seed`), computed on the GPU (module docs).
 ///
 /// Errors: [`Error::InvalidParameter`] for labels of the wrong length, fewer than 2 or more
-/// than N − 1 distinct labels (among the sampled rows), or a `sample_size` below 2;
+/// than N − 1 distinct labels (among the sampled rows), or a `sample_size` below 3;
 /// [`Error::OutOfDeviceMemory`] when the sorted copy of the data does not fit the budget;
 /// the errors of the upload and the kernels.
 pub fn silhouette(
@@ -54,7 +55,7 @@ pub fn silhouette(
     })
 }
 
-/// [`silhouette`] of the rows of a [`RowSource`] (a memory-mapped file, host chunks): the
+/// [`silhouette`] of the rows of a [`RowSource`] (a `.npy` file, host chunks): the
 /// evaluated rows (the sample, or all) are gathered on the host in cluster order and
 /// uploaded, so a sample of a source far larger than the device works; evaluating every row
 /// needs them all within the budget ([`Gpu::set_memory_budget`]), as the O(N²) pairs would
@@ -92,10 +93,13 @@ fn silhouette_with(
 ) -> Result<Silhouette> {
     check_label_count(labels, n)?;
     let rows: Vec<usize> = match sample_size {
-        Some(m) if m < 2 => {
+        Some(m) if m < 3 => {
             return Err(Error::invalid(
                 "sample_size",
-                format!("must be at least 2, got {m}"),
+                format!(
+                    "must be at least 3, got {m}: the sampled rows must hold 2 clusters and \
+                     fewer clusters than rows"
+                ),
             ))
         }
         Some(m) if m < n => {
@@ -179,10 +183,10 @@ fn sorted_copy(gpu: &Gpu, x: &GpuMatrix, order: &[usize]) -> Result<GpuMatrix> {
         let mut chunks = Vec::new();
         for (i, part) in order.chunks(per_chunk).enumerate() {
             let bytes = (part.len() * d * 4) as u64;
-            let buffer = gpu.buffer_zeroed("cluster-sorted rows", bytes);
+            let buffer = DeviceBuffer::zeroed(gpu, "cluster-sorted rows", part.len() * d);
             rows::gather_rows(gpu, &mut batch, x, part, &buffer)?;
             chunks.push(Chunk {
-                buffer,
+                buffer: buffer.raw().clone(),
                 bind_offset: 0,
                 bind_size: bytes,
                 x_offset: 0,
@@ -236,7 +240,7 @@ fn cluster_sums(gpu: &Gpu, x: &GpuMatrix, sizes: &[usize]) -> Result<Vec<f64>> {
     let limit = gpu.binding_byte_limit().clamp(4, SUMS_TARGET_BYTES);
     let batch_rows = ((limit / (p as u64 * 4)).max(1) as usize).min(m);
     let sums = gpu.scoped("allocating distance sums", || {
-        Ok(gpu.buffer_zeroed("distance sums", (p * batch_rows * 4) as u64))
+        Ok(DeviceBuffer::zeroed(gpu, "distance sums", p * batch_rows))
     })?;
 
     let mut out = vec![0.0f64; m * k];
@@ -275,7 +279,7 @@ fn cluster_sums(gpu: &Gpu, x: &GpuMatrix, sizes: &[usize]) -> Result<Vec<f64>> {
                     )?;
                 }
             }
-            let h = batch.read(&sums, 0, (p * len * 4) as u64);
+            let h = batch.read_values(&sums, 0, p * len);
             Ok(batch.finish()?.f32s(h))
         })?;
         for (pi, piece) in pieces.iter().enumerate() {

@@ -1,12 +1,24 @@
-//! Fitting: the solver `Auto` resolves to, the moments, then the eigenvectors by the chosen
-//! solver, and the reported quantities (scikit-learn's); the public [`covariance`].
+//! Every public fit of PCA ([`Pca::fit`], [`Pca::fit_source`], [`Pca::fit_moments`],
+//! [`PcaMoments::of`], the public [`covariance`]), and the one place where a fit decides how
+//! its rows live on the device: device data are used where they are; host data go through
+//! [`DeviceRows`], uploaded once when they fit the memory budget, else streamed (one pass
+//! gathers the merged moments, module `stats`, and the matrix-free solver streams a pass per
+//! product S·V). Then the solver `Auto` resolves to, the eigenvectors by the chosen solver,
+//! and the reported quantities (scikit-learn's).
 
-use super::moments::{column_moments, covariance_matrix, Moments};
-use super::power::{apply_dense, apply_matrix_free, subspace_iteration};
+use super::power::{subspace_iteration, PowerSettings};
+use super::stats::{Moments, PcaMoments};
+use super::workspace::{
+    apply_dense, apply_matrix_free, column_moments, covariance_matrix, fixed_bytes, pass_moments,
+};
 use super::{components_for_fraction, Components, Pca, PcaModel, PcaSolver};
 use crate::error::{Error, Result};
-use crate::gpu::{Gpu, GpuInput};
+use crate::gpu::device_buffer::DeviceBuffer;
+use crate::gpu::stream::DeviceRows;
+use crate::gpu::{Gpu, GpuInput, GpuMatrix};
 use crate::linalg;
+use crate::progress::Algorithm;
+use crate::source::{check_shape, RowSource};
 
 /// The covariance S = (X − μ)ᵀ(X − μ)/(N − ddof) of host or device data, computed on the
 /// device (two passes: means, then centred cross products) and returned as D x D row-major
@@ -70,34 +82,112 @@ impl Pca {
         let (n, d) = x.shape();
         self.validate(n, d)?;
         let solver = self.resolve_solver(gpu, n, d)?;
-        if let Some(source) = x.as_source() {
-            if super::stream::must_stream(gpu, n, d) {
-                return self.fit_source(gpu, source);
-            }
+        match x.as_source() {
+            Some(source) => self.fit_rows(gpu, source, solver),
+            None => self.fit_resident(gpu, &*x.on_gpu(gpu)?, solver),
         }
-        let x = x.on_gpu(gpu)?;
-        let moments = column_moments(gpu, &x)?;
+    }
+
+    /// Fits on a [`RowSource`] (a host matrix, [`RowChunks`](crate::source::RowChunks), a
+    /// memory-mapped `.npy` file). Rows that fit the device-memory budget are uploaded once
+    /// and fitted as by [`Pca::fit`]; otherwise one pass gathers the merged moments (module
+    /// docs of `stats`) and the full and power solvers work from S, while the matrix-free
+    /// solver streams a pass per product S·V.
+    ///
+    /// Errors: those of [`Pca::fit`] and of the source.
+    pub fn fit_source(&self, gpu: &Gpu, source: &(impl RowSource + ?Sized)) -> Result<PcaModel> {
+        let (n, d) = check_shape(source)?;
+        self.validate(n, d)?;
+        let solver = self.resolve_solver(gpu, n, d)?;
+        self.fit_rows(gpu, source, solver)
+    }
+
+    /// Fits from merged moments (from [`PcaMoments::of`] on each partition, or an
+    /// [`IncrementalPca`](crate::IncrementalPca)), with the full or power solver (the
+    /// matrix-free one needs the rows).
+    ///
+    /// Errors: diagonal-only moments, the matrix-free solver, and those of [`Pca::fit`].
+    pub fn fit_moments(&self, gpu: &Gpu, moments: &PcaMoments) -> Result<PcaModel> {
+        moments.check()?;
+        let (n, d) = (moments.n as usize, moments.n_features);
+        self.validate(n, d)?;
+        if moments.comoment.len() != d * d {
+            return Err(Error::invalid(
+                "moments",
+                "fitting from moments needs the full D x D co-moment",
+            ));
+        }
+        let solver = self.resolve_solver(gpu, n, d)?;
+        if solver == PcaSolver::MatrixFree {
+            return Err(Error::invalid(
+                "solver",
+                "the matrix-free solver needs the rows: use Full or Power with moments",
+            ));
+        }
+        self.fit_from(
+            gpu,
+            (n, d, solver),
+            &moments.column(),
+            &mut |center, scale| Ok(moments.covariance(center, scale, self.ddof)),
+            &mut |_, _, _, _| Err(Error::invalid("solver", "matrix-free needs the rows")),
+        )
+    }
+
+    /// The fit of host rows: resident when they fit the budget, else streamed (decided
+    /// once, by [`DeviceRows::new`]).
+    fn fit_rows(
+        &self,
+        gpu: &Gpu,
+        source: &(impl RowSource + ?Sized),
+        solver: PcaSolver,
+    ) -> Result<PcaModel> {
+        let (n, d) = check_shape(source)?;
+        let rows = DeviceRows::new(gpu, source, 0, fixed_bytes(n, d))?;
+        if let DeviceRows::Resident(x) = &rows {
+            return self.fit_resident(gpu, x, solver);
+        }
+        let moments = pass_moments(gpu, &rows, solver != PcaSolver::MatrixFree)?;
         let denom = (n - self.ddof) as f64;
         self.fit_from(
             gpu,
-            n,
-            d,
-            solver,
+            (n, d, solver),
+            &moments.column(),
+            &mut |center, scale| Ok(moments.covariance(center, scale, self.ddof)),
+            &mut |center, scale, v, p| {
+                let mut sum = vec![0.0; p * d];
+                rows.pass(gpu, |piece, _| {
+                    let part = apply_matrix_free(gpu, piece, center, scale, denom, v, p)?;
+                    for (s, x) in sum.iter_mut().zip(part) {
+                        *s += x;
+                    }
+                    Ok(())
+                })?;
+                Ok(sum)
+            },
+        )
+    }
+
+    /// The fit of rows that are all on the device.
+    fn fit_resident(&self, gpu: &Gpu, x: &GpuMatrix, solver: PcaSolver) -> Result<PcaModel> {
+        let (n, d) = (x.n_rows(), x.n_features());
+        let moments = column_moments(gpu, x)?;
+        let denom = (n - self.ddof) as f64;
+        self.fit_from(
+            gpu,
+            (n, d, solver),
             &moments,
-            &mut |center, scale| covariance_matrix(gpu, &x, center, scale, self.ddof),
-            &mut |center, scale, v, p| apply_matrix_free(gpu, &x, center, scale, denom, v, p),
+            &mut |center, scale| covariance_matrix(gpu, x, center, scale, self.ddof),
+            &mut |center, scale, v, p| apply_matrix_free(gpu, x, center, scale, denom, v, p),
         )
     }
 
     /// The fit from the column moments of the data: `covariance(center, scale)` forms S,
     /// `apply(center, scale, V, p)` computes S·V without forming S (matrix-free).
-    #[allow(clippy::too_many_arguments, clippy::type_complexity)]
-    pub(super) fn fit_from(
+    #[allow(clippy::type_complexity)]
+    fn fit_from(
         &self,
         gpu: &Gpu,
-        n: usize,
-        d: usize,
-        solver: PcaSolver,
+        (n, d, solver): (usize, usize, PcaSolver),
         moments: &Moments,
         covariance: &mut dyn FnMut(&[f64], &[f64]) -> Result<Vec<f64>>,
         apply: &mut dyn FnMut(&[f64], &[f64], &[f64], usize) -> Result<Vec<f64>>,
@@ -156,7 +246,7 @@ impl Pca {
                 let s = covariance(&center, &scale)?;
                 let s32: Vec<f32> = s.iter().map(|&v| v as f32).collect();
                 let s_buf = gpu.scoped("uploading the covariance", || {
-                    Ok(gpu.buffer_from("covariance", &s32, wgpu::BufferUsages::empty()))
+                    Ok(DeviceBuffer::from_slice(gpu, "covariance", &s32))
                 })?;
                 let (values, vectors, it) = subspace_iteration(d, m, &self.into(), |v, p| {
                     apply_dense(gpu, &s_buf, d, v, p)
@@ -186,10 +276,7 @@ impl Pca {
             0.0
         };
         if self.whiten {
-            let keep = super::whitenable_components(&explained_variance);
-            if keep < m {
-                return Err(whitening_refused(&explained_variance, keep));
-            }
+            warn_noise_floor(&explained_variance);
         }
         let denom = (n - self.ddof) as f64;
         Ok(PcaModel {
@@ -234,22 +321,57 @@ impl Pca {
     }
 }
 
-/// The refusal to whiten components `keep + 1 ..` of `explained_variance`, which are at most
-/// [`WHITEN_RTOL`](super::WHITEN_RTOL) times the largest.
-fn whitening_refused(explained_variance: &[f64], keep: usize) -> Error {
-    let (m, top) = (explained_variance.len(), explained_variance[0]);
-    let advice = if keep == 0 {
-        "the data have no variance to whiten".to_string()
-    } else {
-        format!("keep at most {keep} components to whiten")
-    };
-    Error::invalid(
-        "whiten",
-        format!(
-            "components {}..={m} have variance <= {:e} x the largest ({:e} of {top:e}): in f32 that is rounding noise, which whitening would amplify; {advice}",
+/// Warns (a `tracing` event; the CLI prints it) when whitening divides components whose
+/// variance is at most [`WHITEN_RTOL`](super::WHITEN_RTOL) times the largest: in f32 that
+/// variance is rounding noise, which whitening amplifies. scikit-learn whitens them all the
+/// same (by √λ, clipped at ε₃₂), and so does this crate.
+fn warn_noise_floor(explained_variance: &[f64]) {
+    let keep = super::whitenable_components(explained_variance);
+    let m = explained_variance.len();
+    if keep < m {
+        tracing::warn!(
+            target: "wgpu_unsupervised::pca",
+            "whitening components {}..={m}, whose variance is at most {:e} x the largest ({:e} of {:e}): at the f32 noise floor, their whitened values are amplified rounding noise",
             keep + 1,
             super::WHITEN_RTOL,
             explained_variance[keep],
-        ),
-    )
+            explained_variance[0],
+        );
+    }
+}
+
+impl PcaMoments {
+    /// The moments of `source` (one pass on the device; D x D co-moment when `full`, else
+    /// only its diagonal).
+    ///
+    /// Errors: an empty source, a D x D matrix over the binding limit
+    /// ([`Error::DeviceLimit`]), the source's and the GPU's errors.
+    pub fn of(gpu: &Gpu, source: &(impl RowSource + ?Sized), full: bool) -> Result<Self> {
+        let (n, d) = check_shape(source)?;
+        let s_bytes = (d as u64).saturating_mul(d as u64).saturating_mul(4);
+        if full && s_bytes > gpu.binding_byte_limit() {
+            return Err(Error::DeviceLimit {
+                what: format!("the {d} x {d} co-moment ({s_bytes} bytes)"),
+                requested: s_bytes,
+                limit_name: "max_storage_buffer_binding_size",
+                limit: gpu.binding_byte_limit(),
+            });
+        }
+        let rows = DeviceRows::new(gpu, source, 0, fixed_bytes(n, d))?;
+        pass_moments(gpu, &rows, full)
+    }
+}
+
+/// What the power iteration needs of PCA's parameters.
+impl<'a> From<&'a Pca> for PowerSettings<'a> {
+    fn from(params: &'a Pca) -> Self {
+        Self {
+            tol: params.tol,
+            max_iter: params.max_iter,
+            seed: params.seed,
+            algorithm: Algorithm::Pca,
+            on_iteration: params.on_iteration.as_ref(),
+            what: "PCA power iteration",
+        }
+    }
 }

@@ -1,16 +1,13 @@
-//! Block power (subspace) iteration with Rayleigh–Ritz, for S given as a dense device matrix
-//! or applied matrix-free as Xsᵀ(Xs·V) (parent module docs); spectral clustering runs the same
-//! iteration on its normalised affinity ([`subspace_iteration`]).
+//! Block power (subspace) iteration with Rayleigh–Ritz: V ← orth(S·V), with the Ritz pairs of
+//! VᵀSV, until every wanted residual ‖S·uᵢ − θᵢuᵢ‖ ≤ tol·|θ₁| (parent module docs). S is an
+//! operator the caller applies (a dense device matrix, or matrix-free Xsᵀ(Xs·V), module
+//! `workspace`); spectral clustering runs the same iteration on its normalised affinity
+//! ([`subspace_iteration`]). A leaf of its folder: it imports nothing else from `pca/`.
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use super::moments::gram_over_rows;
-use super::Pca;
 use crate::error::{Error, Result};
-use crate::gpu::batch::{Batch, Bind};
-use crate::gpu::{Gpu, GpuMatrix};
-use crate::kernels::projection;
 use crate::linalg;
 use crate::progress::OnIteration;
 use crate::progress::{fit_done, Algorithm, Progress};
@@ -49,19 +46,6 @@ pub(crate) struct PowerSettings<'a> {
     pub on_iteration: Option<&'a OnIteration>,
     /// What did not converge, for the error.
     pub what: &'static str,
-}
-
-impl<'a> From<&'a Pca> for PowerSettings<'a> {
-    fn from(params: &'a Pca) -> Self {
-        Self {
-            tol: params.tol,
-            max_iter: params.max_iter,
-            seed: params.seed,
-            algorithm: Algorithm::Pca,
-            on_iteration: params.on_iteration.as_ref(),
-            what: "PCA power iteration",
-        }
-    }
 }
 
 /// Block power iteration with Rayleigh–Ritz. `apply` maps p row vectors V (p x d) to the
@@ -116,114 +100,4 @@ pub(crate) fn subspace_iteration(
         residual,
         iterations: params.max_iter,
     })
-}
-
-/// W = S·V on the device for S (d x d, f32) already uploaded; V rows p x d.
-pub(super) fn apply_dense(
-    gpu: &Gpu,
-    s: &wgpu::Buffer,
-    d: usize,
-    v: &[f64],
-    p: usize,
-) -> Result<Vec<f64>> {
-    let w = gpu.scoped("PCA power iteration", || {
-        let weights = transpose_f32(v, p, d);
-        let weights = gpu.buffer_from("V transposed", &weights, wgpu::BufferUsages::empty());
-        let zeros_in = gpu.buffer_zeroed("no shift", (d * 4) as u64);
-        let zeros_out = gpu.buffer_zeroed("no shift", (p * 4) as u64);
-        let out = gpu.buffer_zeroed("S·V", (d * p * 4) as u64);
-        let mut batch = Batch::new(gpu, "S·V");
-        projection::affine_matmul(
-            gpu,
-            &mut batch,
-            Bind::Whole(s),
-            0,
-            d,
-            d,
-            p,
-            &zeros_in,
-            &weights,
-            &zeros_out,
-            &out,
-        )?;
-        let h = batch.read(&out, 0, (d * p * 4) as u64);
-        Ok(batch.finish()?.f32s(h))
-    })?;
-    Ok(transpose_f64(&w, d, p))
-}
-
-/// W = Xsᵀ(Xs·V)/(N − ddof) on the device, never forming S; Xs = (X − c)/σ.
-pub(super) fn apply_matrix_free(
-    gpu: &Gpu,
-    x: &GpuMatrix,
-    center: &[f64],
-    scale: &[f64],
-    denom: f64,
-    v: &[f64],
-    p: usize,
-) -> Result<Vec<f64>> {
-    let d = x.n_features();
-    // P = Xs·V = (X − c)·(V/σ)ᵀ, one buffer per chunk.
-    let mut vt = vec![0.0f32; d * p];
-    for r in 0..p {
-        for j in 0..d {
-            vt[j * p + r] = (v[r * d + j] / scale[j]) as f32;
-        }
-    }
-    let shift: Vec<f32> = center.iter().map(|&c| c as f32).collect();
-    let (shift, zeros_p, projected) = gpu.scoped("matrix-free projection", || {
-        let weights = gpu.buffer_from("V/σ transposed", &vt, wgpu::BufferUsages::empty());
-        let shift = gpu.buffer_from("centre", &shift, wgpu::BufferUsages::empty());
-        let zeros_p = gpu.buffer_zeroed("no shift", (p * 4) as u64);
-        let mut batch = Batch::new(gpu, "X·V");
-        let mut projected = Vec::new();
-        for chunk in x.chunks() {
-            let out = gpu.buffer_zeroed("X·V", (chunk.n_rows * p * 4) as u64);
-            projection::affine_matmul(
-                gpu,
-                &mut batch,
-                chunk.bind(),
-                chunk.x_offset,
-                chunk.n_rows,
-                d,
-                p,
-                &shift,
-                &weights,
-                &zeros_p,
-                &out,
-            )?;
-            projected.push(out);
-        }
-        batch.finish()?;
-        Ok((shift, zeros_p, projected))
-    })?;
-    let w = gram_over_rows(gpu, x, &shift, p, Some(&projected), &zeros_p)?;
-    // w is d x p: row j of Xcᵀ P; divide by σ_j and `denom` (N − ddof), then rows per vector.
-    let mut out = vec![0.0f64; p * d];
-    for j in 0..d {
-        for r in 0..p {
-            out[r * d + j] = w[j * p + r] / scale[j] / denom;
-        }
-    }
-    Ok(out)
-}
-
-fn transpose_f32(v: &[f64], rows: usize, cols: usize) -> Vec<f32> {
-    let mut t = vec![0.0f32; rows * cols];
-    for r in 0..rows {
-        for c in 0..cols {
-            t[c * rows + r] = v[r * cols + c] as f32;
-        }
-    }
-    t
-}
-
-fn transpose_f64(v: &[f32], rows: usize, cols: usize) -> Vec<f64> {
-    let mut t = vec![0.0f64; rows * cols];
-    for r in 0..rows {
-        for c in 0..cols {
-            t[c * rows + r] = v[r * cols + c] as f64;
-        }
-    }
-    t
 }

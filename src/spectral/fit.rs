@@ -4,6 +4,7 @@
 use super::{Affinity, SpectralClustering};
 use crate::data::Matrix;
 use crate::error::{Error, Result};
+use crate::gpu::device_buffer::DeviceBuffer;
 use crate::gpu::{Gpu, GpuInput, GpuMatrix};
 use crate::kernels::affinity::{self, CsrMatrix};
 use crate::kmeans::KMeans;
@@ -63,7 +64,7 @@ impl Operator<'_> {
     /// A'·B for an N x m row-major block `b`.
     fn times(&self, gpu: &Gpu, b: &[f32], m: usize) -> Result<Vec<f32>> {
         let buf = gpu.scoped("uploading a block", || {
-            Ok(gpu.buffer_from("affinity block", b, wgpu::BufferUsages::empty()))
+            Ok(DeviceBuffer::from_slice(gpu, "affinity block", b))
         })?;
         match self {
             Operator::Rbf { x, gamma } => affinity::rbf_times_block(gpu, x, *gamma, &buf, m),

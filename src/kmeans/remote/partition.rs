@@ -8,8 +8,8 @@ use crate::data::Matrix;
 use crate::error::{Error, Result};
 use crate::gpu::{Gpu, GpuMatrix};
 use crate::kernels::rows;
-use crate::kmeans::fit::Workspace;
 use crate::kmeans::lloyd::LloydData;
+use crate::kmeans::workspace::Workspace;
 use crate::kmeans::{KMeans, KMeansStats};
 
 /// What a driver asks of one partition ([`KMeansPartition::answer`]).
@@ -211,7 +211,7 @@ impl<'g> KMeansPartition<'g> {
         if self.ws.is_none() || k > self.capacity || 2 * k < self.capacity {
             self.ws = None;
             self.labels_for = None;
-            self.ws = Some(Workspace::new(self.gpu, &self.x, k)?);
+            self.ws = Some(Workspace::weighted(self.gpu, &self.x, k, None)?);
             self.capacity = k;
         }
         Ok(self.ws.as_mut().expect("made above"))
@@ -233,12 +233,14 @@ impl<'g> KMeansPartition<'g> {
             if self.labels_for.as_deref() != Some(prev) {
                 // Labels of the previous pass, for the changed count only.
                 self.labels_for = None;
-                self.workspace(k)?.pass(prev)?;
+                self.workspace(k)?.step(prev, k, false)?;
                 self.labels_for = Some(prev.to_vec());
             }
         }
         self.labels_for = None;
-        let mut stats = self.workspace(k)?.pass(centroids)?;
+        let d = self.x.n_features();
+        let step = self.workspace(k)?.step(centroids, k, false)?;
+        let mut stats = step.into_stats(centroids, d, false)?;
         self.labels_for = Some(centroids.to_vec());
         if previous.is_none() {
             stats.changed = 0;
@@ -252,7 +254,7 @@ impl<'g> KMeansPartition<'g> {
         self.workspace(k)?;
         if self.labels_for.as_deref() != Some(centroids) {
             self.labels_for = None;
-            self.workspace(k)?.pass(centroids)?;
+            self.workspace(k)?.step(centroids, k, false)?;
             self.labels_for = Some(centroids.to_vec());
         }
         self.workspace(k)?.labels_and_distances()

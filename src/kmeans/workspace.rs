@@ -1,0 +1,344 @@
+//! The device side of a K-Means fit: the buffers of one data matrix (or of one streamed piece
+//! at a time), what they cost, and one Lloyd step (assignment and per-cluster statistics in
+//! one submission, only K x D sums and a few scalars read back).
+
+use super::lloyd::{LloydData, Pass};
+use super::KMeansStats;
+use crate::error::{Error, Result};
+use crate::gpu::batch::Batch;
+use crate::gpu::buffer::Chunk;
+use crate::gpu::device_buffer::DeviceBuffer;
+use crate::gpu::{Gpu, GpuMatrix, GpuVector};
+use crate::kernels::assign::{self, Assignment};
+use crate::kernels::centroid_update::{self, Assigned, ClusterPartials};
+use crate::kernels::{reduce, rows};
+
+/// Per-iteration statistics read back from the device.
+pub(super) struct Stats {
+    /// K x D sums of (x − old centroid) per cluster.
+    pub(super) deviation_sums: Vec<f32>,
+    pub(super) counts: Vec<u32>,
+    pub(super) sq_dist: Vec<f32>,
+    /// Σ w per cluster (the counts' values when unweighted).
+    pub(super) weight_sums: Vec<f32>,
+    pub(super) changed: u32,
+    /// The rows' labels and squared distances, when asked for (streamed pieces).
+    pub(super) labels: Vec<u32>,
+    pub(super) min_sq_dist: Vec<f32>,
+}
+
+impl Stats {
+    /// These sums as the mergeable statistics of the pass against `centroids`.
+    pub(super) fn into_stats(
+        self,
+        centroids: &[f32],
+        d: usize,
+        weighted: bool,
+    ) -> Result<KMeansStats> {
+        let mut stats = KMeansStats::empty(centroids, d)?;
+        let weights = weighted.then_some(&self.weight_sums[..]);
+        stats.add_device(&self.deviation_sums, &self.counts, &self.sq_dist, weights);
+        stats.changed = self.changed as u64;
+        Ok(stats)
+    }
+}
+
+/// Bytes the per-block partial sums may take: large enough for good parallelism, small
+/// enough not to matter next to the data.
+const PARTIALS_TARGET_BYTES: u64 = 64 << 20;
+
+/// Device bytes per row besides the row: its label and its squared distance (and its weight
+/// when the rows are weighted).
+pub(super) fn row_extra_bytes(weighted: bool) -> u64 {
+    8 + 4 * weighted as u64
+}
+
+/// Device bytes a workspace for N x D rows and K clusters needs besides the rows and the
+/// per-row buffers: the per-block partials (at most [`PARTIALS_TARGET_BYTES`] each), the
+/// centroids and the per-cluster sums. Kept beside [`Workspace::weighted`], which allocates
+/// them, so that the budget and the allocation cannot drift apart.
+pub(super) fn fixed_bytes(n: usize, d: usize, k: usize) -> u64 {
+    let kd = (k * d) as u64;
+    let partials =
+        (n.div_ceil(256) as u64 * (kd + 2 * k as u64) * 4).min(3 * PARTIALS_TARGET_BYTES);
+    partials + 4 * kd * 4 + 16 * k as u64 + 1024
+}
+
+/// Device buffers of one fit, reused by every restart and iteration.
+pub(super) struct Workspace<'a> {
+    pub(super) gpu: &'a Gpu,
+    /// The rows the kernels run on: the whole data, or the streamed piece of the moment.
+    pub(super) x: GpuMatrix,
+    pub(super) k: usize,
+    labels: GpuVector<u32>,
+    /// Every row's squared distance to its centroid (D² during k-means++ seeding).
+    pub(super) min_sq_dist: GpuVector<f32>,
+    /// Per-row sample weights on the device (chunked like the rows).
+    weights: Option<GpuVector<f32>>,
+    /// The weights of every row on the host (none for batches weighted by the caller).
+    host_weights: Option<&'a [f32]>,
+    changed: DeviceBuffer<u32>,
+    centroids: DeviceBuffer<f32>,
+    block_rows: usize,
+    /// First global block of each chunk, and the total.
+    block_offsets: Vec<usize>,
+    n_blocks: usize,
+    partial_sums: DeviceBuffer<f32>,
+    partial_counts: DeviceBuffer<u32>,
+    partial_sq_dist: DeviceBuffer<f32>,
+    sums: DeviceBuffer<f32>,
+    counts: DeviceBuffer<u32>,
+    sq_dist: DeviceBuffer<f32>,
+}
+
+impl<'a> Workspace<'a> {
+    /// A workspace for `k` clusters of the rows of `x`, carrying `weights` (one per row of
+    /// `x`, uploaded here; for a streamed piece, the weights of the whole source, each
+    /// piece's written with [`Workspace::set_piece_weights`]).
+    pub(super) fn weighted(
+        gpu: &'a Gpu,
+        x: &GpuMatrix,
+        k: usize,
+        weights: Option<&'a [f32]>,
+    ) -> Result<Self> {
+        let n = x.n_rows() as u64;
+        let kd = k * x.n_features();
+        let limit = gpu.binding_byte_limit().min(PARTIALS_TARGET_BYTES);
+        // Rows per block: at least 256 (so a workgroup has work), more when K x D is large,
+        // so that all partials fit in one binding of at most 64 MiB.
+        let block_rows = (256u64).max((n * kd as u64 * 4).div_ceil(limit.max(1)) + 1) as usize;
+        let mut block_offsets = Vec::new();
+        let mut n_blocks = 0;
+        for c in x.chunks() {
+            block_offsets.push(n_blocks);
+            n_blocks += c.n_rows.div_ceil(block_rows);
+        }
+        let partial_bytes = (n_blocks * kd * 4) as u64;
+        if partial_bytes > gpu.binding_byte_limit() {
+            return Err(Error::DeviceLimit {
+                what: format!("per-block statistics for k = {k} ({partial_bytes} bytes)"),
+                requested: partial_bytes,
+                limit_name: "max_storage_buffer_binding_size",
+                limit: gpu.binding_byte_limit(),
+            });
+        }
+        gpu.scoped("allocating the K-Means workspace", || {
+            Ok(Self {
+                gpu,
+                x: x.clone(),
+                k,
+                labels: GpuVector::zeroed(gpu, x, "labels"),
+                min_sq_dist: GpuVector::zeroed(gpu, x, "min squared distances"),
+                weights: weights.map(|w| {
+                    let device = GpuVector::zeroed(gpu, x, "sample weights");
+                    for (c, buf) in x.chunks().iter().zip(&device.chunks) {
+                        buf.write(gpu, &w[c.row_start..(c.row_start + c.n_rows).min(w.len())]);
+                    }
+                    device
+                }),
+                host_weights: weights,
+                changed: DeviceBuffer::zeroed(gpu, "changed labels", 1),
+                centroids: DeviceBuffer::zeroed(gpu, "centroids", kd),
+                block_rows,
+                block_offsets,
+                n_blocks,
+                partial_sums: DeviceBuffer::zeroed(gpu, "partial sums", n_blocks * kd),
+                partial_counts: DeviceBuffer::zeroed(gpu, "partial counts", n_blocks * k),
+                partial_sq_dist: DeviceBuffer::zeroed(
+                    gpu,
+                    "partial squared distances and weights",
+                    n_blocks * k * 2,
+                ),
+                sums: DeviceBuffer::zeroed(gpu, "cluster sums", kd),
+                counts: DeviceBuffer::zeroed(gpu, "cluster counts", k),
+                sq_dist: DeviceBuffer::zeroed(gpu, "cluster squared distances and weights", 2 * k),
+            })
+        })
+    }
+
+    /// The chunks of the rows, numbered.
+    pub(super) fn chunks(&self) -> impl Iterator<Item = (usize, &Chunk)> {
+        self.x.chunks().iter().enumerate()
+    }
+
+    /// Writes the labels the rows of the current piece had, so that the assignment counts
+    /// the ones that change.
+    pub(super) fn set_previous_labels(&self, labels: &[u32]) {
+        for (c, buf) in self.x.chunks().iter().zip(&self.labels.chunks) {
+            buf.write(self.gpu, &labels[c.row_start..c.row_start + c.n_rows]);
+        }
+    }
+
+    /// Writes the weights of the current piece's rows (streamed fits).
+    pub(super) fn set_piece_weights(&self, first_row: usize) {
+        if let Some(host) = self.host_weights {
+            self.set_batch_weights(&host[first_row..first_row + self.x.n_rows()]);
+        }
+    }
+
+    /// Makes the rows weighted, by weights each batch sets ([`Workspace::set_batch_weights`]).
+    pub(super) fn weigh_batches(&mut self) {
+        self.weights = Some(GpuVector::zeroed(self.gpu, &self.x, "batch weights"));
+    }
+
+    /// Writes the weights of the current piece's rows, when they are weighted.
+    pub(super) fn set_batch_weights(&self, weights: &[f32]) {
+        if let Some(device) = &self.weights {
+            for (c, buf) in self.x.chunks().iter().zip(&device.chunks) {
+                buf.write(self.gpu, &weights[c.row_start..c.row_start + c.n_rows]);
+            }
+        }
+    }
+
+    /// The host sample weights, when the rows have any.
+    pub(super) fn host_weights(&self) -> Option<&'a [f32]> {
+        self.host_weights
+    }
+
+    /// Whether the rows carry weights on the device.
+    pub(super) fn is_weighted(&self) -> bool {
+        self.weights.is_some()
+    }
+
+    /// The device weights of chunk `i`.
+    pub(super) fn chunk_weights(&self, i: usize) -> Option<&DeviceBuffer<f32>> {
+        self.weights.as_ref().map(|w| &w.chunks[i])
+    }
+
+    /// Points the kernels at a piece of rows: one chunk of at most the rows the workspace
+    /// was made for (its per-row buffers and partials are sized for those), or all of the
+    /// resident rows it was made for.
+    pub(super) fn use_piece(&mut self, piece: &GpuMatrix) {
+        debug_assert!(
+            piece.n_rows() <= self.labels.len()
+                && (piece.n_chunks() == 1 || piece.n_rows() == self.labels.len())
+        );
+        self.x = piece.clone();
+    }
+
+    /// One assignment against the first `k` rows of `centroids` and the statistics of the
+    /// resulting clusters.
+    /// With `read_rows`, the labels and distances of the rows come back too.
+    pub(super) fn step(&self, centroids: &[f32], k: usize, read_rows: bool) -> Result<Stats> {
+        let gpu = self.gpu;
+        let d = self.x.n_features();
+        gpu.scoped("K-Means iteration", || {
+            self.centroids.write(gpu, centroids);
+            let mut batch = Batch::new(gpu, "K-Means iteration");
+            batch.clear_values(&self.changed);
+            batch.clear_values(&self.partial_sums);
+            batch.clear_values(&self.partial_counts);
+            batch.clear_values(&self.partial_sq_dist);
+            for (i, chunk) in self.chunks() {
+                let to = Assignment {
+                    centroids: &self.centroids,
+                    k,
+                    labels: &self.labels.chunks[i],
+                    min_sq_dist: &self.min_sq_dist.chunks[i],
+                    changed: &self.changed,
+                };
+                assign::assign_nearest_centroid(gpu, &mut batch, chunk, d, &to)?;
+                let rows = Assigned {
+                    d,
+                    k,
+                    labels: to.labels,
+                    min_sq_dist: to.min_sq_dist,
+                    weights: self.chunk_weights(i),
+                    old_centroids: &self.centroids,
+                };
+                let partials = ClusterPartials {
+                    block_rows: self.block_rows,
+                    block_offset: self.block_offsets[i],
+                    sums: &self.partial_sums,
+                    counts: &self.partial_counts,
+                    sq_dist: &self.partial_sq_dist,
+                };
+                centroid_update::accumulate_cluster_partials(
+                    gpu, &mut batch, chunk, &rows, &partials,
+                )?;
+            }
+            let blocks = self.n_blocks;
+            reduce::sum_partial_columns(
+                gpu,
+                &mut batch,
+                &self.partial_sums,
+                blocks,
+                k * d,
+                &self.sums,
+            )?;
+            reduce::sum_partial_columns(
+                gpu,
+                &mut batch,
+                &self.partial_counts,
+                blocks,
+                k,
+                &self.counts,
+            )?;
+            reduce::sum_partial_columns(
+                gpu,
+                &mut batch,
+                &self.partial_sq_dist,
+                blocks,
+                2 * k,
+                &self.sq_dist,
+            )?;
+            let h_sums = batch.read_values(&self.sums, 0, k * d);
+            let h_counts = batch.read_values(&self.counts, 0, k);
+            let h_sq = batch.read_values(&self.sq_dist, 0, 2 * k);
+            let h_changed = batch.read_all(&self.changed);
+            let h_rows: Vec<_> = match read_rows {
+                true => self
+                    .chunks()
+                    .map(|(i, c)| {
+                        let l = batch.read_values(&self.labels.chunks[i], 0, c.n_rows);
+                        (
+                            l,
+                            batch.read_values(&self.min_sq_dist.chunks[i], 0, c.n_rows),
+                        )
+                    })
+                    .collect(),
+                false => Vec::new(),
+            };
+            let back = batch.finish()?;
+            let labels = h_rows.iter().flat_map(|&(l, _)| back.u32s(l)).collect();
+            let min_sq_dist = h_rows.iter().flat_map(|&(_, m)| back.f32s(m)).collect();
+            let pairs = back.f32s(h_sq);
+            Ok(Stats {
+                deviation_sums: back.f32s(h_sums),
+                counts: back.u32s(h_counts),
+                sq_dist: pairs.iter().step_by(2).copied().collect(),
+                weight_sums: pairs.iter().skip(1).step_by(2).copied().collect(),
+                changed: back.u32s(h_changed)[0],
+                labels,
+                min_sq_dist,
+            })
+        })
+    }
+}
+
+impl LloydData for Workspace<'_> {
+    fn shape(&self) -> (usize, usize) {
+        (self.x.n_rows(), self.x.n_features())
+    }
+
+    fn pass(&mut self, centroids: &[f32]) -> Result<Pass> {
+        let d = self.x.n_features();
+        let s = self.step(centroids, centroids.len() / d, false)?;
+        Ok(s.into_stats(centroids, d, self.is_weighted())?.into_pass())
+    }
+
+    fn row_weights(&self) -> Option<&[f32]> {
+        self.host_weights()
+    }
+
+    fn labels_and_distances(&mut self) -> Result<(Vec<u32>, Vec<f32>)> {
+        Ok((
+            self.labels.to_host(self.gpu)?,
+            self.min_sq_dist.to_host(self.gpu)?,
+        ))
+    }
+
+    fn rows(&mut self, indices: &[usize]) -> Result<Vec<f32>> {
+        rows::read_rows(self.gpu, &self.x, indices)
+    }
+}

@@ -1,0 +1,385 @@
+//! The device side of PCA: the passes over the data (per-feature moments, mean and variance
+//! from shifted block sums; blocked cross products (X − a)ᵀ(B − b), which give the covariance
+//! S = (X − μ)ᵀ(X − μ)/(N − ddof) and the matrix-free S·V; the moments of a piece), the
+//! products S·V of the power iteration, and what they cost on the device. Every f32 sum covers
+//! one bounded block of rows; blocks are folded on the device and rounds of blocks added in
+//! f64 on the host.
+
+use super::stats::{Moments, PcaMoments};
+use crate::error::Result;
+use crate::gpu::batch::{Batch, ReadHandle};
+use crate::gpu::buffer::Chunk;
+use crate::gpu::device_buffer::DeviceBuffer;
+use crate::gpu::stream::DeviceRows;
+use crate::gpu::{Gpu, GpuMatrix};
+use crate::kernels::covariance::{self, GramBlocks, Operand};
+use crate::kernels::projection::{self, AffineMap};
+use crate::kernels::reduce::{self, MomentBlocks};
+use crate::kernels::rows;
+use crate::source::RowSource;
+
+/// Rows per block of the moment and covariance partials: bounds every f32 sum.
+const MOMENT_BLOCK_ROWS: usize = 1024;
+/// What the per-block partials of one pass may take on the device.
+const PARTIALS_TARGET_BYTES: u64 = 64 << 20;
+
+/// Per-feature mean and population variance, from per-block shifted sums combined in f64.
+pub(super) fn column_moments(gpu: &Gpu, x: &GpuMatrix) -> Result<Moments> {
+    let (n, d) = (x.n_rows(), x.n_features());
+    let shift: Vec<f32> = rows::read_rows(gpu, x, &[0])?;
+    let (offsets, n_blocks) = block_offsets(x.chunks(), MOMENT_BLOCK_ROWS);
+    let (s1, s2) = gpu.scoped("PCA column moments", || {
+        let shift_buf = DeviceBuffer::from_slice(gpu, "moment shift", &shift);
+        let p1 = DeviceBuffer::zeroed(gpu, "partial column sums", n_blocks * d);
+        let p2 = DeviceBuffer::zeroed(gpu, "partial column sums of squares", n_blocks * d);
+        let mut batch = Batch::new(gpu, "column moments");
+        for (chunk, &offset) in x.chunks().iter().zip(&offsets) {
+            let blocks = MomentBlocks {
+                block_rows: MOMENT_BLOCK_ROWS,
+                block_offset: offset,
+                partial_sum: &p1,
+                partial_sum_sq: &p2,
+            };
+            reduce::column_moments(gpu, &mut batch, chunk, d, &shift_buf, &blocks)?;
+        }
+        let h1 = batch.read_all(&p1);
+        let h2 = batch.read_all(&p2);
+        let back = batch.finish()?;
+        Ok((back.f32s(h1), back.f32s(h2)))
+    })?;
+    let mut sum = vec![0.0f64; d];
+    let mut sum_sq = vec![0.0f64; d];
+    for b in 0..n_blocks {
+        for j in 0..d {
+            sum[j] += s1[b * d + j] as f64;
+            sum_sq[j] += s2[b * d + j] as f64;
+        }
+    }
+    let nf = n as f64;
+    let mean = (0..d).map(|j| shift[j] as f64 + sum[j] / nf).collect();
+    let var = (0..d)
+        .map(|j| (sum_sq[j] / nf - (sum[j] / nf).powi(2)).max(0.0))
+        .collect();
+    Ok(Moments { mean, var })
+}
+
+/// First global block of each chunk for blocks of `block_rows`, and the total.
+fn block_offsets(chunks: &[Chunk], block_rows: usize) -> (Vec<usize>, usize) {
+    let mut offsets = Vec::with_capacity(chunks.len());
+    let mut total = 0;
+    for c in chunks {
+        offsets.push(total);
+        total += c.n_rows.div_ceil(block_rows);
+    }
+    (offsets, total)
+}
+
+/// Σ over blocks of the per-block `cols_a x cols_b` partials in `partials`, read back.
+fn fold_partials(
+    gpu: &Gpu,
+    batch: &mut Batch<'_>,
+    partials: &DeviceBuffer<f32>,
+    n_blocks: usize,
+    n_cols: usize,
+) -> Result<ReadHandle> {
+    let totals = DeviceBuffer::zeroed(gpu, "folded partials", n_cols);
+    reduce::sum_partial_columns(gpu, batch, partials, n_blocks, n_cols, &totals)?;
+    Ok(batch.read_all(&totals))
+}
+
+/// Rows per block of the cross-product partials: no f32 partial sums more rows than this.
+const GRAM_BLOCK_ROWS: usize = 4096;
+
+/// A run of whole blocks of one chunk, dispatched as one piece.
+struct RowRange {
+    chunk: usize,
+    first: usize,
+    rows: usize,
+}
+
+/// Splits the rows of `x` into rounds of at most `blocks_per_round` blocks of `block_rows`
+/// rows (blocks never straddle chunks). Each round's partials fit the device budget; rounds are
+/// combined in f64 on the host, so nothing is summed in f32 over more than one block.
+fn rounds(x: &GpuMatrix, block_rows: usize, blocks_per_round: usize) -> Vec<Vec<RowRange>> {
+    let mut out: Vec<Vec<RowRange>> = vec![Vec::new()];
+    let mut in_round = 0;
+    for (i, c) in x.chunks().iter().enumerate() {
+        let mut first = 0;
+        while first < c.n_rows {
+            if in_round == blocks_per_round {
+                out.push(Vec::new());
+                in_round = 0;
+            }
+            let blocks = (c.n_rows - first)
+                .div_ceil(block_rows)
+                .min(blocks_per_round - in_round);
+            let rows = (blocks * block_rows).min(c.n_rows - first);
+            out.last_mut().expect("one round").push(RowRange {
+                chunk: i,
+                first,
+                rows,
+            });
+            in_round += blocks;
+            first += rows;
+        }
+    }
+    out
+}
+
+/// Σ over all rows of (X − a)ᵀ(B − b), (a_cols x b_cols, f64): per-block partials on the
+/// device, folded per round with Kahan sums, rounds added in f64. `b_rows` gives, for a chunk,
+/// the buffer holding its B rows (`None`: B = X itself, and only the upper triangle is formed,
+/// mirrored here).
+pub(super) fn gram_over_rows(
+    gpu: &Gpu,
+    x: &GpuMatrix,
+    a_shift: &DeviceBuffer<f32>,
+    b_cols: usize,
+    b_rows: Option<&[DeviceBuffer<f32>]>,
+    b_shift: &DeviceBuffer<f32>,
+) -> Result<Vec<f64>> {
+    let d = x.n_features();
+    let cols = d * b_cols;
+    // The forced chunk size (tests) also shrinks the rounds, so small data exercise several.
+    let budget = gpu.chunk_byte_limit().min(PARTIALS_TARGET_BYTES);
+    let blocks_per_round = ((budget / (cols as u64 * 4)).max(1) as usize).min(1 << 16);
+    let upper_only = b_rows.is_none();
+    let mut total = vec![0.0f64; cols];
+    let partials = gpu.scoped("cross-product partials", || {
+        Ok(DeviceBuffer::zeroed(
+            gpu,
+            "cross-product partials",
+            blocks_per_round * cols,
+        ))
+    })?;
+    for round in rounds(x, GRAM_BLOCK_ROWS, blocks_per_round) {
+        let folded = gpu.scoped("cross products", || {
+            let mut batch = Batch::new(gpu, "cross products");
+            batch.clear_values(&partials);
+            let mut block = 0;
+            for r in &round {
+                let chunk = &x.chunks()[r.chunk];
+                let a = Operand {
+                    bind: chunk.bind(),
+                    offset: chunk.x_offset + (r.first * d) as u32,
+                    cols: d,
+                    shift: a_shift,
+                };
+                let b = match b_rows {
+                    None => Operand {
+                        bind: chunk.bind(),
+                        offset: a.offset,
+                        cols: d,
+                        shift: b_shift,
+                    },
+                    Some(bufs) => Operand {
+                        bind: bufs[r.chunk].bind(),
+                        offset: (r.first * b_cols) as u32,
+                        cols: b_cols,
+                        shift: b_shift,
+                    },
+                };
+                let out = GramBlocks {
+                    block_rows: GRAM_BLOCK_ROWS,
+                    block_offset: block,
+                    upper_only,
+                    partials: &partials,
+                };
+                covariance::gram_partials(gpu, &mut batch, r.rows, &a, &b, &out)?;
+                block += r.rows.div_ceil(GRAM_BLOCK_ROWS);
+            }
+            let h = fold_partials(gpu, &mut batch, &partials, block, cols)?;
+            Ok(batch.finish()?.f32s(h))
+        })?;
+        for (t, v) in total.iter_mut().zip(folded) {
+            *t += v as f64;
+        }
+    }
+    if upper_only {
+        for i in 0..d {
+            for j in 0..i {
+                total[i * d + j] = total[j * d + i];
+            }
+        }
+    }
+    Ok(total)
+}
+
+/// The centred (and scaled) covariance S = Xsᵀ Xs / (N − ddof), D x D row-major f64.
+pub(super) fn covariance_matrix(
+    gpu: &Gpu,
+    x: &GpuMatrix,
+    center: &[f64],
+    scale: &[f64],
+    ddof: usize,
+) -> Result<Vec<f64>> {
+    let (n, d) = (x.n_rows(), x.n_features());
+    let shift: Vec<f32> = center.iter().map(|&v| v as f32).collect();
+    let shift = gpu.scoped("covariance shift", || {
+        Ok(DeviceBuffer::from_slice(gpu, "covariance shift", &shift))
+    })?;
+    let mut s = gram_over_rows(gpu, x, &shift, d, None, &shift)?;
+    let denom = (n - ddof) as f64;
+    for i in 0..d {
+        for j in 0..d {
+            s[i * d + j] /= denom * scale[i] * scale[j];
+        }
+    }
+    Ok(s)
+}
+
+/// Device bytes besides the rows of `n` x `d` data: the blocks' partial moments and cross
+/// products (at most 64 MiB) and two D x D matrices.
+pub(super) fn fixed_bytes(n: usize, d: usize) -> u64 {
+    let dd = (d * d * 4) as u64;
+    let partials =
+        ((n / 4096 + 1) as u64 * dd).min(64 << 20) + (n / 1024 + 1) as u64 * d as u64 * 8;
+    partials + 2 * dd + 1024
+}
+
+/// The moments of one piece on the device: column moments, then the cross products about
+/// the f32-rounded mean c, moved to the mean: M_μ = M_c − n(μ − c)(μ − c)ᵀ.
+fn piece_moments(gpu: &Gpu, x: &GpuMatrix, full: bool) -> Result<PcaMoments> {
+    let (n, d) = (x.n_rows(), x.n_features());
+    let m = column_moments(gpu, x)?;
+    let nf = n as f64;
+    let comoment = if full {
+        let c: Vec<f32> = m.mean.iter().map(|&v| v as f32).collect();
+        let shift = gpu.scoped("moment centre", || {
+            Ok(DeviceBuffer::from_slice(gpu, "moment centre", &c))
+        })?;
+        let mut g = gram_over_rows(gpu, x, &shift, d, None, &shift)?;
+        let off: Vec<f64> = (0..d).map(|j| m.mean[j] - c[j] as f64).collect();
+        for i in 0..d {
+            for j in 0..d {
+                g[i * d + j] -= nf * off[i] * off[j];
+            }
+        }
+        g
+    } else {
+        m.var.iter().map(|&v| v * nf).collect()
+    };
+    Ok(PcaMoments {
+        n: n as u64,
+        n_features: d,
+        mean: m.mean,
+        comoment,
+    })
+}
+
+/// The merged moments of every piece of `rows` (one pass; D x D co-moment when `full`, else
+/// only its diagonal).
+pub(super) fn pass_moments<S: RowSource + ?Sized>(
+    gpu: &Gpu,
+    rows: &DeviceRows<'_, S>,
+    full: bool,
+) -> Result<PcaMoments> {
+    let mut total: Option<PcaMoments> = None;
+    rows.pass(gpu, |piece, _| {
+        let m = piece_moments(gpu, piece, full)?;
+        match total.as_mut() {
+            None => total = Some(m),
+            Some(t) => t.merge(&m)?,
+        }
+        Ok(())
+    })?;
+    Ok(total.expect("a source has rows"))
+}
+
+/// W = S·V on the device for S (d x d, f32) already uploaded; V rows p x d.
+pub(super) fn apply_dense(
+    gpu: &Gpu,
+    s: &DeviceBuffer<f32>,
+    d: usize,
+    v: &[f64],
+    p: usize,
+) -> Result<Vec<f64>> {
+    let w = gpu.scoped("PCA power iteration", || {
+        let weights = DeviceBuffer::from_slice(gpu, "V transposed", &transpose_f32(v, p, d));
+        let map = AffineMap {
+            in_cols: d,
+            out_cols: p,
+            in_shift: &DeviceBuffer::zeroed(gpu, "no shift", d),
+            weights: &weights,
+            out_shift: &DeviceBuffer::zeroed(gpu, "no shift", p),
+        };
+        let out = DeviceBuffer::zeroed(gpu, "S·V", d * p);
+        let mut batch = Batch::new(gpu, "S·V");
+        projection::affine_matmul(gpu, &mut batch, s.bind(), 0, d, &map, &out)?;
+        let h = batch.read_all(&out);
+        Ok(batch.finish()?.f32s(h))
+    })?;
+    Ok(transpose_f64(&w, d, p))
+}
+
+/// W = Xsᵀ(Xs·V)/(N − ddof) on the device, never forming S; Xs = (X − c)/σ.
+pub(super) fn apply_matrix_free(
+    gpu: &Gpu,
+    x: &GpuMatrix,
+    center: &[f64],
+    scale: &[f64],
+    denom: f64,
+    v: &[f64],
+    p: usize,
+) -> Result<Vec<f64>> {
+    let d = x.n_features();
+    // P = Xs·V = (X − c)·(V/σ)ᵀ, one buffer per chunk.
+    let mut vt = vec![0.0f32; d * p];
+    for r in 0..p {
+        for j in 0..d {
+            vt[j * p + r] = (v[r * d + j] / scale[j]) as f32;
+        }
+    }
+    let shift: Vec<f32> = center.iter().map(|&c| c as f32).collect();
+    let (shift, zeros_p, projected) = gpu.scoped("matrix-free projection", || {
+        let weights = DeviceBuffer::from_slice(gpu, "V/σ transposed", &vt);
+        let shift = DeviceBuffer::from_slice(gpu, "centre", &shift);
+        let zeros_p = DeviceBuffer::zeroed(gpu, "no shift", p);
+        let map = AffineMap {
+            in_cols: d,
+            out_cols: p,
+            in_shift: &shift,
+            weights: &weights,
+            out_shift: &zeros_p,
+        };
+        let mut batch = Batch::new(gpu, "X·V");
+        let mut projected = Vec::new();
+        for chunk in x.chunks() {
+            let out = DeviceBuffer::zeroed(gpu, "X·V", chunk.n_rows * p);
+            let (offset, rows) = (chunk.x_offset, chunk.n_rows);
+            projection::affine_matmul(gpu, &mut batch, chunk.bind(), offset, rows, &map, &out)?;
+            projected.push(out);
+        }
+        batch.finish()?;
+        Ok((shift, zeros_p, projected))
+    })?;
+    let w = gram_over_rows(gpu, x, &shift, p, Some(&projected), &zeros_p)?;
+    // w is d x p: row j of Xcᵀ P; divide by σ_j and `denom` (N − ddof), then rows per vector.
+    let mut out = vec![0.0f64; p * d];
+    for j in 0..d {
+        for r in 0..p {
+            out[r * d + j] = w[j * p + r] / scale[j] / denom;
+        }
+    }
+    Ok(out)
+}
+
+fn transpose_f32(v: &[f64], rows: usize, cols: usize) -> Vec<f32> {
+    let mut t = vec![0.0f32; rows * cols];
+    for r in 0..rows {
+        for c in 0..cols {
+            t[c * rows + r] = v[r * cols + c] as f32;
+        }
+    }
+    t
+}
+
+fn transpose_f64(v: &[f32], rows: usize, cols: usize) -> Vec<f64> {
+    let mut t = vec![0.0f64; rows * cols];
+    for r in 0..rows {
+        for c in 0..cols {
+            t[c * rows + r] = v[r * cols + c] as f64;
+        }
+    }
+    t
+}

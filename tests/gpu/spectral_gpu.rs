@@ -1,0 +1,187 @@
+//! Spectral clustering on the GPU against the f64 reference: eigenvalues, the embedding's
+//! subspace and the labels, for both affinities, several seeds and shapes, chunked data, and
+//! the errors.
+
+use crate::common::gpu;
+use wgpu_unsupervised::metrics::adjusted_rand_index;
+use wgpu_unsupervised::reference::spectral as refs;
+use wgpu_unsupervised::{datasets, Affinity, Error, KMeans, Matrix, SpectralClustering};
+
+fn f64s(v: &[f32]) -> Vec<f64> {
+    v.iter().map(|&x| x as f64).collect()
+}
+
+/// ‖R − P_E R‖ / ‖R‖ with P_E the orthogonal projector on the columns of E (both N x k):
+/// 0 when the two embeddings span the same subspace (eigenvectors are defined up to sign, and
+/// up to rotation within a repeated eigenvalue).
+fn subspace_gap(e: &[f64], r: &[f64], n: usize, k: usize) -> f64 {
+    let col = |m: &[f64], c: usize| (0..n).map(|i| m[i * k + c]).collect::<Vec<f64>>();
+    // Gram–Schmidt on E's columns.
+    let mut basis: Vec<Vec<f64>> = Vec::new();
+    for c in 0..k {
+        let mut v = col(e, c);
+        for b in &basis {
+            let dot: f64 = v.iter().zip(b).map(|(x, y)| x * y).sum();
+            v.iter_mut().zip(b).for_each(|(x, y)| *x -= dot * y);
+        }
+        let norm = v.iter().map(|x| x * x).sum::<f64>().sqrt();
+        basis.push(v.iter().map(|x| x / norm).collect());
+    }
+    let (mut rest, mut total) = (0.0, 0.0);
+    for c in 0..k {
+        let mut v = col(r, c);
+        total += v.iter().map(|x| x * x).sum::<f64>();
+        for b in &basis {
+            let dot: f64 = v.iter().zip(b).map(|(x, y)| x * y).sum();
+            v.iter_mut().zip(b).for_each(|(x, y)| *x -= dot * y);
+        }
+        rest += v.iter().map(|x| x * x).sum::<f64>();
+    }
+    (rest / total).sqrt()
+}
+
+#[test]
+fn moons_and_circles_match_the_reference_where_kmeans_fails() {
+    let gpu = gpu();
+    for seed in [0, 1, 2] {
+        for (name, (x, truth)) in [
+            ("moons", datasets::make_moons(240, 0.05, seed).unwrap()),
+            (
+                "circles",
+                datasets::make_circles(240, 0.04, 0.5, seed).unwrap(),
+            ),
+        ] {
+            let m = Matrix::new(&x, 2).unwrap();
+            let graph = Affinity::NearestNeighbors { n_neighbors: 10 };
+            let params = SpectralClustering::new(2)
+                .affinity(graph)
+                .n_init(4)
+                .seed(seed);
+            let model = params.fit(&gpu, &m).unwrap();
+            let r = refs::fit(&f64s(&x), 2, 2, graph, 4, seed).unwrap();
+            assert_eq!(
+                adjusted_rand_index(model.labels(), &r.labels).unwrap(),
+                1.0,
+                "{name} {seed}"
+            );
+            assert!(
+                adjusted_rand_index(model.labels(), &truth).unwrap() > 0.98,
+                "{name} {seed}"
+            );
+            let km = KMeans::new(2).n_init(4).seed(seed).fit(&gpu, &m).unwrap();
+            assert!(
+                adjusted_rand_index(km.labels(), &truth).unwrap() < 0.6,
+                "{name} {seed}"
+            );
+            for (a, b) in model.eigenvalues().iter().zip(&r.eigenvalues) {
+                assert!(
+                    (a - b).abs() < 2e-4,
+                    "{name} {seed}: {:?} vs {:?}",
+                    model.eigenvalues(),
+                    r.eigenvalues
+                );
+            }
+            let gap = subspace_gap(&f64s(model.embedding()), &r.embedding, 240, 2);
+            assert!(gap < 1e-3, "{name} {seed}: subspace gap {gap}");
+        }
+    }
+}
+
+#[test]
+fn rbf_on_blobs_matches_the_reference_and_chunks_change_nothing() {
+    let gpu = gpu();
+    for (n, d, k, gamma, seed) in [(150, 3, 3, 0.5, 3), (201, 5, 4, 0.2, 4)] {
+        let (x, truth, _) = datasets::make_blobs(n, d, k, 0.6, (-6.0, 6.0), seed).unwrap();
+        let m = Matrix::new(&x, d).unwrap();
+        let graph = Affinity::Rbf { gamma };
+        let params = SpectralClustering::new(k).affinity(graph).seed(seed);
+        let model = params.fit(&gpu, &m).unwrap();
+        let r = refs::fit(&f64s(&x), d, k, graph, 10, seed).unwrap();
+        assert_eq!(adjusted_rand_index(model.labels(), &truth).unwrap(), 1.0);
+        assert_eq!(adjusted_rand_index(model.labels(), &r.labels).unwrap(), 1.0);
+        for (a, b) in model.eigenvalues().iter().zip(&r.eigenvalues) {
+            assert!(
+                (a - b).abs() < 2e-4,
+                "{:?} vs {:?}",
+                model.eigenvalues(),
+                r.eigenvalues
+            );
+        }
+        assert!(subspace_gap(&f64s(model.embedding()), &r.embedding, n, k) < 1e-3);
+        // The data in chunks of 37 rows: every (query, data) chunk pair, same result.
+        let chunked = wgpu_unsupervised::Gpu::new().unwrap();
+        chunked.set_max_chunk_bytes(37 * d as u64 * 4);
+        for graph in [graph, Affinity::NearestNeighbors { n_neighbors: 8 }] {
+            let one = params.clone().affinity(graph).fit(&gpu, &m).unwrap();
+            let many = params.clone().affinity(graph).fit(&chunked, &m).unwrap();
+            // The same partition (the names may differ: chunked sums round differently).
+            let ari = adjusted_rand_index(one.labels(), many.labels()).unwrap();
+            assert_eq!(ari, 1.0, "{graph:?}");
+            for (a, b) in one.eigenvalues().iter().zip(many.eigenvalues()) {
+                assert!((a - b).abs() < 1e-5, "{graph:?}");
+            }
+        }
+    }
+}
+
+#[test]
+fn normalised_rows_have_unit_length_and_cluster_the_same() {
+    let gpu = gpu();
+    for seed in [5, 6] {
+        let (x, truth) = datasets::make_circles(200, 0.04, 0.4, seed).unwrap();
+        let m = Matrix::new(&x, 2).unwrap();
+        let params = SpectralClustering::new(2)
+            .affinity(Affinity::NearestNeighbors { n_neighbors: 10 })
+            .seed(seed);
+        let plain = params.fit(&gpu, &m).unwrap();
+        let njw = params.clone().normalize_rows(true).fit(&gpu, &m).unwrap();
+        assert_eq!(njw.eigenvalues(), plain.eigenvalues());
+        for (a, b) in njw.embedding().chunks(2).zip(plain.embedding().chunks(2)) {
+            let (na, nb) = (a[0].hypot(a[1]), b[0].hypot(b[1]));
+            assert!((na - 1.0).abs() < 1e-5, "{a:?}");
+            assert!(
+                (a[0] * nb - b[0]).abs() < 1e-5 * nb.max(1e-3),
+                "{a:?} {b:?}"
+            );
+        }
+        assert!(adjusted_rand_index(njw.labels(), &truth).unwrap() > 0.98);
+    }
+}
+
+#[test]
+fn bad_parameters_are_errors() {
+    let gpu = gpu();
+    let (x, _) = datasets::make_moons(40, 0.1, 1).unwrap();
+    let m = Matrix::new(&x, 2).unwrap();
+    let nn = |n_neighbors| Affinity::NearestNeighbors { n_neighbors };
+    for params in [
+        SpectralClustering::new(1),
+        SpectralClustering::new(41),
+        SpectralClustering::new(2).affinity(Affinity::Rbf { gamma: 0.0 }),
+        SpectralClustering::new(2).affinity(Affinity::Rbf {
+            gamma: f64::INFINITY,
+        }),
+        SpectralClustering::new(2).affinity(nn(0)),
+        SpectralClustering::new(2).affinity(nn(41)),
+        SpectralClustering::new(2).affinity(nn(65)),
+        SpectralClustering::new(2).n_init(0),
+    ] {
+        assert!(
+            matches!(
+                params.fit(&gpu, &m),
+                Err(Error::InvalidParameter { .. } | Error::TooFewSamples { .. })
+            ),
+            "{params:?}"
+        );
+    }
+    // Every off-diagonal weight underflows: no row has a neighbour.
+    match SpectralClustering::new(2)
+        .affinity(Affinity::Rbf { gamma: 1e9 })
+        .fit(&gpu, &m)
+    {
+        Err(Error::InvalidParameter { reason, .. }) => {
+            assert!(reason.contains("degree 0"), "{reason}")
+        }
+        other => panic!("expected a degree-0 error, got {other:?}"),
+    }
+}

@@ -1,0 +1,333 @@
+//! The shaders without a GPU: every kernel composed from its `#import`s with the same code as
+//! `build.rs`, validated by naga, and compiled to SPIR-V per entry point for every override
+//! value the host may pick; the pieces in `shaders/shared/` validate on their own and are
+//! really shared; the layout rules (one wrapper per kernel, only host-chosen sizes as
+//! overrides); and the composer itself (imports once, transitively, cycles and unknown pieces
+//! as errors, errors pointing at the original file and line).
+
+#[path = "../../build/compose.rs"]
+mod compose;
+#[path = "../../build/reflect.rs"]
+mod reflect;
+
+use std::path::{Path, PathBuf};
+
+use compose::{compose, ComposeError, Composed};
+
+/// The one override the host sets: the workgroup size of the kernels that stride over a
+/// row's features, a power of two from FEATURE_WG_MIN to FEATURE_WG_MAX.
+const FEATURE_WG_SIZE: &str = "FEATURE_WG_SIZE";
+
+fn shader_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("shaders")
+}
+
+fn kernels() -> Vec<PathBuf> {
+    let files = compose::wgsl_files(&shader_dir()).expect("shaders/ exists");
+    assert!(
+        files.len() >= 5,
+        "expected the kernel families, found {files:?}"
+    );
+    files
+}
+
+fn pieces() -> Vec<PathBuf> {
+    let files = compose::wgsl_files(&shader_dir().join("shared")).expect("shaders/shared exists");
+    assert!(!files.is_empty());
+    files
+}
+
+fn stem(path: &Path) -> &str {
+    path.file_stem().unwrap().to_str().unwrap()
+}
+
+/// Composed and validated, or a panic with the line-mapped error.
+fn validated(path: &Path) -> (Composed, naga::Module, naga::valid::ModuleInfo) {
+    let composed = compose(&shader_dir(), path).unwrap_or_else(|e| panic!("{e}"));
+    let (module, info) =
+        reflect::validate(&path.display().to_string(), &composed).unwrap_or_else(|e| panic!("{e}"));
+    (composed, module, info)
+}
+
+fn constant(reflection: &reflect::Reflection, name: &str) -> u32 {
+    reflection
+        .constants
+        .iter()
+        .find(|(n, _)| n == name)
+        .unwrap_or_else(|| panic!("no const {name}"))
+        .1
+}
+
+/// The values the host may give `name`: every power of two from FEATURE_WG_MIN to
+/// FEATURE_WG_MAX (kernels::feature_wg_size picks among them).
+fn host_values(reflection: &reflect::Reflection, name: &str) -> Vec<u32> {
+    assert_eq!(
+        name, FEATURE_WG_SIZE,
+        "no host choice is known for override {name}"
+    );
+    let (min, max) = (
+        constant(reflection, "FEATURE_WG_MIN"),
+        constant(reflection, "FEATURE_WG_MAX"),
+    );
+    assert!(min.is_power_of_two() && max.is_power_of_two() && min <= max);
+    std::iter::successors(Some(min), |w| Some(w * 2))
+        .take_while(|&w| w <= max)
+        .collect()
+}
+
+fn spirv(
+    module: &naga::Module,
+    info: &naga::valid::ModuleInfo,
+    entry: &str,
+    constants: &naga::back::PipelineConstants,
+) -> Result<Vec<u32>, String> {
+    let (resolved, resolved_info) = naga::back::pipeline_constants::process_overrides(
+        module,
+        info,
+        Some((naga::ShaderStage::Compute, entry)),
+        constants,
+    )
+    .map_err(|e| e.to_string())?;
+    let pipeline = naga::back::spv::PipelineOptions {
+        shader_stage: naga::ShaderStage::Compute,
+        entry_point: entry.to_string(),
+    };
+    let options = naga::back::spv::Options::default();
+    naga::back::spv::write_vec(&resolved, &resolved_info, &options, Some(&pipeline))
+        .map_err(|e| e.to_string())
+}
+
+#[test]
+fn every_kernel_composes_validates_and_compiles_per_entry_point_and_override_value() {
+    for path in kernels() {
+        let (_, module, info) = validated(&path);
+        let reflection = reflect::reflect(&module, &info).unwrap();
+        assert!(
+            !reflection.entries.is_empty(),
+            "{} has no entry point",
+            path.display()
+        );
+        for entry in &reflection.entries {
+            let mut choices = vec![naga::back::PipelineConstants::default()];
+            for name in &entry.overrides {
+                choices = choices
+                    .into_iter()
+                    .flat_map(|c| {
+                        host_values(&reflection, name).into_iter().map(move |v| {
+                            let mut c = c.clone();
+                            c.insert(name.clone(), v as f64);
+                            c
+                        })
+                    })
+                    .collect();
+            }
+            for constants in &choices {
+                let words = spirv(&module, &info, &entry.name, constants).unwrap_or_else(|e| {
+                    panic!("{} {} {constants:?}: {e}", path.display(), entry.name)
+                });
+                assert!(words.len() > 10);
+            }
+        }
+    }
+}
+
+#[test]
+fn only_sizes_the_host_chooses_are_overrides() {
+    let mut overridden = 0;
+    for path in kernels() {
+        let (_, module, info) = validated(&path);
+        let reflection = reflect::reflect(&module, &info).unwrap();
+        for entry in &reflection.entries {
+            let shown = format!("{} {}", path.display(), entry.name);
+            for name in &entry.overrides {
+                assert_eq!(
+                    name, FEATURE_WG_SIZE,
+                    "{shown}: `{name}` is an override the host never sets; make it a const"
+                );
+            }
+            // A fixed workgroup size unless the host picks it.
+            let host_sized = entry.overrides.iter().any(|o| o == FEATURE_WG_SIZE);
+            assert_eq!(entry.workgroup_size.is_none(), host_sized, "{shown}");
+            overridden += usize::from(host_sized);
+            // Exactly one uniform: the parameter struct the wrapper passes.
+            let uniforms = entry
+                .bindings
+                .iter()
+                .filter(|b| matches!(b.kind, reflect::Kind::Uniform { .. }))
+                .count();
+            assert_eq!(uniforms, 1, "{shown}");
+        }
+    }
+    // accumulate_cluster_partials and column_moments.
+    assert_eq!(overridden, 2);
+}
+
+#[test]
+fn every_piece_validates_on_its_own_and_is_imported_by_a_kernel() {
+    let sources: Vec<String> = kernels()
+        .iter()
+        .map(|k| compose(&shader_dir(), k).unwrap().source)
+        .collect();
+    for piece in pieces() {
+        let (_, module, info) = validated(&piece);
+        assert!(
+            module.entry_points.is_empty(),
+            "{} is shared code, not a kernel",
+            piece.display()
+        );
+        reflect::reflect(&module, &info).unwrap();
+        let marker = format!("#import {} (", stem(&piece));
+        assert!(
+            sources.iter().any(|s| s.contains(&marker)),
+            "no kernel imports {}",
+            piece.display()
+        );
+    }
+}
+
+#[test]
+fn shared_code_is_written_once() {
+    // The grid index, the register-block loop and the tiles live in shaders/shared/.
+    for path in kernels() {
+        let text = std::fs::read_to_string(&path).unwrap();
+        for copy in [
+            "wid.y *",
+            "fma(av[i]",
+            "var<workgroup> a_tile",
+            "override WG_SIZE",
+        ] {
+            assert!(
+                !text.contains(copy),
+                "{} has its own copy of `{copy}`",
+                path.display()
+            );
+        }
+    }
+}
+
+#[test]
+fn every_shader_has_a_same_named_host_wrapper() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    for path in kernels() {
+        let stem = stem(&path);
+        let wrapper = root.join("src/kernels").join(format!("{stem}.rs"));
+        assert!(
+            wrapper.exists(),
+            "{} has no wrapper {}",
+            path.display(),
+            wrapper.display()
+        );
+        let text = std::fs::read_to_string(&wrapper).unwrap();
+        assert!(
+            text.contains(&format!("{stem}.wgsl")),
+            "{} does not name its shader",
+            wrapper.display()
+        );
+    }
+    // Pieces are not kernels: no wrapper of their name.
+    for piece in pieces() {
+        let wrapper = root
+            .join("src/kernels")
+            .join(format!("{}.rs", stem(&piece)));
+        assert!(!wrapper.exists(), "{} is not a kernel", wrapper.display());
+    }
+}
+
+/// A scratch `shaders/` tree with the given files (path relative to it, text).
+fn scratch(name: &str, files: &[(&str, &str)]) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("compose-{name}"));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("shared")).unwrap();
+    for (path, text) in files {
+        std::fs::write(dir.join(path), text).unwrap();
+    }
+    dir
+}
+
+#[test]
+fn imports_expand_once_transitively_with_a_line_map() {
+    let dir = scratch(
+        "once",
+        &[
+            ("k.wgsl", "#import b\n#import a\nconst K: u32 = A + B;\n"),
+            ("shared/a.wgsl", "// a\nconst A: u32 = 1u;\n"),
+            ("shared/b.wgsl", "#import a\nconst B: u32 = A;\n"),
+        ],
+    );
+    let c = compose(&dir, &dir.join("k.wgsl")).unwrap();
+    assert_eq!(c.source.matches("const A: u32").count(), 1, "{}", c.source);
+    assert!(c.source.contains("// #import a (already imported)"));
+    let at = |needle: &str| {
+        let line = c.source[..c.source.find(needle).unwrap()]
+            .matches('\n')
+            .count()
+            + 1;
+        let o = c.origin(line).unwrap();
+        (o.file.strip_prefix(&dir).unwrap().to_path_buf(), o.line)
+    };
+    assert_eq!(at("const A"), (PathBuf::from("shared/a.wgsl"), 2));
+    assert_eq!(at("const B"), (PathBuf::from("shared/b.wgsl"), 2));
+    assert_eq!(at("const K"), (PathBuf::from("k.wgsl"), 3));
+    assert_eq!(c.files.len(), 3);
+    let (module, _) = reflect::validate("k.wgsl", &c).unwrap();
+    assert_eq!(module.constants.len(), 3);
+}
+
+#[test]
+fn import_cycles_unknown_pieces_and_bad_directives_are_errors() {
+    let dir = scratch(
+        "errors",
+        &[
+            ("cycle.wgsl", "#import a\n"),
+            ("shared/a.wgsl", "#import b\n"),
+            ("shared/b.wgsl", "\n#import a\n"),
+            ("unknown.wgsl", "const X: u32 = 1u;\n#import nowhere\n"),
+            ("bad.wgsl", "#import A-B\n"),
+        ],
+    );
+    match compose(&dir, &dir.join("cycle.wgsl")) {
+        Err(ComposeError::Cycle { chain, at }) => {
+            assert_eq!(chain, ["a", "b", "a"]);
+            assert_eq!((at.file, at.line), (dir.join("shared/b.wgsl"), 2));
+        }
+        other => panic!("expected a cycle, got {other:?}"),
+    }
+    // A piece composed on its own is part of its own chain.
+    assert!(matches!(
+        compose(&dir, &dir.join("shared/a.wgsl")),
+        Err(ComposeError::Cycle { .. })
+    ));
+    match compose(&dir, &dir.join("unknown.wgsl")) {
+        Err(e @ ComposeError::Read { .. }) => {
+            let text = e.to_string();
+            assert!(
+                text.contains("nowhere.wgsl") && text.contains("unknown.wgsl:2"),
+                "{text}"
+            );
+        }
+        other => panic!("expected a read error, got {other:?}"),
+    }
+    assert!(matches!(
+        compose(&dir, &dir.join("bad.wgsl")),
+        Err(ComposeError::BadDirective { .. })
+    ));
+}
+
+#[test]
+fn a_naga_error_names_the_original_file_and_line() {
+    let dir = scratch(
+        "naga",
+        &[
+            (
+                "k.wgsl",
+                "#import good\n#import broken\nconst K: u32 = 2u;\n",
+            ),
+            ("shared/good.wgsl", "const G: u32 = 1u;\n"),
+            ("shared/broken.wgsl", "// fine\n\nconst X: u32 = 1.5;\n"),
+        ],
+    );
+    let c = compose(&dir, &dir.join("k.wgsl")).unwrap();
+    let e = reflect::validate("k.wgsl", &c).unwrap_err();
+    let expected = format!("{}:3:", dir.join("shared/broken.wgsl").display());
+    assert!(e.contains(&expected), "{e}");
+}
