@@ -16,13 +16,15 @@
 //! may retry them or recompute a lost partition elsewhere.
 //!
 //! **Starts.** Given parameters are used as they are. `KMeans` runs
-//! [`KMeans::fit_remote`](crate::KMeans::fit_remote) on the same partitions (its
-//! k-means++ start on a sample, module docs of `kmeans::remote`), `KMeansPlusPlus` seeds on
-//! a sample; both then take one-hot responsibilities of each row's nearest centroid, as the
-//! single-device fit does with its K-Means labels. `Random` draws each partition's
-//! responsibilities from its own ChaCha8 stream (seeded once per restart from the fit's
-//! stream, numbered by the partition), so it starts elsewhere than a single-device fit. The
-//! initial M-step is one round like the iterations'.
+//! [`KMeans::fit_remote`](crate::KMeans::fit_remote) on the same partitions, drawing from
+//! the mixture's own generator as the single-device start does (its k-means++ start on a
+//! sample, module docs of `kmeans::remote`), `KMeansPlusPlus` seeds on a sample; both then
+//! take one-hot responsibilities of each row's nearest centroid, as the single-device fit
+//! does with its K-Means labels. `Random` draws each partition's responsibilities from its
+//! own ChaCha8 stream (seeded once per restart from the fit's stream, numbered by the
+//! partition), so it starts elsewhere than a single-device fit. The initial M-step is one
+//! round like the iterations'. Weights, means or precisions given on their own
+//! (`InitOverrides`) then replace those of the start, as in every fit (module `seeding`).
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
