@@ -168,10 +168,21 @@ fn worker_adapter(py: Python<'_>, index: usize) -> PyResult<usize> {
     Ok(pool[index % pool.len()])
 }
 
+/// window_system_probe_fails() -> bool
+///
+/// Whether opening the GPU would print Mesa's `XDG_RUNTIME_DIR` line on this machine (no
+/// display reachable, Mesa's device-selection layer not configured by the user): the
+/// library's `headless::window_system_probe_fails`. Reads the environment; changes nothing.
+#[pyfunction]
+fn window_system_probe_fails() -> bool {
+    wgpu_unsupervised::headless::window_system_probe_fails()
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Device>()?;
     m.add_function(wrap_pyfunction!(device, m)?)?;
     m.add_function(wrap_pyfunction!(adapters, m)?)?;
     m.add_function(wrap_pyfunction!(worker_adapter, m)?)?;
+    m.add_function(wrap_pyfunction!(window_system_probe_fails, m)?)?;
     Ok(())
 }

@@ -2,7 +2,10 @@
 inputs taken as they are, errors with the library's message, pickling, devices, the GIL
 released while the GPU works."""
 
+import os
 import pickle
+import subprocess
+import sys
 import threading
 import time
 
@@ -283,3 +286,32 @@ def test_the_gil_is_released_while_the_gpu_works(digits):
     # the CPU with the software driver's threads).
     assert elapsed > 0.5, elapsed
     assert ticks > 0.15 * alone * elapsed, (ticks, alone, elapsed)
+
+
+QUIET_FIT = """
+import numpy as np
+import wgpu_unsupervised as wu
+X = np.random.default_rng(0).normal(size=(200, 3)).astype(np.float32)
+wu.KMeans(2, random_state=0).fit(X)
+print(len(wu.adapters()))
+"""
+
+
+def test_a_machine_without_a_display_starts_quietly():
+    # The environment of a server or a CI job: no runtime directory, no display, the
+    # device-selection layer not configured. Opening the GPU prints nothing on stderr.
+    layer = ("NODEVICE_SELECT", "MESA_VK_DEVICE_SELECT", "DRI_PRIME")
+    gone = ("XDG_RUNTIME_DIR", "WAYLAND_DISPLAY", "WAYLAND_SOCKET") + layer
+    env = {k: v for k, v in os.environ.items() if k not in gone}
+    env.pop("MESA_VK_DEVICE_SELECT_FORCE_DEFAULT_DEVICE", None)
+    run = subprocess.run(
+        [sys.executable, "-c", QUIET_FIT], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert run.returncode == 0, run.stderr
+    assert run.stderr == "", run.stderr
+    assert int(run.stdout) >= 1
+    # A user's own setting of the layer is left as it is.
+    env["NODEVICE_SELECT"] = "0"
+    check = "import os, wgpu_unsupervised; print(os.environ['NODEVICE_SELECT'])"
+    run = subprocess.run([sys.executable, "-c", check], env=env, capture_output=True, text=True)
+    assert run.stdout.strip() == "0", run.stderr

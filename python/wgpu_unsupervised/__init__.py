@@ -14,11 +14,24 @@ the Rust library's, whose errors arrive as ``ValueError`` (bad input) or ``Runti
 workers of a Dask cluster.
 """
 
+import os as _os
+
 from . import _core
-from ._base import adapters, device
-from .cluster import KMeans, MiniBatchKMeans, SpectralClustering, kmeans_plusplus
-from .decomposition import PCA, IncrementalPCA
-from .mixture import GaussianMixture
+
+# A quiet start on machines without a display (servers, containers, CI, Dask workers): there,
+# Mesa's device-selection layer probes for a Wayland compositor that cannot exist and
+# libwayland prints "error: XDG_RUNTIME_DIR is invalid or not set in the environment." for
+# every GPU instance. NODEVICE_SELECT=1 is that layer's own switch; it is set only in exactly
+# that case and never over a user's own setting of the layer (the library's
+# headless::avoid_window_system_probe, done here through os.environ so that Python and the
+# worker processes it starts see it too). No GPU instance exists before this line runs.
+if _core.window_system_probe_fails():
+    _os.environ["NODEVICE_SELECT"] = "1"
+
+from ._base import adapters, device  # noqa: E402
+from .cluster import KMeans, MiniBatchKMeans, SpectralClustering, kmeans_plusplus  # noqa: E402
+from .decomposition import PCA, IncrementalPCA  # noqa: E402
+from .mixture import GaussianMixture  # noqa: E402
 
 __version__ = _core.__version__
 

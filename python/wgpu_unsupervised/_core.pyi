@@ -39,6 +39,7 @@ __all__ = [
     "silhouette_precomputed",
     "spectral_fit",
     "worker_adapter",
+    "window_system_probe_fails",
 ]
 __version__: str
 
@@ -72,6 +73,10 @@ def adapters() -> list[dict[str, Any]]:
 
 def worker_adapter(index: int) -> int:
     """The adapter index of the worker numbered `index` (one GPU per worker)."""
+
+def window_system_probe_fails() -> bool:
+    """Whether opening the GPU would print Mesa's XDG_RUNTIME_DIR line here (no display
+    reachable, the device-selection layer not configured); reads the environment only."""
 
 # --- K-Means, mini-batch K-Means, spectral clustering ---------------------------------
 
