@@ -25,6 +25,9 @@
 //!   `.npy` file read a piece at a time) streamed through a bounded buffer under
 //!   [`Gpu::set_memory_budget`]; statistics that merge across chunks, devices and machines
 //!   ([`KMeansStats`], [`PcaMoments`]); [`KMeans::fit_partitions`] over several devices;
+//!   [`KMeans::fit_remote`] and [`GaussianMixture::fit_remote`] over partitions on other
+//!   processes or machines (each worker a [`KMeansPartition`] / [`GmmPartition`] keeping its
+//!   rows on its device; the Python package's Dask fits run on them);
 //!   [`MiniBatchKMeans`] and [`IncrementalPca`];
 //! - **model files** (`model_file`, feature `io`): `save`/`load` on every model, a versioned
 //!   envelope, every model validated when it is deserialized.
@@ -128,12 +131,16 @@ pub mod spectral;
 
 pub use data::Matrix;
 pub use error::{Error, Result};
-pub use gmm::{CovarianceType, GaussianMixture, GaussianMixtureModel, GmmInit, GmmStats};
+pub use gmm::{
+    CovarianceType, GaussianMixture, GaussianMixtureModel, GmmInit, GmmPartition, GmmStats,
+    RemoteGaussianMixture,
+};
 pub use gpu::{
     AdapterOptions, Ceilings, Gpu, GpuInfo, GpuInput, GpuMatrix, GpuVector, Profile, ProfileClock,
 };
 pub use kmeans::{
-    KMeans, KMeansInit, KMeansModel, KMeansStats, Metric, MiniBatchKMeans, MiniBatchKMeansFit,
+    KMeans, KMeansInit, KMeansModel, KMeansPartition, KMeansStats, Metric, MiniBatchKMeans,
+    MiniBatchKMeansFit, RemoteKMeans,
 };
 #[cfg(feature = "io")]
 pub use model_file::Model;

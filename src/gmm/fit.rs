@@ -6,6 +6,7 @@
 //! the streamed rows, and the model is built here from what it returns.
 
 use super::em::{fit_restarts, Best, Settings};
+use super::remote::{Driven, RemoteGaussianMixture};
 use super::stream::{device_rows, Streamed};
 use super::workspace::Workspace;
 use super::{
@@ -95,6 +96,30 @@ impl GaussianMixture {
         let (n, _) = check_shape(source)?;
         check_sample_weights(sample_weight, n)?;
         self.fit_rows(gpu, source, Some(sample_weight))
+    }
+
+    /// Fits a mixture to rows split into partitions that live elsewhere (other processes or
+    /// machines), reached through `remote` (module docs of `gmm::remote`): the EM loop of
+    /// [`GaussianMixture::fit`] with every iteration one round of requests and the
+    /// statistics merged in f64 in partition order. From the same start the model equals a
+    /// single-device fit of all rows (partitions in order) within f32 rounding; its labels
+    /// follow the partitions in order.
+    ///
+    /// Errors: no rows or features, the parameter errors of [`GaussianMixture::validate`]
+    /// for all rows, those of [`GaussianMixture::fit`], replies that do not fit their
+    /// requests ([`Error::Source`]), and whatever `remote` returns.
+    pub fn fit_remote(
+        &self,
+        remote: &mut (impl RemoteGaussianMixture + ?Sized),
+    ) -> Result<GaussianMixtureModel> {
+        let params = self.resolved_init();
+        let mut data = Driven::open(remote, self.covariance_type)?;
+        let (n, d) = data.shape();
+        self.validate(n, d)?;
+        let best = fit_restarts(&params.settings(), d, &mut data, |data, rng| {
+            data.start(&params, rng)
+        })?;
+        Ok(params.model(d, best))
     }
 
     /// One E-step pass of `source` with the parameters of `model` on the device: the

@@ -76,6 +76,8 @@
 //! - `seeding`: the K-Means, k-means++, random and given starts, resident or streamed;
 //! - `em`: the loop and the restarts, a leaf that imports nothing else from this folder;
 //! - `stream`: EM over rows streamed from a [`RowSource`](crate::RowSource);
+//! - `remote`: EM over partitions that live elsewhere, the driver's loop over a
+//!   [`RemoteGaussianMixture`] bridge and the worker's [`GmmPartition`];
 //! - `model`: the fitted [`GaussianMixtureModel`]; `stats`: [`GmmStats`], which merge;
 //!   [`math`]: the host algebra (precision factors, parameter counts, sampling).
 
@@ -84,6 +86,7 @@ mod fit;
 pub mod math;
 mod model;
 mod params;
+mod remote;
 mod seeding;
 mod stats;
 mod stream;
@@ -95,4 +98,7 @@ pub(crate) use model::GaussianMixtureModelFields;
 pub use model::{GaussianMixtureModel, GmmEvaluation};
 pub(crate) use params::check_responsibilities;
 pub use params::{CovarianceType, GaussianMixture, GmmInit, InitOverrides, InitialParameters};
+pub use remote::{
+    GmmPartition, GmmReply, GmmRequest, GmmStart, MixtureParameters, RemoteGaussianMixture,
+};
 pub use stats::{GaussianParameters, GmmStats};

@@ -143,7 +143,11 @@ pub(super) fn given_parameters(
 }
 
 /// `start` with the parts given on their own put in place of those the start computed.
-fn override_start(params: &GaussianMixture, mut start: Parameters, d: usize) -> Result<Parameters> {
+pub(super) fn override_start(
+    params: &GaussianMixture,
+    mut start: Parameters,
+    d: usize,
+) -> Result<Parameters> {
     let o = &params.init_overrides;
     if let Some(w) = &o.weights {
         start.weights = w.clone();

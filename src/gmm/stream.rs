@@ -185,7 +185,7 @@ impl<'a, S: RowSource + ?Sized> Streamed<'a, S> {
 /// The statistics of the piece in `ws`, from its first moments `first` (K x (D + 1)) about
 /// `total.means`: its component means on the host, then the scatter about them on the
 /// device (module docs).
-fn piece_stats(
+pub(super) fn piece_stats(
     ws: &Workspace<'_>,
     total: &GmmStats,
     first: &[f64],

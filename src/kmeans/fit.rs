@@ -14,6 +14,7 @@ use super::lloyd::{fit_restarts, Best, Settings};
 use super::minibatch_partial::MiniBatchKMeansFit;
 use super::model::Elapsed;
 use super::partitions::Partitioned;
+use super::remote::{Driven, RemoteKMeans};
 use super::stream::{device_rows, Streamed};
 use super::workspace::Workspace;
 use super::{seeding, KMeans, KMeansInit, KMeansModel, KMeansStats, MiniBatchKMeans};
@@ -108,6 +109,37 @@ impl KMeans {
         self.validate(n, d)?;
         let mut rng = self.generator();
         let best = fit_restarts(&self.settings(), &mut data, &mut rng, |data, rng| {
+            data.start(self, rng)
+        })?;
+        Ok(self.model(d, best))
+    }
+
+    /// Fits on rows split into partitions that live elsewhere (other processes or machines),
+    /// reached through `remote` (module docs of `kmeans::remote`): the loop of
+    /// [`KMeans::fit`] with every pass a round of requests to the partitions and their
+    /// statistics merged in f64 in partition order. The model equals a single-device fit of
+    /// all rows (partitions in order) from the same start within f32 rounding; its labels
+    /// follow the partitions in order.
+    ///
+    /// Errors: the cosine metric (not supported across partitions yet), no rows or
+    /// features, the parameter errors of [`KMeans::validate`] for all rows, replies that do
+    /// not fit their requests ([`Error::Source`](crate::Error::Source)), and whatever
+    /// `remote` returns.
+    pub fn fit_remote(&self, remote: &mut (impl RemoteKMeans + ?Sized)) -> Result<KMeansModel> {
+        self.fit_remote_continuing(remote, &mut self.generator())
+    }
+
+    /// [`KMeans::fit_remote`] drawing its starts from `rng` (see [`KMeans::fit_continuing`]).
+    pub(crate) fn fit_remote_continuing(
+        &self,
+        remote: &mut (impl RemoteKMeans + ?Sized),
+        rng: &mut ChaCha8Rng,
+    ) -> Result<KMeansModel> {
+        self.require_euclidean("fit_remote")?;
+        let mut data = Driven::open(remote)?;
+        let (n, d) = super::lloyd::LloydData::shape(&data);
+        self.validate(n, d)?;
+        let best = fit_restarts(&self.settings(), &mut data, rng, |data, rng| {
             data.start(self, rng)
         })?;
         Ok(self.model(d, best))

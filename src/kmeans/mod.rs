@@ -61,6 +61,8 @@
 //! - `seeding`: k-means++, k-means‖, random and given starts, on device or host rows;
 //! - `lloyd`: the loop and the restarts, a leaf that imports nothing else from this folder;
 //! - `stream` and `partitions`: rows streamed from a source, rows on several devices;
+//! - `remote`: rows in partitions that live elsewhere (other processes or machines), the
+//!   driver's loop over a [`RemoteKMeans`] bridge and the worker's [`KMeansPartition`];
 //! - `minibatch` (its loop) and `minibatch_partial` ([`MiniBatchKMeansFit`]);
 //! - `model`: the fitted [`KMeansModel`]; `stats`: [`KMeansStats`], which merge.
 
@@ -71,6 +73,7 @@ mod minibatch_partial;
 mod model;
 mod params;
 mod partitions;
+mod remote;
 mod seeding;
 mod stats;
 mod stream;
@@ -82,5 +85,7 @@ pub use model::KMeansModel;
 #[cfg(feature = "io")]
 pub(crate) use model::KMeansModelFields;
 pub use params::{KMeans, KMeansInit, Metric, MiniBatchKMeans};
+pub(crate) use remote::{remote_plus_plus_seeds, remote_rows};
+pub use remote::{seed_candidates, KMeansPartition, KMeansReply, KMeansRequest, RemoteKMeans};
 pub(crate) use seeding::{plus_plus_sample_size, uniform_sample, weighted_plus_plus_seeds};
 pub use stats::KMeansStats;

@@ -33,6 +33,8 @@ mod pca_stream;
 mod pinned;
 mod profile;
 mod progress;
+mod remote_gmm;
+mod remote_kmeans;
 mod scale;
 mod scale_models;
 mod selection_gpu;

@@ -1,0 +1,147 @@
+//! Clustering metrics: the internal criteria on data and labels, and the agreement scores
+//! between two labellings. Labels arrive as int64 codes 0..k (the Python side encodes
+//! arbitrary labels).
+
+use numpy::{PyArray1, PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods};
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use wgpu_unsupervised::metrics::{self, AverageMethod};
+
+use crate::convert::{array1, labels_from, matrix, OrPy};
+use crate::device::Device;
+
+fn average(name: &str) -> PyResult<AverageMethod> {
+    match name {
+        "min" => Ok(AverageMethod::Min),
+        "geometric" => Ok(AverageMethod::Geometric),
+        "arithmetic" => Ok(AverageMethod::Arithmetic),
+        "max" => Ok(AverageMethod::Max),
+        other => Err(PyValueError::new_err(format!(
+            "average_method: expected 'min', 'geometric', 'arithmetic' or 'max', got {other:?}"
+        ))),
+    }
+}
+
+/// silhouette(device, x, labels, sample_size, seed) -> (score, rows, samples)
+#[pyfunction]
+#[allow(clippy::type_complexity)]
+fn silhouette<'py>(
+    py: Python<'py>,
+    device: &Device,
+    x: PyReadonlyArray2<'py, f32>,
+    labels: PyReadonlyArray1<'py, i64>,
+    sample_size: Option<usize>,
+    seed: u64,
+) -> PyResult<(f64, Bound<'py, PyArray1<i64>>, Bound<'py, PyArray1<f64>>)> {
+    let x = matrix(&x)?;
+    let labels = labels_from(&labels, "labels")?;
+    let s = py
+        .detach(|| metrics::silhouette(device.gpu, &x, &labels, sample_size, seed))
+        .or_py()?;
+    let rows = s.rows.iter().map(|&r| r as i64).collect();
+    Ok((s.score, array1(py, rows), array1(py, s.samples)))
+}
+
+/// silhouette_precomputed(distances (n x n float64), labels) -> (score, samples)
+#[pyfunction]
+fn silhouette_precomputed<'py>(
+    py: Python<'py>,
+    distances: PyReadonlyArray2<'py, f64>,
+    labels: PyReadonlyArray1<'py, i64>,
+) -> PyResult<(f64, Bound<'py, PyArray1<f64>>)> {
+    let n = distances.shape()[0];
+    let dist = distances
+        .as_slice()
+        .map_err(|_| PyValueError::new_err("distances: a C-contiguous array"))?;
+    let labels = labels_from(&labels, "labels")?;
+    let samples = py
+        .detach(|| metrics::silhouette_samples_precomputed(dist, n, &labels))
+        .or_py()?;
+    let score = py
+        .detach(|| metrics::silhouette_precomputed(dist, n, &labels))
+        .or_py()?;
+    Ok((score, array1(py, samples)))
+}
+
+#[pyfunction]
+fn calinski_harabasz(
+    py: Python<'_>,
+    x: PyReadonlyArray2<'_, f32>,
+    labels: PyReadonlyArray1<'_, i64>,
+) -> PyResult<f64> {
+    let x = matrix(&x)?;
+    let labels = labels_from(&labels, "labels")?;
+    py.detach(|| metrics::calinski_harabasz(&x, &labels))
+        .or_py()
+}
+
+#[pyfunction]
+fn davies_bouldin(
+    py: Python<'_>,
+    x: PyReadonlyArray2<'_, f32>,
+    labels: PyReadonlyArray1<'_, i64>,
+) -> PyResult<f64> {
+    let x = matrix(&x)?;
+    let labels = labels_from(&labels, "labels")?;
+    py.detach(|| metrics::davies_bouldin(&x, &labels)).or_py()
+}
+
+/// agreement(name, labels_true, labels_pred, average_method, beta) -> float
+///
+/// One of "rand", "adjusted_rand", "mutual_info", "normalized_mutual_info",
+/// "adjusted_mutual_info", "homogeneity", "completeness", "v_measure", "fowlkes_mallows".
+#[pyfunction]
+#[pyo3(signature = (name, labels_true, labels_pred, average_method="arithmetic", beta=1.0))]
+fn agreement(
+    name: &str,
+    labels_true: PyReadonlyArray1<'_, i64>,
+    labels_pred: PyReadonlyArray1<'_, i64>,
+    average_method: &str,
+    beta: f64,
+) -> PyResult<f64> {
+    let a = labels_from(&labels_true, "labels_true")?;
+    let b = labels_from(&labels_pred, "labels_pred")?;
+    let r = match name {
+        "rand" => metrics::rand_index(&a, &b),
+        "adjusted_rand" => metrics::adjusted_rand_index(&a, &b),
+        "mutual_info" => metrics::mutual_info_score(&a, &b),
+        "normalized_mutual_info" => {
+            metrics::normalized_mutual_info_score(&a, &b, average(average_method)?)
+        }
+        "adjusted_mutual_info" => {
+            metrics::adjusted_mutual_info_score(&a, &b, average(average_method)?)
+        }
+        "homogeneity" => metrics::homogeneity_score(&a, &b),
+        "completeness" => metrics::completeness_score(&a, &b),
+        "v_measure" => metrics::v_measure_score(&a, &b, beta),
+        "fowlkes_mallows" => metrics::fowlkes_mallows_score(&a, &b),
+        other => {
+            return Err(PyValueError::new_err(format!(
+                "unknown agreement score {other:?}"
+            )))
+        }
+    };
+    r.or_py()
+}
+
+/// inertia(x, labels) -> Σ‖x − mean of its cluster‖²
+#[pyfunction]
+fn inertia(
+    py: Python<'_>,
+    x: PyReadonlyArray2<'_, f32>,
+    labels: PyReadonlyArray1<'_, i64>,
+) -> PyResult<f64> {
+    let x = matrix(&x)?;
+    let labels = labels_from(&labels, "labels")?;
+    py.detach(|| metrics::inertia(&x, &labels)).or_py()
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(silhouette, m)?)?;
+    m.add_function(wrap_pyfunction!(silhouette_precomputed, m)?)?;
+    m.add_function(wrap_pyfunction!(calinski_harabasz, m)?)?;
+    m.add_function(wrap_pyfunction!(davies_bouldin, m)?)?;
+    m.add_function(wrap_pyfunction!(agreement, m)?)?;
+    m.add_function(wrap_pyfunction!(inertia, m)?)?;
+    Ok(())
+}

@@ -1,0 +1,339 @@
+"""Clustering estimators: K-Means, mini-batch K-Means and spectral clustering on the GPU."""
+
+from __future__ import annotations
+
+import numpy as np
+from sklearn.base import (
+    BaseEstimator,
+    ClassNamePrefixFeaturesOutMixin,
+    ClusterMixin,
+    TransformerMixin,
+)
+from sklearn.utils.validation import check_is_fitted
+
+from . import _core
+from ._base import as_f32, check_weights, check_x, device, seed_of
+
+__all__ = ["KMeans", "MiniBatchKMeans", "SpectralClustering", "kmeans_plusplus"]
+
+
+def _init_args(init):
+    """(name, centroids): a named initialisation, or given centroids as float64."""
+    if isinstance(init, str):
+        return init, None
+    return "given", np.ascontiguousarray(np.asarray(init, dtype=np.float64))
+
+
+def _n_init(n_init, init, auto_random: int) -> int:
+    if isinstance(n_init, str) and n_init == "auto":
+        return auto_random if isinstance(init, str) and init == "random" else 1
+    return n_init
+
+
+class _Centroids(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, BaseEstimator):
+    """What K-Means and mini-batch K-Means share once fitted."""
+
+    def _set_model(self, model, dtype) -> None:
+        self._model = model
+        self.cluster_centers_ = model.cluster_centers.astype(dtype, copy=False)
+        self.labels_ = model.labels
+        self.inertia_ = model.inertia
+        self._n_features_out = self.cluster_centers_.shape[0]
+
+    def predict(self, X):
+        """Index of the nearest centroid of every row."""
+        check_is_fitted(self)
+        X = check_x(self, X, reset=False)
+        return self._model.predict(device(self.device), as_f32(X))
+
+    def transform(self, X):
+        """Distances from every row to every centroid (n_samples x n_clusters), in the
+        dtype of ``X``."""
+        check_is_fitted(self)
+        X = check_x(self, X, reset=False)
+        return self._model.transform(device(self.device), as_f32(X)).astype(X.dtype, copy=False)
+
+    def fit_transform(self, X, y=None, sample_weight=None):
+        """Fits, then the distances of the rows to the centroids."""
+        return self.fit(X, sample_weight=sample_weight).transform(X)
+
+    def score(self, X, y=None):
+        """Opposite of the K-Means objective of ``X`` (higher is better)."""
+        check_is_fitted(self)
+        X = check_x(self, X, reset=False)
+        return self._model.score(device(self.device), as_f32(X))
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.transformer_tags.preserves_dtype = ["float64", "float32"]
+        return tags
+
+
+class KMeans(_Centroids):
+    """K-Means clustering (Lloyd) on the GPU.
+
+    Parameters
+    ----------
+    n_clusters : int, default=8
+    init : {"k-means++", "k-means||", "random"} or array of shape (n_clusters, n_features)
+        Greedy k-means++ (scikit-learn's), k-means‖ (Bahmani et al.; ``oversampling_factor``
+        and ``init_rounds``), K distinct rows, or given centroids.
+    n_init : "auto" or int, default="auto"
+        Restarts, the lowest inertia kept ("auto": 10 with random init, else 1).
+    max_iter : int, default=300
+    tol : float, default=1e-4
+        On the squared centroid shift, relative to the mean feature variance.
+    random_state : int, RandomState or None
+        An int is the library's seed: the same seed gives the same model on an adapter.
+    metric : {"euclidean", "cosine"}, default="euclidean"
+        "cosine" is spherical K-Means (unit rows and centroids, inertia Σ(1 − cos)).
+    oversampling_factor : float, default=2.0
+        k-means‖: candidates drawn per round, per cluster.
+    init_rounds : int, default=5
+        k-means‖ sampling rounds.
+    device : int, str or None
+        The adapter: an index into ``adapters()``, a part of its name, or None (the best).
+
+    Attributes
+    ----------
+    cluster_centers_, labels_, inertia_, n_iter_, n_features_in_, feature_names_in_
+    """
+
+    def __init__(
+        self,
+        n_clusters=8,
+        *,
+        init="k-means++",
+        n_init="auto",
+        max_iter=300,
+        tol=1e-4,
+        random_state=None,
+        metric="euclidean",
+        oversampling_factor=2.0,
+        init_rounds=5,
+        device=None,
+    ):
+        self.n_clusters = n_clusters
+        self.init = init
+        self.n_init = n_init
+        self.max_iter = max_iter
+        self.tol = tol
+        self.random_state = random_state
+        self.metric = metric
+        self.oversampling_factor = oversampling_factor
+        self.init_rounds = init_rounds
+        self.device = device
+
+    def fit(self, X, y=None, sample_weight=None):
+        """Clusters the rows of ``X`` (optionally weighted)."""
+        X = check_x(self, X, reset=True)
+        name, centroids = _init_args(self.init)
+        model = _core.kmeans_fit(
+            device(self.device),
+            as_f32(X),
+            check_weights(sample_weight, X),
+            n_clusters=self.n_clusters,
+            init=name,
+            init_centroids=centroids,
+            n_init=_n_init(self.n_init, self.init, 10),
+            max_iter=self.max_iter,
+            tol=self.tol,
+            seed=seed_of(self.random_state),
+            metric=self.metric,
+            oversampling=self.oversampling_factor,
+            rounds=self.init_rounds,
+        )
+        self._set_model(model, X.dtype)
+        self.n_iter_ = model.n_iter
+        return self
+
+
+class MiniBatchKMeans(_Centroids):
+    """Mini-batch K-Means (Sculley 2010, scikit-learn's variant) on the GPU.
+
+    Parameters
+    ----------
+    n_clusters : int, default=8
+    init : {"k-means++", "k-means||", "random"} or array of shape (n_clusters, n_features)
+    max_iter : int, default=100
+        Epochs over the data.
+    batch_size : int, default=1024
+    tol : float, default=0.0
+    max_no_improvement : int or None, default=10
+    init_size : int or None
+    n_init : "auto" or int, default="auto"
+        ("auto": 3 with random init, else 1).
+    reassignment_ratio : float, default=0.01
+    random_state : int, RandomState or None
+    device : int, str or None
+
+    ``partial_fit`` makes one step per batch; after unpickling it continues from
+    ``cluster_centers_`` (the running counts start again).
+    """
+
+    def __init__(
+        self,
+        n_clusters=8,
+        *,
+        init="k-means++",
+        max_iter=100,
+        batch_size=1024,
+        tol=0.0,
+        max_no_improvement=10,
+        init_size=None,
+        n_init="auto",
+        reassignment_ratio=0.01,
+        random_state=None,
+        device=None,
+    ):
+        self.n_clusters = n_clusters
+        self.init = init
+        self.max_iter = max_iter
+        self.batch_size = batch_size
+        self.tol = tol
+        self.max_no_improvement = max_no_improvement
+        self.init_size = init_size
+        self.n_init = n_init
+        self.reassignment_ratio = reassignment_ratio
+        self.random_state = random_state
+        self.device = device
+
+    def fit(self, X, y=None, sample_weight=None):
+        """Clusters the rows of ``X`` by mini-batch steps."""
+        X = check_x(self, X, reset=True)
+        name, centroids = _init_args(self.init)
+        model = _core.minibatch_kmeans_fit(
+            device(self.device),
+            as_f32(X),
+            check_weights(sample_weight, X),
+            n_clusters=self.n_clusters,
+            init=name,
+            init_centroids=centroids,
+            batch_size=self.batch_size,
+            max_iter=self.max_iter,
+            max_no_improvement=self.max_no_improvement,
+            reassignment_ratio=self.reassignment_ratio,
+            tol=self.tol,
+            n_init=_n_init(self.n_init, self.init, 3),
+            init_size=self.init_size,
+            seed=seed_of(self.random_state),
+        )
+        self._set_model(model, X.dtype)
+        self.n_iter_ = model.n_iter
+        self.n_steps_ = model.n_iter
+        self._partial = None
+        return self
+
+    def partial_fit(self, X, y=None, sample_weight=None):
+        """One mini-batch step on the rows of ``X`` (the first call also initialises)."""
+        first = not hasattr(self, "cluster_centers_")
+        X = check_x(self, X, reset=first)
+        if getattr(self, "_partial", None) is None:
+            if first:
+                name, centroids = _init_args(self.init)
+            else:
+                name, centroids = "given", self.cluster_centers_.astype(np.float64)
+            self._partial = _core.MiniBatchPartial(
+                n_clusters=self.n_clusters,
+                init=name,
+                init_centroids=centroids,
+                reassignment_ratio=self.reassignment_ratio,
+                n_init=_n_init(self.n_init, self.init, 3),
+                init_size=self.init_size,
+                seed=seed_of(self.random_state),
+            )
+        x = as_f32(X)
+        w = check_weights(sample_weight, X)
+        dev = device(self.device)
+        self._partial.partial_fit(dev, x, w)
+        self._set_model(self._partial.model(dev, x, w), X.dtype)
+        self.n_steps_ = self._partial.n_steps
+        return self
+
+    def __getstate__(self):
+        state = super().__getstate__()
+        state.pop("_partial", None)
+        return state
+
+
+class SpectralClustering(ClusterMixin, BaseEstimator):
+    """Spectral clustering on the GPU: an RBF or k-nearest-neighbour graph applied without
+    an N x N matrix, the normalised Laplacian's leading eigenvectors, K-Means on them.
+
+    Parameters
+    ----------
+    n_clusters : int, default=8
+    affinity : {"rbf", "nearest_neighbors"}, default="rbf"
+    gamma : float, default=1.0
+        RBF kernel coefficient.
+    n_neighbors : int, default=10
+        Neighbours of the k-NN graph (at most 64).
+    n_init : int, default=10
+        K-Means restarts on the embedding.
+    eigen_tol : float, default=1e-5
+    max_iter : int, default=3000
+        Eigen-solver iterations.
+    random_state : int, RandomState or None
+    device : int, str or None
+
+    Attributes
+    ----------
+    labels_, embedding_ (the spectral embedding), eigenvalues_, n_iter_, n_features_in_
+    """
+
+    def __init__(
+        self,
+        n_clusters=8,
+        *,
+        affinity="rbf",
+        gamma=1.0,
+        n_neighbors=10,
+        n_init=10,
+        eigen_tol=1e-5,
+        max_iter=3000,
+        random_state=None,
+        device=None,
+    ):
+        self.n_clusters = n_clusters
+        self.affinity = affinity
+        self.gamma = gamma
+        self.n_neighbors = n_neighbors
+        self.n_init = n_init
+        self.eigen_tol = eigen_tol
+        self.max_iter = max_iter
+        self.random_state = random_state
+        self.device = device
+
+    def fit(self, X, y=None):
+        """Clusters the rows of ``X``."""
+        X = check_x(self, X, reset=True)
+        labels, embedding, eigenvalues, n_iter = _core.spectral_fit(
+            device(self.device),
+            as_f32(X),
+            n_clusters=self.n_clusters,
+            affinity=self.affinity,
+            gamma=self.gamma,
+            n_neighbors=self.n_neighbors,
+            n_init=self.n_init,
+            seed=seed_of(self.random_state),
+            tol=self.eigen_tol,
+            max_iter=self.max_iter,
+        )
+        self.labels_ = labels
+        self.embedding_ = embedding
+        self.eigenvalues_ = eigenvalues
+        self.n_iter_ = n_iter
+        return self
+
+
+def kmeans_plusplus(X, n_clusters, *, sample_weight=None, random_state=None, device=None):
+    """Greedy k-means++ seeds of ``X`` on the GPU (scikit-learn's ``kmeans_plusplus``):
+    returns (centers, indices)."""
+    X = np.asarray(X)
+    if X.dtype not in (np.float32, np.float64):
+        X = X.astype(np.float64)
+    w = None if sample_weight is None else as_f32(np.asarray(sample_weight).ravel())
+    centers, indices = _core.kmeans_plusplus(
+        _core.device(device), as_f32(X), n_clusters, w, seed_of(random_state)
+    )
+    return centers.astype(X.dtype, copy=False), indices

@@ -1,0 +1,170 @@
+"""Gaussian mixtures fitted by EM on the GPU."""
+
+from __future__ import annotations
+
+import numpy as np
+from sklearn.base import BaseEstimator, DensityMixin
+from sklearn.utils import check_random_state
+from sklearn.utils.validation import check_is_fitted
+
+from . import _core
+from ._base import as_f32, check_weights, check_x, device, f64_or_none, seed_of
+
+__all__ = ["GaussianMixture"]
+
+
+def covariance_shape(covariance_type: str, k: int, d: int) -> tuple:
+    """scikit-learn's shape of the covariances (and precisions) of a covariance type."""
+    return {"full": (k, d, d), "tied": (d, d), "diag": (k, d), "spherical": (k,)}[covariance_type]
+
+
+class GaussianMixture(DensityMixin, BaseEstimator):
+    """A Gaussian mixture fitted by EM on the GPU (E-step and M-step sums on the device,
+    the small algebra in float64 on the host).
+
+    Parameters
+    ----------
+    n_components : int, default=1
+    covariance_type : {"full", "tied", "diag", "spherical"}, default="full"
+    tol : float, default=1e-3
+        On the change of the mean log-likelihood lower bound.
+    reg_covar : float, default=1e-6
+    max_iter : int, default=100
+    n_init : int, default=1
+    init_params : {"kmeans", "k-means++", "random", "random_from_data"}, default="kmeans"
+        "random_from_data" starts from ``n_components`` distinct rows drawn with
+        ``random_state`` as the means (one run: ``n_init`` does not apply to it).
+    weights_init, means_init, precisions_init : array or None
+        Given parts of the start, replacing those ``init_params`` computes.
+    random_state : int, RandomState or None
+    warm_start : bool, default=False
+        Start the next ``fit`` from this one's parameters.
+    device : int, str or None
+
+    Attributes
+    ----------
+    weights_, means_, covariances_, precisions_, precisions_cholesky_, converged_,
+    n_iter_, lower_bound_, lower_bounds_, n_features_in_
+    """
+
+    def __init__(
+        self,
+        n_components=1,
+        *,
+        covariance_type="full",
+        tol=1e-3,
+        reg_covar=1e-6,
+        max_iter=100,
+        n_init=1,
+        init_params="kmeans",
+        weights_init=None,
+        means_init=None,
+        precisions_init=None,
+        random_state=None,
+        warm_start=False,
+        device=None,
+    ):
+        self.n_components = n_components
+        self.covariance_type = covariance_type
+        self.tol = tol
+        self.reg_covar = reg_covar
+        self.max_iter = max_iter
+        self.n_init = n_init
+        self.init_params = init_params
+        self.weights_init = weights_init
+        self.means_init = means_init
+        self.precisions_init = precisions_init
+        self.random_state = random_state
+        self.warm_start = warm_start
+        self.device = device
+
+    def fit(self, X, y=None, sample_weight=None):
+        """Fits the mixture to the rows of ``X`` (optionally weighted)."""
+        self._fit(X, sample_weight)
+        return self
+
+    def fit_predict(self, X, y=None, sample_weight=None):
+        """Fits, then the most probable component of every row under the final
+        parameters."""
+        return self._fit(X, sample_weight).labels
+
+    def _fit(self, X, sample_weight):
+        X = check_x(self, X, reset=not (self.warm_start and hasattr(self, "_model")))
+        rows = None
+        if self.init_params == "random_from_data":
+            rng = check_random_state(self.random_state)
+            if isinstance(self.n_components, int) and 0 < self.n_components <= X.shape[0]:
+                rows = rng.choice(X.shape[0], size=self.n_components, replace=False).astype(np.int64)
+        model = _core.gmm_fit(
+            device(self.device),
+            as_f32(X),
+            check_weights(sample_weight, X),
+            n_components=self.n_components,
+            covariance_type=self.covariance_type,
+            tol=self.tol,
+            reg_covar=self.reg_covar,
+            max_iter=self.max_iter,
+            n_init=self.n_init,
+            init=self.init_params,
+            init_rows=rows,
+            weights_init=f64_or_none(self.weights_init),
+            means_init=f64_or_none(self.means_init),
+            precisions_init=f64_or_none(self.precisions_init),
+            warm_start=self._model if self.warm_start and hasattr(self, "_model") else None,
+            seed=seed_of(self.random_state),
+        )
+        self._set_model(model)
+        return model
+
+    def _set_model(self, model) -> None:
+        self._model = model
+        k, d = model.means.shape
+        shape = covariance_shape(model.covariance_type, k, d)
+        self.weights_ = model.weights
+        self.means_ = model.means
+        self.covariances_ = model.covariances.reshape(shape)
+        self.precisions_ = model.precisions.reshape(shape)
+        self.precisions_cholesky_ = model.precisions_cholesky.reshape(shape)
+        self.converged_ = model.converged
+        self.n_iter_ = model.n_iter
+        self.lower_bound_ = model.lower_bound
+
+    def _x(self, X):
+        check_is_fitted(self)
+        return as_f32(check_x(self, X, reset=False))
+
+    def predict(self, X):
+        """The most probable component of every row."""
+        x = self._x(X)
+        return self._model.predict(device(self.device), x)
+
+    def predict_proba(self, X):
+        """p(component | row), n_samples x n_components (rows sum to 1)."""
+        x = self._x(X)
+        return self._model.predict_proba(device(self.device), x).astype(np.float64)
+
+    def score_samples(self, X):
+        """log p(x) of every row."""
+        x = self._x(X)
+        return self._model.score_samples(device(self.device), x).astype(np.float64)
+
+    def score(self, X, y=None):
+        """Mean log-likelihood of the rows."""
+        x = self._x(X)
+        return self._model.score(device(self.device), x)
+
+    def bic(self, X):
+        """Bayesian information criterion on ``X`` (lower is better)."""
+        x = self._x(X)
+        return self._model.bic(device(self.device), x)
+
+    def aic(self, X):
+        """Akaike information criterion on ``X`` (lower is better)."""
+        x = self._x(X)
+        return self._model.aic(device(self.device), x)
+
+    def sample(self, n_samples=1):
+        """``n_samples`` draws from the mixture (grouped by component) and their
+        components, from ``random_state``."""
+        check_is_fitted(self)
+        return self._model.sample(n_samples, seed_of(self.random_state))
