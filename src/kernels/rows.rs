@@ -7,11 +7,11 @@ use bytemuck::{Pod, Zeroable};
 
 use super::ROW_WG_SIZE;
 use crate::error::{Error, Result};
-use crate::gpu::batch::{Batch, Grid};
+use crate::gpu::batch::{Batch, Bind, Grid};
 use crate::gpu::buffer::{Chunk, GpuMatrix};
 use crate::gpu::device_buffer::DeviceBuffer;
 use crate::gpu::profile::Work;
-use crate::gpu::shaders::{check_params, rows as wgsl};
+use crate::gpu::shaders::{check_params, rows as wgsl, EntryPoint};
 use crate::gpu::{Gpu, GpuInput, GpuVector};
 
 /// Twin of `RowsParams` in shaders/rows.wgsl.
@@ -132,6 +132,35 @@ impl GpuMatrix {
     }
 }
 
+/// One pass of `entry` over every value of `chunk` (rows of `d` features), reading the
+/// chunk and writing what it finds to `found`.
+fn scan_chunk(
+    gpu: &Gpu,
+    batch: &mut Batch<'_>,
+    entry: &'static EntryPoint,
+    chunk: &Chunk,
+    d: usize,
+    found: (&str, Bind<'_>),
+) -> Result<()> {
+    let values = chunk.n_rows * d;
+    let grid = element_grid(gpu, values as u64)?;
+    let params = RowsParams {
+        n_rows: chunk.n_rows as u32,
+        x_offset: chunk.x_offset,
+        d: d as u32,
+        grid_x: grid.x,
+        ..Zeroable::zeroed()
+    };
+    batch.dispatch(
+        entry,
+        &[],
+        &params,
+        &[("x", chunk.bind()), found],
+        grid,
+        Work::f32s(values as f64, values as f64),
+    )
+}
+
 /// The (row, column) of the first NaN or infinity in `m`, if any, found on the device.
 pub(crate) fn find_non_finite(gpu: &Gpu, m: &GpuMatrix) -> Result<Option<(usize, usize)>> {
     let d = m.n_features();
@@ -140,22 +169,8 @@ pub(crate) fn find_non_finite(gpu: &Gpu, m: &GpuMatrix) -> Result<Option<(usize,
         let mut handles = Vec::new();
         for chunk in m.chunks() {
             let first = DeviceBuffer::from_slice(gpu, "first non-finite", &[u32::MAX]);
-            let grid = element_grid(gpu, (chunk.n_rows * d) as u64)?;
-            let params = RowsParams {
-                n_rows: chunk.n_rows as u32,
-                x_offset: chunk.x_offset,
-                d: d as u32,
-                grid_x: grid.x,
-                ..Zeroable::zeroed()
-            };
-            batch.dispatch(
-                wgsl::FIND_NON_FINITE,
-                &[],
-                &params,
-                &[("x", chunk.bind()), ("first_non_finite", first.bind())],
-                grid,
-                Work::f32s((chunk.n_rows * d) as f64, (chunk.n_rows * d) as f64),
-            )?;
+            let found = ("first_non_finite", first.bind());
+            scan_chunk(gpu, &mut batch, wgsl::FIND_NON_FINITE, chunk, d, found)?;
             handles.push((chunk.row_start, batch.read_all(&first)));
         }
         let back = batch.finish()?;
@@ -223,21 +238,13 @@ pub(crate) fn max_abs(gpu: &Gpu, m: &GpuMatrix) -> Result<f32> {
     let bits = gpu.run_batch("finding the data's largest value", |batch| {
         let bits = DeviceBuffer::<u32>::zeroed(gpu, "largest |value|", 1);
         for chunk in m.chunks() {
-            let grid = element_grid(gpu, (chunk.n_rows * d) as u64)?;
-            let params = RowsParams {
-                n_rows: chunk.n_rows as u32,
-                x_offset: chunk.x_offset,
-                d: d as u32,
-                grid_x: grid.x,
-                ..Zeroable::zeroed()
-            };
-            batch.dispatch(
+            scan_chunk(
+                gpu,
+                batch,
                 wgsl::MAX_ABS,
-                &[],
-                &params,
-                &[("x", chunk.bind()), ("max_abs_bits", bits.bind())],
-                grid,
-                Work::f32s((chunk.n_rows * d) as f64, (chunk.n_rows * d) as f64),
+                chunk,
+                d,
+                ("max_abs_bits", bits.bind()),
             )?;
         }
         Ok(bits)

@@ -3,7 +3,7 @@
 //! answer of the unscaled data, in the caller's units, up to f32 rounding.
 
 use crate::common::stream::small_pieces;
-use crate::common::{gpu, max_rel_err, to_f64};
+use crate::common::{gpu, rel_err_at, times, to_f64};
 use wgpu_unsupervised::{
     datasets, metrics, GpuMatrix, KMeans, KMeansInit, KMeansModel, Matrix, MiniBatchKMeans,
     RowChunks,
@@ -16,10 +16,6 @@ const FACTORS: [f32; 3] = [1e-30, 1e20, 3.0];
 fn blobs(n: usize, d: usize, k: usize, seed: u64) -> (Vec<f32>, Vec<u32>) {
     let (x, labels, _) = datasets::make_blobs(n, d, k, 0.5, (-10.0, 10.0), seed).unwrap();
     (x, labels)
-}
-
-fn times(x: &[f32], c: f32) -> Vec<f32> {
-    x.iter().map(|v| v * c).collect()
 }
 
 /// The centroids of `model` in the numbering of `base`, after checking that both cluster
@@ -38,15 +34,6 @@ fn matched_centroids(model: &KMeansModel, base: &KMeansModel, what: &str) -> Vec
     }
     out
 }
-
-/// `a` (caller's units at factor c) against `b` (unscaled) times c^power.
-fn rel_err_at(a: &[f64], b: &[f64], c: f32, power: i32) -> f64 {
-    let cp = (c as f64).powi(power);
-    let b: Vec<f64> = b.iter().map(|v| v * cp).collect();
-    let floor = b.iter().fold(0.0f64, |m, v| m.max(v.abs())) * 1e-6;
-    max_rel_err(a, &b, floor)
-}
-
 #[test]
 fn kmeans_fits_do_not_depend_on_the_scale() {
     let gpu = gpu();

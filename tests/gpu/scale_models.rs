@@ -1,7 +1,7 @@
 //! Gaussian mixtures, PCA and the silhouette on data multiplied by 1e-30 and 1e20: the
 //! answers of the unscaled data in the caller's units, up to f32 rounding (issue 22).
 
-use crate::common::{gpu, max_rel_err, to_f64};
+use crate::common::{gpu, max_rel_err, rel_err_at, times, to_f64};
 use wgpu_unsupervised::pca::covariance;
 use wgpu_unsupervised::{
     datasets, metrics, Components, CovarianceType, GaussianMixture, GpuMatrix, IncrementalPca,
@@ -9,18 +9,6 @@ use wgpu_unsupervised::{
 };
 
 const FACTORS: [f32; 3] = [1e-30, 1e20, 0.25];
-
-fn times(x: &[f32], c: f32) -> Vec<f32> {
-    x.iter().map(|v| v * c).collect()
-}
-
-/// max relative error of `a` against `b` · c^power (floor: 1e-6 of the largest).
-fn rel_err_at(a: &[f64], b: &[f64], c: f32, power: i32) -> f64 {
-    let cp = (c as f64).powi(power);
-    let b: Vec<f64> = b.iter().map(|v| v * cp).collect();
-    let floor = b.iter().fold(0.0f64, |m, v| m.max(v.abs())) * 1e-6;
-    max_rel_err(a, &b, floor)
-}
 
 #[test]
 fn mixtures_do_not_depend_on_the_scale() {

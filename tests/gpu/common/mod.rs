@@ -48,3 +48,17 @@ pub fn via_json<T: serde::Serialize + serde::de::DeserializeOwned>(value: T) -> 
 pub fn via_json<T>(value: T) -> T {
     value
 }
+
+/// `x` times `c`, value by value.
+pub fn times(x: &[f32], c: f32) -> Vec<f32> {
+    x.iter().map(|v| v * c).collect()
+}
+
+/// max relative error of `a` against `b` times c^power (floor: 1e-6 of the largest): a
+/// result on data scaled by c against the unscaled one, in the scaled data's units.
+pub fn rel_err_at(a: &[f64], b: &[f64], c: f32, power: i32) -> f64 {
+    let cp = (c as f64).powi(power);
+    let b: Vec<f64> = b.iter().map(|v| v * cp).collect();
+    let floor = b.iter().fold(0.0f64, |m, v| m.max(v.abs())) * 1e-6;
+    max_rel_err(a, &b, floor)
+}
