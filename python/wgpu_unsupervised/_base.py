@@ -1,4 +1,5 @@
-"""Helpers shared by the estimators: devices, seeds, and the arrays handed to the library.
+"""Helpers shared by the estimators: devices, seeds, the arrays handed to the library, and
+the fitted model's methods on checked rows (``OnDevice``).
 
 The estimators convert and call; the algorithms, their parameter checks and the checks of
 the data (finite values, shapes, counts) are the Rust library's. scikit-learn's
