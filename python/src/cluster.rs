@@ -9,7 +9,8 @@ use wgpu_unsupervised::{
 };
 
 use crate::convert::{
-    array1, array2, from_json, labels_array, matrix, to_json, values, Labels, OrPy, Rows,
+    array1, array2, from_json, labels_array, on_rows, on_weighted_rows, reduce_json, to_json,
+    Labels, OrPy, Rows,
 };
 use crate::device::Device;
 
@@ -33,6 +34,28 @@ pub fn kmeans_init(
         },
         other => other,
     })
+}
+
+/// The library's K-Means parameters from the wrapper's (the metric, which only the
+/// single-process fit takes, aside).
+#[allow(clippy::too_many_arguments)]
+pub fn kmeans_params(
+    n_clusters: usize,
+    init: &str,
+    init_centroids: Option<PyReadonlyArray2<'_, f64>>,
+    n_init: usize,
+    max_iter: usize,
+    tol: f64,
+    seed: u64,
+    oversampling: f64,
+    rounds: usize,
+) -> PyResult<KMeans> {
+    Ok(KMeans::new(n_clusters)
+        .init(kmeans_init(init, init_centroids, oversampling, rounds)?)
+        .n_init(n_init)
+        .max_iter(max_iter)
+        .tol(tol)
+        .seed(seed))
 }
 
 /// A fitted K-Means model (the library's `KMeansModel`).
@@ -80,8 +103,7 @@ impl KMeansFit {
         device: &Device,
         x: PyReadonlyArray2<'py, f32>,
     ) -> PyResult<Bound<'py, PyArray1<i64>>> {
-        let x = matrix(&x)?;
-        let labels = py.detach(|| self.model.predict(device.gpu, &x)).or_py()?;
+        let labels = on_rows(py, &x, |x| self.model.predict(device.gpu, x))?;
         Ok(labels_array(py, &labels))
     }
 
@@ -92,10 +114,8 @@ impl KMeansFit {
         device: &Device,
         x: PyReadonlyArray2<'py, f32>,
     ) -> PyResult<Bound<'py, PyArray2<f32>>> {
-        let x = matrix(&x)?;
-        let k = self.model.k();
-        let d = py.detach(|| self.model.transform(device.gpu, &x)).or_py()?;
-        array2(py, d, k)
+        let d = on_rows(py, &x, |x| self.model.transform(device.gpu, x))?;
+        array2(py, d, self.model.k())
     }
 
     /// −Σ‖x − c‖² of the rows (higher is better).
@@ -105,8 +125,7 @@ impl KMeansFit {
         device: &Device,
         x: PyReadonlyArray2<'_, f32>,
     ) -> PyResult<f64> {
-        let x = matrix(&x)?;
-        py.detach(|| self.model.score(device.gpu, &x)).or_py()
+        on_rows(py, &x, |x| self.model.score(device.gpu, x))
     }
 
     /// The model as the library's JSON (without training labels).
@@ -123,8 +142,7 @@ impl KMeansFit {
     }
 
     fn __reduce__(&self, py: Python<'_>) -> PyResult<(Py<PyAny>, (String,))> {
-        let cls = py.get_type::<Self>().getattr("from_json")?;
-        Ok((cls.unbind(), (self.to_json()?,)))
+        reduce_json::<Self>(py, self.to_json()?)
     }
 }
 
@@ -149,21 +167,22 @@ fn kmeans_fit(
     oversampling: f64,
     rounds: usize,
 ) -> PyResult<KMeansFit> {
-    let params = KMeans::new(n_clusters)
-        .init(kmeans_init(init, init_centroids, oversampling, rounds)?)
-        .n_init(n_init)
-        .max_iter(max_iter)
-        .tol(tol)
-        .seed(seed)
-        .metric(metric.parse().or_py()?);
-    let x = matrix(&x)?;
-    let w = sample_weight.as_ref().map(values).transpose()?;
-    let model = py
-        .detach(|| match w {
-            None => params.fit(device.gpu, &x),
-            Some(w) => params.fit_weighted(device.gpu, &x, w),
-        })
-        .or_py()?;
+    let params = kmeans_params(
+        n_clusters,
+        init,
+        init_centroids,
+        n_init,
+        max_iter,
+        tol,
+        seed,
+        oversampling,
+        rounds,
+    )?
+    .metric(metric.parse().or_py()?);
+    let model = on_weighted_rows(py, &x, sample_weight.as_ref(), |x, w| match w {
+        None => params.fit(device.gpu, x),
+        Some(w) => params.fit_weighted(device.gpu, x, w),
+    })?;
     Ok(KMeansFit { model })
 }
 
@@ -177,14 +196,13 @@ fn kmeans_plusplus<'py>(
     sample_weight: Option<PyReadonlyArray1<'py, f32>>,
     seed: u64,
 ) -> PyResult<(Rows<'py, f32>, Labels<'py>)> {
-    let x = matrix(&x)?;
-    let w = sample_weight.as_ref().map(values).transpose()?;
     let params = KMeans::new(n_clusters).seed(seed);
-    let (centers, idx) = py
-        .detach(|| params.kmeans_plusplus(device.gpu, &x, w))
-        .or_py()?;
+    let (centers, idx, d) = on_weighted_rows(py, &x, sample_weight.as_ref(), |x, w| {
+        let (centers, idx) = params.kmeans_plusplus(device.gpu, x, w)?;
+        Ok((centers, idx, x.n_features()))
+    })?;
     let idx: Vec<i64> = idx.iter().map(|&i| i as i64).collect();
-    Ok((array2(py, centers, x.n_features())?, array1(py, idx)))
+    Ok((array2(py, centers, d)?, array1(py, idx)))
 }
 
 /// The library's mini-batch parameters from the wrapper's.
@@ -247,14 +265,10 @@ fn minibatch_kmeans_fit(
         init_size,
         seed,
     );
-    let x = matrix(&x)?;
-    let w = sample_weight.as_ref().map(values).transpose()?;
-    let model = py
-        .detach(|| match w {
-            None => params.fit(device.gpu, &x),
-            Some(w) => params.fit_weighted(device.gpu, &x, w),
-        })
-        .or_py()?;
+    let model = on_weighted_rows(py, &x, sample_weight.as_ref(), |x, w| match w {
+        None => params.fit(device.gpu, x),
+        Some(w) => params.fit_weighted(device.gpu, x, w),
+    })?;
     Ok(KMeansFit { model })
 }
 
@@ -304,14 +318,11 @@ impl MiniBatchPartial {
         x: PyReadonlyArray2<'_, f32>,
         sample_weight: Option<PyReadonlyArray1<'_, f32>>,
     ) -> PyResult<()> {
-        let x = matrix(&x)?;
-        let w = sample_weight.as_ref().map(values).transpose()?;
         let inner = &mut self.inner;
-        py.detach(|| match w {
-            None => inner.partial_fit(device.gpu, &x),
-            Some(w) => inner.partial_fit_weighted(device.gpu, &x, w),
+        on_weighted_rows(py, &x, sample_weight.as_ref(), |x, w| match w {
+            None => inner.partial_fit(device.gpu, x),
+            Some(w) => inner.partial_fit_weighted(device.gpu, x, w),
         })
-        .or_py()
     }
 
     /// The model of the centroids so far, labels and inertia of `x`.
@@ -322,14 +333,10 @@ impl MiniBatchPartial {
         x: PyReadonlyArray2<'_, f32>,
         sample_weight: Option<PyReadonlyArray1<'_, f32>>,
     ) -> PyResult<KMeansFit> {
-        let x = matrix(&x)?;
-        let w = sample_weight.as_ref().map(values).transpose()?;
-        let model = py
-            .detach(|| match w {
-                None => self.inner.model(device.gpu, &x),
-                Some(w) => self.inner.model_weighted(device.gpu, &x, w),
-            })
-            .or_py()?;
+        let model = on_weighted_rows(py, &x, sample_weight.as_ref(), |x, w| match w {
+            None => self.inner.model(device.gpu, x),
+            Some(w) => self.inner.model_weighted(device.gpu, x, w),
+        })?;
         Ok(KMeansFit { model })
     }
 
@@ -384,9 +391,8 @@ fn spectral_fit<'py>(
         .seed(seed)
         .tol(tol)
         .max_iter(max_iter);
-    let x = matrix(&x)?;
-    let model = py.detach(|| params.fit(device.gpu, &x)).or_py()?;
-    let width = model.embedding().len() / x.n_rows().max(1);
+    let (model, n) = on_rows(py, &x, |x| Ok((params.fit(device.gpu, x)?, x.n_rows())))?;
+    let width = model.embedding().len() / n.max(1);
     Ok((
         labels_array(py, model.labels()),
         array2(py, model.embedding().to_vec(), width.max(1))?,

@@ -1,5 +1,6 @@
-//! Conversions between NumPy arrays and the library's views, and the library's errors as
-//! Python exceptions.
+//! Conversions between NumPy arrays and the library's views, the library's errors as
+//! Python exceptions, and the one way every binding runs the library on an array: the view
+//! checked, the GIL released while the library works, its error mapped.
 
 use numpy::{
     IntoPyArray, PyArray1, PyArray2, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2,
@@ -66,6 +67,49 @@ pub fn matrix<'a>(x: &'a PyReadonlyArray2<'_, f32>) -> PyResult<Matrix<'a>> {
     Matrix::new(values, d).or_py()
 }
 
+/// `f` on the matrix view of `x`, with the GIL released while it runs; the library's error
+/// as a Python exception.
+pub fn on_rows<T, F>(py: Python<'_>, x: &PyReadonlyArray2<'_, f32>, f: F) -> PyResult<T>
+where
+    T: Send,
+    F: FnOnce(&Matrix<'_>) -> wgpu_unsupervised::Result<T> + Send,
+{
+    let x = matrix(x)?;
+    py.detach(|| f(&x)).or_py()
+}
+
+/// As [`on_rows`], with the optional per-row weights (`None`: unweighted).
+pub fn on_weighted_rows<T, F>(
+    py: Python<'_>,
+    x: &PyReadonlyArray2<'_, f32>,
+    sample_weight: Option<&PyReadonlyArray1<'_, f32>>,
+    f: F,
+) -> PyResult<T>
+where
+    T: Send,
+    F: FnOnce(&Matrix<'_>, Option<&[f32]>) -> wgpu_unsupervised::Result<T> + Send,
+{
+    let x = matrix(x)?;
+    let w = sample_weight.map(values).transpose()?;
+    py.detach(|| f(&x, w)).or_py()
+}
+
+/// As [`on_rows`], with the rows' labels (int64 codes 0..k).
+pub fn on_labelled_rows<T, F>(
+    py: Python<'_>,
+    x: &PyReadonlyArray2<'_, f32>,
+    labels: &PyReadonlyArray1<'_, i64>,
+    f: F,
+) -> PyResult<T>
+where
+    T: Send,
+    F: FnOnce(&Matrix<'_>, &[u32]) -> wgpu_unsupervised::Result<T> + Send,
+{
+    let x = matrix(x)?;
+    let labels = labels_from(labels, "labels")?;
+    py.detach(|| f(&x, &labels)).or_py()
+}
+
 /// The values of a 1-D array (weights, labels), contiguous.
 pub fn values<'a, T: numpy::Element>(v: &'a PyReadonlyArray1<'_, T>) -> PyResult<&'a [T]> {
     v.as_slice()
@@ -113,6 +157,20 @@ pub fn labels_from(v: &PyReadonlyArray1<'_, i64>, what: &str) -> PyResult<Vec<u3
 /// A model as the library's serde JSON (models pickle through it).
 pub fn to_json<T: serde::Serialize>(value: &T) -> PyResult<String> {
     serde_json::to_string(value).map_err(|e| PyValueError::new_err(e.to_string()))
+}
+
+/// An optional float64 vector (given parts of a start) as owned values, in its logical order.
+pub fn vector(v: Option<PyReadonlyArray1<'_, f64>>) -> Option<Vec<f64>> {
+    v.map(|a| a.as_array().iter().copied().collect())
+}
+
+/// `__reduce__` of a model class `T` pickled as the library's JSON: `(T.from_json, (json,))`.
+pub fn reduce_json<T: pyo3::PyTypeInfo>(
+    py: Python<'_>,
+    json: String,
+) -> PyResult<(Py<PyAny>, (String,))> {
+    let cls = py.get_type::<T>().getattr("from_json")?;
+    Ok((cls.unbind(), (json,)))
 }
 
 /// A model from the library's serde JSON; every model is validated as it is read.

@@ -6,7 +6,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use wgpu_unsupervised::{Components, Pca, PcaModel, PcaMoments};
 
-use crate::convert::{array1, array2, from_json, matrix, to_json, OrPy};
+use crate::convert::{array1, array2, from_json, matrix, on_rows, reduce_json, to_json, OrPy};
 use crate::device::Device;
 
 /// `n_components` as the library's `Components`: an int, a float fraction in (0, 1),
@@ -77,6 +77,13 @@ pub struct PcaFit {
     pub model: PcaModel,
 }
 
+impl PcaFit {
+    /// The values of the kept components of a per-axis vector of the model.
+    fn kept<'py>(&self, py: Python<'py>, per_axis: &[f64]) -> Bound<'py, PyArray1<f64>> {
+        array1(py, per_axis[..self.model.n_components()].to_vec())
+    }
+}
+
 #[pymethods]
 impl PcaFit {
     /// Principal axes, n_components x d.
@@ -91,26 +98,17 @@ impl PcaFit {
 
     #[getter]
     fn explained_variance<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<f64>> {
-        array1(
-            py,
-            self.model.explained_variance()[..self.model.n_components()].to_vec(),
-        )
+        self.kept(py, self.model.explained_variance())
     }
 
     #[getter]
     fn explained_variance_ratio<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<f64>> {
-        array1(
-            py,
-            self.model.explained_variance_ratio()[..self.model.n_components()].to_vec(),
-        )
+        self.kept(py, self.model.explained_variance_ratio())
     }
 
     #[getter]
     fn singular_values<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<f64>> {
-        array1(
-            py,
-            self.model.singular_values()[..self.model.n_components()].to_vec(),
-        )
+        self.kept(py, self.model.singular_values())
     }
 
     #[getter]
@@ -145,8 +143,7 @@ impl PcaFit {
         device: &Device,
         x: PyReadonlyArray2<'py, f32>,
     ) -> PyResult<Bound<'py, PyArray2<f32>>> {
-        let x = matrix(&x)?;
-        let z = py.detach(|| self.model.transform(device.gpu, &x)).or_py()?;
+        let z = on_rows(py, &x, |x| self.model.transform(device.gpu, x))?;
         array2(py, z, self.model.n_components())
     }
 
@@ -156,10 +153,7 @@ impl PcaFit {
         device: &Device,
         z: PyReadonlyArray2<'py, f32>,
     ) -> PyResult<Bound<'py, PyArray2<f32>>> {
-        let z = matrix(&z)?;
-        let x = py
-            .detach(|| self.model.inverse_transform(device.gpu, &z))
-            .or_py()?;
+        let x = on_rows(py, &z, |z| self.model.inverse_transform(device.gpu, z))?;
         array2(py, x, self.model.n_features())
     }
 
@@ -169,8 +163,7 @@ impl PcaFit {
         py: Python<'py>,
         x: PyReadonlyArray2<'py, f32>,
     ) -> PyResult<Bound<'py, PyArray1<f64>>> {
-        let x = matrix(&x)?;
-        let s = py.detach(|| self.model.score_samples(&x)).or_py()?;
+        let s = on_rows(py, &x, |x| self.model.score_samples(x))?;
         Ok(array1(py, s))
     }
 
@@ -196,8 +189,7 @@ impl PcaFit {
     }
 
     fn __reduce__(&self, py: Python<'_>) -> PyResult<(Py<PyAny>, (String,))> {
-        let cls = py.get_type::<Self>().getattr("from_json")?;
-        Ok((cls.unbind(), (self.to_json()?,)))
+        reduce_json::<Self>(py, self.to_json()?)
     }
 }
 
@@ -243,8 +235,7 @@ impl Moments {
     /// The moments of the rows of `x` (one pass on the device; the full d x d co-moment).
     #[staticmethod]
     fn of(py: Python<'_>, device: &Device, x: PyReadonlyArray2<'_, f32>) -> PyResult<Self> {
-        let x = matrix(&x)?;
-        let moments = py.detach(|| PcaMoments::of(device.gpu, &x, true)).or_py()?;
+        let moments = on_rows(py, &x, |x| PcaMoments::of(device.gpu, x, true))?;
         Ok(Self { moments })
     }
 

@@ -2,8 +2,8 @@
 //!
 //! A thin layer over the `wgpu-unsupervised` crate: every function converts its arguments
 //! (NumPy arrays of float32 in C order, which the Python side prepares, copying only when
-//! needed), releases the GIL while the library and the GPU work (`Python::detach`), and
-//! converts the results back. Parameters and data are validated by the library; its errors
+//! needed), releases the GIL while the library and the GPU work (`Python::detach`, through
+//! `convert::on_rows` and its siblings), and converts the results back. Parameters and data are validated by the library; its errors
 //! arrive as `ValueError` (bad input) or `RuntimeError` (the device) with its message.
 //!
 //! Modules: `device` (adapters and the per-process devices), `cluster` (K-Means,

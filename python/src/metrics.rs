@@ -7,7 +7,7 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use wgpu_unsupervised::metrics::{self, AverageMethod};
 
-use crate::convert::{array1, labels_from, matrix, OrPy};
+use crate::convert::{array1, labels_from, on_labelled_rows, OrPy};
 use crate::device::Device;
 
 fn average(name: &str) -> PyResult<AverageMethod> {
@@ -33,11 +33,9 @@ fn silhouette<'py>(
     sample_size: Option<usize>,
     seed: u64,
 ) -> PyResult<(f64, Bound<'py, PyArray1<i64>>, Bound<'py, PyArray1<f64>>)> {
-    let x = matrix(&x)?;
-    let labels = labels_from(&labels, "labels")?;
-    let s = py
-        .detach(|| metrics::silhouette(device.gpu, &x, &labels, sample_size, seed))
-        .or_py()?;
+    let s = on_labelled_rows(py, &x, &labels, |x, labels| {
+        metrics::silhouette(device.gpu, x, labels, sample_size, seed)
+    })?;
     let rows = s.rows.iter().map(|&r| r as i64).collect();
     Ok((s.score, array1(py, rows), array1(py, s.samples)))
 }
@@ -69,10 +67,7 @@ fn calinski_harabasz(
     x: PyReadonlyArray2<'_, f32>,
     labels: PyReadonlyArray1<'_, i64>,
 ) -> PyResult<f64> {
-    let x = matrix(&x)?;
-    let labels = labels_from(&labels, "labels")?;
-    py.detach(|| metrics::calinski_harabasz(&x, &labels))
-        .or_py()
+    on_labelled_rows(py, &x, &labels, metrics::calinski_harabasz)
 }
 
 #[pyfunction]
@@ -81,9 +76,7 @@ fn davies_bouldin(
     x: PyReadonlyArray2<'_, f32>,
     labels: PyReadonlyArray1<'_, i64>,
 ) -> PyResult<f64> {
-    let x = matrix(&x)?;
-    let labels = labels_from(&labels, "labels")?;
-    py.detach(|| metrics::davies_bouldin(&x, &labels)).or_py()
+    on_labelled_rows(py, &x, &labels, metrics::davies_bouldin)
 }
 
 /// agreement(name, labels_true, labels_pred, average_method, beta) -> float
@@ -131,9 +124,7 @@ fn inertia(
     x: PyReadonlyArray2<'_, f32>,
     labels: PyReadonlyArray1<'_, i64>,
 ) -> PyResult<f64> {
-    let x = matrix(&x)?;
-    let labels = labels_from(&labels, "labels")?;
-    py.detach(|| metrics::inertia(&x, &labels)).or_py()
+    on_labelled_rows(py, &x, &labels, metrics::inertia)
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {

@@ -7,7 +7,8 @@ use wgpu_unsupervised::gmm::{estimate_gaussian_parameters, InitialParameters};
 use wgpu_unsupervised::{CovarianceType, GaussianMixture, GaussianMixtureModel, GmmInit};
 
 use crate::convert::{
-    array1, array2, from_json, labels_array, matrix, to_json, values, Labels, OrPy, Rows,
+    array1, array2, from_json, labels_array, on_rows, on_weighted_rows, reduce_json, to_json,
+    values, vector, Labels, OrPy, Rows,
 };
 use crate::device::Device;
 
@@ -16,12 +17,6 @@ use crate::device::Device;
 #[pyclass(frozen, module = "wgpu_unsupervised._core")]
 pub struct GmmFit {
     pub model: GaussianMixtureModel,
-}
-
-fn vector(v: Option<PyReadonlyArray1<'_, f64>>) -> PyResult<Option<Vec<f64>>> {
-    v.as_ref()
-        .map(|a| values(a).map(<[f64]>::to_vec))
-        .transpose()
 }
 
 #[pymethods]
@@ -93,8 +88,7 @@ impl GmmFit {
         device: &Device,
         x: PyReadonlyArray2<'py, f32>,
     ) -> PyResult<Bound<'py, PyArray1<i64>>> {
-        let x = matrix(&x)?;
-        let labels = py.detach(|| self.model.predict(device.gpu, &x)).or_py()?;
+        let labels = on_rows(py, &x, |x| self.model.predict(device.gpu, x))?;
         Ok(labels_array(py, &labels))
     }
 
@@ -104,10 +98,7 @@ impl GmmFit {
         device: &Device,
         x: PyReadonlyArray2<'py, f32>,
     ) -> PyResult<Bound<'py, PyArray2<f32>>> {
-        let x = matrix(&x)?;
-        let p = py
-            .detach(|| self.model.predict_proba(device.gpu, &x))
-            .or_py()?;
+        let p = on_rows(py, &x, |x| self.model.predict_proba(device.gpu, x))?;
         array2(py, p, self.model.k())
     }
 
@@ -117,10 +108,7 @@ impl GmmFit {
         device: &Device,
         x: PyReadonlyArray2<'py, f32>,
     ) -> PyResult<Bound<'py, PyArray1<f32>>> {
-        let x = matrix(&x)?;
-        let s = py
-            .detach(|| self.model.score_samples(device.gpu, &x))
-            .or_py()?;
+        let s = on_rows(py, &x, |x| self.model.score_samples(device.gpu, x))?;
         Ok(array1(py, s))
     }
 
@@ -130,18 +118,15 @@ impl GmmFit {
         device: &Device,
         x: PyReadonlyArray2<'_, f32>,
     ) -> PyResult<f64> {
-        let x = matrix(&x)?;
-        py.detach(|| self.model.score(device.gpu, &x)).or_py()
+        on_rows(py, &x, |x| self.model.score(device.gpu, x))
     }
 
     fn bic(&self, py: Python<'_>, device: &Device, x: PyReadonlyArray2<'_, f32>) -> PyResult<f64> {
-        let x = matrix(&x)?;
-        py.detach(|| self.model.bic(device.gpu, &x)).or_py()
+        on_rows(py, &x, |x| self.model.bic(device.gpu, x))
     }
 
     fn aic(&self, py: Python<'_>, device: &Device, x: PyReadonlyArray2<'_, f32>) -> PyResult<f64> {
-        let x = matrix(&x)?;
-        py.detach(|| self.model.aic(device.gpu, &x)).or_py()
+        on_rows(py, &x, |x| self.model.aic(device.gpu, x))
     }
 
     /// n samples (float64, grouped by component) and their components.
@@ -170,8 +155,7 @@ impl GmmFit {
     }
 
     fn __reduce__(&self, py: Python<'_>) -> PyResult<(Py<PyAny>, (String,))> {
-        let cls = py.get_type::<Self>().getattr("from_json")?;
-        Ok((cls.unbind(), (self.to_json()?,)))
+        reduce_json::<Self>(py, self.to_json()?)
     }
 }
 
@@ -275,9 +259,9 @@ fn gmm_fit(
         } else {
             init
         },
-        vector(weights_init)?,
-        vector(means_init)?,
-        vector(precisions_init)?,
+        vector(weights_init),
+        vector(means_init),
+        vector(precisions_init),
         seed,
     )?;
     if let Some(previous) = warm_start {
@@ -295,23 +279,19 @@ fn gmm_fit(
                 .collect()
         })
         .transpose()?;
-    let x = matrix(&x)?;
-    let w = sample_weight.as_ref().map(values).transpose()?;
     let gpu = device.gpu;
-    let model = py
-        .detach(|| {
-            let mut params = params;
-            if let (Some(rows), None) = (&rows, warm_start) {
-                params.validate(x.n_rows(), x.n_features())?;
-                let start = from_rows(gpu, &x, rows, params.covariance_type, params.reg_covar)?;
-                params = params.init(GmmInit::Given(start));
-            }
-            match w {
-                None => params.fit(gpu, &x),
-                Some(w) => params.fit_weighted(gpu, &x, w),
-            }
-        })
-        .or_py()?;
+    let model = on_weighted_rows(py, &x, sample_weight.as_ref(), |x, w| {
+        let mut params = params;
+        if let (Some(rows), None) = (&rows, warm_start) {
+            params.validate(x.n_rows(), x.n_features())?;
+            let start = from_rows(gpu, x, rows, params.covariance_type, params.reg_covar)?;
+            params = params.init(GmmInit::Given(start));
+        }
+        match w {
+            None => params.fit(gpu, x),
+            Some(w) => params.fit_weighted(gpu, x, w),
+        }
+    })?;
     Ok(GmmFit { model })
 }
 

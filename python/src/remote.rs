@@ -16,10 +16,10 @@ use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use wgpu_unsupervised::gmm::{GmmReply, GmmRequest, RemoteGaussianMixture};
 use wgpu_unsupervised::kmeans::{KMeansReply, KMeansRequest, RemoteKMeans};
-use wgpu_unsupervised::{Error, KMeans, Result};
+use wgpu_unsupervised::{Error, Result};
 
-use crate::cluster::{kmeans_init, KMeansFit};
-use crate::convert::{array1, array2, to_py};
+use crate::cluster::{kmeans_params, KMeansFit};
+use crate::convert::{array1, array2, to_py, vector};
 use crate::mixture::{mixture_params, GmmFit};
 use crate::session::encode;
 
@@ -33,6 +33,24 @@ struct Bridge {
 }
 
 impl Bridge {
+    /// The library's remote fit `fit` over partitions of `sizes` rows of `d` features
+    /// reached through the Python bridge `obj`, with the GIL released; the fit's result, or
+    /// the bridge's own exception when it raised one.
+    fn fit<T, F>(py: Python<'_>, obj: Py<PyAny>, sizes: Vec<usize>, d: usize, fit: F) -> PyResult<T>
+    where
+        T: Send,
+        F: FnOnce(&mut Bridge) -> Result<T> + Send,
+    {
+        let mut bridge = Bridge {
+            obj,
+            sizes,
+            d,
+            error: None,
+        };
+        let result = py.detach(|| fit(&mut bridge));
+        result.map_err(|e| bridge.error.take().unwrap_or_else(|| to_py(e)))
+    }
+
     /// Keeps a Python exception and gives the library an error that stops the fit.
     fn fail(&mut self, e: PyErr) -> Error {
         let reason = format!("the engine failed: {e}");
@@ -107,14 +125,6 @@ impl RemoteGaussianMixture for Bridge {
     }
 }
 
-/// The fit's result, or the bridge's own exception when it raised one.
-fn finish<T>(bridge: &mut Bridge, result: Result<T>) -> PyResult<T> {
-    match result {
-        Ok(v) => Ok(v),
-        Err(e) => Err(bridge.error.take().unwrap_or_else(|| to_py(e))),
-    }
-}
-
 /// kmeans_fit_remote(bridge, sizes, d, *, ...) -> KMeansFit
 ///
 /// K-Means over partitions of `sizes` rows of `d` features reached through `bridge`.
@@ -136,22 +146,19 @@ fn kmeans_fit_remote(
     oversampling: f64,
     rounds: usize,
 ) -> PyResult<KMeansFit> {
-    let params = KMeans::new(n_clusters)
-        .init(kmeans_init(init, init_centroids, oversampling, rounds)?)
-        .n_init(n_init)
-        .max_iter(max_iter)
-        .tol(tol)
-        .seed(seed);
-    let mut bridge = Bridge {
-        obj: bridge,
-        sizes,
-        d,
-        error: None,
-    };
-    let result = py.detach(|| params.fit_remote(&mut bridge));
-    Ok(KMeansFit {
-        model: finish(&mut bridge, result)?,
-    })
+    let params = kmeans_params(
+        n_clusters,
+        init,
+        init_centroids,
+        n_init,
+        max_iter,
+        tol,
+        seed,
+        oversampling,
+        rounds,
+    )?;
+    let model = Bridge::fit(py, bridge, sizes, d, |b| params.fit_remote(b))?;
+    Ok(KMeansFit { model })
 }
 
 /// gmm_fit_remote(bridge, sizes, d, *, ...) -> GmmFit
@@ -178,9 +185,6 @@ fn gmm_fit_remote(
     precisions_init: Option<PyReadonlyArray1<'_, f64>>,
     seed: u64,
 ) -> PyResult<GmmFit> {
-    let vector = |v: Option<PyReadonlyArray1<'_, f64>>| -> Option<Vec<f64>> {
-        v.map(|a| a.as_array().iter().copied().collect())
-    };
     let params = mixture_params(
         n_components,
         covariance_type,
@@ -194,16 +198,8 @@ fn gmm_fit_remote(
         vector(precisions_init),
         seed,
     )?;
-    let mut bridge = Bridge {
-        obj: bridge,
-        sizes,
-        d,
-        error: None,
-    };
-    let result = py.detach(|| params.fit_remote(&mut bridge));
-    Ok(GmmFit {
-        model: finish(&mut bridge, result)?,
-    })
+    let model = Bridge::fit(py, bridge, sizes, d, |b| params.fit_remote(b))?;
+    Ok(GmmFit { model })
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {

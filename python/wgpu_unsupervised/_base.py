@@ -1,4 +1,5 @@
-"""Helpers shared by the estimators: devices, seeds, and the arrays handed to the library.
+"""Helpers shared by the estimators: devices, seeds, the arrays handed to the library, and
+the fitted model's methods on checked rows (``OnDevice``).
 
 The estimators convert and call; the algorithms, their parameter checks and the checks of
 the data (finite values, shapes, counts) are the Rust library's. scikit-learn's
@@ -12,7 +13,7 @@ import numbers
 
 import numpy as np
 from sklearn.utils import check_random_state
-from sklearn.utils.validation import _check_sample_weight, validate_data
+from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
 from . import _core
 
@@ -69,3 +70,16 @@ def f64_or_none(x) -> np.ndarray | None:
     if x is None:
         return None
     return np.ascontiguousarray(np.asarray(x, dtype=np.float64).ravel())
+
+
+class OnDevice:
+    """What the single-process estimators share once fitted: the library model's methods
+    (``self._model``) on the device ``self.device`` names."""
+
+    def _on_model(self, method: str, X, *, keep_dtype: bool = False):
+        """The fitted model's ``method`` on the rows of ``X`` (checked against the fit), in
+        the dtype of ``X`` with ``keep_dtype``."""
+        check_is_fitted(self)
+        X = check_x(self, X, reset=False)
+        out = getattr(self._model, method)(device(self.device), as_f32(X))
+        return out.astype(X.dtype, copy=False) if keep_dtype else out

@@ -9,15 +9,14 @@ from sklearn.base import (
     ClusterMixin,
     TransformerMixin,
 )
-from sklearn.utils.validation import check_is_fitted
 
 from . import _core
-from ._base import as_f32, check_weights, check_x, device, seed_of
+from ._base import OnDevice, as_f32, check_weights, check_x, device, seed_of
 
 __all__ = ["KMeans", "MiniBatchKMeans", "SpectralClustering", "kmeans_plusplus"]
 
 
-def _init_args(init):
+def init_args(init):
     """(name, centroids): a named initialisation, or given centroids as float64."""
     if isinstance(init, str):
         return init, None
@@ -30,8 +29,30 @@ def _n_init(n_init, init, auto_random: int) -> int:
     return n_init
 
 
-class _Centroids(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, BaseEstimator):
-    """What K-Means and mini-batch K-Means share once fitted."""
+class _Centroids(
+    OnDevice, ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin, BaseEstimator
+):
+    """What K-Means and mini-batch K-Means share: the fit's common arguments and what they
+    do once fitted."""
+
+    def _fit(self, fit, X, sample_weight, **params):
+        """``fit`` (a fit of the extension) on the rows of ``X``, with the arguments both
+        estimators have and ``params``; the model's attributes set."""
+        X = check_x(self, X, reset=True)
+        name, centroids = init_args(self.init)
+        model = fit(
+            device(self.device),
+            as_f32(X),
+            check_weights(sample_weight, X),
+            n_clusters=self.n_clusters,
+            init=name,
+            init_centroids=centroids,
+            seed=seed_of(self.random_state),
+            **params,
+        )
+        self._set_model(model, X.dtype)
+        self.n_iter_ = model.n_iter
+        return model
 
     def _set_model(self, model, dtype) -> None:
         self._model = model
@@ -42,16 +63,12 @@ class _Centroids(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin
 
     def predict(self, X):
         """Index of the nearest centroid of every row."""
-        check_is_fitted(self)
-        X = check_x(self, X, reset=False)
-        return self._model.predict(device(self.device), as_f32(X))
+        return self._on_model("predict", X)
 
     def transform(self, X):
         """Distances from every row to every centroid (n_samples x n_clusters), in the
         dtype of ``X``."""
-        check_is_fitted(self)
-        X = check_x(self, X, reset=False)
-        return self._model.transform(device(self.device), as_f32(X)).astype(X.dtype, copy=False)
+        return self._on_model("transform", X, keep_dtype=True)
 
     def fit_transform(self, X, y=None, sample_weight=None):
         """Fits, then the distances of the rows to the centroids."""
@@ -59,9 +76,7 @@ class _Centroids(ClassNamePrefixFeaturesOutMixin, TransformerMixin, ClusterMixin
 
     def score(self, X, y=None):
         """Opposite of the K-Means objective of ``X`` (higher is better)."""
-        check_is_fitted(self)
-        X = check_x(self, X, reset=False)
-        return self._model.score(device(self.device), as_f32(X))
+        return self._on_model("score", X)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -126,25 +141,17 @@ class KMeans(_Centroids):
 
     def fit(self, X, y=None, sample_weight=None):
         """Clusters the rows of ``X`` (optionally weighted)."""
-        X = check_x(self, X, reset=True)
-        name, centroids = _init_args(self.init)
-        model = _core.kmeans_fit(
-            device(self.device),
-            as_f32(X),
-            check_weights(sample_weight, X),
-            n_clusters=self.n_clusters,
-            init=name,
-            init_centroids=centroids,
+        self._fit(
+            _core.kmeans_fit,
+            X,
+            sample_weight,
             n_init=_n_init(self.n_init, self.init, 10),
             max_iter=self.max_iter,
             tol=self.tol,
-            seed=seed_of(self.random_state),
             metric=self.metric,
             oversampling=self.oversampling_factor,
             rounds=self.init_rounds,
         )
-        self._set_model(model, X.dtype)
-        self.n_iter_ = model.n_iter
         return self
 
 
@@ -200,15 +207,10 @@ class MiniBatchKMeans(_Centroids):
 
     def fit(self, X, y=None, sample_weight=None):
         """Clusters the rows of ``X`` by mini-batch steps."""
-        X = check_x(self, X, reset=True)
-        name, centroids = _init_args(self.init)
-        model = _core.minibatch_kmeans_fit(
-            device(self.device),
-            as_f32(X),
-            check_weights(sample_weight, X),
-            n_clusters=self.n_clusters,
-            init=name,
-            init_centroids=centroids,
+        model = self._fit(
+            _core.minibatch_kmeans_fit,
+            X,
+            sample_weight,
             batch_size=self.batch_size,
             max_iter=self.max_iter,
             max_no_improvement=self.max_no_improvement,
@@ -216,10 +218,7 @@ class MiniBatchKMeans(_Centroids):
             tol=self.tol,
             n_init=_n_init(self.n_init, self.init, 3),
             init_size=self.init_size,
-            seed=seed_of(self.random_state),
         )
-        self._set_model(model, X.dtype)
-        self.n_iter_ = model.n_iter
         self.n_steps_ = model.n_iter
         self._partial = None
         return self
@@ -230,7 +229,7 @@ class MiniBatchKMeans(_Centroids):
         X = check_x(self, X, reset=first)
         if getattr(self, "_partial", None) is None:
             if first:
-                name, centroids = _init_args(self.init)
+                name, centroids = init_args(self.init)
             else:
                 name, centroids = "given", self.cluster_centers_.astype(np.float64)
             self._partial = _core.MiniBatchPartial(

@@ -39,8 +39,10 @@ from sklearn.base import BaseEstimator, ClusterMixin, DensityMixin, TransformerM
 from sklearn.utils.validation import check_is_fitted
 
 from . import _core
-from ._base import as_f32, f64_or_none, seed_of
-from .mixture import covariance_shape
+from ._base import as_f32, seed_of
+from .cluster import init_args
+from .decomposition import PcaMixin, pca_params
+from .mixture import MixtureMixin
 
 __all__ = ["KMeans", "PCA", "GaussianMixture", "release_sessions"]
 
@@ -130,6 +132,12 @@ def release_sessions(client=None, keys=None) -> dict:
 # --- client side ---------------------------------------------------------------------
 
 
+def _worker_names(client) -> list[str]:
+    """The names of the client's workers, sorted (a worker's position among them is its
+    index when its name is not a number)."""
+    return sorted(str(w["name"]) for w in client.scheduler_info()["workers"].values())
+
+
 def _rows(X) -> da.Array:
     """``X`` as a float32 dask array with one chunk along the features, persisted."""
     if not isinstance(X, da.Array):
@@ -158,7 +166,7 @@ class _Bridge:
         self.sizes = [sizes[i] for i in kept]
         self.d = int(self.X.shape[1])
         self.devices = devices
-        self.names = sorted(str(w["name"]) for w in client.scheduler_info()["workers"].values())
+        self.names = _worker_names(client)
         self.retries = retries
         self.rounds = 0
 
@@ -208,6 +216,20 @@ class _Distributed(BaseEstimator):
         self.n_features_in_ = bridge.d
         return bridge
 
+    def _fit_remote(self, X, fit, **params):
+        """The library's remote ``fit`` (``kmeans_fit_remote``, ``gmm_fit_remote``) over the
+        partitions of ``X`` with ``params``; the sessions released, the training labels (a
+        dask array chunked as ``X``) and the rounds of requests set."""
+        bridge = self._bridge(X)
+        try:
+            model = fit(bridge, bridge.sizes, bridge.d, **params)
+        finally:
+            bridge.release()
+        self._model = model
+        self.labels_ = da.from_array(model.labels, chunks=(bridge.X.chunks[0],))
+        self.n_rounds_ = bridge.rounds
+        return model
+
     def _map(self, X, method, dtype, width):
         """``method`` of the fitted model on every block of ``X``: a dask array."""
         check_is_fitted(self)
@@ -219,8 +241,7 @@ class _Distributed(BaseEstimator):
             )
         names = None
         if self.devices is None:
-            client = self.client or get_client()
-            names = sorted(str(w["name"]) for w in client.scheduler_info()["workers"].values())
+            names = _worker_names(self.client or get_client())
         kw = dict(dtype=dtype, meta=np.empty((0,) * (1 if width is None else 2), dtype=dtype))
         args = (self._model, method, width, dtype, self.devices, names)
         if width is None:
@@ -285,34 +306,23 @@ class KMeans(ClusterMixin, _Distributed):
 
     def fit(self, X, y=None):
         """Clusters the rows of the dask array ``X``."""
-        bridge = self._bridge(X)
-        if isinstance(self.init, str):
-            name, centroids = self.init, None
-        else:
-            name, centroids = "given", np.ascontiguousarray(np.asarray(self.init, dtype=np.float64))
-        try:
-            model = _core.kmeans_fit_remote(
-                bridge,
-                bridge.sizes,
-                bridge.d,
-                n_clusters=self.n_clusters,
-                init=name,
-                init_centroids=centroids,
-                n_init=self.n_init,
-                max_iter=self.max_iter,
-                tol=self.tol,
-                seed=seed_of(self.random_state),
-                oversampling=self.oversampling_factor,
-                rounds=self.init_max_iter,
-            )
-        finally:
-            bridge.release()
-        self._model = model
+        name, centroids = init_args(self.init)
+        model = self._fit_remote(
+            X,
+            _core.kmeans_fit_remote,
+            n_clusters=self.n_clusters,
+            init=name,
+            init_centroids=centroids,
+            n_init=self.n_init,
+            max_iter=self.max_iter,
+            tol=self.tol,
+            seed=seed_of(self.random_state),
+            oversampling=self.oversampling_factor,
+            rounds=self.init_max_iter,
+        )
         self.cluster_centers_ = model.cluster_centers
-        self.labels_ = da.from_array(model.labels, chunks=(bridge.X.chunks[0],))
         self.inertia_ = model.inertia
         self.n_iter_ = model.n_iter
-        self.n_rounds_ = bridge.rounds
         return self
 
     def predict(self, X):
@@ -324,7 +334,7 @@ class KMeans(ClusterMixin, _Distributed):
         return self._map(X, "transform", np.float32, self.n_clusters)
 
 
-class PCA(TransformerMixin, _Distributed):
+class PCA(PcaMixin, TransformerMixin, _Distributed):
     """PCA over a dask.array: one map (each partition's count, mean and co-moment), one
     merge (Chan's formulas, float64, partition order), the eigen-problem on a worker.
 
@@ -364,24 +374,8 @@ class PCA(TransformerMixin, _Distributed):
         """Fits the principal axes of the rows of the dask array ``X``."""
         bridge = self._bridge(X)
         parts = bridge.map_blocks(_moments)
-        params = dict(
-            n_components=self.n_components,
-            whiten=self.whiten,
-            solver=self.solver,
-            tol=self.tol,
-            max_iter=self.max_iter,
-            seed=seed_of(self.random_state),
-        )
-        model = bridge.submit(_pca_fit, list(parts), params)
-        self._model = model
-        self.components_ = model.components
-        self.explained_variance_ = model.explained_variance
-        self.explained_variance_ratio_ = model.explained_variance_ratio
-        self.singular_values_ = model.singular_values
-        self.mean_ = model.mean
-        self.noise_variance_ = model.noise_variance
-        self.n_components_ = model.n_components
-        self.n_samples_ = model.n_samples
+        model = bridge.submit(_pca_fit, list(parts), pca_params(self))
+        self._set_model(model)
         return self
 
     def transform(self, X):
@@ -392,7 +386,7 @@ class PCA(TransformerMixin, _Distributed):
         return self.fit(X).transform(X)
 
 
-class GaussianMixture(DensityMixin, _Distributed):
+class GaussianMixture(MixtureMixin, DensityMixin, _Distributed):
     """A Gaussian mixture over a dask.array: each EM iteration one map (the partitions'
     E-step statistics) and one merge on the client.
 
@@ -441,39 +435,8 @@ class GaussianMixture(DensityMixin, _Distributed):
 
     def fit(self, X, y=None):
         """Fits the mixture to the rows of the dask array ``X``."""
-        bridge = self._bridge(X)
-        try:
-            model = _core.gmm_fit_remote(
-                bridge,
-                bridge.sizes,
-                bridge.d,
-                n_components=self.n_components,
-                covariance_type=self.covariance_type,
-                tol=self.tol,
-                reg_covar=self.reg_covar,
-                max_iter=self.max_iter,
-                n_init=self.n_init,
-                init=self.init_params,
-                weights_init=f64_or_none(self.weights_init),
-                means_init=f64_or_none(self.means_init),
-                precisions_init=f64_or_none(self.precisions_init),
-                seed=seed_of(self.random_state),
-            )
-        finally:
-            bridge.release()
-        self._model = model
-        k, d = model.means.shape
-        shape = covariance_shape(model.covariance_type, k, d)
-        self.weights_ = model.weights
-        self.means_ = model.means
-        self.covariances_ = model.covariances.reshape(shape)
-        self.precisions_ = model.precisions.reshape(shape)
-        self.precisions_cholesky_ = model.precisions_cholesky.reshape(shape)
-        self.converged_ = model.converged
-        self.n_iter_ = model.n_iter
-        self.lower_bound_ = model.lower_bound
-        self.labels_ = da.from_array(model.labels, chunks=(bridge.X.chunks[0],))
-        self.n_rounds_ = bridge.rounds
+        model = self._fit_remote(X, _core.gmm_fit_remote, **self._em_params())
+        self._set_model(model)
         return self
 
     def predict(self, X):

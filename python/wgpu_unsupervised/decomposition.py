@@ -9,15 +9,28 @@ from sklearn.utils import check_array
 from sklearn.utils.validation import check_is_fitted
 
 from . import _core
-from ._base import FLOAT_DTYPES, as_f32, check_x, device, seed_of
+from ._base import FLOAT_DTYPES, OnDevice, as_f32, check_x, device, seed_of
 
 __all__ = ["PCA", "IncrementalPCA"]
 
 
-class _Projection(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
-    """What PCA and incremental PCA share once fitted."""
+def pca_params(estimator) -> dict:
+    """The keyword arguments of a PCA fit (``pca_fit``, ``Moments.fit``) from the
+    estimator's parameters (PCA's and the Dask PCA's)."""
+    return dict(
+        n_components=estimator.n_components,
+        whiten=estimator.whiten,
+        solver=estimator.solver,
+        tol=estimator.tol,
+        max_iter=estimator.max_iter,
+        seed=seed_of(estimator.random_state),
+    )
 
-    def _set_model(self, model, dtype) -> None:
+
+class PcaMixin:
+    """What every PCA (single-process, incremental, Dask) sets from the library's model."""
+
+    def _set_model(self, model, dtype=np.float64) -> None:
         self._model = model
         self.components_ = model.components.astype(dtype, copy=False)
         self.explained_variance_ = model.explained_variance
@@ -27,15 +40,22 @@ class _Projection(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimat
         self.noise_variance_ = model.noise_variance
         self.n_components_ = model.n_components
         self.n_samples_ = model.n_samples
+
+
+class _Projection(
+    OnDevice, PcaMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
+):
+    """What PCA and incremental PCA share once fitted."""
+
+    def _set_model(self, model, dtype) -> None:
+        super()._set_model(model, dtype)
         self.n_iter_ = model.n_iter
         self._n_features_out = model.n_components
 
     def transform(self, X):
         """The rows projected on the principal axes (whitened with ``whiten``), in the
         dtype of ``X``."""
-        check_is_fitted(self)
-        X = check_x(self, X, reset=False)
-        return self._model.transform(device(self.device), as_f32(X)).astype(X.dtype, copy=False)
+        return self._on_model("transform", X, keep_dtype=True)
 
     def inverse_transform(self, X):
         """Rows in the original space from their projections."""
@@ -116,16 +136,7 @@ class PCA(_Projection):
     def fit(self, X, y=None):
         """Fits the principal axes of the rows of ``X``."""
         X = check_x(self, X, reset=True, ensure_min_samples=2)
-        model = _core.pca_fit(
-            device(self.device),
-            as_f32(X),
-            n_components=self.n_components,
-            whiten=self.whiten,
-            solver=self.solver,
-            tol=self.tol,
-            max_iter=self.max_iter,
-            seed=seed_of(self.random_state),
-        )
+        model = _core.pca_fit(device(self.device), as_f32(X), **pca_params(self))
         self._set_model(model, X.dtype)
         return self
 

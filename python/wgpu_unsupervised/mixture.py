@@ -8,7 +8,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
 from . import _core
-from ._base import as_f32, check_weights, check_x, device, f64_or_none, seed_of
+from ._base import OnDevice, as_f32, check_weights, check_x, device, f64_or_none, seed_of
 
 __all__ = ["GaussianMixture"]
 
@@ -18,7 +18,41 @@ def covariance_shape(covariance_type: str, k: int, d: int) -> tuple:
     return {"full": (k, d, d), "tied": (d, d), "diag": (k, d), "spherical": (k,)}[covariance_type]
 
 
-class GaussianMixture(DensityMixin, BaseEstimator):
+class MixtureMixin:
+    """What the single-process and the Dask mixtures share: the library's EM parameters
+    from the estimator's, and the fitted attributes from the library's model."""
+
+    def _em_params(self) -> dict:
+        """The keyword arguments of ``gmm_fit`` and ``gmm_fit_remote`` that both take."""
+        return dict(
+            n_components=self.n_components,
+            covariance_type=self.covariance_type,
+            tol=self.tol,
+            reg_covar=self.reg_covar,
+            max_iter=self.max_iter,
+            n_init=self.n_init,
+            init=self.init_params,
+            weights_init=f64_or_none(self.weights_init),
+            means_init=f64_or_none(self.means_init),
+            precisions_init=f64_or_none(self.precisions_init),
+            seed=seed_of(self.random_state),
+        )
+
+    def _set_model(self, model) -> None:
+        self._model = model
+        k, d = model.means.shape
+        shape = covariance_shape(model.covariance_type, k, d)
+        self.weights_ = model.weights
+        self.means_ = model.means
+        self.covariances_ = model.covariances.reshape(shape)
+        self.precisions_ = model.precisions.reshape(shape)
+        self.precisions_cholesky_ = model.precisions_cholesky.reshape(shape)
+        self.converged_ = model.converged
+        self.n_iter_ = model.n_iter
+        self.lower_bound_ = model.lower_bound
+
+
+class GaussianMixture(OnDevice, MixtureMixin, DensityMixin, BaseEstimator):
     """A Gaussian mixture fitted by EM on the GPU (E-step and M-step sums on the device,
     the small algebra in float64 on the host).
 
@@ -99,69 +133,36 @@ class GaussianMixture(DensityMixin, BaseEstimator):
             device(self.device),
             as_f32(X),
             check_weights(sample_weight, X),
-            n_components=self.n_components,
-            covariance_type=self.covariance_type,
-            tol=self.tol,
-            reg_covar=self.reg_covar,
-            max_iter=self.max_iter,
-            n_init=self.n_init,
-            init=self.init_params,
             init_rows=rows,
-            weights_init=f64_or_none(self.weights_init),
-            means_init=f64_or_none(self.means_init),
-            precisions_init=f64_or_none(self.precisions_init),
             warm_start=self._model if self.warm_start and hasattr(self, "_model") else None,
-            seed=seed_of(self.random_state),
+            **self._em_params(),
         )
         self._set_model(model)
         return model
 
-    def _set_model(self, model) -> None:
-        self._model = model
-        k, d = model.means.shape
-        shape = covariance_shape(model.covariance_type, k, d)
-        self.weights_ = model.weights
-        self.means_ = model.means
-        self.covariances_ = model.covariances.reshape(shape)
-        self.precisions_ = model.precisions.reshape(shape)
-        self.precisions_cholesky_ = model.precisions_cholesky.reshape(shape)
-        self.converged_ = model.converged
-        self.n_iter_ = model.n_iter
-        self.lower_bound_ = model.lower_bound
-
-    def _x(self, X):
-        check_is_fitted(self)
-        return as_f32(check_x(self, X, reset=False))
-
     def predict(self, X):
         """The most probable component of every row."""
-        x = self._x(X)
-        return self._model.predict(device(self.device), x)
+        return self._on_model("predict", X)
 
     def predict_proba(self, X):
         """p(component | row), n_samples x n_components (rows sum to 1)."""
-        x = self._x(X)
-        return self._model.predict_proba(device(self.device), x).astype(np.float64)
+        return self._on_model("predict_proba", X).astype(np.float64)
 
     def score_samples(self, X):
         """log p(x) of every row."""
-        x = self._x(X)
-        return self._model.score_samples(device(self.device), x).astype(np.float64)
+        return self._on_model("score_samples", X).astype(np.float64)
 
     def score(self, X, y=None):
         """Mean log-likelihood of the rows."""
-        x = self._x(X)
-        return self._model.score(device(self.device), x)
+        return self._on_model("score", X)
 
     def bic(self, X):
         """Bayesian information criterion on ``X`` (lower is better)."""
-        x = self._x(X)
-        return self._model.bic(device(self.device), x)
+        return self._on_model("bic", X)
 
     def aic(self, X):
         """Akaike information criterion on ``X`` (lower is better)."""
-        x = self._x(X)
-        return self._model.aic(device(self.device), x)
+        return self._on_model("aic", X)
 
     def sample(self, n_samples=1):
         """``n_samples`` draws from the mixture (grouped by component) and their
