@@ -47,9 +47,9 @@ pub trait RowSource: Sync {
         gather_rows(self, indices)
     }
 
-    /// The largest |value| of the rows when the source knows it without a pass (a matrix in
-    /// memory scans its values); `None` otherwise, and the fits take it from the first rows
-    /// ([`Scaled::of`]).
+    /// The largest |value| of the rows when the source holds them in memory (a matrix scans
+    /// its values); `None` otherwise, and the fits take it from the first rows (as
+    /// `Scaled::of` does).
     fn max_abs(&self) -> Option<f32> {
         None
     }
