@@ -9,7 +9,7 @@
 //!
 //! | bench | operation profiled | entry points |
 //! |---|---|---|
-//! | `assign` | `KMeansModel::predict` | `assign_nearest_centroid*` |
+//! | `assign` | `KMeansModel::predict` | `assign_*`, `centroid_shift`, `centroid_prep` |
 //! | `centroid-update` | one Lloyd iteration | `accumulate_cluster_partials`, its folds |
 //! | `covariance` | `Pca::fit`, full solver | column moments, `gram_partials`, their folds |
 //! | `gmm-estep` | `GaussianMixtureModel::score` | `mahalanobis_*`, `normalize_responsibilities` |
@@ -87,7 +87,11 @@ impl KernelBench {
     /// Whether an entry point belongs to this step.
     fn owns(self, entry: &str) -> bool {
         match self {
-            KernelBench::Assign => entry.starts_with("assign_nearest_centroid"),
+            KernelBench::Assign => {
+                entry.starts_with("assign_")
+                    || entry == "centroid_shift"
+                    || entry == "centroid_prep"
+            }
             KernelBench::CentroidUpdate => {
                 entry == "accumulate_cluster_partials" || entry.starts_with("sum_partial_columns")
             }

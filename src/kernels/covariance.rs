@@ -109,10 +109,11 @@ pub(crate) fn gram_partials(
 }
 
 /// The buffer behind a binding and the byte offset the binding starts at.
-fn buffer_of<'a>(bind: Bind<'a>) -> (&'a wgpu::Buffer, u64) {
+fn buffer_of<'a>(bind: Bind<'a>) -> Option<(&'a wgpu::Buffer, u64)> {
     match bind {
-        Bind::Whole(buffer) => (buffer, 0),
-        Bind::Range(buffer, offset, _) => (buffer, offset),
+        Bind::Whole(buffer) => Some((buffer, 0)),
+        Bind::Range(buffer, offset, _) => Some((buffer, offset)),
+        Bind::Texture(_) => None,
     }
 }
 
@@ -127,10 +128,8 @@ fn gram_variant(
     block_rows: usize,
     upper_only: bool,
 ) -> Result<&'static str> {
-    let copyable = buffer_of(a.bind)
-        .0
-        .usage()
-        .contains(wgpu::BufferUsages::COPY_SRC);
+    let copyable =
+        buffer_of(a.bind).is_some_and(|(b, _)| b.usage().contains(wgpu::BufferUsages::COPY_SRC));
     if a.cols > SLICE_VALUES || !copyable {
         return Ok(wgsl::GRAM_PARTIALS.name);
     }
@@ -227,7 +226,9 @@ fn record_gram_uniform(
     out: &GramBlocks<'_>,
 ) -> Result<()> {
     let (block_rows, block_offset, upper_only) = (out.block_rows, out.block_offset, out.upper_only);
-    let (a_buffer, a_base) = buffer_of(a.bind);
+    let Some((a_buffer, a_base)) = buffer_of(a.bind) else {
+        return Err(crate::Error::Gpu("gram operands are buffers".into()));
+    };
     let slice_rows = (SLICE_VALUES / a.cols).min(block_rows).max(1);
     let slice = gpu.uniform_buffer("gram slice", 4 * SLICE_VALUES as u64);
     let n_iblocks = a.cols.div_ceil(GRAM_IB);
