@@ -11,7 +11,7 @@
 //! |---|---|---|
 //! | `assign` | `KMeansModel::predict` | `assign_*`, `centroid_shift`, `centroid_prep` |
 //! | `centroid-update` | one Lloyd iteration | `accumulate_cluster_partials`, its folds |
-//! | `covariance` | `Pca::fit`, full solver | column moments, `gram_partials`, their folds |
+//! | `covariance` | `Pca::fit`, full solver | column moments, `gram_*`, their folds |
 //! | `gmm-estep` | `GaussianMixtureModel::score` | `mahalanobis_*`, `normalize_responsibilities` |
 //! | `gmm-mstep` | one EM iteration | `weighted_*`, their folds |
 //!
@@ -97,7 +97,7 @@ impl KernelBench {
             }
             KernelBench::Covariance => {
                 entry == "column_moments"
-                    || entry.starts_with("gram_partials")
+                    || entry.starts_with("gram_")
                     || entry.starts_with("sum_partial_columns")
             }
             KernelBench::GmmEstep => {

@@ -2,6 +2,7 @@
 
 use bytemuck::{Pod, Zeroable};
 
+use super::tiles::cpu_like;
 use super::{feature_wg_size, FEATURE_WG_SIZE};
 use crate::error::Result;
 use crate::gpu::batch::Batch;
@@ -9,6 +10,7 @@ use crate::gpu::buffer::Chunk;
 use crate::gpu::device_buffer::DeviceBuffer;
 use crate::gpu::profile::Work;
 use crate::gpu::shaders::{centroid_update as wgsl, check_params};
+use crate::gpu::texture::FlatTexture;
 use crate::gpu::Gpu;
 
 /// Twin of `AccumulateParams` in shaders/centroid_update.wgsl.
@@ -22,18 +24,18 @@ pub(crate) struct AccumulateParams {
     block_rows: u32,
     block_offset: u32,
     grid_x: u32,
-    in_workgroup_memory: u32,
     weighted: u32,
-    _pad0: u32,
-    _pad1: u32,
-    _pad2: u32,
+    slice_width: u32,
+    n_slices: u32,
+    range_k: u32,
+    n_ranges: u32,
 }
 
 const _: () = check_params::<AccumulateParams>(wgsl::ENTRY_POINTS);
 
-/// Largest K x D accumulated in workgroup memory (`SHARED_SUMS` in the shader).
+/// Values of one workgroup's sums (`SHARED_SUMS` in the shader).
 const SHARED_SUMS: usize = wgsl::SHARED_SUMS as usize;
-/// Largest K accumulated in workgroup memory (`SHARED_CLUSTERS` in the shader).
+/// Clusters of one workgroup's range (`SHARED_CLUSTERS` in the shader).
 const SHARED_CLUSTERS: usize = wgsl::SHARED_CLUSTERS as usize;
 
 /// What the update reads for one chunk of rows: the assignment's results and the centroids
@@ -68,31 +70,102 @@ pub(crate) struct ClusterPartials<'a> {
     pub sq_dist: &'a DeviceBuffer<f32>,
 }
 
+/// Flat textures of a chunk's rows and of the centroids, for the texture variant
+/// (CPU-like adapters): the caller's mirror of the rows (see
+/// [`AssignScratch::with_update_textures`](super::assign_scratch::AssignScratch::with_update_textures)).
+pub(crate) struct UpdateTextures<'a> {
+    /// The chunk's rows from its first value.
+    pub rows: &'a FlatTexture,
+    /// K x D values, into which [`accumulate_cluster_partials`] copies the old centroids.
+    pub centroids: &'a FlatTexture,
+}
+
+/// How a workgroup's share is cut: features per slice and clusters per range.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Slicing {
+    /// Features per slice (a multiple of 4 for the texture variant).
+    pub slice_width: usize,
+    /// Clusters per range.
+    pub range_k: usize,
+}
+
+impl Slicing {
+    /// Equal slices of at most 256 features (1024 with texels, four a lane) and as many
+    /// clusters as the workgroup memory holds beside them.
+    pub(crate) fn for_shape(d: usize, k: usize, texels: bool) -> Self {
+        let max_width = if texels { 1024 } else { 256 };
+        let d = d.max(1);
+        let mut slice_width = d.div_ceil(d.div_ceil(max_width));
+        if texels {
+            slice_width = slice_width.next_multiple_of(4);
+        }
+        let range_k = k.min(SHARED_SUMS / slice_width).min(SHARED_CLUSTERS).max(1);
+        Self {
+            slice_width,
+            range_k,
+        }
+    }
+
+    /// Whether the shader's workgroup memory holds a range's sums.
+    pub(crate) fn fits(self) -> bool {
+        self.slice_width >= 1
+            && self.range_k >= 1
+            && self.range_k <= SHARED_CLUSTERS
+            && self.range_k * self.slice_width <= SHARED_SUMS
+    }
+
+    /// Workgroups per block.
+    fn per_block(self, d: usize, k: usize) -> usize {
+        d.div_ceil(self.slice_width) * k.div_ceil(self.range_k)
+    }
+}
+
 /// Records the per-block cluster statistics of `chunk`, each row weighted by its weight when
-/// the rows are weighted. The partial buffers must have been cleared.
+/// the rows are weighted: on CPU-like adapters from the flat textures when given and D is a
+/// multiple of 4 (the same bits), else from the storage buffers.
 pub(crate) fn accumulate_cluster_partials(
     gpu: &Gpu,
     batch: &mut Batch<'_>,
     chunk: &Chunk,
     rows: &Assigned<'_>,
     out: &ClusterPartials<'_>,
+    textures: Option<&UpdateTextures<'_>>,
 ) -> Result<()> {
-    accumulate_cluster_partials_at(gpu, batch, chunk, rows, out, feature_wg_size(rows.d))
+    let (d, k) = (rows.d, rows.k);
+    let texels = textures.filter(|t| {
+        d.is_multiple_of(4)
+            && cpu_like(gpu)
+            && t.centroids.len() == k * d
+            && t.rows.len() >= chunk.n_rows * d
+    });
+    let slicing = Slicing::for_shape(d, k, texels.is_some());
+    let lanes = feature_wg_size(if texels.is_some() {
+        slicing.slice_width / 4
+    } else {
+        slicing.slice_width
+    });
+    if let Some(t) = texels {
+        batch.copy_to_texture(rows.old_centroids.raw(), 0, t.centroids);
+    }
+    accumulate_cluster_partials_at(gpu, batch, chunk, rows, out, (slicing, lanes), texels)
 }
 
-/// [`accumulate_cluster_partials`] with workgroups of `wg_size`, any of
-/// [`feature_wg_sizes`](super::feature_wg_sizes): the tests run each.
+/// [`accumulate_cluster_partials`] with `slicing` and workgroups of `wg_size` (any of
+/// [`feature_wg_sizes`](super::feature_wg_sizes)): the tests run each.
 pub(super) fn accumulate_cluster_partials_at(
     gpu: &Gpu,
     batch: &mut Batch<'_>,
     chunk: &Chunk,
     rows: &Assigned<'_>,
     out: &ClusterPartials<'_>,
-    wg_size: u32,
+    (slicing, wg_size): (Slicing, u32),
+    textures: Option<&UpdateTextures<'_>>,
 ) -> Result<()> {
     let (d, k, block_rows) = (rows.d, rows.k, out.block_rows);
+    assert!(slicing.fits(), "{slicing:?} exceeds the workgroup memory");
     let weights = rows.weights;
-    let grid = gpu.grid(chunk.n_rows.div_ceil(block_rows) as u64)?;
+    let n_blocks = chunk.n_rows.div_ceil(block_rows);
+    let grid = gpu.grid((n_blocks * slicing.per_block(d, k)) as u64)?;
     let params = AccumulateParams {
         n_rows: chunk.n_rows as u32,
         x_offset: chunk.x_offset,
@@ -101,35 +174,46 @@ pub(super) fn accumulate_cluster_partials_at(
         block_rows: block_rows as u32,
         block_offset: out.block_offset as u32,
         grid_x: grid.x,
-        in_workgroup_memory: (k * d <= SHARED_SUMS && k <= SHARED_CLUSTERS) as u32,
         weighted: weights.is_some() as u32,
-        _pad0: 0,
-        _pad1: 0,
-        _pad2: 0,
+        slice_width: slicing.slice_width as u32,
+        n_slices: d.div_ceil(slicing.slice_width) as u32,
+        range_k: slicing.range_k as u32,
+        n_ranges: k.div_ceil(slicing.range_k) as u32,
+    };
+    // x − old centroid and a sum per value; rows, labels and distances read once, every
+    // block's partials written once.
+    let work = Work::f32s(
+        2.0 * (chunk.n_rows * d) as f64,
+        (chunk.n_rows * (d + 2 + weights.is_some() as usize) + k * d + n_blocks * k * (d + 3))
+            as f64,
+    );
+    let mut binds = vec![
+        ("labels", rows.labels.bind()),
+        ("min_sq_dist", rows.min_sq_dist.bind()),
+        // Unweighted: never read; the distances stand in (read-only, no allocation).
+        ("weights", weights.unwrap_or(rows.min_sq_dist).bind()),
+        ("partial_sums", out.sums.bind()),
+        ("partial_counts", out.counts.bind()),
+        ("partial_sq_dist", out.sq_dist.bind()),
+    ];
+    let entry = match textures {
+        Some(t) => {
+            binds.push(("x_texels", t.rows.bind()));
+            binds.push(("centroid_texels", t.centroids.bind()));
+            wgsl::ACCUMULATE_CLUSTER_PARTIALS_TEXTURE
+        }
+        None => {
+            binds.push(("x", chunk.bind()));
+            binds.push(("old_centroids", rows.old_centroids.bind()));
+            wgsl::ACCUMULATE_CLUSTER_PARTIALS
+        }
     };
     batch.dispatch(
-        wgsl::ACCUMULATE_CLUSTER_PARTIALS,
+        entry,
         &[(FEATURE_WG_SIZE, wg_size)],
         &params,
-        &[
-            ("x", chunk.bind()),
-            ("labels", rows.labels.bind()),
-            ("min_sq_dist", rows.min_sq_dist.bind()),
-            // Unweighted: never read; the distances stand in (read-only, no allocation).
-            ("weights", weights.unwrap_or(rows.min_sq_dist).bind()),
-            ("old_centroids", rows.old_centroids.bind()),
-            ("partial_sums", out.sums.bind()),
-            ("partial_counts", out.counts.bind()),
-            ("partial_sq_dist", out.sq_dist.bind()),
-        ],
+        &binds,
         grid,
-        // x − old centroid and a sum per value; rows, labels and distances read once, every
-        // block's partials written once.
-        Work::f32s(
-            2.0 * (chunk.n_rows * d) as f64,
-            (chunk.n_rows * (d + 2 + weights.is_some() as usize)
-                + k * d
-                + chunk.n_rows.div_ceil(block_rows) * k * (d + 3)) as f64,
-        ),
+        work,
     )
 }

@@ -267,9 +267,11 @@ impl<'a> Workspace<'a> {
                     counts: &self.partial_counts,
                     sq_dist: &self.partial_sq_dist,
                 };
-                centroid_update::accumulate_cluster_partials(
-                    gpu, &mut batch, chunk, &rows, &partials,
-                )?;
+                scratch.with_update_textures(chunk, |textures| {
+                    centroid_update::accumulate_cluster_partials(
+                        gpu, &mut batch, chunk, &rows, &partials, textures,
+                    )
+                })?;
             }
             let blocks = self.n_blocks;
             reduce::sum_partial_columns(
