@@ -44,6 +44,8 @@ const DIGIT_COLORS: [RGBColor; 10] = [
 ];
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
+    // Quiet on a machine without a display: no XDG_RUNTIME_DIR line from Mesa's layer.
+    wgpu_unsupervised::headless::avoid_window_system_probe();
     let out_dir = std::env::args_os()
         .nth(1)
         .map(PathBuf::from)

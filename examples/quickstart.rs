@@ -17,6 +17,8 @@ use wgpu_unsupervised::metrics::adjusted_rand_index;
 use wgpu_unsupervised::{datasets, Gpu, KMeans, Matrix};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
+    // Quiet on a machine without a display: no XDG_RUNTIME_DIR line from Mesa's layer.
+    wgpu_unsupervised::headless::avoid_window_system_probe();
     let gpu = Gpu::new()?;
     println!("adapter: {}", gpu.info());
 

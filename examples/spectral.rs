@@ -45,6 +45,8 @@ fn panel(
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
+    // Quiet on a machine without a display: no XDG_RUNTIME_DIR line from Mesa's layer.
+    wgpu_unsupervised::headless::avoid_window_system_probe();
     let out = std::env::args()
         .nth(1)
         .map(PathBuf::from)

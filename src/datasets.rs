@@ -47,8 +47,16 @@ pub fn iris() -> (Vec<f32>, Vec<u32>) {
 #[cfg(feature = "datasets")]
 /// Parses the embedded Iris files; only fails if they were corrupted at build time.
 fn try_iris() -> Result<(Vec<f32>, Vec<u32>)> {
-    let x = npy_matrix_from_reader(IRIS_X, Path::new("<embedded iris_X.npy>"))?;
-    let y = npy_labels_from_reader(IRIS_Y, Path::new("<embedded iris_y.npy>"))?;
+    let x = npy_matrix_from_reader(
+        IRIS_X,
+        Some(IRIS_X.len() as u64),
+        Path::new("<embedded iris_X.npy>"),
+    )?;
+    let y = npy_labels_from_reader(
+        IRIS_Y,
+        Some(IRIS_Y.len() as u64),
+        Path::new("<embedded iris_y.npy>"),
+    )?;
     if (x.n_rows, x.n_features) != (150, 4) || y.len() != 150 {
         return Err(Error::Format {
             path: "<embedded iris>".into(),
@@ -74,8 +82,16 @@ pub fn digits() -> (Vec<f32>, Vec<u32>) {
 #[cfg(feature = "datasets")]
 /// Parses the embedded Digits files; only fails if they were corrupted at build time.
 fn try_digits() -> Result<(Vec<f32>, Vec<u32>)> {
-    let x = npy_matrix_from_reader(DIGITS_X, Path::new("<embedded digits_X.npy>"))?;
-    let y = npy_labels_from_reader(DIGITS_Y, Path::new("<embedded digits_y.npy>"))?;
+    let x = npy_matrix_from_reader(
+        DIGITS_X,
+        Some(DIGITS_X.len() as u64),
+        Path::new("<embedded digits_X.npy>"),
+    )?;
+    let y = npy_labels_from_reader(
+        DIGITS_Y,
+        Some(DIGITS_Y.len() as u64),
+        Path::new("<embedded digits_y.npy>"),
+    )?;
     if (x.n_rows, x.n_features) != (1797, 64) || y.len() != 1797 {
         return Err(Error::Format {
             path: "<embedded digits>".into(),

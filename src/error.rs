@@ -39,6 +39,23 @@ pub enum Error {
         /// The offending value as text ("NaN", "inf", "-inf").
         value: String,
     },
+    /// A NaN or infinity read from a file, at its place as a person counts it (from 1): the
+    /// line and field of a `.csv` file, the row and column of a `.npy` array. (Data handed
+    /// over in memory report [`Error::NonFinite`], whose row and column count from 0.)
+    #[error("{path}: {}: {value} is not a finite number; every value must be finite (fill it in or remove the row)", place(*line, *row, *col))]
+    NonFiniteInFile {
+        /// The file.
+        path: PathBuf,
+        /// The line of a `.csv` file (from 1, header and blank lines counted); `None` for a
+        /// `.npy` array.
+        line: Option<usize>,
+        /// The data row (from 1; header and blank lines not counted).
+        row: usize,
+        /// The column (from 1).
+        col: usize,
+        /// The offending value as text ("NaN", "inf", "-inf").
+        value: String,
+    },
     /// More clusters (or components) asked for than there are samples.
     #[error("k = {k} is larger than the number of samples n = {n}")]
     TooFewSamples {
@@ -154,6 +171,14 @@ pub enum Error {
         /// What is wrong with it.
         reason: String,
     },
+}
+
+/// Where a value sits in a file, as [`Error::NonFiniteInFile`] shows it.
+fn place(line: Option<usize>, row: usize, col: usize) -> String {
+    match line {
+        Some(line) => format!("line {line}, field {col}"),
+        None => format!("row {row}, column {col}"),
+    }
 }
 
 fn sizes(requested: Option<u64>, available: Option<u64>) -> String {

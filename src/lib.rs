@@ -22,14 +22,15 @@
 //! - **model selection** ([`selection`]): elbow, gap statistic, BIC/AIC over k, PCA spectrum,
 //!   with SVG plots of them (`plot`, feature `plot`);
 //! - **data larger than the GPU** ([`source`]): fits over a [`RowSource`] (host chunks, a
-//!   memory-mapped `.npy`) streamed through a bounded buffer under
+//!   `.npy` file read a piece at a time) streamed through a bounded buffer under
 //!   [`Gpu::set_memory_budget`]; statistics that merge across chunks, devices and machines
 //!   ([`KMeansStats`], [`PcaMoments`]); [`KMeans::fit_partitions`] over several devices;
 //!   [`MiniBatchKMeans`] and [`IncrementalPca`];
 //! - **model files** (`model_file`, feature `io`): `save`/`load` on every model, a versioned
 //!   envelope, every model validated when it is deserialized.
 //!
-//! Every result is bitwise reproducible for a seed on a given adapter.
+//! Every result is bitwise reproducible for a seed on a given adapter, whatever limits its
+//! device was opened with (data are chunked at [`gpu::STANDARD_CHUNK_BYTES`]).
 //!
 //! ```
 //! use wgpu_unsupervised::{datasets, Gpu, KMeans, Matrix};
@@ -52,8 +53,8 @@
 //! | feature | default | what it adds | dependencies |
 //! |---|---|---|---|
 //! | `serde` | yes | `Serialize`/`Deserialize` on parameters, models (validated when deserialized; training labels not written) and curves | serde |
-//! | `datasets` | yes | the bundled Iris and Digits data (`datasets::iris`, `datasets::digits`, ~470 KB compiled in) | npyz |
-//! | `io` | no | `.npy`/`.csv` matrices and labels (`io`), model files (`model_file`, `Model` with `load`/`save`), atomic writes | serde, npyz, serde_json, tempfile |
+//! | `datasets` | yes | the bundled Iris and Digits data (`datasets::iris`, `datasets::digits`, ~470 KB compiled in) | none |
+//! | `io` | no | `.npy`/`.csv` matrices and labels (`io`), model files (`model_file`, `Model` with `load`/`save`), atomic writes, alone or as one set (`io::OutputSet`) | serde, npyz, serde_json, tempfile |
 //! | `ndarray` | no | `ndarray` 0.16 arrays (f32, f64) as data, models' parameters as array views (`interop::ndarray`) | ndarray |
 //! | `plot` | no | SVG plots of the selection curves (`plot`) | plotters, tempfile |
 //! | `cli` | no | the `wgpu-unsupervised` program (`io` + `plot` + `datasets`) | clap |
@@ -87,7 +88,9 @@
 //! ## Embedding
 //! [`Gpu::from_wgpu`] wraps your `wgpu::Device` and `Queue`; [`GpuMatrix::from_buffer`] views
 //! your storage buffer without copying; `predict_gpu` / `transform_gpu` leave results on
-//! the device as [`GpuVector`] / [`GpuMatrix`].
+//! the device as [`GpuVector`] / [`GpuMatrix`]. A program that may run without a display
+//! calls [`headless::avoid_window_system_probe`] first thing in `main`, so that opening the
+//! GPU prints nothing on stderr there (the module says exactly what it changes).
 
 #![warn(missing_docs)]
 
@@ -100,6 +103,7 @@ pub mod datasets;
 pub mod error;
 pub mod gmm;
 pub mod gpu;
+pub mod headless;
 pub mod interop;
 #[cfg(feature = "io")]
 pub mod io;

@@ -10,7 +10,10 @@
 //! `validate` ([`KMeansModel::validate`], [`PcaModel::validate`],
 //! [`GaussianMixtureModel::validate`]): an edited or truncated file is an error, never a model
 //! that fails later. Files do not carry the training labels (a deserialized model's
-//! `labels()` is empty); files written with them by earlier versions still load.
+//! `labels()` is empty); files written with them by earlier versions still load. A file is
+//! parsed as it is read and may hold at most [`MAX_MODEL_FILE_BYTES`]: a larger file, or an
+//! endless input such as a device, is refused without reading past that bound, and bytes that
+//! cannot be JSON end the reading at once. A directory is refused with a message saying so.
 //!
 //! Writing is atomic (a temporary file in the target directory, then renamed), so a failed
 //! save never leaves a partial file and never destroys the previous one. Floats are written
@@ -134,16 +137,49 @@ fn save_as<M: FileKind>(model: &M, path: &Path) -> Result<()> {
     crate::atomic::write_text(path, &to_json(model))
 }
 
-/// The text of the file at `path`, or an error naming it.
-fn read_text(path: &Path) -> Result<String> {
-    std::fs::read_to_string(path).map_err(|e| match e.kind() {
-        std::io::ErrorKind::InvalidData => Error::Format {
+/// The largest model file read, in bytes (1 GiB). A model file holds a few numbers per
+/// parameter, so this is far more than any model this library fits; anything larger, or an
+/// endless input such as a device, is refused without reading past it.
+pub const MAX_MODEL_FILE_BYTES: u64 = 1 << 30;
+
+/// The JSON value in the file at `path`, read as a stream (a byte that cannot start JSON,
+/// such as the NUL bytes of `/dev/zero`, ends the reading at once), at most
+/// [`MAX_MODEL_FILE_BYTES`] of it.
+fn read_json(path: &Path) -> Result<serde_json::Value> {
+    use std::io::BufRead;
+    use std::io::Read;
+    let (mut reader, len) = crate::io::open(path)?;
+    let too_large = || Error::Format {
+        path: path.to_path_buf(),
+        reason: format!(
+            "not a model file: larger than {} MiB, the most a model file may hold",
+            MAX_MODEL_FILE_BYTES >> 20
+        ),
+    };
+    if len.is_some_and(|len| len > MAX_MODEL_FILE_BYTES) {
+        return Err(too_large());
+    }
+    // Binary data is named as such, from its first bytes.
+    let head = reader.fill_buf().map_err(|e| Error::io(path, e))?;
+    if std::str::from_utf8(head).is_err_and(|e| e.error_len().is_some()) {
+        return Err(Error::Format {
             path: path.to_path_buf(),
             reason: "not a model file: not UTF-8 text".into(),
-        },
-        _ => Error::Io {
+        });
+    }
+    let mut limited = reader.take(MAX_MODEL_FILE_BYTES + 1);
+    let value = serde_json::from_reader(&mut limited);
+    if limited.limit() == 0 {
+        return Err(too_large());
+    }
+    value.map_err(|e| match e.classify() {
+        serde_json::error::Category::Io => Error::Io {
             path: path.to_path_buf(),
-            source: e,
+            source: e.into(),
+        },
+        _ => Error::Format {
+            path: path.to_path_buf(),
+            reason: format!("not a model file: invalid JSON ({e})"),
         },
     })
 }
@@ -151,16 +187,31 @@ fn read_text(path: &Path) -> Result<String> {
 /// The model in the file at `path`, every failure an [`Error::Io`] or [`Error::Format`]
 /// naming the file.
 fn load_any(path: &Path) -> Result<Model> {
-    Model::from_json_str(&read_text(path)?).map_err(|e| match e {
+    Model::from_json_value(read_json(path)?).map_err(|e| match e {
         Error::ModelFormat { reason } => Error::Format {
             path: path.to_path_buf(),
             reason,
         },
         other => Error::Format {
             path: path.to_path_buf(),
-            reason: other.to_string(),
+            reason: without_fit_advice(other.to_string()),
         },
     })
+}
+
+/// A saved model is not fitted again when it is loaded, so the advice a fit gives for a
+/// covariance that is not positive definite ("increase reg_covar") does not apply to it:
+/// say instead what does.
+fn without_fit_advice(reason: String) -> String {
+    const ADVICE: &str = "; increase reg_covar";
+    match reason.find(ADVICE) {
+        Some(at) => format!(
+            "{}; the file's covariances are not valid (refit the model, with a larger \
+             --reg-covar / reg_covar if it was fitted with 0)",
+            reason[..at].replace("invalid parameter `reg_covar`: ", "")
+        ),
+        None => reason,
+    }
 }
 
 /// The model of kind `M` in the file at `path`; another kind is an [`Error::Format`].
@@ -219,9 +270,16 @@ impl Model {
     /// (missing fields, wrong types); [`Error::InvalidModel`] for a model whose parts do not
     /// fit together.
     pub fn from_json_str(text: &str) -> Result<Model> {
+        let value: serde_json::Value =
+            serde_json::from_str(text).map_err(|e| Error::ModelFormat {
+                reason: format!("not a model file: invalid JSON ({e})"),
+            })?;
+        Self::from_json_value(value)
+    }
+
+    /// [`Model::from_json_str`] of parsed JSON.
+    fn from_json_value(value: serde_json::Value) -> Result<Model> {
         let bad = |reason: String| Error::ModelFormat { reason };
-        let value: serde_json::Value = serde_json::from_str(text)
-            .map_err(|e| bad(format!("not a model file: invalid JSON ({e})")))?;
         let serde_json::Value::Object(mut envelope) = value else {
             return Err(bad("not a model file: not a JSON object".into()));
         };
@@ -320,6 +378,12 @@ impl From<GaussianMixtureModel> for Model {
 }
 
 impl KMeansModel {
+    /// The text [`KMeansModel::save`] writes: the model in its envelope, one line of JSON and a
+    /// newline (to write it with other files as one set, through `io::OutputSet::text`).
+    pub fn to_json_string(&self) -> String {
+        to_json(self)
+    }
+
     /// Writes the model to a model file ([`crate::model_file`]), atomically.
     ///
     /// Errors: [`Error::Io`] naming `path` when it cannot be written.
@@ -337,6 +401,12 @@ impl KMeansModel {
 }
 
 impl PcaModel {
+    /// The text [`PcaModel::save`] writes: the model in its envelope, one line of JSON and a
+    /// newline (to write it with other files as one set, through `io::OutputSet::text`).
+    pub fn to_json_string(&self) -> String {
+        to_json(self)
+    }
+
     /// Writes the model to a model file ([`crate::model_file`]), atomically.
     ///
     /// Errors: [`Error::Io`] naming `path` when it cannot be written.
@@ -354,6 +424,12 @@ impl PcaModel {
 }
 
 impl GaussianMixtureModel {
+    /// The text [`GaussianMixtureModel::save`] writes: the model in its envelope, one line of JSON and a
+    /// newline (to write it with other files as one set, through `io::OutputSet::text`).
+    pub fn to_json_string(&self) -> String {
+        to_json(self)
+    }
+
     /// Writes the model to a model file ([`crate::model_file`]), atomically.
     ///
     /// Errors: [`Error::Io`] naming `path` when it cannot be written.
@@ -367,5 +443,45 @@ impl GaussianMixtureModel {
     /// Errors: those of [`Model::load`].
     pub fn load(path: impl AsRef<Path>) -> Result<Self> {
         load_as(path.as_ref())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn endless_huge_and_directory_model_files_are_refused_at_once() {
+        let dir = tempfile::tempdir().unwrap();
+        // A file past the bound is refused by its size, without reading it (sparse here).
+        let big = dir.path().join("big.json");
+        std::fs::File::create(&big)
+            .unwrap()
+            .set_len(MAX_MODEL_FILE_BYTES + 1)
+            .unwrap();
+        let e = Model::load(&big).unwrap_err();
+        assert!(e.to_string().contains("larger than 1024 MiB"), "{e}");
+        let e = Model::load(dir.path()).unwrap_err();
+        assert!(e.to_string().contains("is a directory"), "{e}");
+        #[cfg(unix)]
+        {
+            // NUL bytes cannot start JSON: the endless device is refused at its first byte.
+            let e = KMeansModel::load("/dev/zero").unwrap_err();
+            assert!(
+                matches!(&e, Error::Format { reason, .. } if reason.contains("invalid JSON")),
+                "{e}"
+            );
+        }
+        let model = KMeansModel::from_centroids(vec![0.0, 1.0], 2).unwrap();
+        let path = dir.path().join("m.json");
+        model.save(&path).unwrap();
+        assert_eq!(
+            std::fs::read_to_string(&path).unwrap(),
+            model.to_json_string()
+        );
+        assert_eq!(
+            KMeansModel::load(&path).unwrap().centroids(),
+            model.centroids()
+        );
     }
 }

@@ -5,7 +5,8 @@
 //!
 //! Every function renders the whole document in memory, then writes it atomically (a
 //! temporary file renamed over the target, as `io` does when that feature is on),
-//! so a failure never leaves a partial file. [`write_svg`] and [`padded_range`] are public
+//! so a failure never leaves a partial file; the `stage_*` forms stage it in an
+//! [`OutputSet`] instead, written with a command's other outputs as one set. [`write_svg`] and [`padded_range`] are public
 //! so that the examples draw their own plots the same way.
 
 use std::ops::Range;
@@ -14,6 +15,7 @@ use std::path::Path;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
+pub use crate::atomic::OutputSet;
 use crate::error::{Error, Result};
 use crate::selection::{Criterion, Curve, GapCurve, Spectrum};
 
@@ -47,6 +49,21 @@ pub fn write_svg(
     size: (u32, u32),
     draw: impl FnOnce(&Svg) -> std::result::Result<(), Box<dyn std::error::Error>>,
 ) -> Result<()> {
+    let mut set = OutputSet::new();
+    stage_svg(&mut set, path, size, draw)?;
+    set.commit()
+}
+
+/// [`write_svg`] into an [`OutputSet`]: the document is staged for `path` and written when
+/// the set is committed, together with the other outputs of the same work.
+///
+/// Errors: [`Error::Io`] naming `path` when drawing or staging fails.
+pub fn stage_svg(
+    set: &mut OutputSet,
+    path: &Path,
+    size: (u32, u32),
+    draw: impl FnOnce(&Svg) -> std::result::Result<(), Box<dyn std::error::Error>>,
+) -> Result<()> {
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, size).into_drawing_area();
@@ -54,7 +71,7 @@ pub fn write_svg(
         draw(&root).map_err(|e| draw_err(path, e))?;
         root.present().map_err(|e| draw_err(path, e))?;
     }
-    crate::atomic::write_text(path, &svg)
+    set.text(path, &svg)
 }
 
 /// The smallest range holding the finite `values`, widened by 5% on each side (0..1 when
@@ -167,13 +184,22 @@ fn draw_k_curve(
 ///
 /// Errors: [`Error::Io`] when drawing or writing fails; the old file is then untouched.
 pub fn write_curve(path: &Path, curve: &Curve) -> Result<()> {
+    let mut set = OutputSet::new();
+    stage_curve(&mut set, path, curve)?;
+    set.commit()
+}
+
+/// [`write_curve`] into an [`OutputSet`] (see [`stage_svg`]).
+///
+/// Errors: [`Error::Io`] naming `path` when drawing or staging fails.
+pub fn stage_curve(set: &mut OutputSet, path: &Path, curve: &Curve) -> Result<()> {
     let (title, y_desc) = match curve.criterion {
         Criterion::Elbow => ("Elbow: K-Means inertia against k", "inertia"),
         Criterion::Gap => ("Gap statistic against k", "gap"),
         Criterion::Bic => ("Gaussian mixture: BIC against k", "BIC"),
         Criterion::Aic => ("Gaussian mixture: AIC against k", "AIC"),
     };
-    write_svg(path, SIZE, |root| {
+    stage_svg(set, path, SIZE, |root| {
         draw_k_curve(
             root,
             title,
@@ -190,8 +216,17 @@ pub fn write_curve(path: &Path, curve: &Curve) -> Result<()> {
 ///
 /// Errors: [`Error::Io`] when drawing or writing fails; the old file is then untouched.
 pub fn write_gap(path: &Path, gap: &GapCurve) -> Result<()> {
+    let mut set = OutputSet::new();
+    stage_gap(&mut set, path, gap)?;
+    set.commit()
+}
+
+/// [`write_gap`] into an [`OutputSet`] (see [`stage_svg`]).
+///
+/// Errors: [`Error::Io`] naming `path` when drawing or staging fails.
+pub fn stage_gap(set: &mut OutputSet, path: &Path, gap: &GapCurve) -> Result<()> {
     let title = format!("Gap statistic against k ({} reference sets)", gap.n_refs);
-    write_svg(path, SIZE, |root| {
+    stage_svg(set, path, SIZE, |root| {
         draw_k_curve(
             root,
             &title,
@@ -209,7 +244,16 @@ pub fn write_gap(path: &Path, gap: &GapCurve) -> Result<()> {
 ///
 /// Errors: [`Error::Io`] when drawing or writing fails; the old file is then untouched.
 pub fn write_spectrum(path: &Path, spectrum: &Spectrum) -> Result<()> {
-    write_svg(path, SIZE, |root| draw_spectrum(root, spectrum))
+    let mut set = OutputSet::new();
+    stage_spectrum(&mut set, path, spectrum)?;
+    set.commit()
+}
+
+/// [`write_spectrum`] into an [`OutputSet`] (see [`stage_svg`]).
+///
+/// Errors: [`Error::Io`] naming `path` when drawing or staging fails.
+pub fn stage_spectrum(set: &mut OutputSet, path: &Path, spectrum: &Spectrum) -> Result<()> {
+    stage_svg(set, path, SIZE, |root| draw_spectrum(root, spectrum))
 }
 
 /// The body of [`write_spectrum`].

@@ -141,7 +141,9 @@ pub struct GapCurve {
     pub k: Vec<usize>,
     /// K-Means inertia W_k of the data at each k.
     pub inertia: Vec<f64>,
-    /// log W_k.
+    /// log W_k, with W_k floored at 1e-12 of the largest W_k (and at the smallest positive
+    /// f64), so that a dispersion of 0 (identical rows, or k reaching the number of distinct
+    /// rows) has a finite log; the reference sets' W*_kb are floored the same way.
     pub log_w: Vec<f64>,
     /// Mean over the reference sets of log W*_kb.
     pub ref_log_w: Vec<f64>,
@@ -290,6 +292,12 @@ pub fn gap_statistic(
     let xg = GpuMatrix::upload(gpu, x)?;
     let inertia = inertia_curve(gpu, &xg, &ks, template)?;
     drop(xg);
+    // W_k reaches 0 once k covers every distinct row (all of them when the rows are
+    // identical, a box of zero width then making every reference set 0 too): log 0 would turn
+    // the gap into NaN or infinity. Dispersions are floored at a tiny fraction of the
+    // largest, so such a curve is flat where it is degenerate and the rule picks the
+    // smallest k there (k = 1 for identical rows).
+    let floor = inertia_floor(&inertia);
 
     // Bounding box of the data, per feature.
     let mut lo = vec![f32::INFINITY; d];
@@ -315,12 +323,12 @@ pub fn gap_statistic(
             .iter_mut()
             .zip(inertia_curve(gpu, &rg, &ks, template)?)
         {
-            logs.push(w.ln());
+            logs.push(log_dispersion(w, floor));
         }
     }
 
     let b = n_refs as f64;
-    let log_w: Vec<f64> = inertia.iter().map(|w| w.ln()).collect();
+    let log_w: Vec<f64> = inertia.iter().map(|&w| log_dispersion(w, floor)).collect();
     let ref_log_w: Vec<f64> = ref_logs.iter().map(|l| l.iter().sum::<f64>() / b).collect();
     let sd: Vec<f64> = ref_logs
         .iter()
@@ -344,6 +352,18 @@ pub fn gap_statistic(
         n_refs,
         suggested_k,
     })
+}
+
+/// The smallest dispersion [`gap_statistic`] takes the log of: 1e-12 of the largest W_k of
+/// the data, and never below the smallest positive f64.
+fn inertia_floor(inertia: &[f64]) -> f64 {
+    let top = inertia.iter().copied().fold(0.0, f64::max);
+    (top * 1e-12).max(f64::MIN_POSITIVE)
+}
+
+/// log max(W, floor): finite for every W >= 0.
+fn log_dispersion(w: f64, floor: f64) -> f64 {
+    w.max(floor).ln()
 }
 
 /// BIC or AIC (`criterion`) of a Gaussian mixture fitted for each k of `ks` (same
@@ -452,6 +472,17 @@ mod tests {
         assert_eq!(elbow_point(&k, &w), 4);
         assert_eq!(elbow_point(&k[..2], &w[..2]), 1);
         assert_eq!(elbow_point(&[3], &[0.0]), 3);
+    }
+
+    #[test]
+    fn zero_dispersions_have_a_finite_log() {
+        // Identical rows: every W_k is 0, for the data and the references alike.
+        let floor = inertia_floor(&[0.0, 0.0, 0.0]);
+        assert!(floor > 0.0 && log_dispersion(0.0, floor).is_finite());
+        // W_k reaches 0 at k = 3 for three distinct rows: floored far below the others.
+        let floor = inertia_floor(&[8.0, 2.0, 0.0]);
+        assert_eq!(floor, 8e-12);
+        assert!(log_dispersion(0.0, floor) < log_dispersion(2.0, floor));
     }
 
     #[test]

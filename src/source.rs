@@ -8,8 +8,9 @@
 //! - a host [`Matrix`] is a source (its rows are sliced, never copied by the source);
 //! - [`RowChunks`] wraps a closure that makes an iterator of host chunks (read from a
 //!   database, decompressed, generated), called once per pass;
-//! - `io::NpyRows` (feature `io`) memory-maps a `.npy` file, so a file larger than RAM
-//!   streams from the page cache.
+//! - `io::NpyRows` (feature `io`) reads a `.npy` file a piece at a time with positioned
+//!   reads, so a file larger than RAM streams through the page cache (and a file cut short
+//!   while it is read is an error, not a signal).
 //!
 //! Every value is checked for NaN and infinity as it streams ([`Error::NonFinite`] with the
 //! global row); a source that delivers another number of rows than it declared, or values

@@ -64,6 +64,9 @@ pub(super) struct Settings<'a> {
     pub tol: f64,
     /// Added to the covariances' diagonals by every M-step.
     pub reg_covar: f64,
+    /// The lower bound the first iteration's change is measured from: −∞, or the bound of
+    /// the fit a warm start continues.
+    pub start_lower_bound: f64,
     /// The progress callback.
     pub on_iteration: Option<&'a OnIteration>,
 }
@@ -117,7 +120,7 @@ fn em(
     progress: &Progress<'_>,
 ) -> Result<Run> {
     let mut p = start;
-    let mut lower_bound = f64::NEG_INFINITY;
+    let mut lower_bound = settings.start_lower_bound;
     let mut history = Vec::new();
     let mut converged = false;
     let mut stopped = false;

@@ -124,11 +124,14 @@ impl GaussianMixture {
     }
 
     /// Starts the next fit from a fitted model's parameters (scikit-learn's `warm_start`):
-    /// sets `init` to [`GmmInit::Given`] with the model's weights, means and precisions, and
-    /// the covariance type to the model's.
+    /// sets `init` to [`GmmInit::Given`] with the model's weights, means and precisions, the
+    /// covariance type to the model's, and carries its lower bound over (the first
+    /// iteration's change is measured from it, so refits of a few iterations each detect
+    /// convergence as one long fit would).
     pub fn warm_start(mut self, model: &GaussianMixtureModel) -> Self {
         self.covariance_type = model.covariance_type();
         self.init = GmmInit::Given(model.initial_parameters());
+        self.warm_lower_bound = Some(model.lower_bound());
         self
     }
 
@@ -200,6 +203,7 @@ impl GaussianMixture {
             max_iter: self.max_iter,
             tol: self.tol,
             reg_covar: self.reg_covar,
+            start_lower_bound: self.warm_lower_bound.unwrap_or(f64::NEG_INFINITY),
             on_iteration: self.on_iteration.as_ref(),
         }
     }

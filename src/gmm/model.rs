@@ -4,10 +4,10 @@
 
 use super::em::Parameters;
 use super::math;
-use super::workspace::Workspace;
+use super::workspace::{Outputs, Workspace};
 use super::{CovarianceType, GaussianMixture, InitialParameters};
 use crate::error::{Error, Result};
-use crate::gpu::{Gpu, GpuInput, GpuMatrix, GpuVector};
+use crate::gpu::{CommandEncoder, Gpu, GpuInput, GpuMatrix, GpuVector};
 
 /// A fitted Gaussian mixture. Parameters are kept in f64 (the host algebra's precision) and
 /// sent to the device as f32 for each evaluation.
@@ -379,18 +379,71 @@ impl GaussianMixtureModel {
     }
 
     /// One E-step over `x`: responsibilities, log-densities and labels left on the device,
-    /// and the mean log-likelihood.
+    /// and the mean log-likelihood. Per-row outputs are chunked like `x`; the
+    /// responsibilities (K values a row) are split further where a chunk's would not fit one
+    /// binding ([`GpuMatrix::chunk_views`] gives every chunk's first row).
     pub fn evaluate_gpu(&self, gpu: &Gpu, x: &impl GpuInput) -> Result<GmmEvaluation> {
         let p = self.check(x)?;
         let xg = x.on_gpu(gpu)?;
         let ws = Workspace::new(gpu, &xg, self.k(), self.covariance_type(), false)?;
-        let (responsibilities, log_density, labels, mean_log_likelihood) = ws.evaluate(&p)?;
+        let ((responsibilities, log_density, labels), mean_log_likelihood) = ws.evaluate(&p)?;
         Ok(GmmEvaluation {
             responsibilities,
             log_density,
             labels,
             mean_log_likelihood,
         })
+    }
+
+    /// The E-step over `x` recorded into the caller's `encoder` without submitting (its
+    /// outputs: responsibilities, log p, labels; the mean log-likelihood would need a
+    /// readback). On an error the encoder may hold part of the work and should be dropped.
+    fn record_evaluation(
+        &self,
+        gpu: &Gpu,
+        encoder: &mut CommandEncoder,
+        x: &impl GpuInput,
+    ) -> Result<Outputs> {
+        let p = self.check(x)?;
+        let xg = x.on_gpu(gpu)?;
+        let ws = Workspace::new(gpu, &xg, self.k(), self.covariance_type(), false)?;
+        gpu.record_into(encoder, "mixture evaluation", |batch| {
+            ws.record_evaluation(batch, &p)?;
+            Ok(ws.outputs())
+        })
+    }
+
+    /// [`GaussianMixtureModel::predict_gpu`] recorded into the caller's `encoder` without
+    /// submitting, for a pipeline that binds the labels in its own passes.
+    pub fn predict_into(
+        &self,
+        gpu: &Gpu,
+        encoder: &mut CommandEncoder,
+        x: &impl GpuInput,
+    ) -> Result<GpuVector<u32>> {
+        Ok(self.record_evaluation(gpu, encoder, x)?.2)
+    }
+
+    /// [`GaussianMixtureModel::predict_proba_gpu`] recorded into the caller's `encoder`
+    /// without submitting.
+    pub fn predict_proba_into(
+        &self,
+        gpu: &Gpu,
+        encoder: &mut CommandEncoder,
+        x: &impl GpuInput,
+    ) -> Result<GpuMatrix> {
+        Ok(self.record_evaluation(gpu, encoder, x)?.0)
+    }
+
+    /// [`GaussianMixtureModel::score_samples_gpu`] recorded into the caller's `encoder`
+    /// without submitting.
+    pub fn score_samples_into(
+        &self,
+        gpu: &Gpu,
+        encoder: &mut CommandEncoder,
+        x: &impl GpuInput,
+    ) -> Result<GpuVector<f32>> {
+        Ok(self.record_evaluation(gpu, encoder, x)?.1)
     }
 
     /// Most probable component of each row, left on the device.
@@ -476,75 +529,5 @@ impl GaussianMixtureModel {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::gmm::CovarianceType;
-
-    /// Two full-covariance components of two features with labels: a valid model.
-    fn valid() -> GaussianMixtureModel {
-        let identity = [1.0, 0.0, 0.0, 1.0];
-        let mut m = GaussianMixtureModel::from_parameters(
-            CovarianceType::Full,
-            vec![0.25, 0.75],
-            vec![0.0, 0.0, 3.0, 3.0],
-            [identity, identity].concat(),
-        )
-        .unwrap();
-        m.labels = vec![0, 1, 1];
-        m.lower_bound = -2.5;
-        m.lower_bound_history = vec![-3.0, -2.5];
-        m
-    }
-
-    /// The reason of the `InvalidModel` error of `edit` applied to a valid model.
-    fn reason(edit: impl FnOnce(&mut GaussianMixtureModel)) -> String {
-        let mut m = valid();
-        edit(&mut m);
-        match m.validate() {
-            Err(Error::InvalidModel {
-                kind: "Gaussian mixture",
-                reason,
-            }) => reason,
-            other => panic!("expected an inconsistent mixture, got {other:?}"),
-        }
-    }
-
-    #[test]
-    fn valid_models_pass() {
-        valid().validate().unwrap();
-        let mut unknown_bound = valid();
-        unknown_bound.lower_bound = f64::NAN;
-        unknown_bound.validate().unwrap();
-    }
-
-    #[test]
-    fn every_inconsistency_is_reported() {
-        assert!(reason(|m| m.n_features = 0).contains("of 0 features"));
-        assert!(reason(|m| {
-            m.weights.clear();
-            m.params.k = 0;
-        })
-        .contains("0 components"));
-        assert!(reason(|m| m.params.k = 3).contains("fitted with k = 3"));
-        assert!(reason(|m| m.params.reg_covar = -1.0).contains("parameters"));
-        assert!(reason(|m| m.n_features = usize::MAX).contains("too large"));
-        assert!(reason(|m| m.means.truncate(3)).contains("means has 3"));
-        assert!(reason(|m| m.covariances.truncate(4)).contains("covariances has 4"));
-        assert!(reason(|m| m.precisions_cholesky.push(1.0)).contains("precisions_cholesky has 9"));
-        assert!(reason(|m| m.params.covariance_type = CovarianceType::Diag)
-            .contains("diag covariances"));
-        assert!(reason(|m| m.weights[0] = f64::NAN).contains("non-finite weights"));
-        assert!(reason(|m| m.means[1] = f64::INFINITY).contains("non-finite means"));
-        assert!(reason(|m| m.covariances[1] = f64::NAN).contains("non-finite covariances"));
-        assert!(reason(|m| m.precisions_cholesky[0] = f64::NAN)
-            .contains("non-finite precisions_cholesky"));
-        assert!(reason(|m| m.lower_bound_history[1] = f64::NAN).contains("history"));
-        assert!(reason(|m| m.lower_bound = f64::NEG_INFINITY).contains("lower bound"));
-        assert!(reason(|m| m.weights[0] = 0.5).contains("sum to 1"));
-        assert!(reason(|m| m.weights = vec![-0.25, 1.25]).contains("non-negative"));
-        assert!(reason(|m| m.labels[2] = 2).contains("label 2"));
-        assert!(reason(|m| m.covariances[0] = -1.0).contains("not positive definite"));
-        let doubled = |m: &mut GaussianMixtureModel| m.precisions_cholesky[4] *= 2.0;
-        assert!(reason(doubled).contains("component 1 do not match"));
-    }
-}
+#[path = "model_tests.rs"]
+mod tests;

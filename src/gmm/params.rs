@@ -202,6 +202,14 @@ pub struct GaussianMixture {
     /// `weights_init`, `means_init`, `precisions_init`; module `init`).
     #[cfg_attr(feature = "serde", serde(default))]
     pub init_overrides: InitOverrides,
+    /// The lower bound of the fit a warm start continues ([`GaussianMixture::warm_start`]):
+    /// the first iteration's change is measured from it, as scikit-learn's `warm_start` does,
+    /// so repeated short refits see convergence. `None` (−∞) otherwise.
+    #[cfg_attr(
+        feature = "serde",
+        serde(default, skip_serializing_if = "Option::is_none")
+    )]
+    pub warm_lower_bound: Option<f64>,
     /// Called after every EM iteration (see [`crate::progress`]); never serialized, and not
     /// kept in the fitted model's parameters.
     #[cfg_attr(feature = "serde", serde(skip))]
@@ -221,6 +229,7 @@ impl GaussianMixture {
             seed: 0,
             init: GmmInit::KMeans,
             init_overrides: InitOverrides::default(),
+            warm_lower_bound: None,
             on_iteration: None,
         }
     }

@@ -3,11 +3,12 @@
 //! then the parts given on their own (`weights_init`, `means_init`, `precisions_init`)
 //! replace those the start computed (scikit-learn's rule, module `params`).
 //!
-//! **Rows on the device**: K-Means runs [`KMeans::fit`] on them, k-means++ seeds on all of
-//! them; the one-hot or random responsibilities go up and one M-step about the first row gives
+//! **Rows on the device**: K-Means runs [`KMeans::fit`] on them, drawing from the mixture's
+//! own generator (so a mixture seeded s starts from the labels of `KMeans::new(k).seed(s)`,
+//! as scikit-learn's does), k-means++ seeds on all of them; the one-hot or random responsibilities go up and one M-step about the first row gives
 //! the start. **Streamed rows**: `Given` and `Random` start exactly where the resident fit
-//! starts (up to rounding in the first M-step); `KMeans` runs [`KMeans::fit_source`] with the
-//! same seed (its k-means++ seeds come from a sample when it streams too, so the start can
+//! starts (up to rounding in the first M-step); `KMeans` runs [`KMeans::fit_source`] on the
+//! same generator (its k-means++ seeds come from a sample when it streams too, so the start can
 //! differ from a resident fit's); `KMeansPlusPlus` seeds on a uniform sample of
 //! `max(10 000, 256·K)` rows (at most a piece) and labels every row by its nearest seed in a
 //! pass. The initial M-step is then a pass like the iterations'.
@@ -36,11 +37,8 @@ pub(super) fn resident_start(
     let (k, d) = (ws.k, ws.d);
     match &params.init {
         GmmInit::KMeans => {
-            let km = KMeans::new(k).n_init(1).seed(rng.random::<u64>());
-            let km = match ws.host_weights() {
-                None => km.fit(ws.gpu, &ws.x)?,
-                Some(w) => km.fit_weighted(ws.gpu, &ws.x, w)?,
-            };
+            let km = KMeans::new(k).n_init(1);
+            let km = km.fit_continuing(ws.gpu, &ws.x, ws.host_weights(), rng)?;
             ws.responsibilities_from_labels(km.labels())?;
         }
         GmmInit::KMeansPlusPlus => {
@@ -65,11 +63,9 @@ pub(super) fn streamed_start<S: RowSource + ?Sized>(
     let reg = params.reg_covar;
     let start = match &params.init {
         GmmInit::KMeans => {
-            let km = KMeans::new(k).n_init(1).seed(rng.random::<u64>());
-            let km = match data.host_weights() {
-                None => km.fit_source(data.gpu(), data.source())?,
-                Some(w) => km.fit_source_weighted(data.gpu(), data.source(), w)?,
-            };
+            let km = KMeans::new(k).n_init(1);
+            let km =
+                km.fit_source_continuing(data.gpu(), data.source(), data.host_weights(), rng)?;
             let labels = km.labels();
             data.responsibility_parameters(reg, |ws, first| {
                 ws.responsibilities_from_labels(&labels[first..first + ws.x.n_rows()])

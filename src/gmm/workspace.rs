@@ -30,9 +30,9 @@ struct SegmentBuffers {
     log_block_offset: usize,
 }
 
-/// One E-step's outputs on the device: responsibilities (N x K), log p per row, labels, and
-/// the mean log-likelihood (what `model` hands out as a `GmmEvaluation`).
-pub(super) type Evaluation = (GpuMatrix, GpuVector<f32>, GpuVector<u32>, f64);
+/// One E-step's outputs on the device: responsibilities (N x K), log p per row, labels (what
+/// `model` hands out as a `GmmEvaluation`).
+pub(super) type Outputs = (GpuMatrix, GpuVector<f32>, GpuVector<u32>);
 
 /// Bytes the per-block M-step sums may take (as K-Means): plenty of parallelism, small next
 /// to the data.
@@ -378,21 +378,14 @@ impl<'a> Workspace<'a> {
     }
 
     /// One submission: the E-step for `p`, then Σ r and Σ r (x − μ) around p's means.
-    /// Returns the mean log-likelihood and the first-moment sums (K x (D + 1)).
-    pub(super) fn estep_and_first_moments(&self, p: &Parameters) -> Result<(f64, Vec<f64>)> {
-        let (block_sums, first) = self.estep_and_first_sums(p)?;
-        Ok((self.mean_log_density(&block_sums), first))
-    }
-
-    /// [`Workspace::estep_and_first_moments`] with the per-block sums of log p as they come
-    /// back (a streamed fit adds them up over the pieces).
+    /// Returns the per-block sums of log p as they come back (a streamed fit adds them up
+    /// over the pieces) and the first-moment sums (K x (D + 1)).
     pub(super) fn estep_and_first_sums(&self, p: &Parameters) -> Result<(Vec<f32>, Vec<f64>)> {
         let gpu = self.gpu;
         gpu.scoped("mixture E-step", || {
-            self.write_parameters(p);
             self.write_shift(&p.means);
             let mut batch = Batch::new(gpu, "mixture E-step");
-            self.record_estep(&mut batch)?;
+            self.record_evaluation(&mut batch, p)?;
             self.record_moment(&mut batch, Moment::First)?;
             let h_log = batch.read_values(&self.block_log_density, 0, self.n_log_blocks);
             let h_sums = self.read_totals(&mut batch, Moment::First);
@@ -475,13 +468,19 @@ impl<'a> Workspace<'a> {
         })
     }
 
+    /// Records one E-step for `p` into `batch` (the parameters go up through the queue,
+    /// ahead of the batch's submission): responsibilities, log p and labels on the device.
+    pub(super) fn record_evaluation(&self, batch: &mut Batch<'_>, p: &Parameters) -> Result<()> {
+        self.write_parameters(p);
+        self.record_estep(batch)
+    }
+
     /// Records and runs one E-step for `p`; returns the mean log-likelihood.
     fn run_estep(&self, p: &Parameters) -> Result<f64> {
         let gpu = self.gpu;
         gpu.scoped("mixture evaluation", || {
-            self.write_parameters(p);
             let mut batch = Batch::new(gpu, "mixture evaluation");
-            self.record_estep(&mut batch)?;
+            self.record_evaluation(&mut batch, p)?;
             let h = batch.read_values(&self.block_log_density, 0, self.n_log_blocks);
             let back = batch.finish()?;
             Ok(self.mean_log_density(&back.f32s(h)))
@@ -497,30 +496,30 @@ impl<'a> Workspace<'a> {
         Ok(labels)
     }
 
-    /// One E-step for `p`, its outputs left on the device.
-    pub(super) fn evaluate(&self, p: &Parameters) -> Result<Evaluation> {
-        let mean_log_likelihood = self.run_estep(p)?;
+    /// One E-step for `p`: its outputs left on the device, and the mean log-likelihood.
+    pub(super) fn evaluate(&self, p: &Parameters) -> Result<(Outputs, f64)> {
+        Ok((self.outputs(), self.run_estep(p)?))
+    }
+
+    /// The E-step's outputs on the device: responsibilities (N x K), log p, labels.
+    pub(super) fn outputs(&self) -> Outputs {
         let chunks = self
             .segments
             .iter()
-            .map(|s| {
-                let bytes = (s.n_rows * self.k * 4) as u64;
-                Chunk {
-                    buffer: s.resp.raw().clone(),
-                    bind_offset: 0,
-                    bind_size: bytes,
-                    x_offset: 0,
-                    row_start: self.x.chunks()[s.chunk].row_start + s.first,
-                    n_rows: s.n_rows,
-                }
+            .map(|s| Chunk {
+                buffer: s.resp.raw().clone(),
+                bind_offset: 0,
+                bind_size: (s.n_rows * self.k * 4) as u64,
+                x_offset: 0,
+                row_start: self.x.chunks()[s.chunk].row_start + s.first,
+                n_rows: s.n_rows,
             })
             .collect();
-        Ok((
+        (
             GpuMatrix::from_chunks(chunks, self.x.n_rows(), self.k),
             self.log_density.clone(),
             self.labels.clone(),
-            mean_log_likelihood,
-        ))
+        )
     }
 
     /// The M-step from first-moment sums around `shift`: weights and means on the host, the
@@ -580,7 +579,8 @@ impl<'a> Workspace<'a> {
 
 impl EmData for Workspace<'_> {
     fn step(&mut self, p: &Parameters, reg_covar: f64) -> Result<(f64, Parameters)> {
-        let (lower_bound, first) = self.estep_and_first_moments(p)?;
+        let (blocks, first) = self.estep_and_first_sums(p)?;
+        let lower_bound = self.mean_log_density(&blocks);
         check_lower_bound(lower_bound)?;
         Ok((lower_bound, self.mstep_from(&first, &p.means, reg_covar)?))
     }

@@ -77,6 +77,53 @@ impl Gpu {
         })
     }
 
+    /// Records `work` into a batch of its own and submits it (what every method that returns
+    /// results on the device does when it is not given the caller's encoder).
+    pub(crate) fn run_batch<T>(
+        &self,
+        what: &str,
+        work: impl FnOnce(&mut Batch<'_>) -> Result<T>,
+    ) -> Result<T> {
+        self.scoped(what, || {
+            let mut batch = Batch::new(self, what);
+            let out = work(&mut batch)?;
+            batch.finish()?;
+            Ok(out)
+        })
+    }
+
+    /// Records `work` into the caller's `encoder` when one is given ([`Gpu::record_into`]),
+    /// else runs it ([`Gpu::run_batch`]).
+    pub(crate) fn run_or_record<T>(
+        &self,
+        encoder: Option<&mut wgpu::CommandEncoder>,
+        what: &str,
+        work: impl FnOnce(&mut Batch<'_>) -> Result<T>,
+    ) -> Result<T> {
+        match encoder {
+            Some(encoder) => self.record_into(encoder, what, work),
+            None => self.run_batch(what, work),
+        }
+    }
+
+    /// Records `work` into the caller's `encoder` (recording only: the caller submits). The
+    /// encoder is taken for the call and given back with the work appended; on an error it
+    /// may hold part of the work and should be dropped.
+    pub(crate) fn record_into<T>(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        what: &str,
+        work: impl FnOnce(&mut Batch<'_>) -> Result<T>,
+    ) -> Result<T> {
+        let placeholder = self
+            .device
+            .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some(what) });
+        let mut batch = Batch::recording_into(self, std::mem::replace(encoder, placeholder));
+        let result = self.scoped(what, || work(&mut batch));
+        *encoder = batch.into_encoder();
+        result
+    }
+
     /// A uniform buffer of `bytes` bytes that copies fill (the kernels' uniform slices of
     /// operands), rounded up to 16.
     pub(crate) fn uniform_buffer(&self, label: &str, bytes: u64) -> wgpu::Buffer {
@@ -166,6 +213,32 @@ impl<'g> Batch<'g> {
             timestamps: TimestampQueries::new(),
             transfers_pending: false,
         }
+    }
+
+    /// A batch that records into the caller's `encoder`: [`Batch::into_encoder`] hands it
+    /// back with the work recorded and nothing submitted (no profile times it, and it may not
+    /// read anything back). Its parameters are written by queue writes, which are ordered
+    /// before the caller's next submission.
+    pub(crate) fn recording_into(gpu: &'g Gpu, encoder: wgpu::CommandEncoder) -> Self {
+        Self {
+            gpu,
+            encoder,
+            uniforms: Uniforms::detached(&gpu.uniform_pages, &gpu.device),
+            reads: Vec::new(),
+            clock: None,
+            timestamps: TimestampQueries::new(),
+            transfers_pending: false,
+        }
+    }
+
+    /// The encoder of a batch made by [`Batch::recording_into`], its parameters written.
+    pub(crate) fn into_encoder(self) -> wgpu::CommandEncoder {
+        debug_assert!(
+            self.reads.is_empty(),
+            "work recorded for a caller reads nothing back"
+        );
+        self.uniforms.flush(&self.gpu.queue);
+        self.encoder
     }
 
     /// A batch that no profile times (the autotuner's trials).

@@ -86,6 +86,20 @@ pub struct VectorChunk<'a> {
     pub first_row: usize,
     /// Values (rows) in the chunk.
     pub n_rows: usize,
+    /// Bytes of the chunk's values: `n_rows` times the value's size.
+    pub byte_len: u64,
+}
+
+impl<'a> VectorChunk<'a> {
+    /// The storage binding of the chunk's values (from byte 0, `byte_len` bytes), as
+    /// [`MatrixChunk::binding`] gives for a matrix chunk.
+    pub fn binding(&self) -> wgpu::BufferBinding<'a> {
+        wgpu::BufferBinding {
+            buffer: self.buffer,
+            offset: 0,
+            size: wgpu::BufferSize::new(self.byte_len.max(4)),
+        }
+    }
 }
 
 /// An N x D matrix of f32 rows on the GPU, split into chunks of whole rows that each fit in
@@ -177,7 +191,14 @@ impl GpuMatrix {
 
     /// [`GpuMatrix::from_buffer`] without the pass that looks for NaN and infinity, for
     /// callers who already know their values are finite (a pipeline that wrote them). The
-    /// shape, usage, offset and size checks still apply.
+    /// shape, usage, offset and size checks still apply, and so does the check that this
+    /// device can bind the buffer: a destroyed buffer, or one of another device of the same
+    /// wgpu instance, is [`Error::InvalidBuffer`] here rather than a kernel's error later.
+    ///
+    /// The buffer must belong to `gpu`'s device: wrap your own device with
+    /// [`Gpu::from_wgpu`] so that your buffers and the crate's share it. A buffer from
+    /// another wgpu *instance* cannot be detected (wgpu 30 gives a buffer no way to name its
+    /// device or instance) and makes wgpu panic or misbehave when it is used.
     ///
     /// Nothing unsafe happens with a non-finite value, but every result computed from it is
     /// meaningless (a NaN distance never wins a comparison, a NaN sum spreads), so skip the
@@ -216,6 +237,14 @@ impl GpuMatrix {
         }
         let align = gpu.info().min_storage_buffer_offset_alignment.max(4) as u64;
         let per_chunk = rows_per_chunk(gpu, n_features)?;
+        let first_bytes = per_chunk.min(n_rows) as u64 * n_features as u64 * 4;
+        let first_offset = byte_offset / align * align;
+        check_usable(
+            gpu,
+            buffer,
+            first_offset,
+            byte_offset - first_offset + first_bytes,
+        )?;
         let mut chunks = Vec::new();
         let mut row_start = 0;
         while row_start < n_rows {
@@ -293,40 +322,57 @@ impl GpuMatrix {
 
     /// A new matrix of `out_cols` values per row of `self`, written by a kernel that `record`
     /// dispatches for one run of rows at a time: `record(batch, chunk, first, rows, out)`
-    /// must fill `out` (rows x out_cols) from rows `first .. first + rows` of `chunk`. Output
-    /// chunks are cut to the device's binding limit independently of the input's.
+    /// must fill `out` (rows x out_cols) from rows `first .. first + rows` of `chunk`.
+    ///
+    /// The output keeps the input's chunking: output chunk i holds the rows of input chunk i,
+    /// unless their outputs would not fit one binding (more output than input columns), in
+    /// which case those rows are split into consecutive output chunks of at most
+    /// `chunk limit / (4·out_cols)` rows. [`GpuMatrix::chunk_views`] gives each chunk's rows.
     pub(crate) fn map_rows(
         &self,
         gpu: &Gpu,
+        out_cols: usize,
+        what: &str,
+        record: impl FnMut(&mut Batch<'_>, &Chunk, usize, usize, &DeviceBuffer<f32>) -> Result<()>,
+    ) -> Result<GpuMatrix> {
+        gpu.scoped(what, || {
+            let mut batch = Batch::new(gpu, what);
+            let out = self.map_rows_in(gpu, &mut batch, out_cols, what, record)?;
+            batch.finish()?;
+            Ok(out)
+        })
+    }
+
+    /// [`GpuMatrix::map_rows`] recorded into `batch` (nothing submitted).
+    pub(crate) fn map_rows_in(
+        &self,
+        gpu: &Gpu,
+        batch: &mut Batch<'_>,
         out_cols: usize,
         what: &str,
         mut record: impl FnMut(&mut Batch<'_>, &Chunk, usize, usize, &DeviceBuffer<f32>) -> Result<()>,
     ) -> Result<GpuMatrix> {
         check_budget(gpu, what, self.n_rows as u64 * out_cols as u64 * 4)?;
         let out_rows = (gpu.chunk_byte_limit() / (out_cols as u64 * 4)).max(1) as usize;
-        gpu.scoped(what, || {
-            let mut batch = Batch::new(gpu, what);
-            let mut out = Vec::new();
-            for chunk in &self.chunks {
-                let mut first = 0;
-                while first < chunk.n_rows {
-                    let rows = out_rows.min(chunk.n_rows - first);
-                    let buffer = DeviceBuffer::zeroed(gpu, what, rows * out_cols);
-                    record(&mut batch, chunk, first, rows, &buffer)?;
-                    out.push(Chunk {
-                        buffer: buffer.raw().clone(),
-                        bind_offset: 0,
-                        bind_size: (rows * out_cols * 4) as u64,
-                        x_offset: 0,
-                        row_start: chunk.row_start + first,
-                        n_rows: rows,
-                    });
-                    first += rows;
-                }
+        let mut out = Vec::new();
+        for chunk in &self.chunks {
+            let mut first = 0;
+            while first < chunk.n_rows {
+                let rows = out_rows.min(chunk.n_rows - first);
+                let buffer = DeviceBuffer::zeroed(gpu, what, rows * out_cols);
+                record(batch, chunk, first, rows, &buffer)?;
+                out.push(Chunk {
+                    buffer: buffer.raw().clone(),
+                    bind_offset: 0,
+                    bind_size: (rows * out_cols * 4) as u64,
+                    x_offset: 0,
+                    row_start: chunk.row_start + first,
+                    n_rows: rows,
+                });
+                first += rows;
             }
-            batch.finish()?;
-            Ok(GpuMatrix::from_chunks(out, self.n_rows, out_cols))
-        })
+        }
+        Ok(GpuMatrix::from_chunks(out, self.n_rows, out_cols))
     }
 
     /// Reads the whole matrix back to the host (row-major). Needs `COPY_SRC` on the
@@ -349,6 +395,51 @@ impl GpuMatrix {
             Ok(handles.into_iter().flat_map(|h| back.f32s(h)).collect())
         })
     }
+}
+
+/// Refuses a caller's buffer this device cannot bind: destroyed, or made by another device
+/// of the same wgpu instance. A storage binding of `size` bytes from `offset` is made in an
+/// error scope and dropped, so the mistake is named when the view is made rather than by a
+/// kernel later.
+///
+/// wgpu gives a buffer no way to name its device, so a buffer from another wgpu *instance*
+/// cannot be told apart here; [`GpuMatrix::from_buffer_unchecked`] says so.
+fn check_usable(gpu: &Gpu, buffer: &wgpu::Buffer, offset: u64, size: u64) -> Result<()> {
+    let probe = gpu.scoped("checking the caller's buffer", || {
+        let layout = gpu
+            .device
+            .create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
+                label: Some("buffer check"),
+                entries: &[wgpu::BindGroupLayoutEntry {
+                    binding: 0,
+                    visibility: wgpu::ShaderStages::COMPUTE,
+                    ty: wgpu::BindingType::Buffer {
+                        ty: wgpu::BufferBindingType::Storage { read_only: true },
+                        has_dynamic_offset: false,
+                        min_binding_size: None,
+                    },
+                    count: None,
+                }],
+            });
+        let _binding = gpu.device.create_bind_group(&wgpu::BindGroupDescriptor {
+            label: Some("buffer check"),
+            layout: &layout,
+            entries: &[wgpu::BindGroupEntry {
+                binding: 0,
+                resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+                    buffer,
+                    offset,
+                    size: wgpu::BufferSize::new(size),
+                }),
+            }],
+        });
+        Ok(())
+    });
+    probe.map_err(|e| {
+        Error::InvalidBuffer(format!(
+            "this device cannot use the buffer (destroyed, or made by another device?): {e}"
+        ))
+    })
 }
 
 /// One value per row of a [`GpuMatrix`] (labels, distances), chunked like the matrix, kept
@@ -395,6 +486,7 @@ impl<T: Pod> GpuVector<T> {
                 buffer: b.raw(),
                 first_row,
                 n_rows: b.len(),
+                byte_len: (b.len() * std::mem::size_of::<T>()) as u64,
             };
             first_row += b.len();
             chunk

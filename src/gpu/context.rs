@@ -11,6 +11,16 @@ use super::tuning::Tuner;
 use super::uniforms::PagePool;
 use crate::error::{Error, Result};
 
+/// The most bytes of data one chunk (one storage binding) holds: 128 MiB, WebGPU's default
+/// `max_storage_buffer_binding_size`, less 256 bytes, the largest binding-offset alignment
+/// WebGPU allows (a chunk may start between alignment boundaries of a caller's buffer). Every
+/// conformant device offers at least this, and chunks never grow past it on devices that
+/// allow more, so data are cut at the same rows whatever the device's limits and alignment
+/// (`Limits::default()` or the adapter's own): the same seed gives the same bits on an adapter
+/// however its device was opened. A chunk of 128 MiB keeps any GPU busy; more chunks only add
+/// dispatches.
+pub const STANDARD_CHUNK_BYTES: u64 = (128 << 20) - 256;
+
 /// A GPU device ready for this crate's kernels.
 ///
 /// Make one with [`Gpu::new`] (the best adapter on the machine) or wrap a device you already
@@ -155,9 +165,22 @@ impl Gpu {
     /// Wraps a device the caller already owns (embedding in an existing wgpu pipeline).
     ///
     /// The device keeps its own limits and uncaptured-error handler; the library works within
-    /// them. The adapter is unknown here, so [`Gpu::info`] names it "external device".
-    pub fn from_wgpu(device: wgpu::Device, queue: wgpu::Queue) -> Result<Self> {
-        Ok(Self::build(device, queue, None))
+    /// them. The adapter is unknown here, so [`Gpu::info`] names it "external device": pass
+    /// it with [`Gpu::from_wgpu_with_info`] to have it named in [`Gpu::info`], profiles and
+    /// ceilings.
+    pub fn from_wgpu(device: wgpu::Device, queue: wgpu::Queue) -> Self {
+        Self::build(device, queue, None)
+    }
+
+    /// [`Gpu::from_wgpu`] for a device of the adapter `adapter` describes
+    /// (`adapter.get_info()`): [`Gpu::info`], profiles and ceilings report its name, backend,
+    /// type and driver.
+    pub fn from_wgpu_with_info(
+        device: wgpu::Device,
+        queue: wgpu::Queue,
+        adapter: wgpu::AdapterInfo,
+    ) -> Self {
+        Self::build(device, queue, Some(adapter))
     }
 
     fn build(device: wgpu::Device, queue: wgpu::Queue, adapter: Option<wgpu::AdapterInfo>) -> Self {
@@ -228,9 +251,12 @@ impl Gpu {
     }
 
     /// The largest chunk of data, in bytes, one binding may hold (the forced chunk size
-    /// included).
+    /// included): at most [`STANDARD_CHUNK_BYTES`], whatever larger limit the device was
+    /// opened with, so that the chunking (and so every sum's order, and the bits of every
+    /// result) does not depend on the limits a device was requested with.
     pub(crate) fn chunk_byte_limit(&self) -> u64 {
         self.binding_byte_limit()
+            .min(STANDARD_CHUNK_BYTES)
             .min(self.max_chunk_bytes.load(Ordering::Relaxed))
     }
 
@@ -317,7 +343,13 @@ pub fn parse_memory_size(text: &str) -> Result<u64> {
         )
     })?;
     let bytes = value * scale as f64;
-    if !(bytes >= 1.0 && bytes < u64::MAX as f64) {
+    if bytes >= u64::MAX as f64 {
+        return Err(Error::invalid(
+            "memory size",
+            format!("{text:?}: too large; give at most 16777215TiB (2^64 bytes), e.g. 8GiB"),
+        ));
+    }
+    if bytes.is_nan() || bytes < 1.0 {
         return Err(Error::invalid(
             "memory size",
             format!("{text:?}: must be at least 1 byte"),

@@ -70,11 +70,14 @@ pub(crate) mod uniforms;
 
 pub use adapter::{AdapterOptions, GpuInfo};
 pub use buffer::{GpuMatrix, GpuVector, MatrixChunk, VectorChunk};
-pub use context::{parse_memory_size, Gpu};
+pub use context::{parse_memory_size, Gpu, STANDARD_CHUNK_BYTES};
 pub use input::GpuInput;
 pub use profile::{
     Bound, Ceilings, Clock, DispatchRecord, KernelSummary, Profile, ProfileClock, Work,
 };
+/// The command encoder the `*_into` methods (`predict_into`, `transform_into`, …) record into
+/// without submitting: wgpu's, re-exported so that the layers above name wgpu through here.
+pub use wgpu::CommandEncoder;
 
 #[cfg(test)]
 pub(crate) mod tests;

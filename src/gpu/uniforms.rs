@@ -48,12 +48,16 @@ struct Page {
     bytes: Vec<u8>,
 }
 
-/// The pages of one batch; they go back to the pool when it is dropped.
+/// The pages of one batch; they go back to the pool when it is dropped, unless the batch
+/// recorded into a caller's encoder (see [`Uniforms::detached`]).
 pub(crate) struct Uniforms<'g> {
     pool: &'g PagePool,
     device: &'g wgpu::Device,
     align: usize,
     pages: Vec<Page>,
+    /// The pages stay out of the pool: the caller submits the commands that read them
+    /// later, and a pooled page could be overwritten by another batch's queue write first.
+    detached: bool,
 }
 
 impl<'g> Uniforms<'g> {
@@ -64,7 +68,16 @@ impl<'g> Uniforms<'g> {
             device,
             align,
             pages: Vec::new(),
+            detached: false,
         }
+    }
+
+    /// Pages of their own, never returned to the pool (for work recorded into a caller's
+    /// encoder; wgpu keeps them alive while the recorded commands need them).
+    pub(crate) fn detached(pool: &'g PagePool, device: &'g wgpu::Device) -> Self {
+        let mut uniforms = Self::new(pool, device);
+        uniforms.detached = true;
+        uniforms
     }
 
     /// A slot holding `params`: the page and the byte offset to bind.
@@ -98,6 +111,9 @@ impl<'g> Uniforms<'g> {
 
 impl Drop for Uniforms<'_> {
     fn drop(&mut self) {
+        if self.detached {
+            return;
+        }
         let mut free = self.pool.free.lock().unwrap();
         free.extend(self.pages.drain(..).map(|p| p.buffer));
     }

@@ -81,10 +81,11 @@ fn npy_dtypes_and_shapes() {
 
     let p = dir.path().join("nan.npy");
     write_npy(&p, &[1.0f64, 2.0, 3.0, f64::NAN], &[2, 2], Order::C);
-    assert!(matches!(
-        read_matrix(&p),
-        Err(Error::NonFinite { row: 1, col: 1, .. })
-    ));
+    let e = read_matrix(&p).unwrap_err();
+    assert!(
+        matches!(&e, Error::NonFiniteInFile { path, line: None, row: 2, col: 2, .. } if path == &p),
+        "{e}"
+    );
     assert!(matches!(read_labels(&p), Err(Error::Format { .. })));
 
     let p = dir.path().join("3d.npy");
@@ -154,12 +155,32 @@ fn csv_errors_name_the_place() {
     let p = dir.path().join("nan.csv");
     fs::write(&p, "a,b\n1,2\n3,NaN\n").unwrap();
     let e = read_matrix(&p).unwrap_err();
-    assert!(matches!(e, Error::NonFinite { row: 1, col: 1, .. }), "{e}");
+    assert!(
+        matches!(
+            e,
+            Error::NonFiniteInFile {
+                line: Some(3),
+                row: 2,
+                col: 2,
+                ..
+            }
+        ),
+        "{e}"
+    );
+    assert!(
+        e.to_string().contains("nan.csv: line 3, field 2: NaN"),
+        "{e}"
+    );
     let p = dir.path().join("inf.csv");
     fs::write(&p, "1,2\n-inf,0\n").unwrap();
     assert!(matches!(
         read_matrix(&p),
-        Err(Error::NonFinite { row: 1, col: 0, .. })
+        Err(Error::NonFiniteInFile {
+            line: Some(2),
+            row: 2,
+            col: 1,
+            ..
+        })
     ));
 
     let p = dir.path().join("word.csv");
@@ -237,7 +258,7 @@ fn atomic_writes_leave_no_temp_files() {
 }
 
 #[test]
-fn little_endian_f4_files_are_mapped_and_the_rest_read_whole() {
+fn native_f4_files_are_read_in_pieces_and_the_rest_read_whole() {
     use crate::source::RowSource;
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("x.npy");
@@ -245,7 +266,7 @@ fn little_endian_f4_files_are_mapped_and_the_rest_read_whole() {
     write_npy_f32(&p, &data, &[1000, 3]).unwrap();
     let rows = NpyRows::open(&p).unwrap();
     assert_eq!(rows.shape(), (1000, 3));
-    assert_eq!(rows.matrix().as_slice(), &data[..]);
+    assert_eq!(rows.read_all().unwrap(), data);
     assert_eq!(
         rows.gather(&[999, 0]).unwrap(),
         [&data[2997..], &data[..3]].concat()
@@ -258,7 +279,10 @@ fn little_endian_f4_files_are_mapped_and_the_rest_read_whole() {
     })
     .unwrap();
     assert_eq!(seen, vec![0, 333, 666, 999]);
-    assert!(matches!(open_matrix(&p).unwrap(), InputMatrix::Mapped(_)));
+    let input = open_matrix(&p).unwrap();
+    assert!(matches!(input, InputMatrix::File(_)));
+    assert!(input.in_memory().unwrap().is_none());
+    assert_eq!(input.values().unwrap().as_ref(), &data[..]);
 
     // 1-D is N x 1; f8 and Fortran order are read whole (or refused) by read_matrix.
     let p1 = dir.path().join("v.npy");
@@ -270,24 +294,29 @@ fn little_endian_f4_files_are_mapped_and_the_rest_read_whole() {
     assert!(matches!(NpyRows::open(&p8), Err(Error::Format { .. })));
     let read = open_matrix(&p8).unwrap();
     assert!(matches!(read, InputMatrix::Read(_)));
-    assert_eq!(read.matrix().unwrap().as_slice(), &data[..]);
+    assert_eq!(read.in_memory().unwrap().unwrap().as_slice(), &data[..]);
+    assert_eq!(read.shape(), (1000, 3));
     let pf = dir.path().join("xf.npy");
     write_npy(&pf, &data, &[1000, 3], Order::Fortran);
     assert!(matches!(open_matrix(&pf), Err(Error::Format { .. })));
 
-    // Values are checked when the file is opened; a short file is refused.
+    // Values are checked when the file is opened (placed from 1); a short file is refused.
     let mut bad = data.clone();
     bad[3 * 500 + 1] = f32::NAN;
     let pn = dir.path().join("nan.npy");
     write_npy_f32(&pn, &bad, &[1000, 3]).unwrap();
-    assert!(matches!(
-        NpyRows::open(&pn),
-        Err(Error::NonFinite {
-            row: 500,
-            col: 1,
-            ..
-        })
-    ));
+    let e = NpyRows::open(&pn).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::NonFiniteInFile {
+                row: 501,
+                col: 2,
+                ..
+            }
+        ),
+        "{e}"
+    );
     let bytes = fs::read(&p).unwrap();
     let pt = dir.path().join("short.npy");
     fs::write(&pt, &bytes[..bytes.len() - 4]).unwrap();
@@ -295,6 +324,191 @@ fn little_endian_f4_files_are_mapped_and_the_rest_read_whole() {
     let pe = dir.path().join("empty.npy");
     write_npy_f32(&pe, &[], &[0, 3]).unwrap();
     assert!(matches!(NpyRows::open(&pe), Err(Error::EmptyData { .. })));
+    // No rows but no columns either: the columns are named first.
+    let pc = dir.path().join("cols.npy");
+    write_npy_f32(&pc, &[], &[5, 0]).unwrap();
+    let e = open_matrix(&pc).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::EmptyData {
+                missing: "columns",
+                ..
+            }
+        ),
+        "{e}"
+    );
+}
+
+#[test]
+fn a_file_cut_short_while_it_is_read_is_an_error_not_a_signal() {
+    use crate::source::RowSource;
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("x.npy");
+    let data: Vec<f32> = (0..4 * 5000).map(|v| v as f32).collect();
+    write_npy_f32(&p, &data, &[5000, 4]).unwrap();
+    let rows = NpyRows::open(&p).unwrap();
+    // Another program truncates the file after it was opened and checked.
+    let keep = fs::metadata(&p).unwrap().len() / 2;
+    fs::OpenOptions::new()
+        .write(true)
+        .open(&p)
+        .unwrap()
+        .set_len(keep)
+        .unwrap();
+    let shrank = |e: Error| {
+        assert!(
+            matches!(&e, Error::Format { path, reason } if path == &p && reason.contains("shrank")),
+            "{e}"
+        );
+    };
+    // The first rows are still there; the pass fails at the first piece past the new end.
+    let mut pieces = 0;
+    shrank(
+        rows.visit_rows(1000, &mut |_, _| {
+            pieces += 1;
+            Ok(())
+        })
+        .unwrap_err(),
+    );
+    assert!((1..5).contains(&pieces), "{pieces}");
+    shrank(rows.gather(&[0, 4999]).unwrap_err());
+    shrank(rows.read_all().unwrap_err());
+    assert_eq!(rows.gather(&[1]).unwrap(), &data[4..8]);
+}
+
+#[test]
+fn directories_devices_and_pipes() {
+    let dir = tempfile::tempdir().unwrap();
+    let sub = dir.path().join("d.npy");
+    fs::create_dir(&sub).unwrap();
+    for e in [
+        read_matrix(&sub).unwrap_err(),
+        open_matrix(&sub).unwrap_err(),
+        read_labels(&sub).unwrap_err(),
+    ] {
+        assert!(e.to_string().contains("is a directory"), "{e}");
+    }
+    #[cfg(unix)]
+    {
+        // Endless inputs fail at once: NUL bytes (/dev/zero) and random bytes.
+        for (device, name) in [("/dev/zero", "z"), ("/dev/urandom", "u")] {
+            for ext in ["csv", "npy"] {
+                let link = dir.path().join(format!("{name}.{ext}"));
+                std::os::unix::fs::symlink(device, &link).unwrap();
+                assert!(matches!(read_matrix(&link), Err(Error::Format { .. })));
+                assert!(matches!(open_matrix(&link), Err(Error::Format { .. })));
+                assert!(matches!(read_labels(&link), Err(Error::Format { .. })));
+            }
+        }
+        // A pipe is read as a stream.
+        let fifo = dir.path().join("p.csv");
+        let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+        assert!(made.is_ok_and(|s| s.success()), "mkfifo");
+        let writer = {
+            let fifo = fifo.clone();
+            std::thread::spawn(move || fs::write(fifo, "a,b\n1,2\n3,4\n").unwrap())
+        };
+        let m = read_matrix(&fifo).unwrap();
+        writer.join().unwrap();
+        assert_eq!(
+            (m.n_rows, m.n_features, m.data),
+            (2, 2, vec![1.0, 2.0, 3.0, 4.0])
+        );
+    }
+}
+
+#[test]
+fn csv_headers_hold_no_numbers_and_missing_values_are_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("m.csv");
+    let body: String = (0..40)
+        .map(|i| format!("{i},{},{}\n", i + 1, i + 2))
+        .collect();
+    // The cases: a first line with a number in it is data, not a header.
+    for (first, field) in [
+        ("1,NA,3", "field 2"),
+        ("1,,3", "field 2"),
+        ("x,2,y", "field 1"),
+    ] {
+        fs::write(&p, format!("{first}\n{body}")).unwrap();
+        let e = read_matrix(&p).unwrap_err();
+        let text = e.to_string();
+        assert!(text.contains(&format!("line 1, {field}")), "{first}: {e}");
+        assert!(text.contains("header"), "{first}: {e}");
+    }
+    // A missing value further down names its line.
+    fs::write(&p, format!("x,y,z\n{body}4,,5\n")).unwrap();
+    let e = read_matrix(&p).unwrap_err();
+    assert!(e.to_string().contains("line 42, field 2 is empty"), "{e}");
+    fs::write(&p, format!("{body}4,NA,5\n")).unwrap();
+    let e = read_matrix(&p).unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("line 41, field 2: \"NA\" marks a missing value"),
+        "{e}"
+    );
+    // A real header keeps every data line.
+    fs::write(&p, format!("x,y,z\n{body}")).unwrap();
+    assert_eq!(read_matrix(&p).unwrap().n_rows, 40);
+    // Binary data and absurd fields end the reading at once.
+    fs::write(&p, b"1,2\n3,\x004\n").unwrap();
+    let e = read_matrix(&p).unwrap_err();
+    assert!(e.to_string().contains("line 2: a NUL byte"), "{e}");
+    fs::write(&p, "7".repeat(MAX_FIELD_BYTES + 1)).unwrap();
+    let e = read_matrix(&p).unwrap_err();
+    assert!(e.to_string().contains("longer than"), "{e}");
+    fs::write(&p, b"1,2\n\xff\xfe,3\n").unwrap();
+    let e = read_matrix(&p).unwrap_err();
+    assert!(e.to_string().contains("line 2: not UTF-8"), "{e}");
+}
+
+#[test]
+fn output_sets_write_all_or_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (dir.path().join("a.npy"), dir.path().join("b.csv"));
+    fs::write(&a, "old a").unwrap();
+    // Dropped before the commit: nothing new, nothing changed, no temporary file.
+    {
+        let mut set = OutputSet::new();
+        set.labels(&a, &[1, 2]).unwrap();
+        set.matrix(&b, &[1.0, 2.0], 1, 2).unwrap();
+        assert_eq!(set.targets().count(), 2);
+    }
+    assert_eq!(fs::read_to_string(&a).unwrap(), "old a");
+    assert!(!b.exists());
+    assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 1);
+    // A rename that fails in the commit puts back what was renamed before it.
+    let long = dir.path().join(format!("{}.npy", "n".repeat(300)));
+    let mut set = OutputSet::new();
+    set.labels(&a, &[1, 2]).unwrap();
+    set.matrix(&b, &[1.0, 2.0], 1, 2).unwrap();
+    set.labels(&long, &[3]).unwrap();
+    let e = set.commit().unwrap_err();
+    assert!(matches!(&e, Error::Io { path, .. } if path == &long), "{e}");
+    assert_eq!(fs::read_to_string(&a).unwrap(), "old a");
+    assert!(!b.exists());
+    assert_eq!(
+        fs::read_dir(dir.path()).unwrap().count(),
+        1,
+        "backups and temps removed"
+    );
+    // Committed: both written.
+    let mut set = OutputSet::new();
+    set.labels(&a, &[1, 2]).unwrap();
+    set.matrix(&b, &[1.0, 2.0], 1, 2).unwrap();
+    set.commit().unwrap();
+    assert_eq!(read_labels(&a).unwrap(), vec![1, 2]);
+    assert_eq!(read_matrix(&b).unwrap().data, vec![1.0, 2.0]);
+    assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 2);
+    // A missing directory is named, never the temporary file's name.
+    let e = write_labels(&dir.path().join("nodir/l.npy"), &[1]).unwrap_err();
+    let text = e.to_string();
+    assert!(
+        text.contains("nodir") && !text.contains("nodir/.tmp"),
+        "{text}"
+    );
+    assert!(text.contains("No such file"), "{text}");
 }
 
 #[test]

@@ -16,7 +16,7 @@ use super::model::Elapsed;
 use super::partitions::Partitioned;
 use super::stream::{device_rows, Streamed};
 use super::workspace::Workspace;
-use super::{seeding, KMeans, KMeansInit, KMeansModel, KMeansStats, MiniBatchKMeans};
+use super::{seeding, KMeans, KMeansModel, KMeansStats, MiniBatchKMeans};
 use crate::data::check_sample_weights;
 use crate::error::Result;
 use crate::gpu::stream::DeviceRows;
@@ -34,7 +34,7 @@ impl KMeans {
     /// [`Error::TooFewSamples`](crate::Error::TooFewSamples)), and the GPU errors of
     /// [`GpuMatrix::upload`] and of the kernels.
     pub fn fit(&self, gpu: &Gpu, x: &impl GpuInput) -> Result<KMeansModel> {
-        self.fit_input(gpu, x, None)
+        self.fit_input(gpu, x, None, &mut self.generator())
     }
 
     /// [`KMeans::fit`] with a weight per row (scikit-learn's `sample_weight`): the centroids
@@ -52,7 +52,7 @@ impl KMeans {
         sample_weight: &[f32],
     ) -> Result<KMeansModel> {
         check_sample_weights(sample_weight, x.shape().0)?;
-        self.fit_input(gpu, x, Some(sample_weight))
+        self.fit_input(gpu, x, Some(sample_weight), &mut self.generator())
     }
 
     /// Fits on a [`RowSource`]: a host [`Matrix`](crate::Matrix),
@@ -69,7 +69,7 @@ impl KMeans {
     /// ([`Error::Source`](crate::Error::Source), [`Error::NonFinite`](crate::Error::NonFinite)
     /// with the global row).
     pub fn fit_source(&self, gpu: &Gpu, source: &(impl RowSource + ?Sized)) -> Result<KMeansModel> {
-        self.fit_rows(gpu, source, None)
+        self.fit_rows(gpu, source, None, &mut self.generator())
     }
 
     /// [`KMeans::fit_source`] with a weight per row (see [`KMeans::fit_weighted`]); the
@@ -84,7 +84,7 @@ impl KMeans {
     ) -> Result<KMeansModel> {
         let (n, _) = check_shape(source)?;
         check_sample_weights(sample_weight, n)?;
-        self.fit_rows(gpu, source, Some(sample_weight))
+        self.fit_rows(gpu, source, Some(sample_weight), &mut self.generator())
     }
 
     /// Fits on rows split across devices: partition i (its rows numbered after those of
@@ -105,7 +105,8 @@ impl KMeans {
         let mut data = Partitioned::open(parts, self.k)?;
         let (n, d) = super::lloyd::LloydData::shape(&data);
         self.validate(n, d)?;
-        let best = fit_restarts(&self.settings(), &mut data, |data, rng| {
+        let mut rng = self.generator();
+        let best = fit_restarts(&self.settings(), &mut data, &mut rng, |data, rng| {
             data.start(self, rng)
         })?;
         Ok(self.model(d, best))
@@ -153,7 +154,7 @@ impl KMeans {
         let x = x.on_gpu(gpu)?;
         let rows = self.on_metric(gpu, &x)?;
         let ws = Workspace::weighted(gpu, &rows, self.k, None)?;
-        seeding::resident_start(&ws, self, &mut ChaCha8Rng::seed_from_u64(self.seed))
+        seeding::resident_start(&ws, self, &mut self.generator())
     }
 
     /// The seeds of the k-means++ initialisation and the rows they were taken from:
@@ -181,8 +182,37 @@ impl KMeans {
         let x = x.on_gpu(gpu)?;
         let rows = self.on_metric(gpu, &x)?;
         let ws = Workspace::weighted(gpu, &rows, self.k, sample_weight)?;
-        let mut rng = ChaCha8Rng::seed_from_u64(self.seed);
-        seeding::kmeans_plus_plus(&ws, &mut rng, self.n_local_trials())
+        seeding::kmeans_plus_plus(&ws, &mut self.generator(), self.n_local_trials())
+    }
+
+    /// The generator a fit draws every restart's start from, seeded with `seed`.
+    fn generator(&self) -> ChaCha8Rng {
+        ChaCha8Rng::seed_from_u64(self.seed)
+    }
+
+    /// [`KMeans::fit`] (`weights`: [`KMeans::fit_weighted`]) drawing its starts from `rng`
+    /// rather than from `seed`: the K-Means start of a Gaussian mixture continues the
+    /// mixture's generator, as scikit-learn's does (so a mixture seeded s starts from the
+    /// labels of `KMeans::new(k).seed(s)`).
+    pub(crate) fn fit_continuing(
+        &self,
+        gpu: &Gpu,
+        x: &impl GpuInput,
+        weights: Option<&[f32]>,
+        rng: &mut ChaCha8Rng,
+    ) -> Result<KMeansModel> {
+        self.fit_input(gpu, x, weights, rng)
+    }
+
+    /// [`KMeans::fit_source`] drawing its starts from `rng` (see [`KMeans::fit_continuing`]).
+    pub(crate) fn fit_source_continuing(
+        &self,
+        gpu: &Gpu,
+        source: &(impl RowSource + ?Sized),
+        weights: Option<&[f32]>,
+        rng: &mut ChaCha8Rng,
+    ) -> Result<KMeansModel> {
+        self.fit_rows(gpu, source, weights, rng)
     }
 
     /// Host or device data: device data as they are, host data as rows whose place
@@ -192,12 +222,13 @@ impl KMeans {
         gpu: &Gpu,
         x: &impl GpuInput,
         weights: Option<&[f32]>,
+        rng: &mut ChaCha8Rng,
     ) -> Result<KMeansModel> {
         let (n, d) = x.shape();
         self.validate(n, d)?;
         match x.as_source() {
-            Some(source) => self.fit_rows(gpu, source, weights),
-            None => self.fit_resident(gpu, &*x.on_gpu(gpu)?, weights),
+            Some(source) => self.fit_rows(gpu, source, weights, rng),
+            None => self.fit_resident(gpu, &*x.on_gpu(gpu)?, weights, rng),
         }
     }
 
@@ -208,16 +239,17 @@ impl KMeans {
         gpu: &Gpu,
         source: &(impl RowSource + ?Sized),
         weights: Option<&[f32]>,
+        rng: &mut ChaCha8Rng,
     ) -> Result<KMeansModel> {
         let (n, d) = check_shape(source)?;
         self.validate(n, d)?;
         let rows = device_rows(gpu, source, self.k, weights.is_some())?;
         if let DeviceRows::Resident(x) = &rows {
-            return self.fit_resident(gpu, x, weights);
+            return self.fit_resident(gpu, x, weights, rng);
         }
         self.require_euclidean("a streamed fit (rows over the device-memory budget)")?;
         let mut data = Streamed::new(gpu, source, rows, self.k, weights)?;
-        let best = fit_restarts(&self.settings(), &mut data, |data, rng| {
+        let best = fit_restarts(&self.settings(), &mut data, rng, |data, rng| {
             data.start(self, rng)
         })?;
         Ok(self.model(d, best))
@@ -229,10 +261,11 @@ impl KMeans {
         gpu: &Gpu,
         x: &GpuMatrix,
         weights: Option<&[f32]>,
+        rng: &mut ChaCha8Rng,
     ) -> Result<KMeansModel> {
         let rows = self.on_metric(gpu, x)?;
         let mut ws = Workspace::weighted(gpu, &rows, self.k, weights)?;
-        let best = fit_restarts(&self.settings(), &mut ws, |ws, rng| {
+        let best = fit_restarts(&self.settings(), &mut ws, rng, |ws, rng| {
             seeding::resident_start(ws, self, rng)
         })?;
         Ok(self.model(x.n_features(), best))
@@ -265,13 +298,9 @@ impl KMeans {
     /// What the Lloyd loop needs of these parameters.
     fn settings(&self) -> Settings<'_> {
         Settings {
-            runs: match self.init {
-                KMeansInit::Centroids(_) => 1,
-                _ => self.n_init,
-            },
+            runs: self.init.runs(self.n_init),
             max_iter: self.max_iter,
             tol: self.tol,
-            seed: self.seed,
             spherical: self.metric.is_spherical(),
             objective_scale: self.metric.objective_scale(),
             on_iteration: self.on_iteration.as_ref(),

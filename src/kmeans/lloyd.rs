@@ -12,7 +12,6 @@
 //! workspace or the statistics' type. What it needs of them arrives as a [`Settings`] and a
 //! [`Pass`] per iteration.
 
-use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
 use crate::error::{Error, Result};
@@ -57,8 +56,6 @@ pub(super) struct Settings<'a> {
     pub(super) max_iter: usize,
     /// Tolerance on the squared centroid shift, relative to the mean feature variance.
     pub(super) tol: f64,
-    /// Seed of the generator every restart's seeding draws from.
-    pub(super) seed: u64,
     /// Rows and centroids on the unit sphere (cosine metric).
     pub(super) spherical: bool,
     /// From the summed squared distances to the reported objective (½ for cosine).
@@ -232,11 +229,12 @@ fn lloyd(
     })
 }
 
-/// The restarts of a fit: `init` draws each restart's centroids; the run with the lowest
-/// inertia is kept, with its labels.
+/// The restarts of a fit: `init` draws each restart's centroids from `rng`; the run with the
+/// lowest inertia is kept, with its labels.
 pub(super) fn fit_restarts<D: LloydData>(
     settings: &Settings<'_>,
     data: &mut D,
+    rng: &mut ChaCha8Rng,
     mut init: impl FnMut(&mut D, &mut ChaCha8Rng) -> Result<Vec<f32>>,
 ) -> Result<Best> {
     let (n, d) = data.shape();
@@ -246,13 +244,12 @@ pub(super) fn fit_restarts<D: LloydData>(
     } else {
         0.0
     };
-    let mut rng = ChaCha8Rng::seed_from_u64(settings.seed);
     let mut best: Option<(Run, Vec<u32>)> = None;
     let mut init_seconds = 0.0;
     for r in 0..settings.runs {
         let progress = Progress::new(Algorithm::KMeans, r, settings.on_iteration);
         let init_began = std::time::Instant::now();
-        let mut start = init(data, &mut rng)?;
+        let mut start = init(data, rng)?;
         if settings.spherical {
             // Rows drawn from unit data are unit already; given centroids may not be.
             let mut unit: Vec<f64> = start.iter().map(|&v| v as f64).collect();

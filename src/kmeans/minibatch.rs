@@ -30,7 +30,7 @@ use rand_chacha::ChaCha8Rng;
 use super::seeding::random_rows;
 use super::stream::labels_and_inertia;
 use super::workspace::Workspace;
-use super::{KMeansInit, KMeansModel, KMeansStats, MiniBatchKMeans};
+use super::{KMeansModel, KMeansStats, MiniBatchKMeans};
 use crate::error::{Error, Result};
 use crate::gpu::device_buffer::DeviceBuffer;
 use crate::gpu::stream::view;
@@ -47,6 +47,7 @@ pub(super) fn fit(
 ) -> Result<KMeansModel> {
     let (n, d) = check_shape(source)?;
     params.validate(n, d)?;
+    let params = &params.resolved_for(n);
     let mut rng = ChaCha8Rng::seed_from_u64(params.seed);
     let mut run = MiniBatchRun::new(gpu, params, d, weights.is_some())?;
     let weights_of =
@@ -56,10 +57,7 @@ pub(super) fn fit(
         .collect();
     let valid_weights = weights_of(&valid);
     let valid = source.gather(&valid)?;
-    let candidates = match params.init {
-        KMeansInit::Centroids(_) => 1,
-        _ => params.n_init,
-    };
+    let candidates = params.init.runs(params.n_init);
     let mut best: Option<(f64, Vec<f32>)> = None;
     for _ in 0..candidates {
         let c = super::seeding::sample_start(gpu, source, weights, params, &mut rng)?;

@@ -2,9 +2,8 @@
 //! deserializing), prediction and distances on the device.
 
 use crate::error::{Error, Result};
-use crate::gpu::batch::Batch;
 use crate::gpu::device_buffer::DeviceBuffer;
-use crate::gpu::{Gpu, GpuInput, GpuMatrix, GpuVector};
+use crate::gpu::{CommandEncoder, Gpu, GpuInput, GpuMatrix, GpuVector};
 use crate::kernels::assign::{self, Assignment, DistanceTable};
 
 use super::{KMeans, KMeansInit};
@@ -244,22 +243,45 @@ impl KMeansModel {
         Ok(())
     }
 
-    /// Nearest centroid and squared distance of every row, left on the device. With the
-    /// cosine metric the rows are normalised first and the distance is ‖x̂ − ĉ‖² =
-    /// 2(1 − cos); a row of zeros is an error.
+    /// Nearest centroid and squared distance of every row, left on the device (chunked like
+    /// the rows). With the cosine metric the rows are normalised first and the distance is
+    /// ‖x̂ − ĉ‖² = 2(1 − cos); a row of zeros is an error.
     pub fn predict_gpu(
         &self,
         gpu: &Gpu,
         x: &impl GpuInput,
     ) -> Result<(GpuVector<u32>, GpuVector<f32>)> {
+        self.assign(gpu, x, None)
+    }
+
+    /// [`KMeansModel::predict_gpu`] recorded into the caller's `encoder` without submitting,
+    /// for a pipeline that binds the labels in its own passes before it submits. (The cosine
+    /// metric's normalisation of `x`, and the autotuner's first timing of a new shape, still
+    /// run on their own.) On an error the encoder may hold part of the work and should be
+    /// dropped.
+    pub fn predict_into(
+        &self,
+        gpu: &Gpu,
+        encoder: &mut CommandEncoder,
+        x: &impl GpuInput,
+    ) -> Result<(GpuVector<u32>, GpuVector<f32>)> {
+        self.assign(gpu, x, Some(encoder))
+    }
+
+    /// The assignment of every row, run or recorded into `encoder`.
+    fn assign(
+        &self,
+        gpu: &Gpu,
+        x: &impl GpuInput,
+        encoder: Option<&mut CommandEncoder>,
+    ) -> Result<(GpuVector<u32>, GpuVector<f32>)> {
         self.check_features(x)?;
         let xg = self.rows_on_gpu(gpu, x)?;
-        gpu.scoped("K-Means predict", || {
+        gpu.run_or_record(encoder, "K-Means predict", |batch| {
             let labels = GpuVector::zeroed(gpu, &xg, "labels");
             let dists = GpuVector::zeroed(gpu, &xg, "squared distances");
             let centroids = DeviceBuffer::from_slice(gpu, "centroids", &self.centroids);
             let changed = DeviceBuffer::zeroed(gpu, "changed labels", 1);
-            let mut batch = Batch::new(gpu, "K-Means predict");
             for (i, chunk) in xg.chunks().iter().enumerate() {
                 let to = Assignment {
                     centroids: &centroids,
@@ -268,9 +290,8 @@ impl KMeansModel {
                     min_sq_dist: &dists.chunks[i],
                     changed: &changed,
                 };
-                assign::assign_nearest_centroid(gpu, &mut batch, chunk, self.n_features, &to)?;
+                assign::assign_nearest_centroid(gpu, batch, chunk, self.n_features, &to)?;
             }
-            batch.finish()?;
             Ok((labels, dists))
         })
     }
@@ -290,19 +311,39 @@ impl KMeansModel {
 
     /// Euclidean distances from every row to every centroid (N x K), left on the device.
     /// With the cosine metric these are chord distances on the unit sphere, ‖x̂ − ĉ‖ =
-    /// √(2(1 − cos)), which order the centroids as the cosine does.
+    /// √(2(1 − cos)), which order the centroids as the cosine does. The output is chunked
+    /// like the input (chunk i holds the rows of input chunk i), each split further only
+    /// where K distances of its rows would not fit one binding; [`GpuMatrix::chunk_views`]
+    /// gives every chunk's first row.
     pub fn transform_gpu(&self, gpu: &Gpu, x: &impl GpuInput) -> Result<GpuMatrix> {
+        self.distances(gpu, x, None)
+    }
+
+    /// [`KMeansModel::transform_gpu`] recorded into the caller's `encoder` without
+    /// submitting (see [`KMeansModel::predict_into`]).
+    pub fn transform_into(
+        &self,
+        gpu: &Gpu,
+        encoder: &mut CommandEncoder,
+        x: &impl GpuInput,
+    ) -> Result<GpuMatrix> {
+        self.distances(gpu, x, Some(encoder))
+    }
+
+    /// The distance table, run or recorded into `encoder`.
+    fn distances(
+        &self,
+        gpu: &Gpu,
+        x: &impl GpuInput,
+        encoder: Option<&mut CommandEncoder>,
+    ) -> Result<GpuMatrix> {
         self.check_features(x)?;
         let xg = self.rows_on_gpu(gpu, x)?;
         let (k, d) = (self.params.k, self.n_features);
-        let centroids = gpu.scoped("uploading centroids", || {
-            Ok(DeviceBuffer::from_slice(gpu, "centroids", &self.centroids))
-        })?;
-        xg.map_rows(
-            gpu,
-            k,
-            "K-Means transform",
-            |batch, chunk, first, rows, out| {
+        let what = "K-Means transform";
+        gpu.run_or_record(encoder, what, |batch| {
+            let centroids = DeviceBuffer::from_slice(gpu, "centroids", &self.centroids);
+            xg.map_rows_in(gpu, batch, k, what, |batch, chunk, first, rows, out| {
                 let table = DistanceTable {
                     centroids: &centroids,
                     k,
@@ -310,8 +351,8 @@ impl KMeansModel {
                     sqrt: true,
                 };
                 assign::pairwise_distances(gpu, batch, chunk, first, rows, d, &table)
-            },
-        )
+            })
+        })
     }
 
     /// Euclidean distances from every row to every centroid, row-major N x K (chord

@@ -55,6 +55,24 @@ impl KMeansInit {
         }
     }
 
+    /// The runs (restarts) a fit makes with this start for `n_init`: one for given centroids,
+    /// which no restart could change. Asking for more with given centroids draws a `tracing`
+    /// warning (scikit-learn's), which the CLI prints.
+    pub(super) fn runs(&self, n_init: usize) -> usize {
+        match self {
+            KMeansInit::Centroids(_) => {
+                if n_init > 1 {
+                    tracing::warn!(
+                        target: "wgpu_unsupervised::kmeans",
+                        "explicit initial centroids were given: performing one run instead of n_init = {n_init}"
+                    );
+                }
+                1
+            }
+            _ => n_init,
+        }
+    }
+
     /// Other spellings [`FromStr`](std::str::FromStr) accepts.
     fn aliases(&self) -> &'static [&'static str] {
         match self {
@@ -479,12 +497,27 @@ impl MiniBatchKMeans {
         Ok(())
     }
 
-    /// Rows of the initialisation sample.
+    /// The parameters a fit on `n` rows runs with: scikit-learn's `_batch_size =
+    /// min(batch_size, n)` (100 rows with the default batch of 1024 make 100-row batches, so
+    /// `max_iter` epochs are `max_iter` steps), and its initialisation sample: `init_size`,
+    /// else 3·batch, raised to 3·K when below K, at most N.
+    pub fn resolved_for(&self, n: usize) -> MiniBatchKMeans {
+        let batch_size = self.batch_size.min(n).max(1);
+        let mut init_size = self.init_size.unwrap_or(3 * batch_size);
+        if init_size < self.k {
+            init_size = 3 * self.k;
+        }
+        MiniBatchKMeans {
+            batch_size,
+            init_size: Some(init_size.min(n)),
+            ..self.clone()
+        }
+    }
+
+    /// Rows of the initialisation sample (of parameters [`MiniBatchKMeans::resolved_for`]
+    /// made).
     pub(super) fn sample_size(&self, n: usize) -> usize {
-        self.init_size
-            .unwrap_or(3 * self.batch_size)
-            .max(self.k)
-            .min(n.max(self.k))
+        self.init_size.unwrap_or(3 * self.batch_size).min(n)
     }
 }
 

@@ -244,7 +244,7 @@ pub(super) fn kmeans_plus_plus(
         })
     };
 
-    let first_row = match ws.host_weights() {
+    let first_row = match drawing_weights(ws.host_weights()) {
         None => rng.random_range(0..n),
         Some(w) => weighted_pick(rng, w),
     };
@@ -447,7 +447,7 @@ pub(super) fn random_rows(
             format!("random init needs k = {k} rows of positive weight"),
         )
     };
-    match weights {
+    match drawing_weights(weights) {
         None => Ok(rand::seq::index::sample(rng, n, k).into_vec()),
         Some(w) if w.iter().filter(|&&v| v > 0.0).count() < k => Err(too_few()),
         Some(w) => rand::seq::index::sample_weighted(rng, n, |i| w[i] as f64, k)
@@ -456,6 +456,18 @@ pub(super) fn random_rows(
             .filter(|idx| idx.len() == k)
             .ok_or_else(too_few),
     }
+}
+
+/// The weights that change what is drawn: `None` when every row weighs the same positive
+/// amount. Equal weights
+/// (all 1, say) then draw exactly the rows and consume exactly the random numbers that no
+/// weights do, so they give the same model, labels numbered alike (scikit-learn's
+/// `test_unit_weights_vs_no_weights`); the draws' distribution is the same either way.
+fn drawing_weights(weights: Option<&[f32]>) -> Option<&[f32]> {
+    weights.filter(|w| {
+        w.split_first()
+            .is_some_and(|(first, rest)| *first <= 0.0 || rest.iter().any(|v| v != first))
+    })
 }
 
 /// A row drawn with probability ∝ its weight (scikit-learn's first k-means++ centre).

@@ -63,7 +63,7 @@ pub use information::{
     normalized_mutual_info_score, v_measure_score, AverageMethod,
 };
 pub use internal::{calinski_harabasz, davies_bouldin, inertia};
-pub use precomputed::{silhouette_precomputed, silhouette_samples_precomputed};
+pub use precomputed::{silhouette_precomputed, silhouette_samples_precomputed, DistanceValue};
 pub use silhouette::{silhouette, silhouette_source, Silhouette};
 
 /// Distinct labels in increasing order and each label's position among them.
@@ -234,8 +234,8 @@ pub fn evaluate(
 ///
 /// Errors: those of [`silhouette_samples_precomputed`] except the cluster count, and a
 /// truth of the wrong length.
-pub fn evaluate_precomputed(
-    distances: &[f64],
+pub fn evaluate_precomputed<T: precomputed::DistanceValue>(
+    distances: &[T],
     n: usize,
     labels: &[u32],
     truth: Option<&[u32]>,

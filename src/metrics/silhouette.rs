@@ -40,7 +40,7 @@ pub struct Silhouette {
 /// drawn with `seed`), computed on the GPU (module docs).
 ///
 /// Errors: [`Error::InvalidParameter`] for labels of the wrong length, fewer than 2 or more
-/// than N − 1 distinct labels (among the sampled rows), or a `sample_size` below 2;
+/// than N − 1 distinct labels (among the sampled rows), or a `sample_size` below 3;
 /// [`Error::OutOfDeviceMemory`] when the sorted copy of the data does not fit the budget;
 /// the errors of the upload and the kernels.
 pub fn silhouette(
@@ -55,7 +55,7 @@ pub fn silhouette(
     })
 }
 
-/// [`silhouette`] of the rows of a [`RowSource`] (a memory-mapped file, host chunks): the
+/// [`silhouette`] of the rows of a [`RowSource`] (a `.npy` file, host chunks): the
 /// evaluated rows (the sample, or all) are gathered on the host in cluster order and
 /// uploaded, so a sample of a source far larger than the device works; evaluating every row
 /// needs them all within the budget ([`Gpu::set_memory_budget`]), as the O(N²) pairs would
@@ -93,10 +93,13 @@ fn silhouette_with(
 ) -> Result<Silhouette> {
     check_label_count(labels, n)?;
     let rows: Vec<usize> = match sample_size {
-        Some(m) if m < 2 => {
+        Some(m) if m < 3 => {
             return Err(Error::invalid(
                 "sample_size",
-                format!("must be at least 2, got {m}"),
+                format!(
+                    "must be at least 3, got {m}: the sampled rows must hold 2 clusters and \
+                     fewer clusters than rows"
+                ),
             ))
         }
         Some(m) if m < n => {

@@ -276,10 +276,7 @@ impl Pca {
             0.0
         };
         if self.whiten {
-            let keep = super::whitenable_components(&explained_variance);
-            if keep < m {
-                return Err(whitening_refused(&explained_variance, keep));
-            }
+            warn_noise_floor(&explained_variance);
         }
         let denom = (n - self.ddof) as f64;
         Ok(PcaModel {
@@ -324,24 +321,23 @@ impl Pca {
     }
 }
 
-/// The refusal to whiten components `keep + 1 ..` of `explained_variance`, which are at most
-/// [`WHITEN_RTOL`](super::WHITEN_RTOL) times the largest.
-fn whitening_refused(explained_variance: &[f64], keep: usize) -> Error {
-    let (m, top) = (explained_variance.len(), explained_variance[0]);
-    let advice = if keep == 0 {
-        "the data have no variance to whiten".to_string()
-    } else {
-        format!("keep at most {keep} components to whiten")
-    };
-    Error::invalid(
-        "whiten",
-        format!(
-            "components {}..={m} have variance <= {:e} x the largest ({:e} of {top:e}): in f32 that is rounding noise, which whitening would amplify; {advice}",
+/// Warns (a `tracing` event; the CLI prints it) when whitening divides components whose
+/// variance is at most [`WHITEN_RTOL`](super::WHITEN_RTOL) times the largest: in f32 that
+/// variance is rounding noise, which whitening amplifies. scikit-learn whitens them all the
+/// same (by √λ, clipped at ε₃₂), and so does this crate.
+fn warn_noise_floor(explained_variance: &[f64]) {
+    let keep = super::whitenable_components(explained_variance);
+    let m = explained_variance.len();
+    if keep < m {
+        tracing::warn!(
+            target: "wgpu_unsupervised::pca",
+            "whitening components {}..={m}, whose variance is at most {:e} x the largest ({:e} of {:e}): at the f32 noise floor, their whitened values are amplified rounding noise",
             keep + 1,
             super::WHITEN_RTOL,
             explained_variance[keep],
-        ),
-    )
+            explained_variance[0],
+        );
+    }
 }
 
 impl PcaMoments {

@@ -4,7 +4,7 @@
 use super::{Components, Pca, PcaSolver};
 use crate::error::{Error, Result};
 use crate::gpu::device_buffer::DeviceBuffer;
-use crate::gpu::{Gpu, GpuInput, GpuMatrix};
+use crate::gpu::{CommandEncoder, Gpu, GpuInput, GpuMatrix};
 use crate::kernels::projection::{self, AffineMap};
 
 /// A fitted PCA model.
@@ -155,8 +155,7 @@ impl PcaModel {
     /// Checks that the parts of the model fit together: 1 ≤ M ≤ min(N, D) components of
     /// D ≥ 1 features from N ≥ 2 samples, parameters that [`Pca::validate`] accepts for
     /// that data (and a component count that agrees with them), M x D finite components,
-    /// M finite variances ≥ 0 (above [`WHITEN_RTOL`](super::WHITEN_RTOL) times the largest when
-    /// whitening, which divides by them), M finite ratios
+    /// M finite variances ≥ 0, M finite ratios
     /// and singular values, D finite means, D finite scales > 0 (they are divided by), and
     /// a finite total and noise variance ≥ 0.
     ///
@@ -224,12 +223,6 @@ impl PcaModel {
         {
             return Err(bad("explained variances must be finite and >= 0".into()));
         }
-        if self.params.whiten && super::whitenable_components(&self.explained_variance) < m {
-            return Err(bad(format!(
-                "a whitening model with a component of variance <= {:e} x the largest",
-                super::WHITEN_RTOL
-            )));
-        }
         for (name, v) in [
             ("total_variance", self.total_variance),
             ("noise_variance", self.noise_variance),
@@ -241,6 +234,7 @@ impl PcaModel {
         Ok(())
     }
 
+    /// √λᵢ when whitening (else 1): what `inverse_transform` multiplies component i by.
     fn whiten_factor(&self, i: usize) -> f64 {
         if self.params.whiten {
             self.explained_variance[i].sqrt()
@@ -249,57 +243,95 @@ impl PcaModel {
         }
     }
 
-    /// Runs `(in − in_shift)·weights + out_shift` over every row of `x` into new chunks.
-    fn affine(
+    /// What `transform` divides component i by: √λᵢ clipped below at the f32 epsilon
+    /// (scikit-learn's rule), so a component of zero variance gives finite projections.
+    fn whiten_divisor(&self, i: usize) -> f64 {
+        if self.params.whiten {
+            self.whiten_factor(i).max(f32::EPSILON as f64)
+        } else {
+            1.0
+        }
+    }
+
+    /// `transform` (`forward`) or `inverse_transform` of the rows of `x`: checked, then
+    /// recorded into `encoder` when given (nothing submitted) or run.
+    fn apply(
         &self,
         gpu: &Gpu,
-        x: &GpuMatrix,
-        weights: &[f32],
-        in_shift: &[f32],
-        out_shift: &[f32],
-        what: &str,
+        x: &impl GpuInput,
+        forward: bool,
+        encoder: Option<&mut CommandEncoder>,
     ) -> Result<GpuMatrix> {
-        let (k, c) = (x.n_features(), out_shift.len());
-        let (w, si, so) = gpu.scoped(what, || {
-            Ok((
-                DeviceBuffer::from_slice(gpu, "weights", weights),
-                DeviceBuffer::from_slice(gpu, "input shift", in_shift),
-                DeviceBuffer::from_slice(gpu, "output shift", out_shift),
-            ))
-        })?;
-        let map = AffineMap {
-            in_cols: k,
-            out_cols: c,
-            in_shift: &si,
-            weights: &w,
-            out_shift: &so,
+        let (m, d) = (self.n_components, self.n_features);
+        let (_, cols) = x.shape();
+        let (expected, out_cols) = if forward { (d, m) } else { (m, d) };
+        if cols != expected {
+            return Err(Error::FeatureMismatch {
+                expected,
+                found: cols,
+            });
+        }
+        // The affine map (x − in_shift)·W + out_shift, W row-major cols x out_cols.
+        let mut weights = vec![0.0f32; d * m];
+        for i in 0..m {
+            for j in 0..d {
+                let u = self.components[i * d + j];
+                if forward {
+                    weights[j * m + i] = (u / self.scale[j] / self.whiten_divisor(i)) as f32;
+                } else {
+                    weights[i * d + j] = (u * self.whiten_factor(i) * self.scale[j]) as f32;
+                }
+            }
+        }
+        let mean: Vec<f32> = self.mean.iter().map(|&v| v as f32).collect();
+        let (in_shift, out_shift) = match forward {
+            true => (mean, vec![0.0; m]),
+            false => (vec![0.0; m], mean),
         };
-        x.map_rows(gpu, c, what, |batch, chunk, first, rows, out| {
-            let offset = chunk.x_offset + (first * k) as u32;
-            projection::affine_matmul(gpu, batch, chunk.bind(), offset, rows, &map, out)
+        let what = if forward {
+            "PCA transform"
+        } else {
+            "PCA inverse transform"
+        };
+        let xg = x.on_gpu(gpu)?;
+        gpu.run_or_record(encoder, what, |batch| {
+            let map = AffineMap {
+                in_cols: cols,
+                out_cols,
+                in_shift: &DeviceBuffer::from_slice(gpu, "input shift", &in_shift),
+                weights: &DeviceBuffer::from_slice(gpu, "weights", &weights),
+                out_shift: &DeviceBuffer::from_slice(gpu, "output shift", &out_shift),
+            };
+            xg.map_rows_in(
+                gpu,
+                batch,
+                out_cols,
+                what,
+                |batch, chunk, first, rows, out| {
+                    let offset = chunk.x_offset + (first * cols) as u32;
+                    projection::affine_matmul(gpu, batch, chunk.bind(), offset, rows, &map, out)
+                },
+            )
         })
     }
 
-    /// Projections Z = ((X − μ)/σ)·Uᵀ (÷√λ when whitening), N x M, left on the device.
+    /// Projections Z = ((X − μ)/σ)·Uᵀ (÷ max(√λ, ε₃₂) when whitening, scikit-learn's rule),
+    /// N x M, left on the device. The output is chunked like the input: chunk i holds the
+    /// projections of the rows of input chunk i (see [`GpuMatrix::chunk_views`]).
     pub fn transform_gpu(&self, gpu: &Gpu, x: &impl GpuInput) -> Result<GpuMatrix> {
-        let (_, d) = x.shape();
-        if d != self.n_features {
-            return Err(Error::FeatureMismatch {
-                expected: self.n_features,
-                found: d,
-            });
-        }
-        let (m, d) = (self.n_components, self.n_features);
-        let mut weights = vec![0.0f32; d * m];
-        for i in 0..m {
-            let f = self.whiten_factor(i);
-            for j in 0..d {
-                weights[j * m + i] = (self.components[i * d + j] / self.scale[j] / f) as f32;
-            }
-        }
-        let shift: Vec<f32> = self.mean.iter().map(|&v| v as f32).collect();
-        let xg = x.on_gpu(gpu)?;
-        self.affine(gpu, &xg, &weights, &shift, &vec![0.0; m], "PCA transform")
+        self.apply(gpu, x, true, None)
+    }
+
+    /// [`PcaModel::transform_gpu`] recorded into the caller's `encoder` without submitting
+    /// (for a pipeline that binds the projections in its own passes before it submits). On an
+    /// error the encoder may hold part of the work and should be dropped.
+    pub fn transform_into(
+        &self,
+        gpu: &Gpu,
+        encoder: &mut CommandEncoder,
+        x: &impl GpuInput,
+    ) -> Result<GpuMatrix> {
+        self.apply(gpu, x, true, Some(encoder))
     }
 
     /// Projections of every row, N x M row-major.
@@ -307,33 +339,22 @@ impl PcaModel {
         self.transform_gpu(gpu, x)?.to_host(gpu)
     }
 
-    /// Reconstructions X̂ = (Z·(√λ)U)·σ + μ from projections (N x M), left on the device.
+    /// Reconstructions X̂ = (Z·(√λ)U)·σ + μ from projections (N x M), left on the device,
+    /// chunked like the input (split further only where D values of its rows would not fit
+    /// one binding).
     pub fn inverse_transform_gpu(&self, gpu: &Gpu, z: &impl GpuInput) -> Result<GpuMatrix> {
-        let (_, m) = z.shape();
-        if m != self.n_components {
-            return Err(Error::FeatureMismatch {
-                expected: self.n_components,
-                found: m,
-            });
-        }
-        let d = self.n_features;
-        let mut weights = vec![0.0f32; m * d];
-        for i in 0..m {
-            let f = self.whiten_factor(i);
-            for j in 0..d {
-                weights[i * d + j] = (self.components[i * d + j] * f * self.scale[j]) as f32;
-            }
-        }
-        let shift: Vec<f32> = self.mean.iter().map(|&v| v as f32).collect();
-        let zg = z.on_gpu(gpu)?;
-        self.affine(
-            gpu,
-            &zg,
-            &weights,
-            &vec![0.0; m],
-            &shift,
-            "PCA inverse transform",
-        )
+        self.apply(gpu, z, false, None)
+    }
+
+    /// [`PcaModel::inverse_transform_gpu`] recorded into the caller's `encoder` without
+    /// submitting.
+    pub fn inverse_transform_into(
+        &self,
+        gpu: &Gpu,
+        encoder: &mut CommandEncoder,
+        z: &impl GpuInput,
+    ) -> Result<GpuMatrix> {
+        self.apply(gpu, z, false, Some(encoder))
     }
 
     /// Reconstructions of every row, N x D row-major.
@@ -408,11 +429,11 @@ mod tests {
         assert!(reason(|m| m.singular_values[1] = f64::NAN).contains("singular"));
         assert!(reason(|m| m.scale[1] = 0.0).contains("scale"));
         assert!(reason(|m| m.explained_variance[1] = -1.0).contains("explained variances"));
-        let whitening = |m: &mut PcaModel| {
-            m.params.whiten = true;
-            m.explained_variance[1] = 0.0;
-        };
-        assert!(reason(whitening).contains("whitening"));
+        // Whitening a component of zero variance is valid (scikit-learn's clip at ε₃₂).
+        let mut whitening = valid();
+        whitening.params.whiten = true;
+        whitening.explained_variance[1] = 0.0;
+        assert!(whitening.validate().is_ok());
         assert!(reason(|m| m.total_variance = f64::NAN).contains("total_variance"));
         assert!(reason(|m| m.noise_variance = -0.5).contains("noise_variance"));
     }

@@ -262,17 +262,19 @@ impl Pca {
     }
 }
 
-/// Whitening refuses a component whose variance is at most this fraction of the largest.
+/// The f32 noise floor of a component's variance, as a fraction of the largest: whitening a
+/// component at or below it draws a warning (it is whitened all the same, as scikit-learn
+/// does).
 ///
 /// The covariance is accumulated in f32, which resolves an eigenvalue only to about
 /// 10⁻⁷·λ₁ (measured: the zero directions of rank-deficient data come out at 10⁻⁸..10⁻⁶·λ₁
 /// with every solver, or near 10⁻¹⁴·λ₁ by the matrix-free products): dividing by the square
-/// root of such a variance would blow rounding noise up by 300x or more. 10⁻⁵·λ₁ (a standard
+/// root of such a variance blows rounding noise up by 300x or more. 10⁻⁵·λ₁ (a standard
 /// deviation 1/316 of the largest) leaves a margin of 30x over that noise, so every solver
-/// makes the same choice on the same data, and the reference applies the same rule.
+/// names the same components on the same data.
 pub const WHITEN_RTOL: f64 = 1e-5;
 
-/// How many of `explained_variance` (descending) whitening can keep: those above
+/// How many of `explained_variance` (descending) stand above the noise floor: those above
 /// [`WHITEN_RTOL`] times the largest (0 when the largest is not positive).
 pub fn whitenable_components(explained_variance: &[f64]) -> usize {
     let top = explained_variance.first().copied().unwrap_or(0.0);

@@ -56,14 +56,24 @@ fn adapter_by_number_or_name_is_the_one_used() {
 fn unknown_adapters_and_bad_selectors_are_refused() {
     let mut f = Fixture::new();
     f.blobs("x", 50, 2, 2, 1);
+    for args in ["--adapter nothing-like-it info", "--adapter 99 info"] {
+        let error = crate::common::fails(&f.run(args), 2);
+        assert!(!error.contains("Install a Vulkan driver"), "{error}");
+    }
     f.check(&[
-        // No adapter matches: a runtime failure (exit 1) naming the adapters seen.
+        // No adapter matches while there are adapters: the selector is wrong (exit 2), the
+        // message names the adapters seen and how to list them, and gives no driver advice.
         case(
             "kmeans --input {x} --k 2 --adapter no-such-gpu-anywhere",
-            1,
-            &["no-such-gpu-anywhere", "adapters seen"],
+            2,
+            &["no-such-gpu-anywhere", "adapters seen", "info --all"],
         ),
-        case("info --adapter 99", 1, &["no adapter number 99"]),
+        case(
+            "info --adapter 99",
+            2,
+            &["no adapter number 99", "info --all"],
+        ),
+        case("info --all --adapter 99", 2, &["no adapter number 99"]),
         // A malformed selector is an invalid argument (exit 2), found before the GPU.
         case("info --adapter cuda:0", 2, &["unknown backend", "cuda"]),
         case("info --adapter= ", 2, &["empty selector"]),

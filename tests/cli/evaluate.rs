@@ -86,6 +86,12 @@ const EVALUATE_REFUSES: &[Case] = &[
         2,
         &["--sample-size"],
     ),
+    // Two sampled rows can never hold 2 clusters and fewer clusters than rows.
+    case(
+        "evaluate --input {iris} --labels {iris_y} --sample-size 2",
+        2,
+        &["--sample-size must be at least 3"],
+    ),
     case(
         "evaluate --input {iris} --labels {dir}/none.npy",
         2,

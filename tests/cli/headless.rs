@@ -103,3 +103,65 @@ fn usage_errors_carry_the_program_prefix_and_help_goes_to_stdout() {
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("Usage"), "{}", stderr(&out));
 }
+
+/// Set in the environment of the child that [`an_embedding_program_opens_the_gpu_quietly`]
+/// starts.
+const CHILD: &str = "WGPU_UNSUPERVISED_HEADLESS_CHILD";
+
+#[test]
+fn an_embedding_program_opens_the_gpu_quietly() {
+    // This test binary, run again as a program that embeds the library: it makes the
+    // library's call first, then opens the GPU, in a shell with no display session.
+    let exe = std::env::current_exe().unwrap();
+    let mut child = std::process::Command::new(exe);
+    child
+        .args([
+            "--exact",
+            "headless::embedded_child",
+            "--include-ignored",
+            "--nocapture",
+            "--test-threads",
+            "1",
+        ])
+        .env(CHILD, "1");
+    for name in SESSION_VARIABLES {
+        child.env_remove(name);
+    }
+    let out = child.output().unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(out.status.success(), "stdout: {stdout}\nstderr: {stderr}");
+    assert!(stdout.contains("1 passed"), "the child ran: {stdout}");
+    assert!(stdout.contains("adapter opened: "), "{stdout}");
+    assert!(
+        !stderr.contains("XDG_RUNTIME_DIR") && !stderr.contains("error"),
+        "stderr of the embedding program: {stderr:?}"
+    );
+}
+
+/// The embedding program of [`an_embedding_program_opens_the_gpu_quietly`]; ignored unless
+/// started by it (it must be the process's first and only test).
+#[test]
+#[ignore = "started by an_embedding_program_opens_the_gpu_quietly in a child process"]
+fn embedded_child() {
+    assert!(
+        std::env::var_os(CHILD).is_some(),
+        "run by an_embedding_program_opens_the_gpu_quietly only"
+    );
+    let set = wgpu_unsupervised::headless::avoid_window_system_probe();
+    // With no display session and no layer setting, the probe could only fail: turned off.
+    assert_eq!(
+        set,
+        cfg!(all(
+            unix,
+            not(target_os = "macos"),
+            not(target_os = "android")
+        )),
+        "NODEVICE_SELECT={:?}",
+        std::env::var_os("NODEVICE_SELECT")
+    );
+    let gpu = wgpu_unsupervised::Gpu::new().unwrap();
+    println!("adapter opened: {}", gpu.info());
+}

@@ -2,7 +2,9 @@
 
 use wgpu_unsupervised::io;
 
-use crate::common::{case, files_in, json_line, ok, s, sorted_keys, usage, Case, Fixture};
+use crate::common::{
+    case, files_in, json_line, ok, s, sorted_keys, stderr, stdout, usage, Case, Fixture,
+};
 
 #[test]
 fn kmeans_npy_json_report_and_labels() {
@@ -124,7 +126,12 @@ const KMEANS_REFUSES: &[Case] = &[
         &["nowhere.npy"],
     ),
     case("kmeans --input {txt} --k 1", 2, &["x.txt"]),
-    case("kmeans --input {nan} --k 2", 2, &["row 2", "column 1"]),
+    // The file, and the place as a person counts it (header and blank lines included).
+    case(
+        "kmeans --input {nan} --k 2",
+        2,
+        &["bad.csv: line 4, field 2: NaN"],
+    ),
     // Outputs: names (exit 2), then places that cannot be written (exit 1).
     case(
         "kmeans --input {x} --k 2 --output {dir}/labels.txt",
@@ -253,10 +260,24 @@ fn kmeans_init_centroids_from_a_file() {
     let c = f.file("c.csv");
     std::fs::write(&c, rows).unwrap();
     f.name("c", c);
-    let report = json_line(&f.run(
-        "kmeans --input {x} --k 3 --init-centroids {c} --n-init 5 --output {dir}/l.npy --json",
-    ));
+    let report = json_line(
+        &f.run("kmeans --input {x} --k 3 --init-centroids {c} --output {dir}/l.npy --json"),
+    );
     assert_eq!(report["init"], "given centroids", "{report}");
+    // --n-init beside given centres: one run all the same, and one line on stderr says so
+    // (scikit-learn's test_warning_n_init_precomputed_centers).
+    let warned = f.run("kmeans --input {x} --k 3 --init-centroids {c} --n-init 5 --json");
+    assert_eq!(warned.status.code(), Some(0));
+    let err = stderr(&warned);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("WARN") && err.contains("one run instead of n_init = 5"),
+        "{err}"
+    );
+    assert_eq!(
+        serde_json::from_str::<serde_json::Value>(stdout(&warned).trim()).unwrap()["inertia"],
+        report["inertia"]
+    );
     let gpu = wgpu_unsupervised::Gpu::new().unwrap();
     let m = wgpu_unsupervised::Matrix::new(&x.data, 2).unwrap();
     let want = wgpu_unsupervised::KMeans::new(3)

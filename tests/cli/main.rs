@@ -16,6 +16,7 @@ mod evaluate;
 mod gmm;
 mod gmm_start;
 mod headless;
+mod inputs;
 mod kmeans;
 mod model_files;
 mod outputs;

@@ -288,3 +288,33 @@ fn predict_and_transform_refuse_models_that_do_not_fit_writing_nothing() {
     f.write("foreign", "foreign.json", &other.to_string());
     f.check(APPLY_REFUSES);
 }
+
+#[test]
+fn a_model_file_whose_covariance_is_not_positive_definite_is_not_met_with_fit_advice() {
+    let mut f = Fixture::new();
+    f.blobs("x", 80, 2, 2, 4);
+    let model = f.model("gm", "gmm --input {x} --k 2");
+    let mut json = read_json(&model);
+    json["model"]["covariances"][0] = Value::from(-1.0);
+    std::fs::write(f.file("bad.json"), json.to_string()).unwrap();
+    f.name("bad", f.file("bad.json"));
+    let refusals = [
+        case(
+            "predict --model {bad} --input {x} --output {dir}/l.npy",
+            2,
+            &["bad.json", "not positive definite"],
+        ),
+        case(
+            "sample --model {bad} --n 4 --output {dir}/s.npy",
+            2,
+            &["bad.json", "not positive definite"],
+        ),
+    ];
+    f.check(&refusals);
+    for refusal in &refusals {
+        let error = crate::common::fails(&f.run(refusal.args), 2);
+        // predict and sample cannot regularise: no advice to raise reg_covar.
+        assert!(!error.contains("increase reg_covar"), "{error}");
+        assert!(error.contains("refit"), "{error}");
+    }
+}

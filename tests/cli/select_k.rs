@@ -122,3 +122,54 @@ const SELECT_K_REFUSES: &[Case] = &[
 fn select_k_refuses_bad_arguments_writing_nothing() {
     Fixture::new().check(SELECT_K_REFUSES);
 }
+
+#[test]
+fn select_k_on_identical_rows_suggests_one_cluster() {
+    let mut f = Fixture::new();
+    f.write("same", "same.csv", &"2.5,-1,7\n".repeat(30));
+    for algorithm in ["kmeans --criterion gap", "kmeans --criterion elbow", "gmm"] {
+        let report = json_line(&f.run(&format!(
+            "select-k --input {{same}} --algorithm {algorithm} --k-max 4 --n-init 1 --json"
+        )));
+        assert_eq!(report["n"], 30, "{report}");
+        if algorithm.contains("gap") {
+            assert_eq!(report["suggested_k"], 1, "{algorithm}: {report}");
+            for key in ["gap", "s_k"] {
+                let values = report[key].as_array().unwrap();
+                assert!(
+                    values.iter().all(|v| v.as_f64().is_some()),
+                    "{key}: {report}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn select_k_lowers_its_default_k_max_to_the_rows() {
+    let mut f = Fixture::new();
+    f.blobs("x", 9, 2, 3, 5);
+    let report =
+        json_line(&f.run("select-k --input {x} --algorithm kmeans --criterion elbow --json"));
+    let k: Vec<u64> = report["k"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_u64().unwrap())
+        .collect();
+    assert_eq!(k, (1..=9).collect::<Vec<u64>>(), "{report}");
+    // Given explicitly, a --k-max past the rows is still refused, and so is a --k-min past
+    // the lowered default.
+    f.check(&[
+        case(
+            "select-k --input {x} --algorithm kmeans --k-max 10",
+            2,
+            &["--k-max 10", "9"],
+        ),
+        case(
+            "select-k --input {x} --algorithm kmeans --k-min 10",
+            2,
+            &["--k-min 10", "9"],
+        ),
+    ]);
+}

@@ -20,6 +20,12 @@ fn kmeans_under_a_small_budget_streams_to_the_same_model() {
     assert!((a - b).abs() / a < 1e-5, "{resident} vs {streamed}");
     assert_eq!(resident["n_iter"], streamed["n_iter"]);
     usage_fails(&f.run("kmeans --input {x} --k 5 --max-gpu-memory 12MB"));
+    // A size past 2^64 bytes says so, rather than "must be at least 1 byte".
+    let err = usage_fails(&f.run("kmeans --input {x} --k 5 --max-gpu-memory 99999999TiB"));
+    assert!(
+        err.contains("too large") && !err.contains("at least 1 byte"),
+        "{err}"
+    );
 }
 
 #[test]

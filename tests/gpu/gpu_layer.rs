@@ -48,7 +48,7 @@ fn embeds_a_callers_device_and_buffer_without_copy() {
         contents: bytemuck::cast_slice(&contents),
         usage: wgpu::BufferUsages::STORAGE,
     });
-    let gpu = Gpu::from_wgpu(device, queue).unwrap();
+    let gpu = Gpu::from_wgpu(device, queue);
     assert_eq!(gpu.info().name, "external device");
     // Chunks of 37 rows: every chunk starts at an unaligned offset inside the binding.
     gpu.set_max_chunk_bytes(37 * d as u64 * 4);
@@ -118,7 +118,7 @@ fn two_dimensional_grids_past_the_per_dimension_limit() {
         max_compute_workgroups_per_dimension: 16,
         ..l
     });
-    let gpu = Gpu::from_wgpu(device, queue).unwrap();
+    let gpu = Gpu::from_wgpu(device, queue);
     assert_eq!(gpu.info().max_compute_workgroups_per_dimension, 16);
     let (n, d) = (5000, 4);
     let x = random_matrix(n, d, 9, 0.0, 1.0);

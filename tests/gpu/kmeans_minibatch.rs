@@ -1,7 +1,7 @@
 //! Mini-batch K-Means on the GPU against the f64 reference, against full Lloyd, and fed
 //! batch by batch.
 
-use crate::common::{gpu, max_rel_err, to_f64};
+use crate::common::{gpu, max_rel_err, random_matrix, to_f64};
 use wgpu_unsupervised::reference::kmeans::minibatch as refmb;
 use wgpu_unsupervised::{datasets, Error, KMeans, KMeansInit, Matrix, MiniBatchKMeans};
 
@@ -131,9 +131,17 @@ fn bad_mini_batch_parameters_give_errors() {
     ] {
         assert!(params.fit(&gpu, &m).is_err(), "{params:?}");
     }
-    // A batch larger than one binding is a clear error before anything is allocated.
+    // A batch larger than the data is capped at the rows (scikit-learn's rule)...
     let huge = MiniBatchKMeans::new(2).batch_size(usize::MAX / 16);
-    assert!(matches!(huge.fit(&gpu, &m), Err(Error::DeviceLimit { .. })));
+    assert!(huge.fit(&gpu, &m).is_ok());
+    // ... and a batch larger than one binding is a clear error before anything is allocated.
+    let small = crate::common::gpu();
+    small.set_max_chunk_bytes(64);
+    let e = MiniBatchKMeans::new(2)
+        .batch_size(50)
+        .fit(&small, &m)
+        .unwrap_err();
+    assert!(matches!(e, Error::DeviceLimit { .. }), "{e}");
 }
 
 #[test]
@@ -181,5 +189,38 @@ fn mini_batch_weights_ignore_weightless_rows_and_unit_weights_change_nothing() {
         assert!(fit
             .partial_fit_weighted(&gpu, &Matrix::new(&x[..10 * d], d).unwrap(), &w[..9])
             .is_err());
+    }
+}
+
+/// scikit-learn's `test_score_max_iter` (MiniBatchKMeans): with 100 rows the default batch of
+/// 1024 is 100 rows, so 10 epochs are 10 steps where 1 epoch is one, and score better.
+#[test]
+fn the_batch_is_capped_at_the_rows_so_epochs_count() {
+    let gpu = gpu();
+    for seed in [0u64, 42] {
+        let x = random_matrix(100, 10, seed, -1.0, 1.0);
+        let m = Matrix::new(&x, 10).unwrap();
+        let fit = |epochs| {
+            MiniBatchKMeans::new(8)
+                .seed(seed)
+                .max_iter(epochs)
+                .max_no_improvement(None)
+                .fit(&gpu, &m)
+                .unwrap()
+        };
+        let (one, ten) = (fit(1), fit(10));
+        assert_eq!(one.n_iter(), 1, "seed {seed}");
+        assert_eq!(ten.n_iter(), 10, "seed {seed}");
+        let (s1, s10) = (one.score(&gpu, &m).unwrap(), ten.score(&gpu, &m).unwrap());
+        assert!(s10 > s1, "seed {seed}: {s10} vs {s1}");
+        // The resolved sizes: the batch capped at N, the sample 3·batch capped at N.
+        let r = MiniBatchKMeans::new(8).resolved_for(100);
+        assert_eq!((r.batch_size, r.init_size), (100, Some(100)));
+        let r = MiniBatchKMeans::new(50).batch_size(10).resolved_for(1000);
+        assert_eq!(
+            (r.batch_size, r.init_size),
+            (10, Some(150)),
+            "3·K when 3·batch < K"
+        );
     }
 }

@@ -138,3 +138,46 @@ fn small_data_weights_streams_and_bad_parameters() {
         KMeansInit::PARALLEL
     );
 }
+
+/// Fashion-MNIST at k = 512 failed with "Copy ... overrunning the bounds of the Source
+/// buffer": k-means‖ read every row's distance from the first chunk only, and the data (219 MB)
+/// took two chunks of lavapipe's 128 MiB binding. The same at a small shape: many chunks,
+/// large k, and duplicated rows so that clusters are left empty after seeding and repaired.
+#[test]
+fn data_in_many_chunks_with_large_k_and_empty_clusters() {
+    for (n, d, k, rows_per_chunk, seed) in [(900, 3, 128, 97, 5u64), (640, 5, 200, 64, 6)] {
+        // Fewer distinct rows than k, each repeated: seeds repeat, so Lloyd's first
+        // assignment leaves clusters empty (ties go to the lowest index) and repairs them.
+        let (base, _, _) = datasets::make_blobs(k / 2, d, 8, 1.0, (-20.0, 20.0), seed).unwrap();
+        let x: Vec<f32> = base.iter().copied().cycle().take(n * d).collect();
+        let m = Matrix::new(&x, d).unwrap();
+        let one = gpu();
+        let many = gpu();
+        many.set_max_chunk_bytes((rows_per_chunk * d * 4) as u64);
+        let params = KMeans::new(k)
+            .init(KMeansInit::PARALLEL)
+            .seed(seed)
+            .max_iter(5);
+        let chunked = params.fit(&many, &m).unwrap();
+        let whole = params.fit(&one, &m).unwrap();
+        assert_eq!(chunked.labels().len(), n);
+        assert!(chunked.centroids().iter().all(|v| v.is_finite()));
+        // Every distinct row is a centre: nothing is left unexplained.
+        assert!(
+            chunked.inertia() < 1e-6,
+            "n {n} k {k}: inertia {}",
+            chunked.inertia()
+        );
+        // The seeding is the same rows in one chunk or many: the same start.
+        assert_eq!(
+            params.initial_centroids(&many, &m).unwrap(),
+            params.initial_centroids(&one, &m).unwrap(),
+            "n {n} k {k}"
+        );
+        assert!(
+            whole.inertia() < 1e-6,
+            "n {n} k {k}: inertia {}",
+            whole.inertia()
+        );
+    }
+}

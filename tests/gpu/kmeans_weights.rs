@@ -4,7 +4,7 @@
 use crate::common::stream::{small_pieces, whole_data};
 use crate::common::{gpu, max_rel_err, to_f64};
 use wgpu_unsupervised::reference::kmeans as refk;
-use wgpu_unsupervised::{datasets, Error, KMeans, KMeansInit, Matrix};
+use wgpu_unsupervised::{datasets, Error, KMeans, KMeansInit, Matrix, MiniBatchKMeans};
 
 /// Blob rows, integer weights 0..=3 from a seeded pattern, and the rows repeated by them.
 fn weighted_blobs(n: usize, d: usize, k: usize, seed: u64) -> (Vec<f32>, Vec<f32>, Vec<f32>) {
@@ -202,5 +202,38 @@ fn weighted_statistics_of_partitions_merge() {
         assert!(max_rel_err(&s.weights, &repeated.weights, 1.0) < 1e-6);
         assert!(max_rel_err(&s.next_centroids(), &repeated.next_centroids(), 1.0) < 1e-5);
         assert!((s.inertia() - repeated.inertia()).abs() / repeated.inertia() < 1e-5);
+    }
+}
+
+/// scikit-learn's `test_unit_weights_vs_no_weights` (KMeans, MiniBatchKMeans): weights that
+/// are all 1 give the same model as no weights, labels numbered alike. (Equal weights draw
+/// the rows and the random numbers no weights do; every sum is the same with w = 1.)
+#[test]
+fn unit_weights_give_the_model_of_no_weights() {
+    let gpu = gpu();
+    for (n, d, k, seed) in [(500, 5, 4, 42u64), (333, 3, 7, 3)] {
+        let (x, _, _) = datasets::make_blobs(n, d, k, 1.5, (-10.0, 10.0), seed).unwrap();
+        let m = Matrix::new(&x, d).unwrap();
+        let ones = vec![1.0f32; n];
+        for init in [
+            KMeansInit::KMeansPlusPlus,
+            KMeansInit::Random,
+            KMeansInit::PARALLEL,
+        ] {
+            let params = KMeans::new(k).init(init.clone()).n_init(2).seed(seed);
+            let plain = params.fit(&gpu, &m).unwrap();
+            let unit = params.fit_weighted(&gpu, &m, &ones).unwrap();
+            assert_eq!(unit.labels(), plain.labels(), "{init} n {n}");
+            assert_eq!(unit.centroids(), plain.centroids(), "{init} n {n}");
+            assert_eq!(unit.inertia(), plain.inertia(), "{init} n {n}");
+        }
+        let mini = MiniBatchKMeans::new(k)
+            .batch_size(64)
+            .seed(seed)
+            .max_iter(3);
+        let plain = mini.fit(&gpu, &m).unwrap();
+        let unit = mini.fit_weighted(&gpu, &m, &ones).unwrap();
+        assert_eq!(unit.labels(), plain.labels(), "mini-batch n {n}");
+        assert_eq!(unit.centroids(), plain.centroids(), "mini-batch n {n}");
     }
 }

@@ -4,12 +4,13 @@
 //! reason when there is none ([`common::gpu`]); none is skipped.
 //!
 //! Two GPU tests live in binaries of their own because they change process-wide state:
-//! `tests/no_adapter.rs` (the adapter-name variable) and `tests/progress_tracing.rs` (a
+//! `tests/no_adapter.rs` (the adapter-name variable) and `tests/tracing_events.rs` (a
 //! tracing subscriber). The tests that need no GPU are `tests/host/`; the command-line
 //! program's are `tests/cli/`.
 
 mod common;
 
+mod embedding;
 mod gmm_gpu;
 mod gmm_init;
 mod gmm_iris_gpu;

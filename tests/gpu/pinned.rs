@@ -7,7 +7,7 @@
 //! expected to match, so the test checks the recorded summary figures (inertia, bound,
 //! eigenvalues, silhouette) to a relative 1e-4 instead, and says so on stderr.
 //!
-//! `PIN_WRITE=1 cargo test --test pinned` rewrites the file from the current code.
+//! `PIN_WRITE=1 cargo test --test gpu pinned` rewrites the file from the current code.
 
 #![cfg(feature = "datasets")]
 

@@ -1,6 +1,6 @@
 //! Progress reporting: the `on_iteration` callback sees every iteration with the values the
 //! model reports, can stop a fit early, and changes nothing when it lets the fit run
-//! (`tests/progress_tracing.rs`: the `tracing` events).
+//! (`tests/tracing_events.rs`: the `tracing` events).
 
 use std::ops::ControlFlow;
 use std::sync::{Arc, Mutex};

@@ -313,6 +313,32 @@ fn bad_input_is_an_error() {
             .to_string();
         assert!(e.contains(words), "{words}: {e}");
     }
+    // scikit-learn's test_silhouette_nonzero_diag: a diagonal up to 100·ε of the type is
+    // accepted (the same silhouette as with zeros), anything larger refused; f32 and f64.
+    let want = metrics::silhouette_precomputed(&ok, 3, &y).unwrap();
+    for (eps, ok_too) in [(f64::EPSILON, true), (f32::EPSILON as f64, false)] {
+        let mut near = ok;
+        for i in 0..3 {
+            near[i * 4] = 100.0 * eps * [0.5, 1.0, 0.99][i];
+        }
+        let got = metrics::silhouette_precomputed(&near, 3, &y);
+        assert_eq!(got.is_ok(), ok_too, "f64 matrix, diagonal {eps:e}");
+        if let Ok(s) = got {
+            assert!((s - want).abs() < 1e-12, "{s} vs {want}");
+        }
+        let mut over = near;
+        over[4] = 101.0 * eps;
+        assert!(metrics::silhouette_precomputed(&over, 3, &y).is_err());
+    }
+    let ok32: Vec<f32> = ok.iter().map(|&v| v as f32).collect();
+    let mut near32 = ok32.clone();
+    near32[4] = 100.0 * f32::EPSILON;
+    assert!(metrics::silhouette_precomputed(&near32, 3, &y).is_ok());
+    near32[4] = 101.0 * f32::EPSILON;
+    let e = metrics::silhouette_precomputed(&near32, 3, &y)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("diagonal at row 1"), "{e}");
     let e = metrics::silhouette_precomputed(&ok, 3, &[0, 0, 0])
         .unwrap_err()
         .to_string();

@@ -225,8 +225,8 @@ fn emit(value: &impl Serialize) -> CliResult {
 pub fn bench(args: BenchArgs) -> CliResult {
     let input = match &args.input {
         Some(path) => {
-            let data = io::read_matrix(path).map_err(Failure::input)?;
-            Matrix::new(&data.data, data.n_features).map_err(Failure::input)?;
+            let data = io::read_matrix(path).map_err(|e| Failure::input(path, e))?;
+            Matrix::new(&data.data, data.n_features).map_err(|e| Failure::input(path, e))?;
             let name = path
                 .file_stem()
                 .map_or("input".into(), |s| s.to_string_lossy().into_owned());

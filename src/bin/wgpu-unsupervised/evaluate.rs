@@ -21,10 +21,11 @@
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
+use wgpu_unsupervised::io::InputMatrix;
 use wgpu_unsupervised::metrics::{self, Evaluation};
 use wgpu_unsupervised::{io, Gpu, Matrix};
 
-use crate::flow::{timed, Context, Human, Outputs, Report, Task};
+use crate::flow::{timed, whole, Context, Human, Inputs, Outputs, Report, Task};
 use crate::{CliResult, Failure};
 
 /// Arguments of `evaluate`.
@@ -39,7 +40,8 @@ pub struct EvaluateArgs {
     /// True labels, one per row: adds the Rand index and the adjusted Rand index.
     #[arg(long, value_name = "FILE")]
     truth: Option<PathBuf>,
-    /// Silhouette on a random sample of this many rows (at least 2) instead of all rows.
+    /// Silhouette on a random sample of this many rows (at least 3, so that the sample can
+    /// hold 2 clusters of which one has two rows) instead of all rows.
     #[arg(long, value_name = "N", conflicts_with = "precomputed")]
     sample_size: Option<usize>,
     /// The input is an N x N matrix of distances between the points (scikit-learn's
@@ -90,9 +92,10 @@ pub struct Evaluate {
 impl Evaluate {
     /// The command for `args`; refuses a sample too small for a silhouette (exit 2).
     pub fn new(args: EvaluateArgs) -> CliResult<Self> {
-        if let Some(m) = args.sample_size.filter(|&m| m < 2) {
+        if let Some(m) = args.sample_size.filter(|&m| m < 3) {
             return Err(Failure::invalid(format!(
-                "--sample-size must be at least 2, got {m}"
+                "--sample-size must be at least 3, got {m}: the silhouette needs at least 2 \
+                 clusters and fewer clusters than rows among the sampled rows"
             )));
         }
         Ok(Self {
@@ -106,7 +109,7 @@ impl Evaluate {
 
 /// Reads a labels file given to `flag` and checks it has one label per row (exit 2).
 fn read_row_labels(path: &Path, flag: &str, n: usize) -> CliResult<Vec<u32>> {
-    let labels = io::read_labels(path).map_err(Failure::input)?;
+    let labels = io::read_labels(path).map_err(|e| Failure::input(path, e))?;
     if labels.len() != n {
         return Err(Failure::invalid(format!(
             "{}: {flag} has {} labels but the input has {n} rows",
@@ -125,6 +128,15 @@ impl Task for Evaluate {
         &self.args.input
     }
 
+    fn inputs(&self) -> Inputs<'_> {
+        let mut inputs = vec![("--input", self.args.input.as_path())];
+        inputs.push(("--labels", &self.args.labels));
+        if let Some(path) = &self.args.truth {
+            inputs.push(("--truth", path));
+        }
+        inputs
+    }
+
     fn outputs(&self) -> Outputs<'_> {
         Outputs::none()
     }
@@ -133,13 +145,11 @@ impl Task for Evaluate {
         self.args.json
     }
 
-    fn check(&mut self, x: &Matrix<'_>) -> CliResult {
-        let n = x.n_rows();
-        if self.args.precomputed && x.n_features() != n {
+    fn check(&mut self, n: usize, d: usize) -> CliResult {
+        if self.args.precomputed && d != n {
             return Err(Failure::invalid(format!(
-                "{}: --precomputed needs an N x N distance matrix, got {n} x {}",
-                self.args.input.display(),
-                x.n_features()
+                "{}: --precomputed needs an N x N distance matrix, got {n} x {d}",
+                self.args.input.display()
             )));
         }
         self.labels = read_row_labels(&self.args.labels, "--labels", n)?;
@@ -154,13 +164,15 @@ impl Task for Evaluate {
         Ok(())
     }
 
-    fn compute(&self, gpu: &Gpu, x: Matrix<'_>) -> CliResult<Self::Outcome> {
+    fn compute(&self, gpu: &Gpu, x: &InputMatrix) -> CliResult<Self::Outcome> {
+        let (n, d) = x.shape();
+        let values = whole(&self.args.input, x)?;
+        let x = Matrix::new(&values, d).map_err(|e| Failure::input(&self.args.input, e))?;
         if self.args.precomputed {
-            let distances: Vec<f64> = x.as_slice().iter().map(|&v| v as f64).collect();
             return timed(|| {
                 Ok(metrics::evaluate_precomputed(
-                    &distances,
-                    x.n_rows(),
+                    x.as_slice(),
+                    n,
                     &self.labels,
                     self.truth.as_deref(),
                 )?)

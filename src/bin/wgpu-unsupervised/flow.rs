@@ -1,18 +1,27 @@
-//! The flow every data command follows: read, check, compute, write, report.
+//! The flow every data command follows: read, check, compute, stage, report, commit.
 //!
-//! A command describes itself as a [`Task`] (its input, its output files, its checks, its
+//! A command describes itself as a [`Task`] (its inputs, its output files, its checks, its
 //! GPU work, its writes, its report) and [`run`] carries it out in a fixed order, so that
 //! the promises of the program hold for every command alike:
 //!
-//! 1. output names are checked (extensions, no two outputs naming one file): exit 2;
-//! 2. the input matrix is read and validated, then the task checks its arguments against
-//!    it: exit 2;
+//! 1. output names are checked (extensions, no two outputs naming one file, no output that
+//!    is one of the command's input files, by inode or canonical path): exit 2, before any
+//!    file is read ([`Outputs::check_names`]);
+//! 2. the input matrix is opened and validated, then the task checks its arguments against
+//!    its shape and reads any further input file: exit 2;
 //! 3. the output directories are checked: exit 1, as a failed write would be;
 //! 4. only then is the GPU opened (slow on a software adapter) and the work done;
-//! 5. outputs are written only after the work succeeded, each atomically by the library;
-//! 6. the report is printed: one line of JSON with `--json`, else the human lines, which
-//!    always start with the adapter.
+//! 5. every output is staged (written in full to a temporary file beside its target), and
+//!    the report is built and checked;
+//! 6. only then are the outputs renamed into place, all of them, and the report printed:
+//!    one line of JSON with `--json`, else the human lines, which always start with the
+//!    adapter. A failure before the renames leaves no new file and changes no existing one.
+//!
+//! A `.npy` input of f32 is read a piece at a time (`io::NpyRows`): the fits that stream
+//! read it again on every pass without holding it in memory; commands that need every row
+//! at once read it whole.
 
+use std::borrow::Cow;
 use std::fmt::Display;
 use std::io::Write;
 use std::path::Path;
@@ -20,8 +29,10 @@ use std::sync::OnceLock;
 use std::time::Instant;
 
 use serde::Serialize;
-use wgpu_unsupervised::{io, AdapterOptions, Gpu, GpuInfo, Matrix};
+use wgpu_unsupervised::io::InputMatrix;
+use wgpu_unsupervised::{io, AdapterOptions, Error, Gpu, GpuInfo};
 
+pub use crate::outputs::{Inputs, Outputs, Staging};
 use crate::{CliResult, Failure};
 
 /// One data command, carried out by [`run`].
@@ -32,29 +43,36 @@ pub trait Task {
     /// The input matrix (`--input`).
     fn input(&self) -> &Path;
 
+    /// Every file the command reads, `--input` included, with the option naming it: no
+    /// output may be one of them.
+    fn inputs(&self) -> Inputs<'_> {
+        vec![("--input", self.input())]
+    }
+
     /// The files the command will write, checked before any work.
     fn outputs(&self) -> Outputs<'_>;
 
     /// Whether to print the one-line JSON report (`--json`).
     fn json(&self) -> bool;
 
-    /// Checks the arguments against the validated input (exit 2), and reads any further
-    /// input file; runs before the GPU starts.
     /// The device-memory budget asked for (`--max-gpu-memory`): the fits stream data that
     /// exceed it.
     fn max_gpu_memory(&self) -> Option<u64> {
         None
     }
 
-    fn check(&mut self, _x: &Matrix<'_>) -> CliResult {
+    /// Checks the arguments against the input's `n` rows and `d` columns (exit 2), and reads
+    /// any further input file; runs before the GPU starts.
+    fn check(&mut self, _n: usize, _d: usize) -> CliResult {
         Ok(())
     }
 
     /// The work on the GPU.
-    fn compute(&self, gpu: &Gpu, x: Matrix<'_>) -> CliResult<Self::Outcome>;
+    fn compute(&self, gpu: &Gpu, x: &InputMatrix) -> CliResult<Self::Outcome>;
 
-    /// Writes the outputs; called only once [`Task::compute`] succeeded.
-    fn write(&self, _run: &Context<'_>, _outcome: &Self::Outcome) -> CliResult {
+    /// Stages the outputs; called only once [`Task::compute`] succeeded. Nothing is renamed
+    /// into place before the report has been built.
+    fn write(&self, _run: &Context<'_>, _outcome: &Self::Outcome, _out: &mut Staging) -> CliResult {
         Ok(())
     }
 
@@ -88,26 +106,38 @@ impl Context<'_> {
 
 /// Carries out `task` in the order of the module docs.
 pub fn run<T: Task>(mut task: T) -> CliResult {
-    task.outputs().check_names()?;
-    // Memory-mapped when it can be: fits stream what exceeds --max-gpu-memory.
-    let data = io::open_matrix(task.input()).map_err(Failure::input)?;
-    let x = data.matrix().map_err(Failure::input)?;
-    task.check(&x)?;
+    task.outputs().check_names(&task.inputs())?;
+    let data = open_input(task.input())?;
+    let (n, d) = data.shape();
+    task.check(n, d)?;
     let gpu = open_gpu(&task.outputs())?;
     if let Some(bytes) = task.max_gpu_memory() {
         gpu.set_memory_budget(bytes);
     }
-    let outcome = task.compute(&gpu, x)?;
+    let outcome = task.compute(&gpu, &data)?;
     let run = Context {
         info: gpu.info(),
         input: task.input(),
-        n: x.n_rows(),
-        d: x.n_features(),
+        n,
+        d,
     };
-    task.write(&run, &outcome)?;
-    task.report(&run, &outcome)?
-        .after_adapter(run.info)
-        .print(task.json())
+    let mut staged = Staging::new();
+    task.write(&run, &outcome, &mut staged)?;
+    let report = task.report(&run, &outcome)?.after_adapter(run.info);
+    staged.commit()?;
+    report.print(task.json())
+}
+
+/// Opens the input matrix (exit 2 for anything wrong with it): `.npy` files of f32 are read a
+/// piece at a time, the rest whole.
+pub fn open_input(path: &Path) -> CliResult<InputMatrix> {
+    io::open_matrix(path).map_err(|e| Failure::input(path, e))
+}
+
+/// Every value of the input in memory as a checked matrix, for the commands that need all
+/// rows at once (exit 2 when the file cannot be read).
+pub fn whole<'a>(path: &Path, x: &'a InputMatrix) -> CliResult<Cow<'a, [f32]>> {
+    x.values().map_err(|e| Failure::input(path, e))
 }
 
 /// The adapter `--adapter` asked for (the default options when it was not given).
@@ -117,7 +147,10 @@ static ADAPTER: OnceLock<AdapterOptions> = OnceLock::new();
 /// malformed), before any command runs.
 pub fn choose_adapter(selector: Option<&str>) -> CliResult {
     let options = match selector {
-        Some(s) => AdapterOptions::from_selector(s).map_err(Failure::from)?,
+        Some(s) => {
+            let _ = SELECTOR.set(s.to_string());
+            AdapterOptions::from_selector(s).map_err(Failure::from)?
+        }
         None => AdapterOptions::default(),
     };
     // Set once per process: `run` calls this once, before the command.
@@ -131,22 +164,56 @@ pub fn adapter_options() -> &'static AdapterOptions {
 }
 
 /// Checks that `outputs` can be written, then opens the adapter `--adapter` chose, or the
-/// best one (exit 1 when either fails).
+/// best one. A selector that matches none of the adapters present is the user's mistake
+/// (exit 2, naming them); no adapter at all is the machine's (exit 1, with the advice to
+/// install a driver).
 pub fn open_gpu(outputs: &Outputs<'_>) -> CliResult<Gpu> {
     outputs.check_writable()?;
-    Gpu::with_options(adapter_options()).map_err(Failure::from)
+    Gpu::with_options(adapter_options()).map_err(adapter_failure)
 }
 
+/// The failure for an adapter that could not be opened (see [`open_gpu`]).
+pub fn adapter_failure(e: Error) -> Failure {
+    if let (Error::NoAdapter { detail }, Some(selector)) = (&e, SELECTOR.get()) {
+        let present = Gpu::adapters(&AdapterOptions::default()).unwrap_or_default();
+        if !present.is_empty() {
+            return Failure::invalid(format!(
+                "--adapter {selector} matches no adapter: {detail}; run `wgpu-unsupervised \
+                 info --all` to list them, and give a number or a part of a name from that list"
+            ));
+        }
+    }
+    Failure::from(e)
+}
+
+/// The `--adapter` selector as given, for messages.
+static SELECTOR: OnceLock<String> = OnceLock::new();
+
 /// Reads `--sample-weight`: one value per row of the input (a 1-D or N x 1 `.npy`, or a
-/// `.csv` column); the library checks the values (finite, non-negative, not all zero).
+/// `.csv` column), each finite and non-negative and not all zero (exit 2 naming the file and
+/// the row, counted from 1).
 pub fn read_sample_weights(path: &Path, n_rows: usize) -> CliResult<Vec<f32>> {
-    let w = io::read_matrix(path).map_err(Failure::input)?;
+    let w = io::read_matrix(path).map_err(|e| Failure::input(path, e))?;
     if w.n_features != 1 || w.n_rows != n_rows {
         return Err(Failure::invalid(format!(
-            "{}: expected {n_rows} weights (one per row), found {} x {}",
+            "{}: expected {n_rows} weights (one per row of the input), found {} x {}",
             path.display(),
             w.n_rows,
             w.n_features
+        )));
+    }
+    if let Some(i) = w.data.iter().position(|&v| v < 0.0) {
+        return Err(Failure::invalid(format!(
+            "{}: row {}: weight {} is negative; every weight must be >= 0",
+            path.display(),
+            i + 1,
+            w.data[i]
+        )));
+    }
+    if w.data.iter().all(|&v| v == 0.0) {
+        return Err(Failure::invalid(format!(
+            "{}: every weight is 0; give at least one row a positive weight",
+            path.display()
         )));
     }
     Ok(w.data)
@@ -157,149 +224,6 @@ pub fn timed<T>(work: impl FnOnce() -> CliResult<T>) -> CliResult<(T, f64)> {
     let start = Instant::now();
     let value = work()?;
     Ok((value, start.elapsed().as_secs_f64()))
-}
-
-/// What kind of file an output is, for its name check.
-enum FileKind {
-    /// An array holding `what` (labels, projections, ...): the name must end in `.npy` or
-    /// `.csv`, which picks the format.
-    Array {
-        /// What the array holds, for the message.
-        what: &'static str,
-    },
-    /// An SVG plot: the name must end in `.svg`.
-    Svg,
-    /// A model file: any name.
-    Model,
-}
-
-/// One output file: the option that names it, its path, its kind.
-struct OutputFile<'a> {
-    /// The option, e.g. `--output`.
-    flag: &'static str,
-    /// The path given to it.
-    path: &'a Path,
-    /// What the file is.
-    kind: FileKind,
-}
-
-/// The files a command writes, declared up front so that they are checked before any work.
-#[derive(Default)]
-pub struct Outputs<'a> {
-    /// The files given on the command line (options left out are not listed).
-    files: Vec<OutputFile<'a>>,
-}
-
-impl<'a> Outputs<'a> {
-    /// No outputs.
-    pub fn none() -> Self {
-        Self::default()
-    }
-
-    /// An array holding `what`, written as `.npy` or `.csv` (the extension decides) to the
-    /// path given to `flag` (if given).
-    pub fn array(self, flag: &'static str, path: Option<&'a Path>, what: &'static str) -> Self {
-        self.with(flag, path, FileKind::Array { what })
-    }
-
-    /// An SVG plot, written to the `--plot` path (if given).
-    pub fn plot(self, path: Option<&'a Path>) -> Self {
-        self.with("--plot", path, FileKind::Svg)
-    }
-
-    /// A model file, written to the `--model` path (if given).
-    pub fn model(self, path: Option<&'a Path>) -> Self {
-        self.with("--model", path, FileKind::Model)
-    }
-
-    fn with(mut self, flag: &'static str, path: Option<&'a Path>, kind: FileKind) -> Self {
-        if let Some(path) = path {
-            self.files.push(OutputFile { flag, path, kind });
-        }
-        self
-    }
-
-    /// Checks every name: the extension its kind needs, and no two outputs naming the same
-    /// file (exit 2).
-    pub fn check_names(&self) -> CliResult {
-        for file in &self.files {
-            let (fits, message) = match file.kind {
-                FileKind::Array { what } => (
-                    io::is_output_path(file.path),
-                    format!(
-                        "{what} are written as NumPy arrays or CSV; give {} a .npy or .csv file name",
-                        file.flag
-                    ),
-                ),
-                FileKind::Svg => (
-                    file.path
-                        .extension()
-                        .and_then(|e| e.to_str())
-                        .is_some_and(|e| e.eq_ignore_ascii_case("svg")),
-                    format!(
-                        "plots are written as SVG; give {} a .svg file name",
-                        file.flag
-                    ),
-                ),
-                FileKind::Model => continue,
-            };
-            if !fits {
-                return Err(Failure::invalid(format!(
-                    "{}: {message}",
-                    file.path.display()
-                )));
-            }
-        }
-        for (i, file) in self.files.iter().enumerate() {
-            if let Some(other) = self.files[i + 1..].iter().find(|o| o.path == file.path) {
-                return Err(Failure::invalid(format!(
-                    "{} and {} name the same file ({})",
-                    file.flag,
-                    other.flag,
-                    file.path.display()
-                )));
-            }
-        }
-        Ok(())
-    }
-
-    /// Checks that every output can be created where asked: its directory exists and the path
-    /// is not a directory (exit 1, as the failed write would be).
-    pub fn check_writable(&self) -> CliResult {
-        for file in &self.files {
-            let path = file.path;
-            let dir = match path.parent() {
-                Some(p) if !p.as_os_str().is_empty() => p,
-                _ => Path::new("."),
-            };
-            if !dir.is_dir() {
-                return Err(Failure::runtime(format!(
-                    "{}: cannot write: directory {} does not exist",
-                    path.display(),
-                    dir.display()
-                )));
-            }
-            if path.is_dir() {
-                return Err(Failure::runtime(format!(
-                    "{}: cannot write: it is a directory",
-                    path.display()
-                )));
-            }
-        }
-        Ok(())
-    }
-}
-
-/// Writes labels as a 1-D `u4` `.npy` array or a one-column `.csv`, atomically (exit 1 on
-/// failure).
-pub fn write_labels(path: &Path, labels: &[u32]) -> CliResult {
-    io::write_labels(path, labels).map_err(Failure::output)
-}
-
-/// Writes an `n` x `cols` row-major matrix as a 2-D `f4` `.npy` array or a `.csv`,
-/// atomically (exit 1 on failure).
-pub fn write_rows(path: &Path, values: &[f32], n: usize, cols: usize) -> CliResult {
-    io::write_matrix(path, values, n, cols).map_err(Failure::output)
 }
 
 /// The human report: `label: value` lines with the values aligned, and free lines (tables).

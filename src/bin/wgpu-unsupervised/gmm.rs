@@ -18,13 +18,14 @@
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
+use wgpu_unsupervised::io::InputMatrix;
 use wgpu_unsupervised::{
-    io, CovarianceType, GaussianMixture, GaussianMixtureModel, GmmInit, Gpu, GpuMatrix, Matrix,
+    io, CovarianceType, GaussianMixture, GaussianMixtureModel, GmmInit, Gpu, GpuInput, Matrix,
+    RowSource,
 };
 
 use crate::flow::{
-    iterations, read_sample_weights, timed, write_labels, write_rows, Context, Human, Outputs,
-    Report, Task,
+    iterations, read_sample_weights, timed, Context, Human, Inputs, Outputs, Report, Staging, Task,
 };
 use crate::progress::Bar;
 use crate::{choices, CliResult, Failure};
@@ -206,18 +207,18 @@ impl Gmm {
     /// The fit under `--max-gpu-memory` or with `--sample-weight`: the library streams what
     /// exceeds the budget; the final E-step runs over slices of rows that fit it, and the
     /// log-likelihood is Σ w·log p / Σ w with weights (BIC and AIC then count Σ w rows).
-    fn compute_in_slices(&self, gpu: &Gpu, x: Matrix<'_>) -> CliResult<Fitted> {
-        let (n, d) = (x.n_rows(), x.n_features());
+    fn compute_in_slices(&self, gpu: &Gpu, x: &InputMatrix) -> CliResult<Fitted> {
+        let (n, d) = x.shape();
         let (model, fit_seconds) = self.fitted(timed(|| match &self.weights {
-            Some(w) => Ok(self.params.fit_weighted(gpu, &x, w)?),
-            None => Ok(self.params.fit(gpu, &x)?),
+            Some(w) => Ok(self.params.fit_weighted(gpu, x, w)?),
+            None => Ok(self.params.fit(gpu, x)?),
         }))?;
         let k = model.k();
         let rows = (gpu.memory_budget() / 2 / (4 * (d + 2 * k + 2)) as u64).max(1) as usize;
         let ((log_likelihood, proba), score_seconds) = timed(|| {
-            let (mut total, mut first) = (0.0, 0);
+            let mut total = 0.0;
             let mut proba = self.args.proba.as_ref().map(|_| Vec::with_capacity(n * k));
-            for part in x.as_slice().chunks(rows.saturating_mul(d)) {
+            x.visit_rows(rows, &mut |first, part| {
                 let slice = Matrix::new(part, d)?;
                 let evaluation = model.evaluate_gpu(gpu, &slice)?;
                 total += match &self.weights {
@@ -231,11 +232,11 @@ impl Gmm {
                         .sum(),
                     None => evaluation.mean_log_likelihood * slice.n_rows() as f64,
                 };
-                first += slice.n_rows();
                 if let Some(p) = proba.as_mut() {
                     p.extend(evaluation.responsibilities.to_host(gpu)?);
                 }
-            }
+                Ok(())
+            })?;
             Ok((total / self.effective_rows(n), proba))
         })?;
         let rows_counted = self.effective_rows(n).round() as usize;
@@ -269,6 +270,22 @@ impl Task for Gmm {
         &self.args.input
     }
 
+    fn inputs(&self) -> Inputs<'_> {
+        let a = &self.args;
+        let given = [
+            ("--input", Some(&a.input)),
+            ("--weights-init", a.weights_init.as_ref()),
+            ("--means-init", a.means_init.as_ref()),
+            ("--precisions-init", a.precisions_init.as_ref()),
+            ("--warm-start", a.warm_start.as_ref()),
+            ("--sample-weight", a.sample_weight.as_ref()),
+        ];
+        given
+            .into_iter()
+            .filter_map(|(flag, path)| Some((flag, path?.as_path())))
+            .collect()
+    }
+
     fn outputs(&self) -> Outputs<'_> {
         Outputs::none()
             .array("--output", self.args.output.as_deref(), "labels")
@@ -284,7 +301,7 @@ impl Task for Gmm {
         self.args.max_gpu_memory
     }
 
-    fn check(&mut self, x: &Matrix<'_>) -> CliResult {
+    fn check(&mut self, n: usize, d: usize) -> CliResult {
         let given = [
             &self.args.weights_init,
             &self.args.means_init,
@@ -294,8 +311,8 @@ impl Task for Gmm {
         let o = &mut self.params.init_overrides;
         (o.weights, o.means, o.precisions) = (weights?, means?, precisions?);
         if let Some(path) = &self.args.warm_start {
-            let model = GaussianMixtureModel::load(path).map_err(Failure::input)?;
-            if (model.k(), model.n_features()) != (self.params.k, x.n_features()) {
+            let model = GaussianMixtureModel::load(path).map_err(|e| Failure::input(path, e))?;
+            if (model.k(), model.n_features()) != (self.params.k, d) {
                 return Err(Failure::invalid(format!(
                     "{}: --warm-start has {} components of {} features; --k is {} and the \
                      input has {} features",
@@ -303,38 +320,38 @@ impl Task for Gmm {
                     model.k(),
                     model.n_features(),
                     self.params.k,
-                    x.n_features()
+                    d
                 )));
             }
             self.params = self.params.clone().warm_start(&model);
         }
-        self.params.validate(x.n_rows(), x.n_features())?;
+        self.params.validate(n, d)?;
         if let Some(path) = &self.args.sample_weight {
-            self.weights = Some(read_sample_weights(path, x.n_rows())?);
+            self.weights = Some(read_sample_weights(path, n)?);
         }
         Ok(())
     }
 
-    fn compute(&self, gpu: &Gpu, x: Matrix<'_>) -> CliResult<Fitted> {
+    fn compute(&self, gpu: &Gpu, x: &InputMatrix) -> CliResult<Fitted> {
         if self.args.max_gpu_memory.is_some() || self.weights.is_some() {
             return self.compute_in_slices(gpu, x);
         }
         let ((xg, model), fit_seconds) = self.fitted(timed(|| {
-            let xg = GpuMatrix::upload(gpu, &x)?;
-            let model = self.params.fit(gpu, &xg)?;
+            let xg = x.on_gpu(gpu)?;
+            let model = self.params.fit(gpu, xg.as_ref())?;
             Ok((xg, model))
         }))?;
         // One E-step with the final parameters gives the mean log-likelihood of the training
         // rows (hence BIC and AIC) and the responsibilities.
         let ((log_likelihood, proba), score_seconds) = timed(|| {
-            let evaluation = model.evaluate_gpu(gpu, &xg)?;
+            let evaluation = model.evaluate_gpu(gpu, xg.as_ref())?;
             let proba = match &self.args.proba {
                 Some(_) => Some(evaluation.responsibilities.to_host(gpu)?),
                 None => None,
             };
             Ok((evaluation.mean_log_likelihood, proba))
         })?;
-        let (bic, aic) = model.information_criteria(log_likelihood, x.n_rows());
+        let (bic, aic) = model.information_criteria(log_likelihood, x.shape().0);
         Ok(Fitted {
             model,
             log_likelihood,
@@ -346,16 +363,16 @@ impl Task for Gmm {
         })
     }
 
-    fn write(&self, run: &Context<'_>, fitted: &Fitted) -> CliResult {
+    fn write(&self, run: &Context<'_>, fitted: &Fitted, out: &mut Staging) -> CliResult {
         let model = &fitted.model;
         if let Some(path) = &self.args.model {
-            model.save(path).map_err(Failure::output)?;
+            out.text(path, &model.to_json_string())?;
         }
         if let Some(path) = &self.args.output {
-            write_labels(path, model.labels())?;
+            out.labels(path, model.labels())?;
         }
         if let (Some(path), Some(proba)) = (&self.args.proba, &fitted.proba) {
-            write_rows(path, proba, run.n, model.k())?;
+            out.rows(path, proba, run.n, model.k())?;
         }
         Ok(())
     }
@@ -434,6 +451,6 @@ impl Task for Gmm {
 
 /// The values of a starting-parameter file (.npy or .csv, any shape), row by row.
 fn read_values(path: &Path) -> CliResult<Vec<f64>> {
-    let m = io::read_matrix(path).map_err(Failure::input)?;
+    let m = io::read_matrix(path).map_err(|e| Failure::input(path, e))?;
     Ok(m.data.iter().map(|&v| v as f64).collect())
 }

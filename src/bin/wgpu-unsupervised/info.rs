@@ -12,7 +12,7 @@
 use wgpu_unsupervised::{Gpu, GpuInfo};
 
 use crate::flow::{adapter_options, open_gpu, Human, Outputs, Report};
-use crate::{CliResult, Failure};
+use crate::CliResult;
 
 /// Arguments of `info`.
 #[derive(Debug, clap::Args)]
@@ -46,7 +46,7 @@ struct AdapterList<'a> {
 
 /// `info --all`: every adapter, numbered as `--adapter N` picks them.
 fn list_adapters(json: bool) -> CliResult {
-    let list = Gpu::adapters(adapter_options()).map_err(Failure::from)?;
+    let list = Gpu::adapters(adapter_options()).map_err(crate::flow::adapter_failure)?;
     let mut human = Human::new();
     human.free("adapters, best first (select one with --adapter N or --adapter NAME):");
     for (i, a) in list.iter().enumerate() {

@@ -15,12 +15,11 @@
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
-use wgpu_unsupervised::{
-    io, Gpu, KMeans, KMeansInit, KMeansModel, Matrix, Metric, MiniBatchKMeans,
-};
+use wgpu_unsupervised::io::InputMatrix;
+use wgpu_unsupervised::{io, Gpu, KMeans, KMeansInit, KMeansModel, Metric, MiniBatchKMeans};
 
 use crate::flow::{
-    iterations, read_sample_weights, timed, write_labels, Context, Human, Outputs, Report, Task,
+    iterations, read_sample_weights, timed, Context, Human, Inputs, Outputs, Report, Staging, Task,
 };
 use crate::progress::Bar;
 use crate::{choices, CliResult, Failure};
@@ -50,7 +49,7 @@ pub struct KmeansArgs {
     #[arg(long, value_name = "METHOD", value_parser = choices::kmeans_init())]
     init: Option<KMeansInit>,
     /// Start from these K x D centroids (.npy or .csv, one centre per row; scikit-learn's
-    /// init=array): one run, so --n-init is ignored.
+    /// init=array): one run, so --n-init is ignored (with a warning on stderr).
     #[arg(long, value_name = "FILE", conflicts_with = "init")]
     init_centroids: Option<PathBuf>,
     /// k-means|| only: candidates sampled per round, per cluster (ℓ / k) [default: 2].
@@ -175,7 +174,7 @@ impl Kmeans {
 
 impl Kmeans {
     /// The fit the options ask for: Lloyd (weighted or not) or mini-batch.
-    fn fit(&self, gpu: &Gpu, x: Matrix<'_>) -> CliResult<(KMeansModel, f64)> {
+    fn fit(&self, gpu: &Gpu, x: &InputMatrix) -> CliResult<(KMeansModel, f64)> {
         match self.args.mini_batch {
             Some(size) => {
                 let p = &self.params;
@@ -189,13 +188,13 @@ impl Kmeans {
                     mb = mb.max_iter(epochs);
                 }
                 match &self.weights {
-                    Some(w) => timed(|| Ok(mb.fit_weighted(gpu, &x, w)?)),
-                    None => timed(|| Ok(mb.fit(gpu, &x)?)),
+                    Some(w) => timed(|| Ok(mb.fit_weighted(gpu, x, w)?)),
+                    None => timed(|| Ok(mb.fit(gpu, x)?)),
                 }
             }
             None => match &self.weights {
-                Some(w) => timed(|| Ok(self.params.fit_weighted(gpu, &x, w)?)),
-                None => timed(|| Ok(self.params.fit(gpu, &x)?)),
+                Some(w) => timed(|| Ok(self.params.fit_weighted(gpu, x, w)?)),
+                None => timed(|| Ok(self.params.fit(gpu, x)?)),
             },
         }
     }
@@ -207,6 +206,17 @@ impl Task for Kmeans {
 
     fn input(&self) -> &Path {
         &self.args.input
+    }
+
+    fn inputs(&self) -> Inputs<'_> {
+        let mut inputs = vec![("--input", self.args.input.as_path())];
+        if let Some(path) = &self.args.init_centroids {
+            inputs.push(("--init-centroids", path));
+        }
+        if let Some(path) = &self.args.sample_weight {
+            inputs.push(("--sample-weight", path));
+        }
+        inputs
     }
 
     fn outputs(&self) -> Outputs<'_> {
@@ -223,7 +233,7 @@ impl Task for Kmeans {
         self.args.max_gpu_memory
     }
 
-    fn check(&mut self, x: &Matrix<'_>) -> CliResult {
+    fn check(&mut self, n: usize, d: usize) -> CliResult {
         let parallel = matches!(self.params.init, KMeansInit::KMeansParallel { .. });
         if !parallel && (self.args.oversampling.is_some() || self.args.rounds.is_some()) {
             return Err(Failure::invalid(
@@ -231,27 +241,27 @@ impl Task for Kmeans {
             ));
         }
         if let Some(path) = &self.args.init_centroids {
-            let c = io::read_matrix(path).map_err(Failure::input)?;
-            if (c.n_rows, c.n_features) != (self.params.k, x.n_features()) {
+            let c = io::read_matrix(path).map_err(|e| Failure::input(path, e))?;
+            if (c.n_rows, c.n_features) != (self.params.k, d) {
                 return Err(Failure::invalid(format!(
                     "{}: --init-centroids holds {} x {} values; expected --k x D = {} x {}",
                     path.display(),
                     c.n_rows,
                     c.n_features,
                     self.params.k,
-                    x.n_features()
+                    d
                 )));
             }
             self.params.init = KMeansInit::Centroids(c.data.iter().map(|&v| v as f64).collect());
         }
-        self.params.validate(x.n_rows(), x.n_features())?;
+        self.params.validate(n, d)?;
         if let Some(path) = &self.args.sample_weight {
-            self.weights = Some(read_sample_weights(path, x.n_rows())?);
+            self.weights = Some(read_sample_weights(path, n)?);
         }
         Ok(())
     }
 
-    fn compute(&self, gpu: &Gpu, x: Matrix<'_>) -> CliResult<Self::Outcome> {
+    fn compute(&self, gpu: &Gpu, x: &InputMatrix) -> CliResult<Self::Outcome> {
         let fitted = self.fit(gpu, x);
         if let Some(bar) = &self.bar {
             bar.clear();
@@ -259,12 +269,17 @@ impl Task for Kmeans {
         fitted
     }
 
-    fn write(&self, _run: &Context<'_>, (model, _): &Self::Outcome) -> CliResult {
+    fn write(
+        &self,
+        _run: &Context<'_>,
+        (model, _): &Self::Outcome,
+        out: &mut Staging,
+    ) -> CliResult {
         if let Some(path) = &self.args.model {
-            model.save(path).map_err(Failure::output)?;
+            out.text(path, &model.to_json_string())?;
         }
         if let Some(path) = &self.args.output {
-            write_labels(path, model.labels())?;
+            out.labels(path, model.labels())?;
         }
         Ok(())
     }

@@ -6,14 +6,17 @@
 //! [`kmeans`], [`gmm`], [`pca`], [`predict`] (`predict` and `transform`), [`evaluate`],
 //! [`select_k`] (`select-k`), [`spectral`], [`sample`] and [`info`].
 //!
-//! Inputs are read by `wgpu_unsupervised::io::read_matrix`: `.npy` (2-D, C order, float or
-//! integer dtype) or numeric `.csv` with an optional header line. Every value must be finite.
+//! Inputs are read by `wgpu_unsupervised::io::open_matrix`: `.npy` (2-D, C order, float or
+//! integer dtype; f32 read a piece at a time) or numeric `.csv` with an optional header line
+//! (one that holds no number at all). Every value must be finite.
 //!
 //! With `--json` a command prints exactly one line of JSON on stdout and nothing else;
-//! without it, a short human report. Outputs are written only once the computation has
-//! succeeded, each atomically (a temporary file renamed over the target), so a failure never
-//! leaves a partial file. Every check that does not need the GPU (arguments, output names,
-//! the input, model files) happens before the GPU starts.
+//! without it, a short human report. No output may be one of the command's inputs (exit 2,
+//! before any work). Outputs are written as one set once the computation has succeeded and
+//! its report has been checked: each to a temporary file first, then all renamed over their
+//! targets, so a failure leaves no new file and changes no existing one ([`outputs`]). Every
+//! check that does not need the GPU (arguments, output names and folders, the input, model
+//! files) happens before the GPU starts.
 //!
 //! Model files are the library's (`wgpu_unsupervised::model_file`): a JSON envelope
 //! `{"format":..,"version":1,"model":{..}}`, written atomically by `--model` and read by
@@ -36,6 +39,7 @@ mod gmm;
 mod headless;
 mod info;
 mod kmeans;
+mod outputs;
 mod pca;
 mod predict;
 mod progress;
@@ -145,10 +149,16 @@ impl Failure {
         }
     }
 
-    /// A library error from reading an input file (data, labels or model): always the
-    /// input's fault (exit 2), even when it is an I/O error such as a missing file.
-    fn input(e: Error) -> Self {
-        Self::invalid(e.to_string())
+    /// A library error from reading the input file `path` (data, labels or model): always
+    /// the input's fault (exit 2), even when it is an I/O error such as a missing file. The
+    /// message names the file, also when the library's does not.
+    fn input(path: &std::path::Path, e: Error) -> Self {
+        match e {
+            Error::Io { .. } | Error::Format { .. } | Error::NonFiniteInFile { .. } => {
+                Self::invalid(e.to_string())
+            }
+            other => Self::invalid(format!("{}: {other}", path.display())),
+        }
     }
 
     /// A library error from writing an output: always a runtime failure (exit 1).
@@ -167,6 +177,7 @@ impl From<Error> for Failure {
             | Error::EmptyData { .. }
             | Error::Shape { .. }
             | Error::NonFinite { .. }
+            | Error::NonFiniteInFile { .. }
             | Error::FeatureMismatch { .. }
             | Error::Format { .. }
             | Error::Source { .. }
@@ -234,9 +245,7 @@ fn usage_error(e: clap::Error) -> ExitCode {
 /// Runs one command.
 fn run(cli: Cli) -> CliResult {
     flow::choose_adapter(cli.adapter.as_deref())?;
-    if cli.verbose {
-        progress::log_iterations();
-    }
+    progress::show_events(cli.verbose);
     match cli.command {
         Command::Kmeans(args) => flow::run(kmeans::Kmeans::new(args)),
         Command::Gmm(args) => flow::run(gmm::Gmm::new(args)),

@@ -16,11 +16,13 @@
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
+use wgpu_unsupervised::io::InputMatrix;
 use wgpu_unsupervised::{
-    plot, selection, Components, Gpu, GpuMatrix, IncrementalPca, Matrix, Pca, PcaModel, PcaSolver,
+    plot, selection, Components, Gpu, GpuInput, IncrementalPca, Matrix, Pca, PcaModel, PcaSolver,
+    RowSource,
 };
 
-use crate::flow::{timed, write_rows, Context, Human, Outputs, Report, Task};
+use crate::flow::{timed, Context, Human, Outputs, Report, Staging, Task};
 use crate::progress::Bar;
 use crate::{choices, CliResult, Failure};
 
@@ -214,27 +216,28 @@ impl Task for PcaFit {
         self.args.max_gpu_memory
     }
 
-    fn check(&mut self, x: &Matrix<'_>) -> CliResult {
-        Ok(self.params.validate(x.n_rows(), x.n_features())?)
+    fn check(&mut self, n: usize, d: usize) -> CliResult {
+        Ok(self.params.validate(n, d)?)
     }
 
-    fn compute(&self, gpu: &Gpu, x: Matrix<'_>) -> CliResult<Fitted> {
+    fn compute(&self, gpu: &Gpu, x: &InputMatrix) -> CliResult<Fitted> {
         let fitted = self.fit_and_project(gpu, x);
         if let Some(bar) = &self.bar {
             bar.clear();
         }
         fitted
     }
-    fn write(&self, run: &Context<'_>, fitted: &Fitted) -> CliResult {
+    fn write(&self, run: &Context<'_>, fitted: &Fitted, out: &mut Staging) -> CliResult {
         let model = &fitted.model;
         if let Some(path) = &self.args.model {
-            model.save(path).map_err(Failure::output)?;
+            out.text(path, &model.to_json_string())?;
         }
         if let (Some(path), Some((z, _))) = (&self.args.output, &fitted.projections) {
-            write_rows(path, z, run.n, model.n_components())?;
+            out.rows(path, z, run.n, model.n_components())?;
         }
         if let Some(path) = &self.args.plot {
-            plot::write_spectrum(path, &selection::pca_spectrum(model)).map_err(Failure::output)?;
+            plot::stage_spectrum(out.set(), path, &selection::pca_spectrum(model))
+                .map_err(Failure::output)?;
         }
         Ok(())
     }
@@ -366,34 +369,34 @@ fn parse_components(text: &str) -> CliResult<Components> {
 
 impl PcaFit {
     /// The fit and the projections the options ask for.
-    fn fit_and_project(&self, gpu: &Gpu, x: Matrix<'_>) -> CliResult<Fitted> {
-        let d = x.n_features();
+    fn fit_and_project(&self, gpu: &Gpu, x: &InputMatrix) -> CliResult<Fitted> {
+        let (_, d) = x.shape();
         if self.args.max_gpu_memory.is_some() || self.args.incremental.is_some() {
             // Host rows, streamed or fed in chunks; projections made a slice at a time.
             let (model, fit_seconds) = timed(|| match self.args.incremental {
                 Some(rows) => {
-                    let rows = rows as usize;
                     let mut inc = IncrementalPca::new(self.params.clone());
-                    for part in x.as_slice().chunks(rows * d) {
-                        inc.partial_fit(gpu, &Matrix::new(part, d)?)?;
-                    }
+                    x.visit_rows(rows as usize, &mut |_, part| {
+                        inc.partial_fit(gpu, &Matrix::new(part, d)?)
+                    })?;
                     Ok(inc.model(gpu)?)
                 }
-                None => Ok(self.params.fit(gpu, &x)?),
+                None => Ok(self.params.fit(gpu, x)?),
             })?;
             let budget = gpu.memory_budget();
             let rows = (budget / 2 / (4 * (d + model.n_components()) as u64)).max(1) as usize;
             let projections = match &self.args.output {
                 Some(_) => Some(timed(|| {
                     let mut z = Vec::new();
-                    for part in x.as_slice().chunks(rows.saturating_mul(d)) {
+                    x.visit_rows(rows, &mut |_, part| {
                         z.extend(model.transform(gpu, &Matrix::new(part, d)?)?);
-                    }
+                        Ok(())
+                    })?;
                     Ok(z)
                 })?),
                 None => None,
             };
-            let score = self.score(&model, &x)?;
+            let score = self.score(&model, x)?;
             return Ok(Fitted {
                 model,
                 fit_seconds,
@@ -402,15 +405,16 @@ impl PcaFit {
             });
         }
         let ((xg, model), fit_seconds) = timed(|| {
-            let xg = GpuMatrix::upload(gpu, &x)?;
-            let model = self.params.fit(gpu, &xg)?;
+            let xg = x.on_gpu(gpu)?;
+            let model = self.params.fit(gpu, xg.as_ref())?;
             Ok((xg, model))
         })?;
         let projections = match &self.args.output {
-            Some(_) => Some(timed(|| Ok(model.transform(gpu, &xg)?))?),
+            Some(_) => Some(timed(|| Ok(model.transform(gpu, xg.as_ref())?))?),
             None => None,
         };
-        let score = self.score(&model, &x)?;
+        drop(xg);
+        let score = self.score(&model, x)?;
         Ok(Fitted {
             model,
             fit_seconds,
@@ -419,11 +423,20 @@ impl PcaFit {
         })
     }
 
-    /// The mean log-likelihood of `x` when `--score` asks for it.
-    fn score(&self, model: &PcaModel, x: &Matrix<'_>) -> CliResult<Option<f64>> {
-        Ok(match self.args.score {
-            true => Some(model.score(x)?),
-            false => None,
-        })
+    /// The mean log-likelihood of `x` when `--score` asks for it, a slice of rows at a time.
+    fn score(&self, model: &PcaModel, x: &InputMatrix) -> CliResult<Option<f64>> {
+        if !self.args.score {
+            return Ok(None);
+        }
+        let (n, d) = x.shape();
+        let mut total = 0.0;
+        x.visit_rows(1 << 16, &mut |_, part| {
+            total += model
+                .score_samples(&Matrix::new(part, d)?)?
+                .iter()
+                .sum::<f64>();
+            Ok(())
+        })?;
+        Ok(Some(total / n as f64))
     }
 }

@@ -20,10 +20,11 @@
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
+use wgpu_unsupervised::io::InputMatrix;
 use wgpu_unsupervised::model_file::{Model, GMM_FORMAT, PCA_FORMAT};
-use wgpu_unsupervised::{Error, GaussianMixtureModel, Gpu, KMeansModel, Matrix, PcaModel};
+use wgpu_unsupervised::{Error, GaussianMixtureModel, Gpu, KMeansModel, PcaModel};
 
-use crate::flow::{self, timed, write_labels, write_rows, Context, Human, Outputs, Report, Task};
+use crate::flow::{self, timed, Context, Human, Inputs, Outputs, Report, Staging, Task};
 use crate::{CliResult, Failure};
 
 /// Arguments of `predict`.
@@ -113,7 +114,7 @@ struct TransformReport<'a> {
 
 /// Reads the model file given to `--model` (any failure is the file's: exit 2).
 fn load(path: &Path) -> CliResult<Model> {
-    Model::load(path).map_err(Failure::input)
+    Model::load(path).map_err(|e| Failure::input(path, e))
 }
 
 /// What a model file holds, as the refusals name it: `a K-Means model (format "...")`.
@@ -123,6 +124,11 @@ fn described(model: &Model) -> String {
 
 /// `predict`: loads the model, then runs the task its kind calls for.
 pub fn predict(args: PredictArgs) -> CliResult {
+    // The names first: no output may be the model or the input (before the model is read).
+    Outputs::none()
+        .array("--output", Some(&args.output), "results")
+        .array("--proba", args.proba.as_deref(), "responsibilities")
+        .check_names(&vec![("--model", &*args.model), ("--input", &*args.input)])?;
     let model = load(&args.model)?;
     if args.proba.is_some() && !matches!(model, Model::GaussianMixture(_)) {
         return Err(Failure::invalid(format!(
@@ -156,6 +162,9 @@ pub fn predict(args: PredictArgs) -> CliResult {
 /// `transform`: loads a PCA model, then projects (or reconstructs) the input, or a K-Means
 /// model, then measures the distances to its centroids.
 pub fn transform(args: TransformArgs) -> CliResult {
+    Outputs::none()
+        .array("--output", Some(&args.output), "results")
+        .check_names(&vec![("--model", &*args.model), ("--input", &*args.input)])?;
     let model = match load(&args.model)? {
         Model::Pca(model) => Transformer::Pca(model),
         Model::KMeans(model) if !args.inverse => Transformer::KMeans(model),
@@ -247,14 +256,11 @@ struct Labels {
 type Labelled = ((Vec<u32>, Option<Vec<f32>>), f64);
 
 /// Refuses data whose width is not the model's (exit 2), before the GPU starts.
-fn check_features(expected: usize, x: &Matrix<'_>) -> CliResult {
-    if x.n_features() == expected {
+fn check_features(expected: usize, found: usize) -> CliResult {
+    if found == expected {
         return Ok(());
     }
-    Err(Failure::from(Error::FeatureMismatch {
-        expected,
-        found: x.n_features(),
-    }))
+    Err(Failure::from(Error::FeatureMismatch { expected, found }))
 }
 
 impl Task for Labels {
@@ -262,6 +268,10 @@ impl Task for Labels {
 
     fn input(&self) -> &Path {
         &self.args.input
+    }
+
+    fn inputs(&self) -> Inputs<'_> {
+        vec![("--input", &self.args.input), ("--model", &self.args.model)]
     }
 
     fn outputs(&self) -> Outputs<'_> {
@@ -274,16 +284,16 @@ impl Task for Labels {
         self.args.json
     }
 
-    fn check(&mut self, x: &Matrix<'_>) -> CliResult {
-        check_features(self.model.n_features(), x)
+    fn check(&mut self, _n: usize, d: usize) -> CliResult {
+        check_features(self.model.n_features(), d)
     }
 
-    fn compute(&self, gpu: &Gpu, x: Matrix<'_>) -> CliResult<Labelled> {
+    fn compute(&self, gpu: &Gpu, x: &InputMatrix) -> CliResult<Labelled> {
         timed(|| match &self.model {
-            Labelling::KMeans(model) => Ok((model.predict(gpu, &x)?, None)),
+            Labelling::KMeans(model) => Ok((model.predict(gpu, x)?, None)),
             Labelling::Mixture(model) => {
                 // One E-step gives both the labels and the responsibilities.
-                let evaluation = model.evaluate_gpu(gpu, &x)?;
+                let evaluation = model.evaluate_gpu(gpu, x)?;
                 let proba = match &self.args.proba {
                     Some(_) => Some(evaluation.responsibilities.to_host(gpu)?),
                     None => None,
@@ -293,10 +303,15 @@ impl Task for Labels {
         })
     }
 
-    fn write(&self, run: &Context<'_>, ((labels, proba), _): &Labelled) -> CliResult {
-        write_labels(&self.args.output, labels)?;
+    fn write(
+        &self,
+        run: &Context<'_>,
+        ((labels, proba), _): &Labelled,
+        out: &mut Staging,
+    ) -> CliResult {
+        out.labels(&self.args.output, labels)?;
         if let (Some(path), Some(proba)) = (&self.args.proba, proba) {
-            write_rows(path, proba, run.n, self.model.k())?;
+            out.rows(path, proba, run.n, self.model.k())?;
         }
         Ok(())
     }
@@ -388,6 +403,10 @@ impl Task for Projection {
         &self.input
     }
 
+    fn inputs(&self) -> Inputs<'_> {
+        vec![("--input", &self.input), ("--model", &self.model_path)]
+    }
+
     fn outputs(&self) -> Outputs<'_> {
         Outputs::none().array("--output", Some(&self.output), self.result_name())
     }
@@ -396,31 +415,35 @@ impl Task for Projection {
         self.json
     }
 
-    fn check(&mut self, x: &Matrix<'_>) -> CliResult {
+    fn check(&mut self, _n: usize, d: usize) -> CliResult {
         let m = self.model.n_outputs();
-        if self.inverse && x.n_features() != m {
+        if self.inverse && d != m {
             return Err(Failure::invalid(format!(
                 "feature count mismatch: --inverse reads N x M projections and the model has \
-                 M = {m} components, the data has {} columns",
-                x.n_features()
+                 M = {m} components, the data has {d} columns"
             )));
         }
         if self.inverse {
             return Ok(());
         }
-        check_features(self.model.n_features(), x)
+        check_features(self.model.n_features(), d)
     }
 
-    fn compute(&self, gpu: &Gpu, x: Matrix<'_>) -> CliResult<Self::Outcome> {
+    fn compute(&self, gpu: &Gpu, x: &InputMatrix) -> CliResult<Self::Outcome> {
         timed(|| match (&self.model, self.inverse) {
-            (Transformer::Pca(m), true) => Ok(m.inverse_transform(gpu, &x)?),
-            (Transformer::Pca(m), false) => Ok(m.transform(gpu, &x)?),
-            (Transformer::KMeans(m), _) => Ok(m.transform(gpu, &x)?),
+            (Transformer::Pca(m), true) => Ok(m.inverse_transform(gpu, x)?),
+            (Transformer::Pca(m), false) => Ok(m.transform(gpu, x)?),
+            (Transformer::KMeans(m), _) => Ok(m.transform(gpu, x)?),
         })
     }
 
-    fn write(&self, run: &Context<'_>, (values, _): &Self::Outcome) -> CliResult {
-        write_rows(&self.output, values, run.n, self.result_columns())
+    fn write(
+        &self,
+        run: &Context<'_>,
+        (values, _): &Self::Outcome,
+        out: &mut Staging,
+    ) -> CliResult {
+        out.rows(&self.output, values, run.n, self.result_columns())
     }
 
     fn report(&self, run: &Context<'_>, (_, seconds): &Self::Outcome) -> CliResult<Report> {

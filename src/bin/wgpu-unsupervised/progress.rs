@@ -1,5 +1,6 @@
-//! What a long fit shows while it runs: the library's `tracing` events on stderr with
-//! `--verbose`, and a progress bar on stderr when stderr is a terminal.
+//! What a fit shows while it runs: the library's warnings on stderr (one line each, always),
+//! its per-iteration `tracing` events too with `--verbose`, and a progress bar on stderr when
+//! stderr is a terminal.
 //!
 //! The bar is driven by the fits' `on_iteration` callback (iteration / max_iter, the restart
 //! and the objective) and cleared when the fit ends. It never appears with `--json` or when
@@ -13,17 +14,30 @@ use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
 use wgpu_unsupervised::OnIteration;
 
-/// Sends this crate's DEBUG and INFO events (one per iteration, one per fit) to stderr.
-pub fn log_iterations() {
-    let filter = Targets::new().with_target("wgpu_unsupervised", LevelFilter::DEBUG);
-    let layer = tracing_subscriber::fmt::layer()
-        .with_writer(std::io::stderr)
-        .with_ansi(false);
+/// Sends this crate's WARN events (a choice the library made for the user, such as one run
+/// for given centroids or whitening at the noise floor) to stderr, one line each; with
+/// `verbose`, its DEBUG and INFO events too (one per iteration, one per fit).
+pub fn show_events(verbose: bool) {
+    let to_stderr = || {
+        tracing_subscriber::fmt::layer()
+            .with_writer(std::io::stderr)
+            .with_ansi(false)
+    };
     // Only `main` calls this, once; a second subscriber could only come from a bug.
-    let _ = tracing_subscriber::registry()
-        .with(layer)
-        .with(filter)
-        .try_init();
+    let _ = if verbose {
+        let filter = Targets::new().with_target("wgpu_unsupervised", LevelFilter::DEBUG);
+        tracing_subscriber::registry()
+            .with(to_stderr())
+            .with(filter)
+            .try_init()
+    } else {
+        // One plain line per warning: "WARN <message>".
+        let filter = Targets::new().with_target("wgpu_unsupervised", LevelFilter::WARN);
+        tracing_subscriber::registry()
+            .with(to_stderr().without_time().with_target(false))
+            .with(filter)
+            .try_init()
+    };
 }
 
 /// Whether a progress bar is drawn: never with `--json`, and only on a terminal.

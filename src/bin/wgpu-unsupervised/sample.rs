@@ -4,8 +4,9 @@
 //! Draws N rows from a saved Gaussian mixture ([`GaussianMixtureModel::sample`],
 //! scikit-learn's `GaussianMixture.sample`): the count of each component from the weights,
 //! then Gaussian rows from its mean and covariance, grouped by component. Writes the N x D
-//! rows (`f4`) to `--output` and, with `--labels`, the component of each row (`u4`). Runs on
-//! the host; no GPU is opened. `--json` keys: `algorithm` ("gmm"), `command` ("sample"),
+//! rows (`f4`) to `--output` and, with `--labels`, the component of each row (`u4`), as one
+//! set: both or neither, and only once every check and the draws succeeded. Runs on the host;
+//! no GPU is opened. `--json` keys: `algorithm` ("gmm"), `command` ("sample"),
 //! `n`, `d`, `k`, `seed`, `seconds`.
 
 use std::path::PathBuf;
@@ -13,7 +14,7 @@ use std::path::PathBuf;
 use serde::Serialize;
 use wgpu_unsupervised::GaussianMixtureModel;
 
-use crate::flow::{timed, write_labels, write_rows, Human, Outputs, Report};
+use crate::flow::{timed, Human, Outputs, Report, Staging};
 use crate::{CliResult, Failure};
 
 /// Arguments of `sample`.
@@ -60,18 +61,21 @@ struct SampleReport {
 
 /// `sample`: loads the model, draws, writes the rows (and labels), reports.
 pub fn sample(args: SampleArgs) -> CliResult {
-    Outputs::none()
+    let outputs = Outputs::none()
         .array("--output", Some(&args.output), "samples")
-        .array("--labels", args.labels.as_deref(), "labels")
-        .check_names()?;
-    let model = GaussianMixtureModel::load(&args.model).map_err(Failure::input)?;
+        .array("--labels", args.labels.as_deref(), "labels");
+    outputs.check_names(&vec![("--model", &*args.model)])?;
+    let model =
+        GaussianMixtureModel::load(&args.model).map_err(|e| Failure::input(&args.model, e))?;
+    outputs.check_writable()?;
     let (n, seed) = (args.n as usize, args.seed.unwrap_or(0));
     let ((rows, labels), seconds) = timed(|| Ok(model.sample(n, seed)?))?;
     let d = model.n_features();
     let rows32: Vec<f32> = rows.iter().map(|&v| v as f32).collect();
-    write_rows(&args.output, &rows32, n, d)?;
+    let mut staged = Staging::new();
+    staged.rows(&args.output, &rows32, n, d)?;
     if let Some(path) = &args.labels {
-        write_labels(path, &labels)?;
+        staged.labels(path, &labels)?;
     }
     let mut human = Human::new();
     human
@@ -100,5 +104,7 @@ pub fn sample(args: SampleArgs) -> CliResult {
         seed,
         seconds,
     };
-    Report::new(&json, human)?.print(args.json)
+    let report = Report::new(&json, human)?;
+    staged.commit()?;
+    report.print(args.json)
 }

@@ -1,8 +1,9 @@
-//! `wgpu-unsupervised select-k --input X --algorithm kmeans|gmm [--k-min 1] [--k-max 15]
+//! `wgpu-unsupervised select-k --input X --algorithm kmeans|gmm [--k-min 1] [--k-max K]
 //! [--criterion elbow|gap|bic|aic] [--covariance full|tied|diag|spherical] [--n-refs B]
 //! [--n-init N] [--max-iter N] [--seed N] [--plot curve.svg] [--json]`
 //!
-//! Fits the model for every k in `--k-min..=--k-max` (data uploaded once; K-Means with 3
+//! Fits the model for every k in `--k-min..=--k-max` (`--k-max` 15 by default, or the number
+//! of rows when there are fewer; data uploaded once; K-Means with 3
 //! restarts per fit unless `--n-init` says otherwise, as one poor local optimum can bend a
 //! curve) and prints the curve and the suggested k (see [`wgpu_unsupervised::selection`]):
 //! for `kmeans` the gap statistic (default; `--n-refs` uniform reference sets, default 10:
@@ -16,11 +17,12 @@ use std::path::{Path, PathBuf};
 
 use clap::ValueEnum;
 use serde::Serialize;
+use wgpu_unsupervised::io::InputMatrix;
 use wgpu_unsupervised::{
-    plot, selection, CovarianceType, Criterion, GaussianMixture, Gpu, GpuMatrix, KMeans, Matrix,
+    plot, selection, CovarianceType, Criterion, GaussianMixture, Gpu, GpuInput, KMeans, Matrix,
 };
 
-use crate::flow::{timed, Context, Human, Outputs, Report, Task};
+use crate::flow::{timed, whole, Context, Human, Outputs, Report, Staging, Task};
 use crate::{choices, CliResult, Failure};
 
 /// Arguments of `select-k`.
@@ -35,9 +37,10 @@ pub struct SelectKArgs {
     /// Smallest k tried.
     #[arg(long, value_name = "K", default_value_t = 1)]
     k_min: usize,
-    /// Largest k tried (at most the number of rows).
-    #[arg(long, value_name = "K", default_value_t = 15)]
-    k_max: usize,
+    /// Largest k tried (at most the number of rows) [default: 15, or the number of rows when
+    /// there are fewer].
+    #[arg(long, value_name = "K")]
+    k_max: Option<usize>,
     /// Criterion: elbow or gap for kmeans, bic or aic for gmm [default: gap for kmeans, bic
     /// for gmm].
     #[arg(long, value_name = "CRITERION", value_parser = choices::criterion())]
@@ -137,6 +140,8 @@ pub struct SelectK {
     kmeans: KMeans,
     /// The mixture fitted for every k (gmm).
     mixture: GaussianMixture,
+    /// The largest k tried: `--k-max`, or its default for the input's rows.
+    k_max: usize,
 }
 
 impl SelectK {
@@ -174,15 +179,16 @@ impl SelectK {
         if args.k_min == 0 {
             return Err(Failure::invalid("--k-min must be at least 1"));
         }
-        if args.k_min > args.k_max {
+        if let Some(k_max) = args.k_max.filter(|&k_max| args.k_min > k_max) {
             return Err(Failure::invalid(format!(
-                "--k-min {} is larger than --k-max {}",
-                args.k_min, args.k_max
+                "--k-min {} is larger than --k-max {k_max}",
+                args.k_min
             )));
         }
         let seed = args.seed.unwrap_or(0);
-        let mut kmeans = KMeans::new(args.k_max).seed(seed).n_init(3);
-        let mut mixture = GaussianMixture::new(args.k_max).seed(seed);
+        let k_max = args.k_max.unwrap_or(DEFAULT_K_MAX);
+        let mut kmeans = KMeans::new(k_max).seed(seed).n_init(3);
+        let mut mixture = GaussianMixture::new(k_max).seed(seed);
         if let Some(covariance) = args.covariance {
             mixture = mixture.covariance(covariance);
         }
@@ -198,11 +204,15 @@ impl SelectK {
             args,
             criterion,
             n_refs,
+            k_max,
             kmeans,
             mixture,
         })
     }
 }
+
+/// `--k-max` when it is not given and the input has at least this many rows.
+const DEFAULT_K_MAX: usize = 15;
 
 impl Task for SelectK {
     /// The curve and the wall time of all the fits.
@@ -220,15 +230,27 @@ impl Task for SelectK {
         self.args.json
     }
 
-    fn check(&mut self, x: &Matrix<'_>) -> CliResult {
-        let (n, d) = (x.n_rows(), x.n_features());
-        if self.args.k_max > n {
+    fn check(&mut self, n: usize, d: usize) -> CliResult {
+        let k_min = self.args.k_min;
+        match self.args.k_max {
+            Some(k_max) if k_max > n => {
+                return Err(Failure::invalid(format!(
+                    "--k-max {k_max} is larger than the number of rows ({n}) of {}; give \
+                     --k-max {n} or less",
+                    self.args.input.display()
+                )))
+            }
+            Some(_) => {}
+            None => self.k_max = DEFAULT_K_MAX.min(n),
+        }
+        if k_min > self.k_max {
             return Err(Failure::invalid(format!(
-                "--k-max {} is larger than the number of rows ({n}) of {}",
-                self.args.k_max,
+                "--k-min {k_min} is larger than the number of rows ({n}) of {}",
                 self.args.input.display()
             )));
         }
+        self.kmeans.k = self.k_max;
+        self.mixture.k = self.k_max;
         match self.args.algorithm {
             Algorithm::Kmeans => self.kmeans.validate(n, d)?,
             Algorithm::Gmm => self.mixture.validate(n, d)?,
@@ -236,28 +258,32 @@ impl Task for SelectK {
         Ok(())
     }
 
-    fn compute(&self, gpu: &Gpu, x: Matrix<'_>) -> CliResult<Self::Outcome> {
-        let ks = self.args.k_min..=self.args.k_max;
+    fn compute(&self, gpu: &Gpu, x: &InputMatrix) -> CliResult<Self::Outcome> {
+        let ks = self.args.k_min..=self.k_max;
         let seed = self.args.seed.unwrap_or(0);
+        let values = match self.criterion {
+            Criterion::Gap => Some(whole(&self.args.input, x)?),
+            _ => None,
+        };
         timed(|| {
-            Ok(match self.criterion {
-                Criterion::Gap => Selected::Gap(selection::gap_statistic(
+            Ok(match (self.criterion, &values) {
+                (Criterion::Gap, Some(values)) => Selected::Gap(selection::gap_statistic(
                     gpu,
-                    &x,
+                    &Matrix::new(values, x.shape().1)?,
                     ks,
                     &self.kmeans,
                     self.n_refs,
                     seed,
                 )?),
-                Criterion::Elbow => {
-                    let xg = GpuMatrix::upload(gpu, &x)?;
-                    Selected::Curve(selection::elbow(gpu, &xg, ks, &self.kmeans)?)
+                (Criterion::Elbow, _) => {
+                    let xg = x.on_gpu(gpu)?;
+                    Selected::Curve(selection::elbow(gpu, xg.as_ref(), ks, &self.kmeans)?)
                 }
-                criterion => {
-                    let xg = GpuMatrix::upload(gpu, &x)?;
+                (criterion, _) => {
+                    let xg = x.on_gpu(gpu)?;
                     Selected::Curve(selection::gmm_criterion_curve(
                         gpu,
-                        &xg,
+                        xg.as_ref(),
                         ks,
                         &self.mixture,
                         criterion,
@@ -267,13 +293,18 @@ impl Task for SelectK {
         })
     }
 
-    fn write(&self, _run: &Context<'_>, (selected, _): &Self::Outcome) -> CliResult {
+    fn write(
+        &self,
+        _run: &Context<'_>,
+        (selected, _): &Self::Outcome,
+        out: &mut Staging,
+    ) -> CliResult {
         let Some(path) = &self.args.plot else {
             return Ok(());
         };
         match selected {
-            Selected::Curve(curve) => plot::write_curve(path, curve),
-            Selected::Gap(gap) => plot::write_gap(path, gap),
+            Selected::Curve(curve) => plot::stage_curve(out.set(), path, curve),
+            Selected::Gap(gap) => plot::stage_gap(out.set(), path, gap),
         }
         .map_err(Failure::output)
     }
@@ -308,7 +339,7 @@ impl Task for SelectK {
                 "{}, criterion {criterion} ({rule}), k = {}..={}, seed {}",
                 self.args.algorithm.name(),
                 self.args.k_min,
-                self.args.k_max,
+                self.k_max,
                 self.args.seed.unwrap_or(0)
             ),
         );

@@ -11,9 +11,10 @@
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
-use wgpu_unsupervised::{Affinity, Gpu, Matrix, SpectralClustering, SpectralModel};
+use wgpu_unsupervised::io::InputMatrix;
+use wgpu_unsupervised::{Affinity, Gpu, SpectralClustering, SpectralModel};
 
-use crate::flow::{timed, write_labels, Context, Human, Outputs, Report, Task};
+use crate::flow::{timed, Context, Human, Outputs, Report, Staging, Task};
 use crate::{CliResult, Failure};
 
 /// The graph option's values.
@@ -132,17 +133,22 @@ impl Task for Spectral {
         self.args.json
     }
 
-    fn check(&mut self, x: &Matrix<'_>) -> CliResult {
-        Ok(self.params.validate(x.n_rows())?)
+    fn check(&mut self, n: usize, _d: usize) -> CliResult {
+        Ok(self.params.validate(n)?)
     }
 
-    fn compute(&self, gpu: &Gpu, x: Matrix<'_>) -> CliResult<Self::Outcome> {
-        timed(|| Ok(self.params.fit(gpu, &x)?))
+    fn compute(&self, gpu: &Gpu, x: &InputMatrix) -> CliResult<Self::Outcome> {
+        timed(|| Ok(self.params.fit(gpu, x)?))
     }
 
-    fn write(&self, _run: &Context<'_>, (model, _): &Self::Outcome) -> CliResult {
+    fn write(
+        &self,
+        _run: &Context<'_>,
+        (model, _): &Self::Outcome,
+        out: &mut Staging,
+    ) -> CliResult {
         if let Some(path) = &self.args.output {
-            write_labels(path, model.labels())?;
+            out.labels(path, model.labels())?;
         }
         Ok(())
     }

@@ -81,7 +81,8 @@
 //! **Initialisation** (responsibilities, then one M-step):
 //!
 //! * `KMeans`: one-hot responsibilities from the labels of [`crate::reference::kmeans::fit`]
-//!   with `KMeans::new(k).n_init(1).seed(s)`, s a `u64` drawn from the generator;
+//!   with `KMeans::new(k).n_init(1)` drawing from the mixture's generator (scikit-learn's:
+//!   a mixture seeded s starts from the labels of `KMeans::new(k).seed(s)`);
 //! * `KMeansPlusPlus`: one-hot responsibilities of the nearest greedy k-means++ seed
 //!   ([`crate::reference::kmeans::kmeans_plus_plus`]). (scikit-learn's "k-means++" instead
 //!   gives each component only its own seed point; the nearest-seed rule used here is the one
@@ -270,11 +271,7 @@ fn initialize(
     let k = params.k;
     let resp = match &params.init {
         GmmInit::KMeans => {
-            let km = crate::reference::kmeans::fit(
-                x,
-                d,
-                &KMeans::new(k).n_init(1).seed(rng.random::<u64>()),
-            )?;
+            let km = crate::reference::kmeans::fit_with(x, d, &KMeans::new(k).n_init(1), rng)?;
             one_hot(&km.labels, k)
         }
         GmmInit::KMeansPlusPlus => {
@@ -373,7 +370,8 @@ pub fn fit(x: &[f64], d: usize, params: &GaussianMixture) -> Result<ReferenceGmm
     let mut best: Option<ReferenceGmm> = None;
     for _ in 0..runs {
         let mut model = initialize(x, d, params, &mut rng)?;
-        let mut lower_bound = f64::NEG_INFINITY;
+        // A warm start measures the first change from the bound of the fit it continues.
+        let mut lower_bound = params.warm_lower_bound.unwrap_or(f64::NEG_INFINITY);
         let mut history = Vec::new();
         let mut converged = false;
         let mut n_iter = 0;

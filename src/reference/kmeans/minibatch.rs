@@ -39,6 +39,7 @@ fn rows(x: &[f64], d: usize, idx: &[usize]) -> Vec<f64> {
 pub fn fit(x: &[f64], d: usize, params: &MiniBatchKMeans) -> Result<ReferenceMiniBatch> {
     let n = x.len() / d;
     params.validate(n, d)?;
+    let params = &params.resolved_for(n);
     let (k, b) = (params.k, params.batch_size);
     let mut rng = ChaCha8Rng::seed_from_u64(params.seed);
     let valid: Vec<usize> = (0..b).map(|_| rng.random_range(0..n)).collect();
@@ -54,7 +55,7 @@ pub fn fit(x: &[f64], d: usize, params: &MiniBatchKMeans) -> Result<ReferenceMin
             KMeansInit::KMeansParallel { .. } => return Err(no_parallel()),
             KMeansInit::Random => random_init(x, d, k, &mut rng),
             KMeansInit::KMeansPlusPlus => {
-                let m = params.init_size.unwrap_or(3 * b).max(k).min(n.max(k));
+                let m = params.init_size.expect("resolved_for sets it");
                 let idx: Vec<usize> = (0..m).map(|_| rng.random_range(0..n)).collect();
                 let sample = rows(x, d, &idx);
                 kmeans_plus_plus(

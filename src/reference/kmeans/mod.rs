@@ -77,6 +77,24 @@ pub struct ReferenceKMeans {
 /// not a multiple of `n_features`, [`Error::NonFinite`] with the row and column of the first
 /// NaN or infinity, and whatever [`KMeans::validate`] reports for the parameters.
 pub fn fit(x: &[f64], n_features: usize, params: &KMeans) -> Result<ReferenceKMeans> {
+    fit_with(
+        x,
+        n_features,
+        params,
+        &mut ChaCha8Rng::seed_from_u64(params.seed),
+    )
+}
+
+/// [`fit`] drawing every restart's start from `rng` instead of a generator seeded with
+/// `params.seed` (the K-Means start of a Gaussian mixture continues the mixture's generator).
+///
+/// Errors: those of [`fit`].
+pub fn fit_with(
+    x: &[f64],
+    n_features: usize,
+    params: &KMeans,
+    rng: &mut ChaCha8Rng,
+) -> Result<ReferenceKMeans> {
     crate::data::validate_row_major(x, n_features)?;
     let d = n_features;
     let n = x.len() / d;
@@ -91,7 +109,6 @@ pub fn fit(x: &[f64], n_features: usize, params: &KMeans) -> Result<ReferenceKMe
     };
 
     let tol_abs = params.tol * mean_variance(x, d);
-    let mut rng = ChaCha8Rng::seed_from_u64(params.seed);
     // Given centroids leave nothing random to restart.
     let runs = match params.init {
         KMeansInit::Centroids(_) => 1,
@@ -102,9 +119,9 @@ pub fn fit(x: &[f64], n_features: usize, params: &KMeans) -> Result<ReferenceKMe
     for _ in 0..runs {
         let init = match &params.init {
             KMeansInit::KMeansPlusPlus => {
-                kmeans_plus_plus(x, d, params.k, params.n_local_trials(), &mut rng)
+                kmeans_plus_plus(x, d, params.k, params.n_local_trials(), rng)
             }
-            KMeansInit::Random => random_init(x, d, params.k, &mut rng),
+            KMeansInit::Random => random_init(x, d, params.k, rng),
             KMeansInit::KMeansParallel { .. } => return Err(no_parallel()),
             KMeansInit::Centroids(c) if spherical => unit_vectors(c, d, "init")?,
             KMeansInit::Centroids(c) => c.clone(),

@@ -335,9 +335,8 @@ fn matvec(a: &[f64], d: usize, v: &[f64]) -> Vec<f64> {
 ///
 /// Errors: [`Error::EmptyData`] for no rows or no features, [`Error::Shape`] when `x.len()`
 /// is not a multiple of `d`, [`Error::NonFinite`] with the row and column of the first NaN or
-/// infinity, whatever [`Pca::validate`] reports, the power iteration's non-convergence, and
-/// `Error::invalid("whiten", …)` when whitening is asked for and a kept component has zero
-/// variance at most 1e-5 · λ₁ (the GPU fit's rule), naming how many can be kept.
+/// infinity, whatever [`Pca::validate`] reports, and the power iteration's non-convergence.
+/// Whitening accepts components of any variance (see [`transform`]).
 pub fn fit(x: &[f64], d: usize, params: &Pca) -> Result<ReferencePca> {
     crate::data::validate_row_major(x, d)?;
     let n = x.len() / d;
@@ -388,26 +387,6 @@ pub fn fit(x: &[f64], d: usize, params: &Pca) -> Result<ReferencePca> {
     };
     linalg::flip_signs(&mut components, d);
 
-    if params.whiten {
-        // The same rule as the GPU fit, whose f32 covariance cannot resolve variances below
-        // it: components at or below 1e-5 · λ₁ are refused, naming how many can be kept.
-        let lambda1 = explained_variance.first().copied().unwrap_or(0.0);
-        if let Some(k) = explained_variance
-            .iter()
-            .position(|&l| !(lambda1 > 0.0 && l > 1e-5 * lambda1))
-        {
-            return Err(Error::invalid(
-                "whiten",
-                format!(
-                    "component {} has variance {:e}, at most 1e-5 x the largest \
-                     ({lambda1:e}): keep at most {k} components to whiten",
-                    k + 1,
-                    explained_variance[k]
-                ),
-            ));
-        }
-    }
-
     let explained_variance_ratio = explained_variance.iter().map(|&l| ratio(l)).collect();
     let dof = n as f64 - params.ddof as f64;
     let singular_values = explained_variance
@@ -447,8 +426,9 @@ fn scaled(x: &[f64], d: usize, mean: &[f64], scale: &[f64]) -> Vec<f64> {
 }
 
 /// Projects row-major `x` (`d` features) on the model's components: N x M row-major
-/// z = ((x − μ) / σ) Uᵀ, each column divided by √λ_k when `whiten` (a zero λ_k then gives
-/// ±inf or NaN; [`fit`] refuses to whiten such a model).
+/// z = ((x − μ) / σ) Uᵀ, each column divided by max(√λ_k, ε₃₂) when `whiten` (scikit-learn's
+/// clip at the machine epsilon of the data's f32, so a component of zero variance gives finite
+/// projections).
 ///
 /// # Panics
 ///
@@ -462,7 +442,7 @@ pub fn transform(model: &ReferencePca, x: &[f64], d: usize, whiten: bool) -> Vec
         for (k, u) in model.components.chunks_exact(d).enumerate() {
             let p = dot(row, u);
             z.push(if whiten {
-                p / model.explained_variance[k].sqrt()
+                p / model.explained_variance[k].sqrt().max(f32::EPSILON as f64)
             } else {
                 p
             });
