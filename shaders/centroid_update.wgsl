@@ -207,3 +207,97 @@ fn accumulate_cluster_partials_texture(
     workgroupBarrier();
     write_partials(lid, p);
 }
+
+// ---- CPU-like adapters: rows grouped by label within each block, then per-segment sums ----
+//
+// label_segments (one invocation per block) walks the block's rows in order twice: it counts
+// the labels (the block's counts), then writes the rows' indices grouped by label, in row
+// order within a label, into `order`, with the first position of each (block, cluster)
+// segment in `segments` (block·(K + 1) + c; entry K closes the block). Every global value it
+// writes is written once. accumulate_segments then gives each invocation one (block,
+// cluster, texel of the row) and sums w·(x − old c) over the segment's rows in row order, in
+// registers, and the invocations of texel 0 the sums of w·d² and of w: the same sums in the
+// same order as above, so the same bits, with no workgroup-memory traffic per value (costly
+// on lavapipe, where every such load and store is a loop over the SIMD lanes).
+
+// Largest K of label_segments (its per-cluster cursors live in workgroup memory).
+const SEGMENT_CLUSTERS: u32 = 4096u;
+
+// label_segments, accumulate_segments: the rows of each block grouped by label, and where
+// each (block, cluster) segment starts.
+@group(0) @binding(11) var<storage, read_write> order: array<u32>;
+@group(0) @binding(12) var<storage, read_write> segments: array<u32>;
+
+var<workgroup> cursors: array<u32, SEGMENT_CLUSTERS>;
+
+@compute @workgroup_size(1)
+fn label_segments(@builtin(workgroup_id) wid: vec3<u32>) {
+    let block = workgroup_index(wid, params.grid_x);
+    let first = block * params.block_rows;
+    if first >= params.n_rows {
+        return;
+    }
+    let last = min(first + params.block_rows, params.n_rows);
+    let k = params.k;
+    let gblock = params.block_offset + block;
+    for (var c = 0u; c < k; c++) {
+        cursors[c] = 0u;
+    }
+    for (var r = first; r < last; r++) {
+        cursors[labels[r]] += 1u;
+    }
+    var start = first;
+    for (var c = 0u; c < k; c++) {
+        let n = cursors[c];
+        partial_counts[gblock * k + c] = n;
+        segments[block * (k + 1u) + c] = start;
+        cursors[c] = start;
+        start += n;
+    }
+    segments[block * (k + 1u) + k] = start;
+    for (var r = first; r < last; r++) {
+        let c = labels[r];
+        order[cursors[c]] = r;
+        cursors[c] += 1u;
+    }
+}
+
+@compute @workgroup_size(ROW_WG_SIZE)
+fn accumulate_segments(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+) {
+    let d4 = params.d / 4u;
+    let e = invocation_index(wid, params.grid_x, ROW_WG_SIZE, lid);
+    let n_blocks = (params.n_rows + params.block_rows - 1u) / params.block_rows;
+    if e >= n_blocks * params.k * d4 {
+        return;
+    }
+    let q = e % d4;
+    let c = (e / d4) % params.k;
+    let block = e / (d4 * params.k);
+    let seg = block * (params.k + 1u) + c;
+    let old = flat_texel(centroid_texels, c * d4 + q);
+    var sum = vec4<f32>();
+    var sq = 0.0;
+    var ws = 0.0;
+    for (var i = segments[seg]; i < segments[seg + 1u]; i++) {
+        let r = order[i];
+        let w = weight_of(r);
+        sum += w * (flat_texel(x_texels, r * d4 + q) - old);
+        if q == 0u {
+            sq += w * min_sq_dist[r];
+            ws += w;
+        }
+    }
+    let at = params.block_offset * params.k + block * params.k + c;
+    let out = at * params.d + 4u * q;
+    partial_sums[out] = sum.x;
+    partial_sums[out + 1u] = sum.y;
+    partial_sums[out + 2u] = sum.z;
+    partial_sums[out + 3u] = sum.w;
+    if q == 0u {
+        partial_sq_dist[2u * at] = sq;
+        partial_sq_dist[2u * at + 1u] = ws;
+    }
+}

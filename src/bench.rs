@@ -10,7 +10,7 @@
 //! | bench | operation profiled | entry points |
 //! |---|---|---|
 //! | `assign` | `KMeansModel::predict` | `assign_*`, `centroid_shift`, `centroid_prep` |
-//! | `centroid-update` | one Lloyd iteration | `accumulate_cluster_partials`, its folds |
+//! | `centroid-update` | one Lloyd iteration | `accumulate_*`, `label_segments`, their folds |
 //! | `covariance` | `Pca::fit`, full solver | column moments, `gram_*`, their folds |
 //! | `gmm-estep` | `GaussianMixtureModel::score` | `mahalanobis_*`, `normalize_responsibilities` |
 //! | `gmm-mstep` | one EM iteration | `weighted_*`, their folds |
@@ -93,7 +93,9 @@ impl KernelBench {
                     || entry == "centroid_prep"
             }
             KernelBench::CentroidUpdate => {
-                entry == "accumulate_cluster_partials" || entry.starts_with("sum_partial_columns")
+                entry.starts_with("accumulate_")
+                    || entry == "label_segments"
+                    || entry.starts_with("sum_partial_columns")
             }
             KernelBench::Covariance => {
                 entry == "column_moments"

@@ -3,7 +3,7 @@
 use bytemuck::{Pod, Zeroable};
 
 use super::tiles::cpu_like;
-use super::{feature_wg_size, FEATURE_WG_SIZE};
+use super::{feature_wg_size, FEATURE_WG_SIZE, ROW_WG_SIZE};
 use crate::error::Result;
 use crate::gpu::batch::Batch;
 use crate::gpu::buffer::Chunk;
@@ -37,6 +37,8 @@ const _: () = check_params::<AccumulateParams>(wgsl::ENTRY_POINTS);
 const SHARED_SUMS: usize = wgsl::SHARED_SUMS as usize;
 /// Clusters of one workgroup's range (`SHARED_CLUSTERS` in the shader).
 const SHARED_CLUSTERS: usize = wgsl::SHARED_CLUSTERS as usize;
+/// Largest K of the segments path (`SEGMENT_CLUSTERS` in the shader).
+const SEGMENT_CLUSTERS: usize = wgsl::SEGMENT_CLUSTERS as usize;
 
 /// What the update reads for one chunk of rows: the assignment's results and the centroids
 /// they were assigned to.
@@ -138,29 +140,51 @@ pub(crate) fn accumulate_cluster_partials(
             && t.centroids.len() == k * d
             && t.rows.len() >= chunk.n_rows * d
     });
-    let slicing = Slicing::for_shape(d, k, texels.is_some());
-    let lanes = feature_wg_size(if texels.is_some() {
-        slicing.slice_width / 4
-    } else {
-        slicing.slice_width
-    });
     if let Some(t) = texels {
         batch.copy_to_texture(rows.old_centroids.raw(), 0, t.centroids);
     }
-    accumulate_cluster_partials_at(gpu, batch, chunk, rows, out, (slicing, lanes), texels)
+    let path = if texels.is_some() && k <= SEGMENT_CLUSTERS {
+        UpdatePath::Segments
+    } else {
+        let slicing = Slicing::for_shape(d, k, texels.is_some());
+        let lanes = feature_wg_size(if texels.is_some() {
+            slicing.slice_width / 4
+        } else {
+            slicing.slice_width
+        });
+        UpdatePath::Sliced(slicing, lanes)
+    };
+    accumulate_cluster_partials_at(gpu, batch, chunk, rows, out, path, texels)
 }
 
-/// [`accumulate_cluster_partials`] with `slicing` and workgroups of `wg_size` (any of
-/// [`feature_wg_sizes`](super::feature_wg_sizes)): the tests run each.
+/// How the update runs (every path gives the same bits).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum UpdatePath {
+    /// `accumulate_cluster_partials[_texture]`: a workgroup per (block, feature slice,
+    /// cluster range), with workgroups of the given size (any of
+    /// [`feature_wg_sizes`](super::feature_wg_sizes)).
+    Sliced(Slicing, u32),
+    /// `label_segments` then `accumulate_segments`: the rows grouped by label, each segment
+    /// summed in registers from the textures (CPU-like adapters, K <= `SEGMENT_CLUSTERS`).
+    Segments,
+}
+
+/// [`accumulate_cluster_partials`] by `path` (the textures required by
+/// [`UpdatePath::Segments`]): the tests run each.
 pub(super) fn accumulate_cluster_partials_at(
     gpu: &Gpu,
     batch: &mut Batch<'_>,
     chunk: &Chunk,
     rows: &Assigned<'_>,
     out: &ClusterPartials<'_>,
-    (slicing, wg_size): (Slicing, u32),
+    path: UpdatePath,
     textures: Option<&UpdateTextures<'_>>,
 ) -> Result<()> {
+    let (slicing, wg_size) = match (path, textures) {
+        (UpdatePath::Sliced(slicing, wg_size), _) => (slicing, wg_size),
+        (UpdatePath::Segments, Some(t)) => return record_segments(gpu, batch, chunk, rows, out, t),
+        (UpdatePath::Segments, None) => panic!("the segments path reads the textures"),
+    };
     let (d, k, block_rows) = (rows.d, rows.k, out.block_rows);
     assert!(slicing.fits(), "{slicing:?} exceeds the workgroup memory");
     let weights = rows.weights;
@@ -215,5 +239,80 @@ pub(super) fn accumulate_cluster_partials_at(
         &binds,
         grid,
         work,
+    )
+}
+
+/// Records [`UpdatePath::Segments`]: `label_segments` (one invocation per block) groups the
+/// rows by label, `accumulate_segments` (one invocation per block, cluster and texel) sums
+/// each segment in registers.
+fn record_segments(
+    gpu: &Gpu,
+    batch: &mut Batch<'_>,
+    chunk: &Chunk,
+    rows: &Assigned<'_>,
+    out: &ClusterPartials<'_>,
+    textures: &UpdateTextures<'_>,
+) -> Result<()> {
+    let (d, k, block_rows) = (rows.d, rows.k, out.block_rows);
+    assert!(d.is_multiple_of(4) && k <= SEGMENT_CLUSTERS);
+    let weights = rows.weights;
+    let n_blocks = chunk.n_rows.div_ceil(block_rows);
+    let order = DeviceBuffer::<u32>::zeroed(gpu, "rows by label", chunk.n_rows.max(1));
+    let segments = DeviceBuffer::<u32>::zeroed(gpu, "label segments", n_blocks * (k + 1));
+    let params = |grid_x: u32| AccumulateParams {
+        n_rows: chunk.n_rows as u32,
+        x_offset: chunk.x_offset,
+        d: d as u32,
+        k: k as u32,
+        block_rows: block_rows as u32,
+        block_offset: out.block_offset as u32,
+        grid_x,
+        weighted: weights.is_some() as u32,
+        slice_width: d as u32,
+        n_slices: 1,
+        range_k: k as u32,
+        n_ranges: 1,
+    };
+    // Unweighted: never read; the distances stand in (read-only, no allocation).
+    let weights_bind = weights.unwrap_or(rows.min_sq_dist).bind();
+    let grid = gpu.grid(n_blocks as u64)?;
+    batch.dispatch(
+        wgsl::LABEL_SEGMENTS,
+        &[],
+        &params(grid.x),
+        &[
+            ("labels", rows.labels.bind()),
+            ("partial_counts", out.counts.bind()),
+            ("order", order.bind()),
+            ("segments", segments.bind()),
+        ],
+        grid,
+        // Two passes over the labels; the counts, segments and order written once.
+        Work::f32s(0.0, (3 * chunk.n_rows + n_blocks * (2 * k + 1)) as f64),
+    )?;
+    let invocations = n_blocks * k * (d / 4);
+    let grid = gpu.grid(invocations.div_ceil(ROW_WG_SIZE as usize) as u64)?;
+    batch.dispatch(
+        wgsl::ACCUMULATE_SEGMENTS,
+        &[],
+        &params(grid.x),
+        &[
+            ("min_sq_dist", rows.min_sq_dist.bind()),
+            ("weights", weights_bind),
+            ("order", order.bind()),
+            ("segments", segments.bind()),
+            ("x_texels", textures.rows.bind()),
+            ("centroid_texels", textures.centroids.bind()),
+            ("partial_sums", out.sums.bind()),
+            ("partial_sq_dist", out.sq_dist.bind()),
+        ],
+        grid,
+        // x − old centroid and a sum per value; rows, distances and order read once, every
+        // block's partials written once.
+        Work::f32s(
+            2.0 * (chunk.n_rows * d) as f64,
+            (chunk.n_rows * (d + 2 + weights.is_some() as usize) + k * d + n_blocks * k * (d + 2))
+                as f64,
+        ),
     )
 }

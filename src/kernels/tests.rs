@@ -3,7 +3,7 @@
 //! each size (so invocations both idle and stride), on every path of the centroid update.
 
 use super::centroid_update::{
-    accumulate_cluster_partials_at, Assigned, ClusterPartials, Slicing, UpdateTextures,
+    accumulate_cluster_partials_at, Assigned, ClusterPartials, Slicing, UpdatePath, UpdateTextures,
 };
 use super::reduce::{column_moments_at, MomentBlocks};
 use super::{feature_wg_size, feature_wg_sizes};
@@ -76,22 +76,28 @@ fn centroid_partials_are_right_at_every_feature_workgroup_size() {
             }
             // (slicing, workgroup size, from textures): the shape's own slicing at every
             // size, and narrow slices and ranges that cut D and K into several workgroups.
-            let mut runs: Vec<(Slicing, u32, bool)> = feature_wg_sizes()
-                .map(|wg| (Slicing::for_shape(d, k, false), wg, false))
+            let mut runs: Vec<(UpdatePath, bool)> = feature_wg_sizes()
+                .map(|wg| {
+                    (
+                        UpdatePath::Sliced(Slicing::for_shape(d, k, false), wg),
+                        false,
+                    )
+                })
                 .collect();
             let narrow = |w: usize| Slicing {
                 slice_width: w,
                 range_k: 2,
             };
-            runs.push((narrow(3), 32, false));
+            runs.push((UpdatePath::Sliced(narrow(3), 32), false));
             if d.is_multiple_of(4) {
                 for wg in feature_wg_sizes() {
-                    runs.push((Slicing::for_shape(d, k, true), wg, true));
+                    runs.push((UpdatePath::Sliced(Slicing::for_shape(d, k, true), wg), true));
                 }
-                runs.push((narrow(8), 32, true));
+                runs.push((UpdatePath::Sliced(narrow(8), 32), true));
+                runs.push((UpdatePath::Segments, true));
             }
             let mut first_bits: Option<Vec<f32>> = None;
-            for (slicing, wg, texels) in runs {
+            for (path, texels) in runs {
                 let out_sums = DeviceBuffer::zeroed(&gpu, "sums", n_blocks * k * d);
                 let out_counts = DeviceBuffer::zeroed(&gpu, "counts", n_blocks * k);
                 let out_sq = DeviceBuffer::zeroed(&gpu, "sq_dist", n_blocks * k * 2);
@@ -130,7 +136,7 @@ fn centroid_partials_are_right_at_every_feature_workgroup_size() {
                     chunk,
                     &rows,
                     &out,
-                    (slicing, wg),
+                    path,
                     t.as_ref(),
                 )
                 .unwrap();
@@ -138,10 +144,8 @@ fn centroid_partials_are_right_at_every_feature_workgroup_size() {
                 let hc = batch.read_all(&out_counts);
                 let hq = batch.read_all(&out_sq);
                 let back = batch.finish().unwrap();
-                let what = format!(
-                    "D = {d}, K = {k}, {slicing:?}, FEATURE_WG_SIZE = {wg}, textures {texels}, \
-                     weighted {weighted}"
-                );
+                let what =
+                    format!("D = {d}, K = {k}, {path:?}, textures {texels}, weighted {weighted}");
                 let got = back.f32s(hs);
                 assert_close(&format!("sums, {what}"), &got, &sums);
                 assert_eq!(back.u32s(hc), counts, "counts, {what}");
