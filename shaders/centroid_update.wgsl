@@ -16,8 +16,10 @@
 // clusters in workgroup memory (range_k x slice_width <= SHARED_SUMS values). Its
 // invocations own features of the slice (stride FEATURE_WG_SIZE, which the host sets to
 // the slice width) and walk the block's rows in order, adding the rows whose label falls in
-// the range; every sum has one writer and a fixed order (bitwise reproducible), and reaches
-// the partials once. So K·D / SHARED_SUMS workgroups per block at least, even with a single
+// the range (accumulate_cluster_partials stages the labels of FEATURE_WG_SIZE rows at a
+// time in workgroup memory with one coalesced load, so the walk does not wait on a global
+// round trip per row); every sum has one writer and a fixed order (bitwise reproducible),
+// and reaches the partials once. So K·D / SHARED_SUMS workgroups per block at least, even with a single
 // block; each row's features are read by one workgroup (its label's range), its label by
 // each range. The counts and the squared-distance and weight sums are kept by the
 // workgroups of slice 0.
@@ -69,6 +71,8 @@ var<workgroup> shared_sums: array<f32, SHARED_SUMS>;
 var<workgroup> shared_counts: array<u32, SHARED_CLUSTERS>;
 var<workgroup> shared_sq_dist: array<f32, SHARED_CLUSTERS>;
 var<workgroup> shared_weights: array<f32, SHARED_CLUSTERS>;
+// accumulate_cluster_partials: the labels of the rows being walked.
+var<workgroup> staged_labels: array<u32, FEATURE_WG_MAX>;
 
 fn weight_of(r: u32) -> f32 {
     if params.weighted != 0u {
@@ -153,17 +157,28 @@ fn accumulate_cluster_partials(
     let last = min(first + params.block_rows, params.n_rows);
     let d = params.d;
     clear_shared(lid, p);
-    for (var r = first; r < last; r++) {
-        let c = labels[r] - p.c0;
-        // Labels below the range wrap around past range_k: one test for both ends.
-        if c < p.count {
-            let w = weight_of(r);
-            let xrow = params.x_offset + r * d + p.f0;
-            let crow = (p.c0 + c) * d + p.f0;
-            for (var j = lid; j < p.width; j += FEATURE_WG_SIZE) {
-                shared_sums[c * params.slice_width + j] += w * (x[xrow + j] - old_centroids[crow + j]);
+    for (var base = first; base < last; base += FEATURE_WG_SIZE) {
+        // The labels of the next FEATURE_WG_SIZE rows in one coalesced load, so the walk
+        // below waits on workgroup memory, not on a global round trip per row.
+        workgroupBarrier();
+        if base + lid < last {
+            staged_labels[lid] = labels[base + lid];
+        }
+        workgroupBarrier();
+        let m = min(FEATURE_WG_SIZE, last - base);
+        for (var i = 0u; i < m; i++) {
+            let r = base + i;
+            let c = staged_labels[i] - p.c0;
+            // Labels below the range wrap around past range_k: one test for both ends.
+            if c < p.count {
+                let w = weight_of(r);
+                let xrow = params.x_offset + r * d + p.f0;
+                let crow = (p.c0 + c) * d + p.f0;
+                for (var j = lid; j < p.width; j += FEATURE_WG_SIZE) {
+                    shared_sums[c * params.slice_width + j] += w * (x[xrow + j] - old_centroids[crow + j]);
+                }
+                add_row_scalars(lid, p, r, c, w);
             }
-            add_row_scalars(lid, p, r, c, w);
         }
     }
     write_partials(lid, p);
