@@ -101,7 +101,7 @@ impl Slicing {
         if texels {
             slice_width = slice_width.next_multiple_of(4);
         }
-        let range_k = k.min(SHARED_SUMS / slice_width).min(SHARED_CLUSTERS).max(1);
+        let range_k = k.min(SHARED_SUMS / slice_width).clamp(1, SHARED_CLUSTERS);
         Self {
             slice_width,
             range_k,

@@ -64,7 +64,7 @@ fn assignment_variants_give_identical_bits() {
                     chunk.n_rows,
                     d,
                     &to,
-                    &scratch,
+                    scratch,
                 )
                 .unwrap();
                 handles.push((
