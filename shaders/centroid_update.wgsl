@@ -19,14 +19,15 @@
 // the range (accumulate_cluster_partials stages the labels of FEATURE_WG_SIZE rows at a
 // time in workgroup memory with one coalesced load, so the walk does not wait on a global
 // round trip per row); every sum has one writer and a fixed order (bitwise reproducible),
-// and reaches the partials once. So K·D / SHARED_SUMS workgroups per block at least, even with a single
-// block; each row's features are read by one workgroup (its label's range), its label by
-// each range. The counts and the squared-distance and weight sums are kept by the
+// and reaches the partials once. So K·D / SHARED_SUMS workgroups per block at least, even
+// with a single block; each row's features are read by one workgroup (its label's range),
+// its label by each range. The counts and the squared-distance and weight sums are kept by the
 // workgroups of slice 0.
 //
 // accumulate_cluster_partials_texture is the same walk reading the rows and the old
 // centroids from flat textures (CPU-like adapters, D a multiple of 4; see
-// shared/texels.wgsl), the same arithmetic in the same order, so the same bits.
+// shared/texels.wgsl), the same arithmetic in the same order, so the same bits; the host
+// runs it on CPU-like adapters only when K is too large for label_segments (below).
 
 #import constants
 #import grid

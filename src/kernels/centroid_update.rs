@@ -123,8 +123,10 @@ impl Slicing {
 }
 
 /// Records the per-block cluster statistics of `chunk`, each row weighted by its weight when
-/// the rows are weighted: on CPU-like adapters from the flat textures when given and D is a
-/// multiple of 4 (the same bits), else from the storage buffers.
+/// the rows are weighted. On CPU-like adapters, with the flat textures given and D a multiple
+/// of 4, the rows are grouped by label and each segment summed in registers
+/// ([`UpdatePath::Segments`], K <= `SEGMENT_CLUSTERS`) or the sliced walk reads the textures;
+/// otherwise the sliced walk reads the storage buffers. Every path gives the same bits.
 pub(crate) fn accumulate_cluster_partials(
     gpu: &Gpu,
     batch: &mut Batch<'_>,
