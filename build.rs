@@ -232,6 +232,7 @@ fn module(m: &Module, variant: Option<&str>) -> Result<String, String> {
                 Kind::Storage { read_only } => {
                     format!("BindingKind::Storage {{ read_only: {read_only} }}")
                 }
+                Kind::Texture => "BindingKind::Texture".to_string(),
             };
             let _ = writeln!(
                 s,

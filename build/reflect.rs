@@ -35,6 +35,10 @@ pub enum Kind {
         /// Declared without write access.
         read_only: bool,
     },
+    /// `texture_2d_array<f32>`, read with `textureLoad` only (no sampler): rows of data
+    /// mirrored into a texture for adapters whose texel fetches are cheaper than their
+    /// storage loads (see `src/gpu/texture.rs`).
+    Texture,
 }
 
 /// One resource an entry point uses.
@@ -154,9 +158,24 @@ pub fn reflect(module: &Module, info: &ModuleInfo) -> Result<Reflection, String>
                 AddressSpace::Storage { access } => Kind::Storage {
                     read_only: !access.contains(StorageAccess::STORE),
                 },
+                AddressSpace::Handle
+                    if matches!(
+                        module.types[var.ty].inner,
+                        naga::TypeInner::Image {
+                            dim: naga::ImageDimension::D2,
+                            arrayed: true,
+                            class: naga::ImageClass::Sampled {
+                                kind: naga::ScalarKind::Float,
+                                multi: false
+                            },
+                        }
+                    ) =>
+                {
+                    Kind::Texture
+                }
                 other => {
                     return Err(format!(
-                        "{}: `{name}` is in address space {other:?}; only uniform and storage buffers are bound",
+                        "{}: `{name}` is in address space {other:?}; only uniform and storage buffers and texture_2d_array<f32> are bound",
                         ep.name
                     ))
                 }

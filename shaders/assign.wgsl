@@ -2,27 +2,38 @@
 //
 // Host wrapper: src/kernels/assign.rs.
 //
-// Distances to all centroids are a GEMM-shaped computation (N x D against K x D), so the
-// kernel is tiled like one (shared/tile.wgsl, shared/distance_tile.wgsl): a workgroup owns a
-// tile of TILE rows and walks the centroids in tiles of TILE; both are staged through
-// workgroup memory TILE_K features at a time with coalesced loads, and each invocation
-// accumulates a 4 x 4 register block of squared distances (4 rows x 4 centroids).
+// Every variant writes, for each row, the nearest centroid (ties: the lowest index) by the
+// exact squared distance d̂ₖ = Σⱼ (xⱼ − cₖⱼ)², summed as one fma chain over j in order from 0,
+// and that distance; so the variants give the same bits and the host may pick any of them.
 //
-// A second entry point, assign_nearest_centroid_registers, skips the tiling: one invocation
-// per row, SMALL_K centroids at a time read straight from the storage buffer (a broadcast)
-// into register accumulators. With few centroids the data read dominates and barriers only
-// add latency; on adapters where barriers and workgroup memory are costly (lavapipe: lanes
-// are SIMD, a barrier switches coroutines) it can win at any K. The host times both.
+// The GEMM form (assign_tiled on GPUs, assign_texture on CPU-like adapters) finds the
+// candidate through ‖x − s‖² − 2 (x − s)·(cₖ − s) + ‖cₖ − s‖², one FMA per multiply-add on the
+// tile core (shared/gemm.wgsl), with s the mean of the centroids and the centroid side
+// prepared once per pass (centroid_shift, centroid_prep). Per row it keeps vₖ = ‖c′ₖ‖² − 2 x′·c′ₖ
+// of the best candidate and a lower bound of every other one, and proves the candidate
+// exact when
+//     min_{j ≠ best} (vⱼ − β ‖c′ⱼ‖²) − (v_best + β ‖c′_best‖²) > 2 β ‖x′‖²,
+// β = (4D + 32) u / (1 − (4D + 8) u), u = 2⁻²⁴ (the host computes it: kernels::assign::beta).
+// β (‖x′‖² + ‖c′ⱼ‖²) bounds both |vⱼ + ‖x′‖² − dⱼ| (GEMM form, rounding of x′ = fl(x − s),
+// c′ = fl(c − s), the dot product, the norm and the final fma) and |d̂ⱼ − dⱼ| (difference form),
+// dⱼ the exact distance, with the f32 rounding of the test itself; the derivation is in
+// src/kernels/assign_bound.rs, which also checks it on adversarial data. When the test holds,
+// the exact argmin is the candidate; its d̂ is then recomputed in the difference form. A row
+// that fails it (a near tie, or a non-finite value) goes on the recheck list, and
+// assign_recheck compares all K centroids in the difference form, as the other variants do.
 //
-// Distances are accumulated as Σ (x_j − c_j)² rather than ‖x‖² − 2x·c + ‖c‖²: no cancellation
-// when the data sit far from the origin, so labels and distances match the f64 reference up
-// to rounding. Ties go to the lowest centroid index.
+// assign_rows (GPUs, K <= SMALL_K) reads the rows of a workgroup cooperatively with vec4 loads
+// into workgroup memory, the centroids beside them, and sums the difference form directly:
+// with few centroids the pass is bound by reading X, and the exact form costs nothing.
+// assign_nearest_centroid_registers and assign_nearest_centroid_uniform (one row per
+// invocation, centroids from storage or from 64 KiB uniform slices) suit CPU-like adapters.
 
 #import constants
 #import grid
-#import distance_tile
+#import gemm
+#import texels
 
-const SMALL_K: u32 = 16u; // register accumulators of assign_nearest_centroid_registers
+const SMALL_K: u32 = 16u; // register accumulators of the one-row-per-invocation kernels
 
 // Twin: AssignParams in src/kernels/assign.rs.
 struct AssignParams {
@@ -34,6 +45,10 @@ struct AssignParams {
     sqrt_output: u32, // pairwise_distances: 1 = Euclidean, 0 = squared
     k_first: u32,     // assign_nearest_centroid_uniform: global index of the slice's first centroid
     slice_flags: u32, // assign_nearest_centroid_uniform: FIRST_SLICE | LAST_SLICE
+    d4: u32,          // ceil(D / 4): vec4s per prepared centroid row
+    x_vec4: u32,      // 1: x_offset and D are multiples of 4, so rows load as vec4s from x4
+    beta: f32,        // the error-bound coefficient β (see above)
+    _pad0: u32,
 }
 
 const FIRST_SLICE: u32 = 1u;
@@ -53,97 +68,528 @@ const SLICE_VEC4S: u32 = 4096u;
 @group(0) @binding(7) var<uniform> centroid_slice: array<vec4<f32>, SLICE_VEC4S>;
 // Best centroid so far, between the slices of one assignment.
 @group(0) @binding(8) var<storage, read_write> running_labels: array<u32>;
+// The same range as x, as vec4s (bound only when x_vec4 = 1 makes every row start aligned).
+@group(0) @binding(9) var<storage, read> x4: array<vec4<f32>>;
+// The centroid side of the GEMM form, [K·d4 vec4: c′ = c − s, zeros past D]
+// [K vec4: (‖c′‖², β‖c′‖², 0, 0)] [d4 vec4: s]; written by centroid_shift and centroid_prep.
+@group(0) @binding(10) var<storage, read_write> prepared: array<vec4<f32>>;
+// [0]: rows on the list; [1 + i]: the i-th row (within the dispatch) to recheck.
+@group(0) @binding(11) var<storage, read_write> recheck: array<atomic<u32>>;
+// assign_texture: flat textures of x (the dispatch's rows from value 0), of the centroids
+// and of `prepared` (shared/texels.wgsl).
+@group(0) @binding(12) var x_texels: texture_2d_array<f32>;
+@group(0) @binding(13) var centroid_texels: texture_2d_array<f32>;
+@group(0) @binding(14) var prepared_texels: texture_2d_array<f32>;
 
-// Squared distances from the invocation's 4 rows (first + lane_row(i)) to its 4 centroids
-// (k0 + lane_col(m)) as acc[i * 4 + m]. Zero padding past N, D and K adds nothing. Uniform
-// control flow only: it synchronises the workgroup.
-fn block_sq_distances(first: u32, k0: u32, lid: u32, lane: Lane) -> array<f32, TILE_REGS> {
-    var acc: array<f32, TILE_REGS>;
-    for (var d0 = 0u; d0 < params.d; d0 += TILE_K) {
-        workgroupBarrier();
-        for (var e = lid; e < TILE_STEP; e += TILE_WG_SIZE) {
-            let s = item_major_slot(e);
-            let row = first + s.item;
-            var v = 0.0;
-            if row < params.n_rows && d0 + s.k < params.d {
-                v = x[params.x_offset + row * params.d + d0 + s.k];
-            }
-            tile_a[s.at] = v;
-        }
-        for (var e = lid; e < TILE_STEP; e += TILE_WG_SIZE) {
-            let s = item_major_slot(e);
-            var v = 0.0;
-            if k0 + s.item < params.k && d0 + s.k < params.d {
-                v = centroids[(k0 + s.item) * params.d + d0 + s.k];
-            }
-            tile_b[s.at] = v;
-        }
-        workgroupBarrier();
-        accumulate_sq_distances(lane, &acc);
-    }
-    return acc;
+var<workgroup> wg_changed: atomic<u32>;
+
+fn norms_base() -> u32 {
+    return params.k * params.d4;
 }
 
-// Writes the nearest centroid (ties: lowest index) and its squared distance for every row,
-// and counts rows whose label differs from the one already stored.
-@compute @workgroup_size(TILE_WG_SIZE)
-fn assign_nearest_centroid(
+fn shift_base() -> u32 {
+    return params.k * params.d4 + params.k;
+}
+
+// ---- The centroid side, once per pass ----
+
+// s_j: the mean of the centroids' feature j (summed in order of k), at prepared[shift_base()].
+@compute @workgroup_size(ROW_WG_SIZE)
+fn centroid_shift(
     @builtin(local_invocation_index) lid: u32,
     @builtin(workgroup_id) wid: vec3<u32>,
 ) {
-    let first = workgroup_index(wid, params.grid_x) * TILE;
-    let lane = tile_lane(lid);
-    var best: array<f32, TILE_BLOCK>;
-    var best_k: array<u32, TILE_BLOCK>;
-    for (var i = 0u; i < TILE_BLOCK; i++) {
-        best[i] = F32_MAX;
-        best_k[i] = 0xffffffffu;
+    let j = invocation_index(wid, params.grid_x, ROW_WG_SIZE, lid);
+    if j >= 4u * params.d4 {
+        return;
     }
-    for (var k0 = 0u; k0 < params.k; k0 += TILE) {
-        let acc = block_sq_distances(first, k0, lid, lane);
-        // Centroids are visited in increasing order, so `<` keeps the lowest index on ties.
-        for (var m = 0u; m < TILE_BLOCK; m++) {
-            let c = k0 + lane_col(lane, m);
-            if c < params.k {
-                for (var i = 0u; i < TILE_BLOCK; i++) {
-                    if acc[i * TILE_BLOCK + m] < best[i] {
-                        best[i] = acc[i * TILE_BLOCK + m];
-                        best_k[i] = c;
+    var s = 0.0;
+    if j < params.d {
+        for (var c = 0u; c < params.k; c++) {
+            s += centroids[c * params.d + j];
+        }
+        s /= f32(params.k);
+    }
+    prepared[shift_base() + j / 4u][j % 4u] = s;
+}
+
+// c′ = c − s for centroid c (zeros past D), its squared norm (one fma chain over j) and its
+// slack β‖c′‖².
+@compute @workgroup_size(ROW_WG_SIZE)
+fn centroid_prep(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+) {
+    let c = invocation_index(wid, params.grid_x, ROW_WG_SIZE, lid);
+    if c >= params.k {
+        return;
+    }
+    var norm = 0.0;
+    for (var q = 0u; q < params.d4; q++) {
+        let s = prepared[shift_base() + q];
+        var v = vec4<f32>();
+        for (var t = 0u; t < 4u; t++) {
+            let j = 4u * q + t;
+            if j < params.d {
+                v[t] = centroids[c * params.d + j] - s[t];
+                norm = fma(v[t], v[t], norm);
+            }
+        }
+        prepared[c * params.d4 + q] = v;
+    }
+    prepared[norms_base() + c] = vec4<f32>(norm, params.beta * norm, 0.0, 0.0);
+}
+
+// ---- The candidate search of the GEMM form ----
+
+// One row's search so far: the best candidate (lowest v, then lowest index), its v and slack,
+// and the lowest v − slack among the others.
+struct Search {
+    v: f32,
+    k: u32,
+    slack: f32,
+    others: f32,
+}
+
+fn search_start() -> Search {
+    return Search(F32_MAX, 0xffffffffu, 0.0, F32_MAX);
+}
+
+// Candidate k with v = ‖c′ₖ‖² − 2p (one fma) and its slack. Candidates of one invocation come
+// in increasing k, so `<` keeps the lowest index among equal v.
+fn search_add(s: Search, p: f32, k: u32, norms: vec4<f32>) -> Search {
+    let v = fma(-2.0, p, norms.x);
+    if v < s.v {
+        return Search(v, k, norms.y, min(s.others, s.v - s.slack));
+    }
+    return Search(s.v, s.k, s.slack, min(s.others, v - norms.y));
+}
+
+// Two searches over disjoint candidates, as one.
+fn search_merge(a: Search, b: Search) -> Search {
+    if a.v < b.v || (a.v == b.v && a.k < b.k) {
+        return Search(a.v, a.k, a.slack, min(min(a.others, b.others), b.v - b.slack));
+    }
+    return Search(b.v, b.k, b.slack, min(min(a.others, b.others), a.v - a.slack));
+}
+
+fn search_pack(s: Search) -> vec4<f32> {
+    return vec4<f32>(s.v, bitcast<f32>(s.k), s.slack, s.others);
+}
+
+fn search_unpack(v: vec4<f32>) -> Search {
+    return Search(v.x, bitcast<u32>(v.y), v.z, v.w);
+}
+
+// Whether the search proves its candidate the exact argmin for a row with ‖x′‖² = `norm`
+// (false for near ties and for any non-finite value). The last term covers underflow: each
+// of the 2D + 8 roundings may lose up to the smallest normal when results are subnormal (or
+// flushed to zero), which no relative bound sees.
+fn search_is_exact(s: Search, norm: f32) -> bool {
+    let underflow = f32(2u * params.d + 8u) * 1.1754944e-38;
+    return s.k < params.k && s.others - (s.v + s.slack) > 2.0 * params.beta * norm + underflow;
+}
+
+// Writes a row's result: its label and d̂, and counts a changed label in the workgroup.
+fn write_row(row: u32, k: u32, dist: f32) {
+    if labels[row] != k {
+        atomicAdd(&wg_changed, 1u);
+    }
+    labels[row] = k;
+    min_sq_dist[row] = dist;
+}
+
+// Puts a row on the recheck list.
+fn defer_row(row: u32) {
+    let at = atomicAdd(&recheck[0], 1u);
+    atomicStore(&recheck[1u + at], row);
+}
+
+// A vec4 of row `row` (within the dispatch) at features j .. j + 3 (zeros past D).
+fn x_quad(row: u32, j: u32) -> vec4<f32> {
+    let at = params.x_offset + row * params.d + j;
+    if params.x_vec4 != 0u {
+        return x4[at / 4u];
+    }
+    var v = vec4<f32>();
+    for (var t = 0u; t < 4u; t++) {
+        if j + t < params.d {
+            v[t] = x[at + t];
+        }
+    }
+    return v;
+}
+
+// d̂ = Σ (x_j − c_j)² (one fma chain in order) and ‖x − s‖² for row `row` and centroid k,
+// from the storage buffers.
+fn exact_from_storage(row: u32, k: u32) -> vec2<f32> {
+    let base = params.x_offset + row * params.d;
+    var dist = 0.0;
+    var norm = 0.0;
+    for (var j = 0u; j < params.d; j++) {
+        let xv = x[base + j];
+        let diff = xv - centroids[k * params.d + j];
+        dist = fma(diff, diff, dist);
+        let xs = xv - prepared[shift_base() + j / 4u][j % 4u];
+        norm = fma(xs, xs, norm);
+    }
+    return vec2<f32>(dist, norm);
+}
+
+// ---- GPU path: the tiled GEMM form ----
+
+@compute @workgroup_size(GEMM_LANES_M * GEMM_LANES_N)
+fn assign_tiled(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+) {
+    let tile_m = gemm_tile_m();
+    let tile_n = gemm_tile_n();
+    let wg = gemm_wg_size();
+    let first = workgroup_index(wid, params.grid_x) * tile_m;
+    let lane = gemm_lane(lid);
+    if lid == 0u {
+        atomicStore(&wg_changed, 0u);
+    }
+    var search: array<Search, 8>;
+    for (var i = 0u; i < 8u; i++) {
+        search[i] = search_start();
+    }
+    let n_stages = (params.d + GEMM_DEPTH - 1u) / GEMM_DEPTH;
+    let loads_a = gemm_loads(tile_m);
+    let loads_b = gemm_loads(tile_n);
+    for (var k0 = 0u; k0 < params.k; k0 += tile_n) {
+        var acc: Block;
+        var pa: array<vec4<f32>, GEMM_MAX_LOADS>;
+        var pb: array<vec4<f32>, GEMM_MAX_LOADS>;
+        for (var s = 0u; s <= n_stages; s++) {
+            if s > 0u {
+                workgroupBarrier();
+                for (var e = 0u; e * wg + lid < loads_a; e++) {
+                    gemm_put_a_item_major(gemm_item_major_slot(e * wg + lid), pa[e]);
+                }
+                for (var e = 0u; e * wg + lid < loads_b; e++) {
+                    gemm_put_b_item_major(gemm_item_major_slot(e * wg + lid), pb[e]);
+                }
+                workgroupBarrier();
+            }
+            if s < n_stages {
+                // Prefetch stage s while stage s − 1 is multiplied.
+                let d0 = s * GEMM_DEPTH;
+                for (var e = 0u; e * wg + lid < loads_a; e++) {
+                    let slot = gemm_item_major_slot(e * wg + lid);
+                    let row = first + slot.item;
+                    let j = d0 + slot.depth;
+                    var v = vec4<f32>();
+                    if row < params.n_rows && j < params.d {
+                        // Zeros past D: x_quad's and the shift's (padded with zeros).
+                        v = x_quad(row, j) - prepared[shift_base() + j / 4u];
                     }
+                    pa[e] = v;
+                }
+                for (var e = 0u; e * wg + lid < loads_b; e++) {
+                    let slot = gemm_item_major_slot(e * wg + lid);
+                    let c = k0 + slot.item;
+                    let j = d0 + slot.depth;
+                    var v = vec4<f32>();
+                    if c < params.k && j < params.d {
+                        v = prepared[c * params.d4 + j / 4u];
+                    }
+                    pb[e] = v;
+                }
+            }
+            if s > 0u {
+                gemm_multiply_stage(lane, &acc);
+            }
+        }
+        // Candidates k0 + column, in increasing order per invocation.
+        for (var m = 0u; m < GEMM_RN; m++) {
+            let c = k0 + gemm_col(lane, m);
+            if c < params.k {
+                let norms = prepared[norms_base() + c];
+                for (var i = 0u; i < GEMM_RM; i++) {
+                    search[i] = search_add(search[i], block_at(acc, i, m), c, norms);
                 }
             }
         }
     }
-    // Argmin across the TILE_LANES invocations sharing each row, through the (now free)
-    // staging tiles: distances in tile_a, centroid indices (as bits) in tile_b.
-    workgroupBarrier();
-    for (var i = 0u; i < TILE_BLOCK; i++) {
-        let r = lane_row(lane, i);
-        tile_a[r * TILE_LANES + lane.tx] = best[i];
-        tile_b[r * TILE_LANES + lane.tx] = bitcast<f32>(best_k[i]);
-    }
-    workgroupBarrier();
-    if lid < TILE {
-        let row = first + lid;
-        if row < params.n_rows {
-            var d_min = F32_MAX;
-            var k_min = 0xffffffffu;
-            for (var c = 0u; c < TILE_LANES; c++) {
-                let dv = tile_a[lid * TILE_LANES + c];
-                let kv = bitcast<u32>(tile_b[lid * TILE_LANES + c]);
-                if dv < d_min || (dv == d_min && kv < k_min) {
-                    d_min = dv;
-                    k_min = kv;
+    // Merge the GEMM_LANES_N searches of each row, four lane columns at a time, in lane
+    // order, into the searches of the invocations in lane column 0.
+    for (var g = 0u; g < GEMM_LANES_N; g += 4u) {
+        workgroupBarrier();
+        if lane.tx >= g && lane.tx < g + 4u {
+            for (var i = 0u; i < GEMM_RM; i++) {
+                gemm_scratch_store(gemm_row(lane, i) * 4u + lane.tx - g, search_pack(search[i]));
+            }
+        }
+        workgroupBarrier();
+        if lane.tx == 0u {
+            for (var i = 0u; i < GEMM_RM; i++) {
+                let row = gemm_row(lane, i);
+                for (var t = select(0u, 1u, g == 0u); t < 4u; t++) {
+                    search[i] = search_merge(search[i], search_unpack(gemm_scratch_load(row * 4u + t)));
                 }
             }
-            if labels[row] != k_min {
-                atomicAdd(&changed, 1u);
-            }
-            labels[row] = k_min;
-            min_sq_dist[row] = d_min;
+        }
+    }
+    workgroupBarrier();
+    if lane.tx == 0u {
+        for (var i = 0u; i < GEMM_RM; i++) {
+            gemm_scratch_store(gemm_row(lane, i), search_pack(search[i]));
+        }
+    }
+    workgroupBarrier();
+    // One invocation per row: the exact distance to the candidate, the test, the result.
+    if lid < tile_m && first + lid < params.n_rows {
+        let row = first + lid;
+        let s = search_unpack(gemm_scratch_load(lid));
+        let k = min(s.k, params.k - 1u);
+        let exact = exact_from_storage(row, k);
+        if search_is_exact(s, exact.y) {
+            write_row(row, k, exact.x);
+        } else {
+            defer_row(row);
+        }
+    }
+    workgroupBarrier();
+    if lid == 0u {
+        let n = atomicLoad(&wg_changed);
+        if n > 0u {
+            atomicAdd(&changed, n);
         }
     }
 }
+
+// The rows on the recheck list: every centroid in the difference form (as the other
+// variants), the result written and a changed label counted.
+@compute @workgroup_size(ROW_WG_SIZE)
+fn assign_recheck(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+) {
+    let i = invocation_index(wid, params.grid_x, ROW_WG_SIZE, lid);
+    if i >= atomicLoad(&recheck[0]) {
+        return;
+    }
+    let row = atomicLoad(&recheck[1u + i]);
+    let base = params.x_offset + row * params.d;
+    var best = F32_MAX;
+    var best_k = 0u;
+    for (var c = 0u; c < params.k; c++) {
+        var dist = 0.0;
+        for (var j = 0u; j < params.d; j++) {
+            let diff = x[base + j] - centroids[c * params.d + j];
+            dist = fma(diff, diff, dist);
+        }
+        if dist < best {
+            best = dist;
+            best_k = c;
+        }
+    }
+    if labels[row] != best_k {
+        atomicAdd(&changed, 1u);
+    }
+    labels[row] = best_k;
+    min_sq_dist[row] = best;
+}
+
+// ---- CPU path: the GEMM form from flat textures ----
+
+// Rows per invocation of assign_texture (the 8 x 8 block of shared/gemm.wgsl).
+const TEXTURE_ROWS: u32 = 8u;
+
+// Texel q of centroid c (clamped to the last centroid) in a flat texture of K rows of d4
+// texels starting at texel `base`.
+fn centroid_quads(t: texture_2d_array<f32>, base: u32, k0: u32, q: u32) -> Quads {
+    var out: Quads;
+    let last = params.k - 1u;
+    out.v[0] = flat_texel(t, base + min(k0, last) * params.d4 + q);
+    out.v[1] = flat_texel(t, base + min(k0 + 1u, last) * params.d4 + q);
+    out.v[2] = flat_texel(t, base + min(k0 + 2u, last) * params.d4 + q);
+    out.v[3] = flat_texel(t, base + min(k0 + 3u, last) * params.d4 + q);
+    out.v[4] = flat_texel(t, base + min(k0 + 4u, last) * params.d4 + q);
+    out.v[5] = flat_texel(t, base + min(k0 + 5u, last) * params.d4 + q);
+    out.v[6] = flat_texel(t, base + min(k0 + 6u, last) * params.d4 + q);
+    out.v[7] = flat_texel(t, base + min(k0 + 7u, last) * params.d4 + q);
+    return out;
+}
+
+// Candidates k0 .. k0 + 7 of one row (products lo, hi), those below K.
+fn search_add8(s0: Search, lo: vec4<f32>, hi: vec4<f32>, norms: Quads, k0: u32) -> Search {
+    var s = s0;
+    for (var m = 0u; m < 8u; m++) {
+        if k0 + m < params.k {
+            var p = lo[m % 4u];
+            if m >= 4u {
+                p = hi[m % 4u];
+            }
+            s = search_add(s, p, k0 + m, norms.v[m]);
+        }
+    }
+    return s;
+}
+
+@compute @workgroup_size(ROW_WG_SIZE)
+fn assign_texture(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+) {
+    let r0 = invocation_index(wid, params.grid_x, ROW_WG_SIZE, lid) * TEXTURE_ROWS;
+    if r0 >= params.n_rows {
+        return;
+    }
+    let d4 = params.d4;
+    let last = params.n_rows - 1u;
+    var rows: array<u32, 8>;
+    for (var i = 0u; i < TEXTURE_ROWS; i++) {
+        rows[i] = min(r0 + i, last) * d4;
+    }
+    var search: array<Search, 8>;
+    for (var i = 0u; i < TEXTURE_ROWS; i++) {
+        search[i] = search_start();
+    }
+    for (var k0 = 0u; k0 < params.k; k0 += 8u) {
+        var acc: Block;
+        for (var q = 0u; q < d4; q++) {
+            let sh = flat_texel(prepared_texels, shift_base() + q);
+            var xq: Quads;
+            xq.v[0] = flat_texel(x_texels, rows[0] + q) - sh;
+            xq.v[1] = flat_texel(x_texels, rows[1] + q) - sh;
+            xq.v[2] = flat_texel(x_texels, rows[2] + q) - sh;
+            xq.v[3] = flat_texel(x_texels, rows[3] + q) - sh;
+            xq.v[4] = flat_texel(x_texels, rows[4] + q) - sh;
+            xq.v[5] = flat_texel(x_texels, rows[5] + q) - sh;
+            xq.v[6] = flat_texel(x_texels, rows[6] + q) - sh;
+            xq.v[7] = flat_texel(x_texels, rows[7] + q) - sh;
+            gemm_multiply_quads(&acc, xq, centroid_quads(prepared_texels, 0u, k0, q));
+        }
+        var norms: Quads;
+        for (var m = 0u; m < 8u; m++) {
+            norms.v[m] = flat_texel(prepared_texels, norms_base() + min(k0 + m, params.k - 1u));
+        }
+        // Constant indices into the block only: on this path a dynamic index would move the
+        // accumulators out of registers.
+        search[0] = search_add8(search[0], acc.v[0], acc.v[1], norms, k0);
+        search[1] = search_add8(search[1], acc.v[2], acc.v[3], norms, k0);
+        search[2] = search_add8(search[2], acc.v[4], acc.v[5], norms, k0);
+        search[3] = search_add8(search[3], acc.v[6], acc.v[7], norms, k0);
+        search[4] = search_add8(search[4], acc.v[8], acc.v[9], norms, k0);
+        search[5] = search_add8(search[5], acc.v[10], acc.v[11], norms, k0);
+        search[6] = search_add8(search[6], acc.v[12], acc.v[13], norms, k0);
+        search[7] = search_add8(search[7], acc.v[14], acc.v[15], norms, k0);
+    }
+    var n_changed = 0u;
+    for (var i = 0u; i < TEXTURE_ROWS; i++) {
+        let row = r0 + i;
+        if row < params.n_rows {
+            let s = search[i];
+            let k = min(s.k, params.k - 1u);
+            var dist = 0.0;
+            var norm = 0.0;
+            for (var q = 0u; q < d4; q++) {
+                let xv = flat_texel(x_texels, rows[i] + q);
+                let cv = flat_texel(centroid_texels, k * d4 + q);
+                let sh = flat_texel(prepared_texels, shift_base() + q);
+                for (var t = 0u; t < 4u; t++) {
+                    let diff = xv[t] - cv[t];
+                    dist = fma(diff, diff, dist);
+                    let xs = xv[t] - sh[t];
+                    norm = fma(xs, xs, norm);
+                }
+            }
+            if search_is_exact(s, norm) {
+                if labels[row] != k {
+                    n_changed += 1u;
+                }
+                labels[row] = k;
+                min_sq_dist[row] = dist;
+            } else {
+                defer_row(row);
+            }
+        }
+    }
+    if n_changed > 0u {
+        atomicAdd(&changed, n_changed);
+    }
+}
+
+// ---- GPUs, few centroids: coalesced rows, the difference form ----
+
+// Rows per workgroup of assign_rows, features per staged piece, and the padded row of the
+// staged piece (a vec4 of padding, so neighbouring invocations read neighbouring banks).
+const ROWS_WG: u32 = 64u;
+const ROWS_PIECE: u32 = 32u;
+const ROWS_PIECE_STRIDE: u32 = ROWS_WG + 4u;
+
+// [feature of the piece][row of the workgroup] and [centroid][feature of the piece].
+var<workgroup> rows_piece: array<f32, ROWS_PIECE * ROWS_PIECE_STRIDE>;
+var<workgroup> centroid_piece: array<f32, SMALL_K * ROWS_PIECE>;
+
+// The nearest of K <= SMALL_K centroids for ROWS_WG rows: the workgroup loads each piece of
+// ROWS_PIECE features of its rows with consecutive invocations on consecutive vec4s of a
+// row (coalesced), and the same features of every centroid, into workgroup memory; each
+// invocation then advances its row's SMALL_K fma chains over the piece.
+@compute @workgroup_size(ROWS_WG)
+fn assign_rows(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+) {
+    let first = workgroup_index(wid, params.grid_x) * ROWS_WG;
+    let row = first + lid;
+    var acc: array<f32, SMALL_K>;
+    let quads = ROWS_PIECE / 4u;
+    for (var j0 = 0u; j0 < params.d; j0 += ROWS_PIECE) {
+        workgroupBarrier();
+        // ROWS_WG rows x `quads` vec4s: invocation lid takes quads lid, lid + ROWS_WG, ...
+        for (var e = lid; e < ROWS_WG * quads; e += ROWS_WG) {
+            let r = e / quads;
+            let j = j0 + 4u * (e % quads);
+            var v = vec4<f32>();
+            if first + r < params.n_rows && j < params.d {
+                v = x_quad(first + r, j);
+            }
+            for (var t = 0u; t < 4u; t++) {
+                rows_piece[(4u * (e % quads) + t) * ROWS_PIECE_STRIDE + r] = v[t];
+            }
+        }
+        for (var e = lid; e < SMALL_K * ROWS_PIECE; e += ROWS_WG) {
+            let c = e / ROWS_PIECE;
+            let j = j0 + e % ROWS_PIECE;
+            var v = 0.0;
+            if c < params.k && j < params.d {
+                v = centroids[c * params.d + j];
+            }
+            centroid_piece[e] = v;
+        }
+        workgroupBarrier();
+        let n = min(ROWS_PIECE, params.d - j0);
+        for (var j = 0u; j < n; j++) {
+            let xv = rows_piece[j * ROWS_PIECE_STRIDE + lid];
+            for (var c = 0u; c < SMALL_K; c++) {
+                let diff = xv - centroid_piece[c * ROWS_PIECE + j];
+                acc[c] = fma(diff, diff, acc[c]);
+            }
+        }
+    }
+    if row >= params.n_rows {
+        return;
+    }
+    var best = F32_MAX;
+    var best_k = 0u;
+    for (var c = 0u; c < min(SMALL_K, params.k); c++) {
+        if acc[c] < best {
+            best = acc[c];
+            best_k = c;
+        }
+    }
+    if labels[row] != best_k {
+        atomicAdd(&changed, 1u);
+    }
+    labels[row] = best_k;
+    min_sq_dist[row] = best;
+}
+
+// ---- One row per invocation (CPU-like adapters) ----
 
 // Squared distances from row `row` to centroids k0 .. k0+SMALL_K (the tail past K repeats
 // the last centroid and is ignored by the caller).
@@ -269,23 +715,54 @@ fn assign_nearest_centroid_uniform(
     min_sq_dist[row] = best;
 }
 
-// Writes the N x K matrix of distances (squared or not) from each row to each centroid.
-@compute @workgroup_size(TILE_WG_SIZE)
+// Writes the N x K matrix of distances (squared or not) from each row to each centroid: the
+// tile core with the squared difference in place of the product (exact for near points).
+@compute @workgroup_size(GEMM_LANES_M * GEMM_LANES_N)
 fn pairwise_distances(
     @builtin(local_invocation_index) lid: u32,
     @builtin(workgroup_id) wid: vec3<u32>,
 ) {
-    let first = workgroup_index(wid, params.grid_x) * TILE;
-    let lane = tile_lane(lid);
-    for (var k0 = 0u; k0 < params.k; k0 += TILE) {
-        let acc = block_sq_distances(first, k0, lid, lane);
-        for (var i = 0u; i < TILE_BLOCK; i++) {
-            let row = first + lane_row(lane, i);
+    let tile_m = gemm_tile_m();
+    let tile_n = gemm_tile_n();
+    let wg = gemm_wg_size();
+    let first = workgroup_index(wid, params.grid_x) * tile_m;
+    let lane = gemm_lane(lid);
+    let n_stages = (params.d + GEMM_DEPTH - 1u) / GEMM_DEPTH;
+    for (var k0 = 0u; k0 < params.k; k0 += tile_n) {
+        var acc: Block;
+        for (var s = 0u; s < n_stages; s++) {
+            let d0 = s * GEMM_DEPTH;
+            workgroupBarrier();
+            for (var e = lid; e < gemm_loads(tile_m); e += wg) {
+                let slot = gemm_item_major_slot(e);
+                var v = vec4<f32>();
+                if first + slot.item < params.n_rows && d0 + slot.depth < params.d {
+                    v = x_quad(first + slot.item, d0 + slot.depth);
+                }
+                gemm_put_a_item_major(slot, v);
+            }
+            for (var e = lid; e < gemm_loads(tile_n); e += wg) {
+                let slot = gemm_item_major_slot(e);
+                let c = k0 + slot.item;
+                var v = vec4<f32>();
+                for (var t = 0u; t < 4u; t++) {
+                    let j = d0 + slot.depth + t;
+                    if c < params.k && j < params.d {
+                        v[t] = centroids[c * params.d + j];
+                    }
+                }
+                gemm_put_b_item_major(slot, v);
+            }
+            workgroupBarrier();
+            gemm_multiply_stage_sq(lane, &acc);
+        }
+        for (var i = 0u; i < GEMM_RM; i++) {
+            let row = first + gemm_row(lane, i);
             if row < params.n_rows {
-                for (var m = 0u; m < TILE_BLOCK; m++) {
-                    let c = k0 + lane_col(lane, m);
+                for (var m = 0u; m < GEMM_RN; m++) {
+                    let c = k0 + gemm_col(lane, m);
                     if c < params.k {
-                        var v = acc[i * TILE_BLOCK + m];
+                        var v = block_at(acc, i, m);
                         if params.sqrt_output != 0u {
                             v = sqrt(v);
                         }

@@ -1,31 +1,40 @@
-// Per-cluster statistics for the Lloyd update, without float atomics.
+// Per-cluster statistics for the Lloyd update, without float atomics and without any
+// read-modify-write of global memory.
 //
 // Host wrapper: src/kernels/centroid_update.rs.
 //
-// The rows are cut into blocks of `block_rows`; one workgroup owns one block and writes that
-// block's partial statistics: for each cluster c and feature j the sum of w·(x_j − old_c_j),
-// the member count, and the sums of w·(squared distance) and of w, with w the row's sample
-// weight (`weighted`) or 1. A weight of exactly 1 multiplies exactly, so unweighted sums
-// have the same bits as sums that never multiply; counts stay integers (f32 sums of ones
-// would stop being exact past 2^24 rows). Invocations own features (stride
-// FEATURE_WG_SIZE, which the host picks from D) and walk the block's rows in order, so every
-// partial has exactly one writer and a fixed summation order: results are bitwise
-// reproducible. Summing deviations from the old centroid instead of raw values keeps the f32
-// partials small when the data sit far from the origin. sum_partial_columns (reduce.wgsl)
-// then folds the blocks together.
+// The rows are cut into blocks of `block_rows`; for each block, cluster c and feature j the
+// partials hold the sum of w·(x_j − old_c_j), with the member count and the sums of
+// w·(squared distance) and of w, w the row's sample weight (`weighted`) or 1. A weight of
+// exactly 1 multiplies exactly, so unweighted sums have the same bits as sums that never
+// multiply; counts stay integers. Summing deviations from the old centroid instead of raw
+// values keeps the f32 partials small when the data sit far from the origin.
+// sum_partial_columns (reduce.wgsl) then folds the blocks together.
 //
-// When K x D <= SHARED_SUMS and K <= SHARED_CLUSTERS (`in_workgroup_memory`, decided on the
-// host) the running sums live in workgroup memory and reach the storage buffers once per block
-// instead of once per row. No barrier is needed: every invocation touches only its own features
-// (and invocation 0 alone the counts), exactly as on the storage path.
+// Parallel work does not depend on how many blocks the partials budget allows: a workgroup
+// owns one (block, feature slice, cluster range), with the slice's sums for the range's
+// clusters in workgroup memory (range_k x slice_width <= SHARED_SUMS values). Its
+// invocations own features of the slice (stride FEATURE_WG_SIZE, which the host sets to
+// the slice width) and walk the block's rows in order, adding the rows whose label falls in
+// the range (accumulate_cluster_partials stages the labels of FEATURE_WG_SIZE rows at a
+// time in workgroup memory with one coalesced load, so the walk does not wait on a global
+// round trip per row); every sum has one writer and a fixed order (bitwise reproducible),
+// and reaches the partials once. So K·D / SHARED_SUMS workgroups per block at least, even
+// with a single block; each row's features are read by one workgroup (its label's range),
+// its label by each range. The counts and the squared-distance and weight sums are kept by the
+// workgroups of slice 0.
 //
-// The partial buffers must be zeroed before the dispatch (the host clears them).
+// accumulate_cluster_partials_texture is the same walk reading the rows and the old
+// centroids from flat textures (CPU-like adapters, D a multiple of 4; see
+// shared/texels.wgsl), the same arithmetic in the same order, so the same bits; the host
+// runs it on CPU-like adapters only when K is too large for label_segments (below).
 
 #import constants
 #import grid
+#import texels
 
-const SHARED_SUMS: u32 = 2048u;    // K x D values
-const SHARED_CLUSTERS: u32 = 512u; // K counts and squared-distance sums
+const SHARED_SUMS: u32 = 4096u;    // range_k x slice_width values
+const SHARED_CLUSTERS: u32 = 512u; // largest range_k
 
 // Twin: AccumulateParams in src/kernels/centroid_update.rs.
 struct AccumulateParams {
@@ -36,11 +45,11 @@ struct AccumulateParams {
     block_rows: u32,   // rows per block (bounds every f32 partial sum)
     block_offset: u32, // global index of this chunk's first block
     grid_x: u32,
-    in_workgroup_memory: u32, // 1: accumulate in workgroup memory (small K x D)
     weighted: u32,     // 1: rows have weights in `weights`; 0: every weight is 1 (`weights` unused)
-    _pad0: u32,
-    _pad1: u32,
-    _pad2: u32,
+    slice_width: u32,  // features per slice (a multiple of FEATURE_WG_SIZE or D itself)
+    n_slices: u32,
+    range_k: u32,      // clusters per range
+    n_ranges: u32,
 }
 
 @group(0) @binding(0) var<uniform> params: AccumulateParams;
@@ -55,11 +64,16 @@ struct AccumulateParams {
 @group(0) @binding(7) var<storage, read_write> partial_counts: array<u32>;
 // [block][cluster][2]: Σ w·d², Σ w
 @group(0) @binding(8) var<storage, read_write> partial_sq_dist: array<f32>;
+// accumulate_cluster_partials_texture: the chunk's rows (from value 0) and the centroids.
+@group(0) @binding(9) var x_texels: texture_2d_array<f32>;
+@group(0) @binding(10) var centroid_texels: texture_2d_array<f32>;
 
 var<workgroup> shared_sums: array<f32, SHARED_SUMS>;
 var<workgroup> shared_counts: array<u32, SHARED_CLUSTERS>;
 var<workgroup> shared_sq_dist: array<f32, SHARED_CLUSTERS>;
 var<workgroup> shared_weights: array<f32, SHARED_CLUSTERS>;
+// accumulate_cluster_partials: the labels of the rows being walked.
+var<workgroup> staged_labels: array<u32, FEATURE_WG_MAX>;
 
 fn weight_of(r: u32) -> f32 {
     if params.weighted != 0u {
@@ -68,69 +82,238 @@ fn weight_of(r: u32) -> f32 {
     return 1.0;
 }
 
+// The (block, first feature, first cluster) of a workgroup, or block >= the chunk's blocks.
+struct Part {
+    block: u32,
+    f0: u32,
+    c0: u32,
+    width: u32, // features of the slice that exist
+    count: u32, // clusters of the range that exist
+}
+
+fn part_of(g: u32) -> Part {
+    let per_block = params.n_slices * params.n_ranges;
+    let block = g / per_block;
+    let slice = (g % per_block) / params.n_ranges;
+    let range = g % params.n_ranges;
+    let f0 = slice * params.slice_width;
+    let c0 = range * params.range_k;
+    return Part(
+        block,
+        f0,
+        c0,
+        min(params.slice_width, params.d - min(f0, params.d)),
+        min(params.range_k, params.k - min(c0, params.k)),
+    );
+}
+
+fn clear_shared(lid: u32, p: Part) {
+    for (var c = 0u; c < p.count; c++) {
+        for (var j = lid; j < p.width; j += FEATURE_WG_SIZE) {
+            shared_sums[c * params.slice_width + j] = 0.0;
+        }
+        if lid == 0u {
+            shared_counts[c] = 0u;
+            shared_sq_dist[c] = 0.0;
+            shared_weights[c] = 0.0;
+        }
+    }
+}
+
+// Adds row r's counts and squared distance (slice 0 only, invocation 0).
+fn add_row_scalars(lid: u32, p: Part, r: u32, c: u32, w: f32) {
+    if lid == 0u && p.f0 == 0u {
+        shared_counts[c] += 1u;
+        shared_sq_dist[c] += w * min_sq_dist[r];
+        shared_weights[c] += w;
+    }
+}
+
+fn write_partials(lid: u32, p: Part) {
+    let gblock = params.block_offset + p.block;
+    for (var c = 0u; c < p.count; c++) {
+        let out = (gblock * params.k + p.c0 + c) * params.d + p.f0;
+        for (var j = lid; j < p.width; j += FEATURE_WG_SIZE) {
+            partial_sums[out + j] = shared_sums[c * params.slice_width + j];
+        }
+        if lid == 0u && p.f0 == 0u {
+            let at = gblock * params.k + p.c0 + c;
+            partial_counts[at] = shared_counts[c];
+            partial_sq_dist[2u * at] = shared_sq_dist[c];
+            partial_sq_dist[2u * at + 1u] = shared_weights[c];
+        }
+    }
+}
+
 @compute @workgroup_size(FEATURE_WG_SIZE)
 fn accumulate_cluster_partials(
     @builtin(local_invocation_index) lid: u32,
     @builtin(workgroup_id) wid: vec3<u32>,
 ) {
+    let p = part_of(workgroup_index(wid, params.grid_x));
+    let first = p.block * params.block_rows;
+    if first >= params.n_rows {
+        return;
+    }
+    let last = min(first + params.block_rows, params.n_rows);
+    let d = params.d;
+    clear_shared(lid, p);
+    for (var base = first; base < last; base += FEATURE_WG_SIZE) {
+        // The labels of the next FEATURE_WG_SIZE rows in one coalesced load, so the walk
+        // below waits on workgroup memory, not on a global round trip per row.
+        workgroupBarrier();
+        if base + lid < last {
+            staged_labels[lid] = labels[base + lid];
+        }
+        workgroupBarrier();
+        let m = min(FEATURE_WG_SIZE, last - base);
+        for (var i = 0u; i < m; i++) {
+            let r = base + i;
+            let c = staged_labels[i] - p.c0;
+            // Labels below the range wrap around past range_k: one test for both ends.
+            if c < p.count {
+                let w = weight_of(r);
+                let xrow = params.x_offset + r * d + p.f0;
+                let crow = (p.c0 + c) * d + p.f0;
+                for (var j = lid; j < p.width; j += FEATURE_WG_SIZE) {
+                    shared_sums[c * params.slice_width + j] += w * (x[xrow + j] - old_centroids[crow + j]);
+                }
+                add_row_scalars(lid, p, r, c, w);
+            }
+        }
+    }
+    write_partials(lid, p);
+}
+
+// The same sums with the rows and old centroids read as flat-texture texels: invocation lid
+// owns the texels lid, lid + FEATURE_WG_SIZE, ... of the slice (four features each).
+@compute @workgroup_size(FEATURE_WG_SIZE)
+fn accumulate_cluster_partials_texture(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+) {
+    let p = part_of(workgroup_index(wid, params.grid_x));
+    let first = p.block * params.block_rows;
+    if first >= params.n_rows {
+        return;
+    }
+    let last = min(first + params.block_rows, params.n_rows);
+    let d4 = params.d / 4u;
+    let width4 = p.width / 4u;
+    clear_shared(lid, p);
+    // Invocations clear and write features but add texels: synchronise between.
+    workgroupBarrier();
+    for (var r = first; r < last; r++) {
+        let c = labels[r] - p.c0;
+        if c < p.count {
+            let w = weight_of(r);
+            let xrow = r * d4 + p.f0 / 4u;
+            let crow = (p.c0 + c) * d4 + p.f0 / 4u;
+            for (var q = lid; q < width4; q += FEATURE_WG_SIZE) {
+                let dev = flat_texel(x_texels, xrow + q) - flat_texel(centroid_texels, crow + q);
+                let at = c * params.slice_width + 4u * q;
+                shared_sums[at] += w * dev.x;
+                shared_sums[at + 1u] += w * dev.y;
+                shared_sums[at + 2u] += w * dev.z;
+                shared_sums[at + 3u] += w * dev.w;
+            }
+            add_row_scalars(lid, p, r, c, w);
+        }
+    }
+    workgroupBarrier();
+    write_partials(lid, p);
+}
+
+// ---- CPU-like adapters: rows grouped by label within each block, then per-segment sums ----
+//
+// label_segments (one invocation per block) walks the block's rows in order twice: it counts
+// the labels (the block's counts), then writes the rows' indices grouped by label, in row
+// order within a label, into `order`, with the first position of each (block, cluster)
+// segment in `segments` (block·(K + 1) + c; entry K closes the block). Every global value it
+// writes is written once. accumulate_segments then gives each invocation one (block,
+// cluster, texel of the row) and sums w·(x − old c) over the segment's rows in row order, in
+// registers, and the invocations of texel 0 the sums of w·d² and of w: the same sums in the
+// same order as above, so the same bits, with no workgroup-memory traffic per value (costly
+// on lavapipe, where every such load and store is a loop over the SIMD lanes).
+
+// Largest K of label_segments (its per-cluster cursors live in workgroup memory).
+const SEGMENT_CLUSTERS: u32 = 4096u;
+
+// label_segments, accumulate_segments: the rows of each block grouped by label, and where
+// each (block, cluster) segment starts.
+@group(0) @binding(11) var<storage, read_write> order: array<u32>;
+@group(0) @binding(12) var<storage, read_write> segments: array<u32>;
+
+var<workgroup> cursors: array<u32, SEGMENT_CLUSTERS>;
+
+@compute @workgroup_size(1)
+fn label_segments(@builtin(workgroup_id) wid: vec3<u32>) {
     let block = workgroup_index(wid, params.grid_x);
     let first = block * params.block_rows;
     if first >= params.n_rows {
         return;
     }
     let last = min(first + params.block_rows, params.n_rows);
-    let gblock = params.block_offset + block;
-    let d = params.d;
     let k = params.k;
-    if params.in_workgroup_memory != 0u {
-        for (var c = 0u; c < k; c++) {
-            for (var j = lid; j < d; j += FEATURE_WG_SIZE) {
-                shared_sums[c * d + j] = 0.0;
-            }
-            if lid == 0u {
-                shared_counts[c] = 0u;
-                shared_sq_dist[c] = 0.0;
-                shared_weights[c] = 0.0;
-            }
-        }
-        for (var r = first; r < last; r++) {
-            let c = labels[r];
-            let w = weight_of(r);
-            let xrow = params.x_offset + r * d;
-            for (var j = lid; j < d; j += FEATURE_WG_SIZE) {
-                shared_sums[c * d + j] += w * (x[xrow + j] - old_centroids[c * d + j]);
-            }
-            if lid == 0u {
-                shared_counts[c] += 1u;
-                shared_sq_dist[c] += w * min_sq_dist[r];
-                shared_weights[c] += w;
-            }
-        }
-        for (var c = 0u; c < k; c++) {
-            let out = (gblock * k + c) * d;
-            for (var j = lid; j < d; j += FEATURE_WG_SIZE) {
-                partial_sums[out + j] = shared_sums[c * d + j];
-            }
-            if lid == 0u {
-                partial_counts[gblock * k + c] = shared_counts[c];
-                partial_sq_dist[2u * (gblock * k + c)] = shared_sq_dist[c];
-                partial_sq_dist[2u * (gblock * k + c) + 1u] = shared_weights[c];
-            }
-        }
-        return;
+    let gblock = params.block_offset + block;
+    for (var c = 0u; c < k; c++) {
+        cursors[c] = 0u;
     }
     for (var r = first; r < last; r++) {
+        cursors[labels[r]] += 1u;
+    }
+    var start = first;
+    for (var c = 0u; c < k; c++) {
+        let n = cursors[c];
+        partial_counts[gblock * k + c] = n;
+        segments[block * (k + 1u) + c] = start;
+        cursors[c] = start;
+        start += n;
+    }
+    segments[block * (k + 1u) + k] = start;
+    for (var r = first; r < last; r++) {
         let c = labels[r];
+        order[cursors[c]] = r;
+        cursors[c] += 1u;
+    }
+}
+
+@compute @workgroup_size(ROW_WG_SIZE)
+fn accumulate_segments(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+) {
+    let d4 = params.d / 4u;
+    let e = invocation_index(wid, params.grid_x, ROW_WG_SIZE, lid);
+    let n_blocks = (params.n_rows + params.block_rows - 1u) / params.block_rows;
+    if e >= n_blocks * params.k * d4 {
+        return;
+    }
+    let q = e % d4;
+    let c = (e / d4) % params.k;
+    let block = e / (d4 * params.k);
+    let seg = block * (params.k + 1u) + c;
+    let old = flat_texel(centroid_texels, c * d4 + q);
+    var sum = vec4<f32>();
+    var sq = 0.0;
+    var ws = 0.0;
+    for (var i = segments[seg]; i < segments[seg + 1u]; i++) {
+        let r = order[i];
         let w = weight_of(r);
-        let xrow = params.x_offset + r * d;
-        let out = (gblock * k + c) * d;
-        for (var j = lid; j < d; j += FEATURE_WG_SIZE) {
-            partial_sums[out + j] += w * (x[xrow + j] - old_centroids[c * d + j]);
+        sum += w * (flat_texel(x_texels, r * d4 + q) - old);
+        if q == 0u {
+            sq += w * min_sq_dist[r];
+            ws += w;
         }
-        if lid == 0u {
-            partial_counts[gblock * k + c] += 1u;
-            partial_sq_dist[2u * (gblock * k + c)] += w * min_sq_dist[r];
-            partial_sq_dist[2u * (gblock * k + c) + 1u] += w;
-        }
+    }
+    let at = params.block_offset * params.k + block * params.k + c;
+    let out = at * params.d + 4u * q;
+    partial_sums[out] = sum.x;
+    partial_sums[out + 1u] = sum.y;
+    partial_sums[out + 2u] = sum.z;
+    partial_sums[out + 3u] = sum.w;
+    if q == 0u {
+        partial_sq_dist[2u * at] = sq;
+        partial_sq_dist[2u * at + 1u] = ws;
     }
 }

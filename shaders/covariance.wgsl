@@ -2,20 +2,27 @@
 //
 // Host wrapper: src/kernels/covariance.rs.
 //
-// gram_partials computes, for each block of `block_rows` rows of a chunk,
-//     G_blk[i][j] = Σ_{r ∈ blk} (A[r][i] − a_shift[i]) · (B[r][j] − b_shift[j])
-// as a tiled GEMM reduced over rows (shared/tile.wgsl): a workgroup owns one TILE x TILE
-// output tile of one block, stages TILE_K rows of both operands through workgroup memory
-// (coalesced loads), and each invocation accumulates a 4 x 4 register block. Uses:
-//   - covariance: A = B = X, shifts = μ, only the tiles on or above the diagonal
-//     (`upper_only`); the host mirrors them;
+// For each block of `block_rows` rows of a chunk,
+//     G_blk[i][j] = Σ_{r ∈ blk} (A[r][i] − a_shift[i]) · (B[r][j] − b_shift[j]),
+// each entry one fma chain over the block's rows in order from 0, in every variant, so the
+// variants give the same bits. Uses:
+//   - covariance: A = B = X, shifts = μ, only entries with i <= j (`upper_only`: the
+//     symmetric rank-k update); the host mirrors them;
 //   - the matrix-free power iteration: A = X (shift μ), B = P = Xc·V (no shift).
 // Blocks bound every f32 sum; the host folds the blocks together (sum_partial_columns_f32,
 // Kahan) and finishes in f64.
+//
+// gram_tiled (GPUs) is a GEMM on the tile core (shared/gemm.wgsl) with the rows as depth:
+// both operands are staged depth-major with vec4 loads (four columns of one row), a
+// workgroup owns one tile of one block (for `upper_only`, tiles on or above the diagonal
+// only). gram_texture (CPU-like adapters, symmetric products only) runs the same register
+// block per invocation on an 8 x 8 block of the upper triangle, reading rows from a flat
+// texture of X; gram_partials_uniform (below) reads A from uniform slices.
 
 #import constants
 #import grid
-#import tile
+#import gemm
+#import texels
 
 // Twin: GramParams in src/kernels/covariance.rs.
 struct GramParams {
@@ -27,10 +34,14 @@ struct GramParams {
     block_rows: u32,
     block_offset: u32, // global index of this chunk's first block
     n_blocks: u32,     // blocks in this chunk
-    n_tiles_a: u32,    // ceil(a_cols / TILE)
-    n_tiles_b: u32,    // ceil(b_cols / TILE)
-    upper_only: u32,   // 1: only tiles with tile_b >= tile_a (symmetric products)
+    n_tiles_a: u32,    // tiles (gram_tiled) or 8-column blocks (gram_texture) of A's columns
+    n_tiles_b: u32,    // same for B
+    upper_only: u32,   // 1: only entries i <= j (symmetric products)
     grid_x: u32,
+    a_vec4: u32,       // 1: A's rows start on vec4 boundaries (a_offset, a_cols multiples of 4)
+    b_vec4: u32,       // same for B
+    _pad0: u32,
+    _pad1: u32,
 }
 
 @group(0) @binding(0) var<uniform> params: GramParams;
@@ -40,78 +51,213 @@ struct GramParams {
 @group(0) @binding(4) var<storage, read> b_shift: array<f32>;
 // [block][a_cols][b_cols]
 @group(0) @binding(5) var<storage, read_write> partials: array<f32>;
+// The ranges of a and b as vec4s (read only when a_vec4 / b_vec4).
+@group(0) @binding(8) var<storage, read> a4: array<vec4<f32>>;
+@group(0) @binding(9) var<storage, read> b4: array<vec4<f32>>;
+// gram_texture: A's rows from value a_offset on, as a flat texture (shared/texels.wgsl).
+@group(0) @binding(10) var a_texels: texture_2d_array<f32>;
 
 // The (row tile, column tile) of workgroup-tile index `pair`.
 fn tile_pair(pair: u32) -> vec2<u32> {
     if params.upper_only == 0u {
         return vec2<u32>(pair / params.n_tiles_b, pair % params.n_tiles_b);
     }
-    return upper_tile_pair(pair, params.n_tiles_a);
+    var rest = pair;
+    var ta = 0u;
+    loop {
+        let in_row = params.n_tiles_a - ta;
+        if rest < in_row || in_row == 0u {
+            break;
+        }
+        rest -= in_row;
+        ta += 1u;
+    }
+    return vec2<u32>(ta, ta + rest);
 }
 
-@compute @workgroup_size(TILE_WG_SIZE)
-fn gram_partials(
+fn n_pairs() -> u32 {
+    if params.upper_only != 0u {
+        return params.n_tiles_a * (params.n_tiles_a + 1u) / 2u;
+    }
+    return params.n_tiles_a * params.n_tiles_b;
+}
+
+// Columns c .. c + 3 of row `row` of A, minus the shift (zeros past a_cols).
+fn a_quad(row: u32, c: u32) -> vec4<f32> {
+    let at = params.a_offset + row * params.a_cols + c;
+    var v = vec4<f32>();
+    if params.a_vec4 != 0u && c + 3u < params.a_cols {
+        v = a4[at / 4u] - vec4<f32>(a_shift[c], a_shift[c + 1u], a_shift[c + 2u], a_shift[c + 3u]);
+    } else {
+        for (var t = 0u; t < 4u; t++) {
+            if c + t < params.a_cols {
+                v[t] = a[at + t] - a_shift[c + t];
+            }
+        }
+    }
+    return v;
+}
+
+fn b_quad(row: u32, c: u32) -> vec4<f32> {
+    let at = params.b_offset + row * params.b_cols + c;
+    var v = vec4<f32>();
+    if params.b_vec4 != 0u && c + 3u < params.b_cols {
+        v = b4[at / 4u] - vec4<f32>(b_shift[c], b_shift[c + 1u], b_shift[c + 2u], b_shift[c + 3u]);
+    } else {
+        for (var t = 0u; t < 4u; t++) {
+            if c + t < params.b_cols {
+                v[t] = b[at + t] - b_shift[c + t];
+            }
+        }
+    }
+    return v;
+}
+
+// Writes entry (i, j) of a block's partials, if it is one the product has.
+fn write_partial(gblock: u32, i: u32, j: u32, v: f32) {
+    if i < params.a_cols && j < params.b_cols && (params.upper_only == 0u || i <= j) {
+        partials[(gblock * params.a_cols + i) * params.b_cols + j] = v;
+    }
+}
+
+@compute @workgroup_size(GEMM_LANES_M * GEMM_LANES_N)
+fn gram_tiled(
     @builtin(local_invocation_index) lid: u32,
     @builtin(workgroup_id) wid: vec3<u32>,
 ) {
-    var n_pairs = params.n_tiles_a * params.n_tiles_b;
-    if params.upper_only != 0u {
-        n_pairs = params.n_tiles_a * (params.n_tiles_a + 1u) / 2u;
-    }
+    let tile_m = gemm_tile_m();
+    let tile_n = gemm_tile_n();
+    let wg = gemm_wg_size();
+    let pairs = n_pairs();
     let g = workgroup_index(wid, params.grid_x);
     // Workgroups past the end still run the loops (uniform barriers) but write nothing.
-    let valid = g < n_pairs * params.n_blocks;
-    let block = g / n_pairs;
-    let tiles = tile_pair(g % n_pairs);
-    let col_a = tiles.x * TILE;
-    let col_b = tiles.y * TILE;
+    let valid = g < pairs * params.n_blocks;
+    let block = g / pairs;
+    let tiles = tile_pair(g % pairs);
+    let col_a = tiles.x * tile_m;
+    let col_b = tiles.y * tile_n;
     let first = block * params.block_rows;
     let last = min(first + params.block_rows, params.n_rows);
-    var steps = 0u;
+    var n_stages = 0u;
     if valid && last > first {
-        steps = (last - first + TILE_K - 1u) / TILE_K;
+        n_stages = (last - first + GEMM_DEPTH - 1u) / GEMM_DEPTH;
     }
-    // `steps` depends only on the workgroup id and the parameters, so the barriers inside the
-    // loop are in uniform control flow.
-    let lane = tile_lane(lid);
-    var acc: array<f32, TILE_REGS>;
-    for (var s = 0u; s < steps; s++) {
-        let r0 = first + s * TILE_K;
-        for (var e = lid; e < TILE_STEP; e += TILE_WG_SIZE) {
-            let slot = depth_major_slot(e);
-            let row = r0 + slot.k;
-            let c = slot.item;
-            var va = 0.0;
-            var vb = 0.0;
-            if row < last {
-                if col_a + c < params.a_cols {
-                    va = a[params.a_offset + row * params.a_cols + col_a + c] - a_shift[col_a + c];
-                }
-                if col_b + c < params.b_cols {
-                    vb = b[params.b_offset + row * params.b_cols + col_b + c] - b_shift[col_b + c];
-                }
+    let lane = gemm_lane(lid);
+    let loads_a = gemm_loads(tile_m);
+    let loads_b = gemm_loads(tile_n);
+    var acc: Block;
+    var pa: array<vec4<f32>, GEMM_MAX_LOADS>;
+    var pb: array<vec4<f32>, GEMM_MAX_LOADS>;
+    // `n_stages` depends only on the workgroup and the parameters: uniform barriers.
+    for (var s = 0u; s <= n_stages; s++) {
+        if s > 0u {
+            workgroupBarrier();
+            for (var e = 0u; e * wg + lid < loads_a; e++) {
+                gemm_put_a_depth_major(gemm_depth_major_slot(e * wg + lid, tile_m), pa[e]);
             }
-            tile_a[slot.at] = va;
-            tile_b[slot.at] = vb;
+            for (var e = 0u; e * wg + lid < loads_b; e++) {
+                gemm_put_b_depth_major(gemm_depth_major_slot(e * wg + lid, tile_n), pb[e]);
+            }
+            workgroupBarrier();
         }
-        workgroupBarrier();
-        accumulate_products(lane, &acc);
-        workgroupBarrier();
+        if s < n_stages {
+            let r0 = first + s * GEMM_DEPTH;
+            for (var e = 0u; e * wg + lid < loads_a; e++) {
+                let slot = gemm_depth_major_slot(e * wg + lid, tile_m);
+                var v = vec4<f32>();
+                if r0 + slot.depth < last {
+                    v = a_quad(r0 + slot.depth, col_a + slot.item);
+                }
+                pa[e] = v;
+            }
+            for (var e = 0u; e * wg + lid < loads_b; e++) {
+                let slot = gemm_depth_major_slot(e * wg + lid, tile_n);
+                var v = vec4<f32>();
+                if r0 + slot.depth < last {
+                    v = b_quad(r0 + slot.depth, col_b + slot.item);
+                }
+                pb[e] = v;
+            }
+        }
+        if s > 0u {
+            gemm_multiply_stage(lane, &acc);
+        }
     }
     if !valid {
         return;
     }
     let gblock = params.block_offset + block;
-    for (var i = 0u; i < TILE_BLOCK; i++) {
-        let ia = col_a + lane_row(lane, i);
-        if ia < params.a_cols {
-            for (var m = 0u; m < TILE_BLOCK; m++) {
-                let jb = col_b + lane_col(lane, m);
-                if jb < params.b_cols {
-                    partials[(gblock * params.a_cols + ia) * params.b_cols + jb] = acc[i * TILE_BLOCK + m];
-                }
-            }
+    for (var i = 0u; i < GEMM_RM; i++) {
+        for (var m = 0u; m < GEMM_RN; m++) {
+            write_partial(gblock, col_a + gemm_row(lane, i), col_b + gemm_col(lane, m), block_at(acc, i, m));
         }
+    }
+}
+
+// An 8-column block of the shift as two vec4s.
+fn shift_block(c: u32) -> array<vec4<f32>, 2> {
+    var out: array<vec4<f32>, 2>;
+    for (var t = 0u; t < 8u; t++) {
+        if c + t < params.a_cols {
+            out[t / 4u][t % 4u] = a_shift[c + t];
+        }
+    }
+    return out;
+}
+
+// The symmetric product from a flat texture of A: invocation = (block of rows, 8 x 8 block
+// (bi, bj) with bi <= bj of the upper triangle), walking the block's rows in order. Needs
+// a_cols a multiple of 4 (texels hold four columns of one row); columns past a_cols read as
+// the next row's and are never written.
+@compute @workgroup_size(ROW_WG_SIZE)
+fn gram_texture(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+) {
+    let e = invocation_index(wid, params.grid_x, ROW_WG_SIZE, lid);
+    let pairs = n_pairs();
+    if e >= pairs * params.n_blocks {
+        return;
+    }
+    let block = e / pairs;
+    let blocks = tile_pair(e % pairs);
+    let ci = 8u * blocks.x;
+    let cj = 8u * blocks.y;
+    let first = block * params.block_rows;
+    let last = min(first + params.block_rows, params.n_rows);
+    let cols4 = params.a_cols / 4u;
+    // Texels of columns ci, ci + 4, cj, cj + 4 (clamped into the row: junk past a_cols).
+    let ti = min(ci / 4u, cols4 - 1u);
+    let ti2 = min(ci / 4u + 1u, cols4 - 1u);
+    let tj = min(cj / 4u, cols4 - 1u);
+    let tj2 = min(cj / 4u + 1u, cols4 - 1u);
+    let si = shift_block(ci);
+    let sj = shift_block(cj);
+    var acc: Block;
+    for (var r = first; r < last; r++) {
+        let row = r * cols4;
+        let a_lo = flat_texel(a_texels, row + ti) - si[0];
+        let a_hi = flat_texel(a_texels, row + ti2) - si[1];
+        let b_lo = flat_texel(a_texels, row + tj) - sj[0];
+        let b_hi = flat_texel(a_texels, row + tj2) - sj[1];
+        block_outer(&acc, a_lo, a_hi, b_lo, b_hi, 8u, 8u);
+    }
+    let gblock = params.block_offset + block;
+    // Constant indices into the block (a dynamic one would move it out of registers).
+    write_row8(gblock, ci, cj, acc.v[0], acc.v[1]);
+    write_row8(gblock, ci + 1u, cj, acc.v[2], acc.v[3]);
+    write_row8(gblock, ci + 2u, cj, acc.v[4], acc.v[5]);
+    write_row8(gblock, ci + 3u, cj, acc.v[6], acc.v[7]);
+    write_row8(gblock, ci + 4u, cj, acc.v[8], acc.v[9]);
+    write_row8(gblock, ci + 5u, cj, acc.v[10], acc.v[11]);
+    write_row8(gblock, ci + 6u, cj, acc.v[12], acc.v[13]);
+    write_row8(gblock, ci + 7u, cj, acc.v[14], acc.v[15]);
+}
+
+fn write_row8(gblock: u32, i: u32, cj: u32, lo: vec4<f32>, hi: vec4<f32>) {
+    for (var t = 0u; t < 4u; t++) {
+        write_partial(gblock, i, cj + t, lo[t]);
+        write_partial(gblock, i, cj + 4u + t, hi[t]);
     }
 }
 
@@ -122,9 +268,9 @@ fn gram_partials(
 // value of B (a gather) meets GRAM_IB values of A at the same address in every lane (a
 // broadcast, cheap from a uniform buffer on adapters such as lavapipe, which gather storage
 // loads lane by lane). Each output is still Σ_r fma(a − a_shift, b − b_shift, acc) over the
-// block's rows in order from zero, so the partials are those of gram_partials, bit for bit;
-// the running sums pass from slice to slice through `partials`. Only the entries
-// gram_partials writes are written (with `upper_only`, 64-tiles on or above the diagonal).
+// block's rows in order from zero, so the partials are those of the other variants, bit for
+// bit; the running sums pass from slice to slice through `partials`. With `upper_only`
+// only the entries i <= j are written, as the other variants do.
 
 const SLICE_VALUES: u32 = 16384u; // 64 KiB: the smallest max_uniform_buffer_binding_size
 const GRAM_IB: u32 = 16u;         // A columns per invocation (a multiple of 4 dividing TILE)
@@ -162,7 +308,7 @@ fn gram_partials_uniform(
         return;
     }
     let i0 = iblock * GRAM_IB;
-    if sp.upper_only != 0u && jb / TILE < i0 / TILE {
+    if sp.upper_only != 0u && jb < i0 {
         return;
     }
     let n_i = min(GRAM_IB, sp.a_cols - i0);
@@ -201,6 +347,8 @@ fn gram_partials_uniform(
         }
     }
     for (var m = 0u; m < n_i; m++) {
-        partials[out + m * sp.b_cols] = acc[m / 4u][m % 4u];
+        if sp.upper_only == 0u || i0 + m <= jb {
+            partials[out + m * sp.b_cols] = acc[m / 4u][m % 4u];
+        }
     }
 }

@@ -9,9 +9,9 @@
 //!
 //! | bench | operation profiled | entry points |
 //! |---|---|---|
-//! | `assign` | `KMeansModel::predict` | `assign_nearest_centroid*` |
-//! | `centroid-update` | one Lloyd iteration | `accumulate_cluster_partials`, its folds |
-//! | `covariance` | `Pca::fit`, full solver | column moments, `gram_partials`, their folds |
+//! | `assign` | `KMeansModel::predict` | `assign_*`, `centroid_shift`, `centroid_prep` |
+//! | `centroid-update` | one Lloyd iteration | `accumulate_*`, `label_segments`, their folds |
+//! | `covariance` | `Pca::fit`, full solver | column moments, `gram_*`, their folds |
 //! | `gmm-estep` | `GaussianMixtureModel::score` | `mahalanobis_*`, `normalize_responsibilities` |
 //! | `gmm-mstep` | one EM iteration | `weighted_*`, their folds |
 //!
@@ -87,13 +87,19 @@ impl KernelBench {
     /// Whether an entry point belongs to this step.
     fn owns(self, entry: &str) -> bool {
         match self {
-            KernelBench::Assign => entry.starts_with("assign_nearest_centroid"),
+            KernelBench::Assign => {
+                entry.starts_with("assign_")
+                    || entry == "centroid_shift"
+                    || entry == "centroid_prep"
+            }
             KernelBench::CentroidUpdate => {
-                entry == "accumulate_cluster_partials" || entry.starts_with("sum_partial_columns")
+                entry.starts_with("accumulate_")
+                    || entry == "label_segments"
+                    || entry.starts_with("sum_partial_columns")
             }
             KernelBench::Covariance => {
                 entry == "column_moments"
-                    || entry.starts_with("gram_partials")
+                    || entry.starts_with("gram_")
                     || entry.starts_with("sum_partial_columns")
             }
             KernelBench::GmmEstep => {

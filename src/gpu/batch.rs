@@ -136,11 +136,13 @@ impl Gpu {
     }
 }
 
-/// One buffer binding: a whole buffer or a byte range of one.
+/// One binding: a whole buffer, a byte range of one, or a texture (a
+/// [`FlatTexture`](super::texture::FlatTexture)'s view).
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum Bind<'a> {
     Whole(&'a wgpu::Buffer),
     Range(&'a wgpu::Buffer, u64, u64),
+    Texture(&'a wgpu::TextureView),
 }
 
 impl<'a> Bind<'a> {
@@ -154,6 +156,7 @@ impl<'a> Bind<'a> {
                     size: wgpu::BufferSize::new(size),
                 })
             }
+            Bind::Texture(view) => wgpu::BindingResource::TextureView(view),
         }
     }
 }
@@ -369,6 +372,17 @@ impl<'g> Batch<'g> {
             .copy_buffer_to_buffer(src, src_offset, dst, dst_offset, size);
     }
 
+    /// Records a buffer-to-texture copy (see [`FlatTexture`](super::texture::FlatTexture)).
+    pub(crate) fn copy_buffer_to_texture(
+        &mut self,
+        src: wgpu::TexelCopyBufferInfo<'_>,
+        dst: wgpu::TexelCopyTextureInfo<'_>,
+        extent: wgpu::Extent3d,
+    ) {
+        self.transfers_pending = true;
+        self.encoder.copy_buffer_to_texture(src, dst, extent);
+    }
+
     /// Asks for `size` bytes of `buffer` from `offset` to come back with [`Batch::finish`].
     pub(crate) fn read(&mut self, buffer: &wgpu::Buffer, offset: u64, size: u64) -> ReadHandle {
         self.reads.push((buffer.clone(), offset, size));
@@ -467,7 +481,9 @@ fn resolve<'a>(entry: &EntryPoint, binds: &[(&str, Bind<'a>)]) -> Result<Vec<(u3
         entry.bindings.iter().filter(|b| {
             matches!(
                 b.kind,
-                BindingKind::Storage { .. } | BindingKind::UniformData { .. }
+                BindingKind::Storage { .. }
+                    | BindingKind::UniformData { .. }
+                    | BindingKind::Texture
             )
         })
     };

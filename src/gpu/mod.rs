@@ -19,6 +19,8 @@
 //! - `uniforms`: the per-device pool of pages that hold per-dispatch parameters;
 //! - `device_buffer`: typed storage buffers (element type and length), what workspaces and
 //!   kernel wrappers hold instead of raw `wgpu::Buffer`s;
+//! - `texture`: flat textures, values mirrored into a texture for adapters whose texel
+//!   fetches are cheaper than storage loads (lavapipe);
 //! - [`profile`]: [`Gpu::profile`], GPU time per kernel (timestamp queries, or the wall clock
 //!   where the device has none) with the FLOPs and bytes each dispatch must do, held against
 //!   the [`Ceilings`] (measured above this layer, by [`Gpu::measure_ceilings`] in
@@ -62,6 +64,7 @@ pub(crate) mod pipeline;
 pub mod profile;
 pub(crate) mod shaders;
 pub(crate) mod stream;
+pub(crate) mod texture;
 pub(crate) mod tuning;
 pub(crate) mod uniforms;
 

@@ -182,6 +182,11 @@ impl Gpu {
                                 // Checked against the shader's needs at dispatch.
                                 min_binding_size: None,
                             },
+                            BindingKind::Texture => wgpu::BindingType::Texture {
+                                sample_type: wgpu::TextureSampleType::Float { filterable: false },
+                                view_dimension: wgpu::TextureViewDimension::D2Array,
+                                multisampled: false,
+                            },
                         },
                         count: None,
                     })

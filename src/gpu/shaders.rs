@@ -31,9 +31,11 @@ pub(crate) enum BindingKind {
         /// Declared without write access.
         read_only: bool,
     },
+    /// `texture_2d_array<f32>` read by `textureLoad`: a [`FlatTexture`](super::texture::FlatTexture).
+    Texture,
 }
 
-/// One buffer an entry point uses (in `@group(0)`).
+/// One buffer or texture an entry point uses (in `@group(0)`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Binding {
     /// The WGSL variable name, by which wrappers bind it.

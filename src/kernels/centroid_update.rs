@@ -2,13 +2,15 @@
 
 use bytemuck::{Pod, Zeroable};
 
-use super::{feature_wg_size, FEATURE_WG_SIZE};
+use super::tiles::cpu_like;
+use super::{feature_wg_size, FEATURE_WG_SIZE, ROW_WG_SIZE};
 use crate::error::Result;
 use crate::gpu::batch::Batch;
 use crate::gpu::buffer::Chunk;
 use crate::gpu::device_buffer::DeviceBuffer;
 use crate::gpu::profile::Work;
 use crate::gpu::shaders::{centroid_update as wgsl, check_params};
+use crate::gpu::texture::FlatTexture;
 use crate::gpu::Gpu;
 
 /// Twin of `AccumulateParams` in shaders/centroid_update.wgsl.
@@ -22,19 +24,21 @@ pub(crate) struct AccumulateParams {
     block_rows: u32,
     block_offset: u32,
     grid_x: u32,
-    in_workgroup_memory: u32,
     weighted: u32,
-    _pad0: u32,
-    _pad1: u32,
-    _pad2: u32,
+    slice_width: u32,
+    n_slices: u32,
+    range_k: u32,
+    n_ranges: u32,
 }
 
 const _: () = check_params::<AccumulateParams>(wgsl::ENTRY_POINTS);
 
-/// Largest K x D accumulated in workgroup memory (`SHARED_SUMS` in the shader).
+/// Values of one workgroup's sums (`SHARED_SUMS` in the shader).
 const SHARED_SUMS: usize = wgsl::SHARED_SUMS as usize;
-/// Largest K accumulated in workgroup memory (`SHARED_CLUSTERS` in the shader).
+/// Clusters of one workgroup's range (`SHARED_CLUSTERS` in the shader).
 const SHARED_CLUSTERS: usize = wgsl::SHARED_CLUSTERS as usize;
+/// Largest K of the segments path (`SEGMENT_CLUSTERS` in the shader).
+const SEGMENT_CLUSTERS: usize = wgsl::SEGMENT_CLUSTERS as usize;
 
 /// What the update reads for one chunk of rows: the assignment's results and the centroids
 /// they were assigned to.
@@ -68,31 +72,126 @@ pub(crate) struct ClusterPartials<'a> {
     pub sq_dist: &'a DeviceBuffer<f32>,
 }
 
+/// Flat textures of a chunk's rows and of the centroids, for the texture variant
+/// (CPU-like adapters): the caller's mirror of the rows (see
+/// [`AssignScratch::with_update_textures`](super::assign_scratch::AssignScratch::with_update_textures)).
+pub(crate) struct UpdateTextures<'a> {
+    /// The chunk's rows from its first value.
+    pub rows: &'a FlatTexture,
+    /// K x D values, into which [`accumulate_cluster_partials`] copies the old centroids.
+    pub centroids: &'a FlatTexture,
+}
+
+/// How a workgroup's share is cut: features per slice and clusters per range.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Slicing {
+    /// Features per slice (a multiple of 4 for the texture variant).
+    pub slice_width: usize,
+    /// Clusters per range.
+    pub range_k: usize,
+}
+
+impl Slicing {
+    /// Equal slices of at most 256 features (1024 with texels, four a lane) and as many
+    /// clusters as the workgroup memory holds beside them.
+    pub(crate) fn for_shape(d: usize, k: usize, texels: bool) -> Self {
+        let max_width = if texels { 1024 } else { 256 };
+        let d = d.max(1);
+        let mut slice_width = d.div_ceil(d.div_ceil(max_width));
+        if texels {
+            slice_width = slice_width.next_multiple_of(4);
+        }
+        let range_k = k.min(SHARED_SUMS / slice_width).clamp(1, SHARED_CLUSTERS);
+        Self {
+            slice_width,
+            range_k,
+        }
+    }
+
+    /// Whether the shader's workgroup memory holds a range's sums.
+    pub(crate) fn fits(self) -> bool {
+        self.slice_width >= 1
+            && self.range_k >= 1
+            && self.range_k <= SHARED_CLUSTERS
+            && self.range_k * self.slice_width <= SHARED_SUMS
+    }
+
+    /// Workgroups per block.
+    fn per_block(self, d: usize, k: usize) -> usize {
+        d.div_ceil(self.slice_width) * k.div_ceil(self.range_k)
+    }
+}
+
 /// Records the per-block cluster statistics of `chunk`, each row weighted by its weight when
-/// the rows are weighted. The partial buffers must have been cleared.
+/// the rows are weighted. On CPU-like adapters, with the flat textures given and D a multiple
+/// of 4, the rows are grouped by label and each segment summed in registers
+/// ([`UpdatePath::Segments`], K <= `SEGMENT_CLUSTERS`) or the sliced walk reads the textures;
+/// otherwise the sliced walk reads the storage buffers. Every path gives the same bits.
 pub(crate) fn accumulate_cluster_partials(
     gpu: &Gpu,
     batch: &mut Batch<'_>,
     chunk: &Chunk,
     rows: &Assigned<'_>,
     out: &ClusterPartials<'_>,
+    textures: Option<&UpdateTextures<'_>>,
 ) -> Result<()> {
-    accumulate_cluster_partials_at(gpu, batch, chunk, rows, out, feature_wg_size(rows.d))
+    let (d, k) = (rows.d, rows.k);
+    let texels = textures.filter(|t| {
+        d.is_multiple_of(4)
+            && cpu_like(gpu)
+            && t.centroids.len() == k * d
+            && t.rows.len() >= chunk.n_rows * d
+    });
+    if let Some(t) = texels {
+        batch.copy_to_texture(rows.old_centroids.raw(), 0, t.centroids);
+    }
+    let path = if texels.is_some() && k <= SEGMENT_CLUSTERS {
+        UpdatePath::Segments
+    } else {
+        let slicing = Slicing::for_shape(d, k, texels.is_some());
+        let lanes = feature_wg_size(if texels.is_some() {
+            slicing.slice_width / 4
+        } else {
+            slicing.slice_width
+        });
+        UpdatePath::Sliced(slicing, lanes)
+    };
+    accumulate_cluster_partials_at(gpu, batch, chunk, rows, out, path, texels)
 }
 
-/// [`accumulate_cluster_partials`] with workgroups of `wg_size`, any of
-/// [`feature_wg_sizes`](super::feature_wg_sizes): the tests run each.
+/// How the update runs (every path gives the same bits).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum UpdatePath {
+    /// `accumulate_cluster_partials[_texture]`: a workgroup per (block, feature slice,
+    /// cluster range), with workgroups of the given size (any of
+    /// [`feature_wg_sizes`](super::feature_wg_sizes)).
+    Sliced(Slicing, u32),
+    /// `label_segments` then `accumulate_segments`: the rows grouped by label, each segment
+    /// summed in registers from the textures (CPU-like adapters, K <= `SEGMENT_CLUSTERS`).
+    Segments,
+}
+
+/// [`accumulate_cluster_partials`] by `path` (the textures required by
+/// [`UpdatePath::Segments`]): the tests run each.
 pub(super) fn accumulate_cluster_partials_at(
     gpu: &Gpu,
     batch: &mut Batch<'_>,
     chunk: &Chunk,
     rows: &Assigned<'_>,
     out: &ClusterPartials<'_>,
-    wg_size: u32,
+    path: UpdatePath,
+    textures: Option<&UpdateTextures<'_>>,
 ) -> Result<()> {
+    let (slicing, wg_size) = match (path, textures) {
+        (UpdatePath::Sliced(slicing, wg_size), _) => (slicing, wg_size),
+        (UpdatePath::Segments, Some(t)) => return record_segments(gpu, batch, chunk, rows, out, t),
+        (UpdatePath::Segments, None) => panic!("the segments path reads the textures"),
+    };
     let (d, k, block_rows) = (rows.d, rows.k, out.block_rows);
+    assert!(slicing.fits(), "{slicing:?} exceeds the workgroup memory");
     let weights = rows.weights;
-    let grid = gpu.grid(chunk.n_rows.div_ceil(block_rows) as u64)?;
+    let n_blocks = chunk.n_rows.div_ceil(block_rows);
+    let grid = gpu.grid((n_blocks * slicing.per_block(d, k)) as u64)?;
     let params = AccumulateParams {
         n_rows: chunk.n_rows as u32,
         x_offset: chunk.x_offset,
@@ -101,35 +200,121 @@ pub(super) fn accumulate_cluster_partials_at(
         block_rows: block_rows as u32,
         block_offset: out.block_offset as u32,
         grid_x: grid.x,
-        in_workgroup_memory: (k * d <= SHARED_SUMS && k <= SHARED_CLUSTERS) as u32,
         weighted: weights.is_some() as u32,
-        _pad0: 0,
-        _pad1: 0,
-        _pad2: 0,
+        slice_width: slicing.slice_width as u32,
+        n_slices: d.div_ceil(slicing.slice_width) as u32,
+        range_k: slicing.range_k as u32,
+        n_ranges: k.div_ceil(slicing.range_k) as u32,
+    };
+    // x − old centroid and a sum per value; rows, labels and distances read once, every
+    // block's partials written once.
+    let work = Work::f32s(
+        2.0 * (chunk.n_rows * d) as f64,
+        (chunk.n_rows * (d + 2 + weights.is_some() as usize) + k * d + n_blocks * k * (d + 3))
+            as f64,
+    );
+    let mut binds = vec![
+        ("labels", rows.labels.bind()),
+        ("min_sq_dist", rows.min_sq_dist.bind()),
+        // Unweighted: never read; the distances stand in (read-only, no allocation).
+        ("weights", weights.unwrap_or(rows.min_sq_dist).bind()),
+        ("partial_sums", out.sums.bind()),
+        ("partial_counts", out.counts.bind()),
+        ("partial_sq_dist", out.sq_dist.bind()),
+    ];
+    let entry = match textures {
+        Some(t) => {
+            binds.push(("x_texels", t.rows.bind()));
+            binds.push(("centroid_texels", t.centroids.bind()));
+            wgsl::ACCUMULATE_CLUSTER_PARTIALS_TEXTURE
+        }
+        None => {
+            binds.push(("x", chunk.bind()));
+            binds.push(("old_centroids", rows.old_centroids.bind()));
+            wgsl::ACCUMULATE_CLUSTER_PARTIALS
+        }
     };
     batch.dispatch(
-        wgsl::ACCUMULATE_CLUSTER_PARTIALS,
+        entry,
         &[(FEATURE_WG_SIZE, wg_size)],
         &params,
+        &binds,
+        grid,
+        work,
+    )
+}
+
+/// Records [`UpdatePath::Segments`]: `label_segments` (one invocation per block) groups the
+/// rows by label, `accumulate_segments` (one invocation per block, cluster and texel) sums
+/// each segment in registers.
+fn record_segments(
+    gpu: &Gpu,
+    batch: &mut Batch<'_>,
+    chunk: &Chunk,
+    rows: &Assigned<'_>,
+    out: &ClusterPartials<'_>,
+    textures: &UpdateTextures<'_>,
+) -> Result<()> {
+    let (d, k, block_rows) = (rows.d, rows.k, out.block_rows);
+    assert!(d.is_multiple_of(4) && k <= SEGMENT_CLUSTERS);
+    let weights = rows.weights;
+    let n_blocks = chunk.n_rows.div_ceil(block_rows);
+    let order = DeviceBuffer::<u32>::zeroed(gpu, "rows by label", chunk.n_rows.max(1));
+    let segments = DeviceBuffer::<u32>::zeroed(gpu, "label segments", n_blocks * (k + 1));
+    let params = |grid_x: u32| AccumulateParams {
+        n_rows: chunk.n_rows as u32,
+        x_offset: chunk.x_offset,
+        d: d as u32,
+        k: k as u32,
+        block_rows: block_rows as u32,
+        block_offset: out.block_offset as u32,
+        grid_x,
+        weighted: weights.is_some() as u32,
+        slice_width: d as u32,
+        n_slices: 1,
+        range_k: k as u32,
+        n_ranges: 1,
+    };
+    // Unweighted: never read; the distances stand in (read-only, no allocation).
+    let weights_bind = weights.unwrap_or(rows.min_sq_dist).bind();
+    let grid = gpu.grid(n_blocks as u64)?;
+    batch.dispatch(
+        wgsl::LABEL_SEGMENTS,
+        &[],
+        &params(grid.x),
         &[
-            ("x", chunk.bind()),
             ("labels", rows.labels.bind()),
-            ("min_sq_dist", rows.min_sq_dist.bind()),
-            // Unweighted: never read; the distances stand in (read-only, no allocation).
-            ("weights", weights.unwrap_or(rows.min_sq_dist).bind()),
-            ("old_centroids", rows.old_centroids.bind()),
-            ("partial_sums", out.sums.bind()),
             ("partial_counts", out.counts.bind()),
+            ("order", order.bind()),
+            ("segments", segments.bind()),
+        ],
+        grid,
+        // Two passes over the labels; the counts, segments and order written once.
+        Work::f32s(0.0, (3 * chunk.n_rows + n_blocks * (2 * k + 1)) as f64),
+    )?;
+    let invocations = n_blocks * k * (d / 4);
+    let grid = gpu.grid(invocations.div_ceil(ROW_WG_SIZE as usize) as u64)?;
+    batch.dispatch(
+        wgsl::ACCUMULATE_SEGMENTS,
+        &[],
+        &params(grid.x),
+        &[
+            ("min_sq_dist", rows.min_sq_dist.bind()),
+            ("weights", weights_bind),
+            ("order", order.bind()),
+            ("segments", segments.bind()),
+            ("x_texels", textures.rows.bind()),
+            ("centroid_texels", textures.centroids.bind()),
+            ("partial_sums", out.sums.bind()),
             ("partial_sq_dist", out.sq_dist.bind()),
         ],
         grid,
-        // x − old centroid and a sum per value; rows, labels and distances read once, every
+        // x − old centroid and a sum per value; rows, distances and order read once, every
         // block's partials written once.
         Work::f32s(
             2.0 * (chunk.n_rows * d) as f64,
-            (chunk.n_rows * (d + 2 + weights.is_some() as usize)
-                + k * d
-                + chunk.n_rows.div_ceil(block_rows) * k * (d + 3)) as f64,
+            (chunk.n_rows * (d + 2 + weights.is_some() as usize) + k * d + n_blocks * k * (d + 2))
+                as f64,
         ),
     )
 }

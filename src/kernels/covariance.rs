@@ -2,6 +2,7 @@
 
 use bytemuck::{Pod, Zeroable};
 
+use super::tiles::{cpu_like, GemmConfig};
 use super::ROW_WG_SIZE;
 
 use crate::error::Result;
@@ -9,11 +10,9 @@ use crate::gpu::batch::{Batch, Bind};
 use crate::gpu::device_buffer::DeviceBuffer;
 use crate::gpu::profile::Work;
 use crate::gpu::shaders::{check_params, covariance as wgsl};
+use crate::gpu::texture::FlatTexture;
 use crate::gpu::tuning::TuneKey;
 use crate::gpu::Gpu;
-
-/// Output tile edge (`TILE` in the shader).
-const TILE: usize = wgsl::TILE as usize;
 
 /// Twin of `GramParams` in shaders/covariance.wgsl.
 #[repr(C)]
@@ -31,9 +30,13 @@ pub(crate) struct GramParams {
     n_tiles_b: u32,
     upper_only: u32,
     grid_x: u32,
+    a_vec4: u32,
+    b_vec4: u32,
+    _pad0: u32,
+    _pad1: u32,
 }
 
-const _: () = check_params::<GramParams>(&[wgsl::GRAM_PARTIALS]);
+const _: () = check_params::<GramParams>(&[wgsl::GRAM_TILED, wgsl::GRAM_TEXTURE]);
 
 /// Twin of `GramSliceParams` in shaders/covariance.wgsl.
 #[repr(C)]
@@ -62,8 +65,42 @@ const SLICE_VALUES: usize = wgsl::SLICE_VALUES as usize;
 const GRAM_IB: usize = wgsl::GRAM_IB as usize;
 
 /// The Gram kernels, which give the same bits (see the shader).
-pub(super) const GRAM_VARIANTS: [&str; 2] =
-    [wgsl::GRAM_PARTIALS.name, wgsl::GRAM_PARTIALS_UNIFORM.name];
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum GramVariant {
+    /// The tile core, staged (GPUs).
+    Tiled(GemmConfig),
+    /// 8 x 8 blocks from a flat texture of A (CPU-like adapters, symmetric products).
+    Texture,
+    /// Rows of A from uniform slices (CPU-like adapters).
+    Uniform,
+}
+
+impl GramVariant {
+    /// Every variant the tests run.
+    pub(crate) fn all() -> Vec<GramVariant> {
+        let mut v = vec![Self::Uniform, Self::Texture];
+        v.extend(GemmConfig::ALL.map(Self::Tiled));
+        v
+    }
+
+    /// Its name for the autotuner and reports.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Self::Uniform => "gram_partials_uniform",
+            Self::Texture => "gram_texture",
+            Self::Tiled(c) => match c.label() {
+                "128x128" => "gram_tiled 128x128",
+                "64x64" => "gram_tiled 64x64",
+                "128x32" => "gram_tiled 128x32",
+                _ => "gram_tiled",
+            },
+        }
+    }
+
+    fn from_name(name: &str) -> Option<Self> {
+        Self::all().into_iter().find(|v| v.name() == name)
+    }
+}
 
 /// Rows the autotuner times each variant on.
 const TRIAL_ROWS: usize = 2048;
@@ -87,8 +124,8 @@ pub(crate) struct GramBlocks<'a> {
     pub block_rows: usize,
     /// The first block's global number.
     pub block_offset: usize,
-    /// A = B: only tiles on or above the diagonal are written (the buffer must be cleared
-    /// first so that the rest reads as zero).
+    /// A = B: only entries i <= j are written (the buffer must be cleared first so that the
+    /// rest reads as zero).
     pub upper_only: bool,
     /// The partials.
     pub partials: &'a DeviceBuffer<f32>,
@@ -109,16 +146,35 @@ pub(crate) fn gram_partials(
 }
 
 /// The buffer behind a binding and the byte offset the binding starts at.
-fn buffer_of<'a>(bind: Bind<'a>) -> (&'a wgpu::Buffer, u64) {
+fn buffer_of<'a>(bind: Bind<'a>) -> Option<(&'a wgpu::Buffer, u64, u64)> {
     match bind {
-        Bind::Whole(buffer) => (buffer, 0),
-        Bind::Range(buffer, offset, _) => (buffer, offset),
+        Bind::Whole(buffer) => Some((buffer, 0, buffer.size())),
+        Bind::Range(buffer, offset, size) => Some((buffer, offset, size)),
+        Bind::Texture(_) => None,
     }
 }
 
-/// The variant for this shape: the tiled kernel alone when the sliced one cannot run (rows
-/// wider than a slice, or an A the host may not copy from), else the autotuner's choice,
-/// timed on the first rows with scratch partials.
+/// Whether `variant` can run this product.
+pub(super) fn runs(variant: GramVariant, a: &Operand<'_>, upper_only: bool) -> bool {
+    let copyable =
+        buffer_of(a.bind).is_some_and(|(b, _, _)| b.usage().contains(wgpu::BufferUsages::COPY_SRC));
+    match variant {
+        // Upper-triangle tiles pair row and column tiles of one size.
+        GramVariant::Tiled(c) => !upper_only || c.tile_m() == c.tile_n(),
+        GramVariant::Uniform => copyable && a.cols <= SLICE_VALUES,
+        GramVariant::Texture => {
+            let start = buffer_of(a.bind).map(|(_, o, _)| o + 4 * a.offset as u64);
+            upper_only
+                && a.cols.is_multiple_of(4)
+                && buffer_of(a.bind)
+                    .zip(start)
+                    .is_some_and(|((buf, _, _), s)| FlatTexture::can_copy_from(buf, s))
+        }
+    }
+}
+
+/// The variant for this shape: on GPUs the tile core; on CPU-like adapters the only
+/// candidate, or the autotuner's choice, timed on the first rows with scratch partials.
 fn gram_variant(
     gpu: &Gpu,
     n_rows: usize,
@@ -126,13 +182,19 @@ fn gram_variant(
     b: &Operand<'_>,
     block_rows: usize,
     upper_only: bool,
-) -> Result<&'static str> {
-    let copyable = buffer_of(a.bind)
-        .0
-        .usage()
-        .contains(wgpu::BufferUsages::COPY_SRC);
-    if a.cols > SLICE_VALUES || !copyable {
-        return Ok(wgsl::GRAM_PARTIALS.name);
+) -> Result<GramVariant> {
+    let tiled = GramVariant::Tiled(GemmConfig::for_shape(a.cols, b.cols));
+    if !cpu_like(gpu) {
+        return Ok(tiled);
+    }
+    let candidates: Vec<GramVariant> = [GramVariant::Uniform, GramVariant::Texture]
+        .into_iter()
+        .filter(|&v| runs(v, a, upper_only))
+        .collect();
+    match candidates.len() {
+        0 => return Ok(tiled),
+        1 => return Ok(candidates[0]),
+        _ => {}
     }
     let key = TuneKey::new(
         if upper_only { "gram-symmetric" } else { "gram" },
@@ -140,7 +202,7 @@ fn gram_variant(
         b.cols,
     );
     if let Some(c) = gpu.tuned_choice(&key) {
-        return Ok(c);
+        return Ok(GramVariant::from_name(c).expect("a name of ours"));
     }
     let rows = n_rows.min(TRIAL_ROWS);
     let scratch = DeviceBuffer::zeroed(
@@ -154,38 +216,39 @@ fn gram_variant(
         upper_only,
         partials: &scratch,
     };
-    gpu.tuned(key, &GRAM_VARIANTS, |variant| {
+    let names: Vec<&'static str> = candidates.iter().map(|v| v.name()).collect();
+    let chosen = gpu.tuned(key, &names, |name| {
+        let variant = GramVariant::from_name(name).expect("a name of ours");
         gpu.time_trial(
             |batch| record_gram(gpu, batch, variant, rows, a, b, &out),
             &scratch,
         )
-    })
+    })?;
+    Ok(GramVariant::from_name(chosen).expect("a name of ours"))
 }
 
-/// Records `variant` (one of [`GRAM_VARIANTS`]).
+/// The binding of an operand's range as vec4s, or `placeholder` under 16 bytes.
+fn vec4_view<'a>(bind: Bind<'a>, placeholder: &'a DeviceBuffer<f32>) -> Bind<'a> {
+    match buffer_of(bind) {
+        Some((buffer, offset, size)) if size >= 16 => Bind::Range(buffer, offset, size / 16 * 16),
+        _ => placeholder.bind(),
+    }
+}
+
+/// Records `variant` (one of [`GramVariant::all`]).
 pub(super) fn record_gram(
     gpu: &Gpu,
     batch: &mut Batch<'_>,
-    variant: &str,
+    variant: GramVariant,
     n_rows: usize,
     a: &Operand<'_>,
     b: &Operand<'_>,
     out: &GramBlocks<'_>,
 ) -> Result<()> {
-    if variant == wgsl::GRAM_PARTIALS_UNIFORM.name {
-        return record_gram_uniform(gpu, batch, n_rows, a, b, out);
-    }
     let (block_rows, upper_only) = (out.block_rows, out.upper_only);
-    let n_tiles_a = a.cols.div_ceil(TILE);
-    let n_tiles_b = b.cols.div_ceil(TILE);
-    let n_pairs = if upper_only {
-        n_tiles_a * (n_tiles_a + 1) / 2
-    } else {
-        n_tiles_a * n_tiles_b
-    };
     let n_blocks = n_rows.div_ceil(block_rows);
-    let grid = gpu.grid((n_pairs * n_blocks) as u64)?;
-    let params = GramParams {
+    let work = gram_work(n_rows, a.cols, b.cols, upper_only, n_blocks);
+    let params = |n_tiles_a: usize, n_tiles_b: usize, grid_x: u32| GramParams {
         n_rows: n_rows as u32,
         a_offset: a.offset,
         b_offset: b.offset,
@@ -197,22 +260,69 @@ pub(super) fn record_gram(
         n_tiles_a: n_tiles_a as u32,
         n_tiles_b: n_tiles_b as u32,
         upper_only: upper_only as u32,
-        grid_x: grid.x,
+        grid_x,
+        a_vec4: (a.cols.is_multiple_of(4) && a.offset.is_multiple_of(4)) as u32,
+        b_vec4: (b.cols.is_multiple_of(4) && b.offset.is_multiple_of(4)) as u32,
+        _pad0: 0,
+        _pad1: 0,
     };
-    batch.dispatch(
-        wgsl::GRAM_PARTIALS,
-        &[],
-        &params,
-        &[
-            ("a", a.bind),
-            ("b", b.bind),
-            ("a_shift", a.shift.bind()),
-            ("b_shift", b.shift.bind()),
-            ("partials", out.partials.bind()),
-        ],
-        grid,
-        gram_work(n_rows, a.cols, b.cols, upper_only, n_blocks),
-    )
+    let pairs = |ta: usize, tb: usize| {
+        if upper_only {
+            ta * (ta + 1) / 2
+        } else {
+            ta * tb
+        }
+    };
+    match variant {
+        GramVariant::Uniform => record_gram_uniform(gpu, batch, n_rows, a, b, out),
+        GramVariant::Tiled(config) => {
+            let (ta, tb) = (
+                a.cols.div_ceil(config.tile_m()),
+                b.cols.div_ceil(config.tile_n()),
+            );
+            let grid = gpu.grid((pairs(ta, tb) * n_blocks) as u64)?;
+            let placeholder = DeviceBuffer::zeroed(gpu, "vec4 placeholder", 4);
+            batch.dispatch(
+                wgsl::GRAM_TILED,
+                &config.overrides(),
+                &params(ta, tb, grid.x),
+                &[
+                    ("a", a.bind),
+                    ("b", b.bind),
+                    ("a4", vec4_view(a.bind, &placeholder)),
+                    ("b4", vec4_view(b.bind, &placeholder)),
+                    ("a_shift", a.shift.bind()),
+                    ("b_shift", b.shift.bind()),
+                    ("partials", out.partials.bind()),
+                ],
+                grid,
+                work,
+            )
+        }
+        GramVariant::Texture => {
+            let Some((buffer, bind_offset, _)) = buffer_of(a.bind) else {
+                return Err(crate::Error::Gpu("gram operands are buffers".into()));
+            };
+            let texture = FlatTexture::new(gpu, "gram rows texture", n_rows * a.cols)
+                .ok_or_else(|| crate::Error::Gpu("the rows exceed the texture limits".into()))?;
+            batch.copy_to_texture(buffer, bind_offset + 4 * a.offset as u64, &texture);
+            let blocks = a.cols.div_ceil(8);
+            let invocations = pairs(blocks, blocks) * n_blocks;
+            let grid = gpu.grid(invocations.div_ceil(ROW_WG_SIZE as usize) as u64)?;
+            batch.dispatch(
+                wgsl::GRAM_TEXTURE,
+                &[],
+                &params(blocks, blocks, grid.x),
+                &[
+                    ("a_texels", texture.bind()),
+                    ("a_shift", a.shift.bind()),
+                    ("partials", out.partials.bind()),
+                ],
+                grid,
+                work,
+            )
+        }
+    }
 }
 
 /// Records `gram_partials_uniform`: per block, slices of whole rows of A copied into a
@@ -227,7 +337,9 @@ fn record_gram_uniform(
     out: &GramBlocks<'_>,
 ) -> Result<()> {
     let (block_rows, block_offset, upper_only) = (out.block_rows, out.block_offset, out.upper_only);
-    let (a_buffer, a_base) = buffer_of(a.bind);
+    let Some((a_buffer, a_base, _)) = buffer_of(a.bind) else {
+        return Err(crate::Error::Gpu("gram operands are buffers".into()));
+    };
     let slice_rows = (SLICE_VALUES / a.cols).min(block_rows).max(1);
     let slice = gpu.uniform_buffer("gram slice", 4 * SLICE_VALUES as u64);
     let n_iblocks = a.cols.div_ceil(GRAM_IB);

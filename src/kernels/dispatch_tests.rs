@@ -12,6 +12,7 @@ use crate::gpu::shaders::{self, rows, EntryPoint, Shader};
 use crate::gpu::tests::{gpu, random};
 use crate::gpu::{Gpu, GpuMatrix};
 use crate::kernels;
+use crate::kernels::tiles::GemmConfig;
 
 /// `RowsParams` of rows.wgsl, as its wrapper lays it out.
 #[repr(C)]
@@ -174,6 +175,13 @@ fn every_kernel() -> Vec<(&'static EntryPoint, Vec<(&'static str, u32)>)> {
                 [name] if *name == kernels::FEATURE_WG_SIZE => {
                     for wg in kernels::feature_wg_sizes() {
                         all.push((entry, vec![(*name, wg)]));
+                    }
+                }
+                names if names.iter().all(|n| n.starts_with("GEMM_")) => {
+                    for config in GemmConfig::ALL {
+                        let values = config.overrides();
+                        assert!(names.iter().all(|n| values.iter().any(|(v, _)| v == n)));
+                        all.push((entry, values.to_vec()));
                     }
                 }
                 other => panic!("{}: no host values known for {other:?}", entry.label()),

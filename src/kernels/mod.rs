@@ -8,6 +8,8 @@
 
 pub(crate) mod affinity;
 pub(crate) mod assign;
+pub(crate) mod assign_bound;
+pub(crate) mod assign_scratch;
 pub(crate) mod ceilings;
 pub(crate) mod centroid_update;
 pub(crate) mod covariance;
@@ -18,6 +20,7 @@ pub(crate) mod projection;
 pub(crate) mod reduce;
 pub(crate) mod rows;
 pub(crate) mod silhouette;
+pub(crate) mod tiles;
 
 #[cfg(test)]
 mod dispatch_tests;

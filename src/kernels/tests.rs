@@ -1,14 +1,17 @@
 //! The kernels whose workgroup size the host picks (`FEATURE_WG_SIZE`), run at every value
 //! it may pick and held against sums computed here on the host, for D below, at and above
-//! each size (so invocations both idle and stride), on both paths of the centroid update.
+//! each size (so invocations both idle and stride), on every path of the centroid update.
 
-use super::centroid_update::{accumulate_cluster_partials_at, Assigned, ClusterPartials};
+use super::centroid_update::{
+    accumulate_cluster_partials_at, Assigned, ClusterPartials, Slicing, UpdatePath, UpdateTextures,
+};
 use super::reduce::{column_moments_at, MomentBlocks};
 use super::{feature_wg_size, feature_wg_sizes};
 use crate::data::Matrix;
 use crate::gpu::batch::Batch;
 use crate::gpu::device_buffer::DeviceBuffer;
 use crate::gpu::tests::{gpu, random};
+use crate::gpu::texture::FlatTexture;
 use crate::gpu::GpuMatrix;
 
 const FEATURE_COUNTS: [usize; 6] = [1, 5, 33, 100, 257, 300];
@@ -37,8 +40,7 @@ fn centroid_partials_are_right_at_every_feature_workgroup_size() {
     let gpu = gpu();
     let (n, block_rows) = (150usize, 40);
     let n_blocks = n.div_ceil(block_rows);
-    // k = 3 keeps K x D in workgroup memory up to D = 300 for the shared path; k = 9 at
-    // D >= 257 takes the storage path.
+    // k = 9 at D >= 257: several clusters per range with several slices.
     for (d, k) in FEATURE_COUNTS
         .iter()
         .map(|&d| (d, if d >= 257 { 9 } else { 3 }))
@@ -72,7 +74,30 @@ fn centroid_partials_are_right_at_every_feature_workgroup_size() {
                 sq_dist[2 * (b * k + c)] += weight(r) * sq[r] as f64;
                 sq_dist[2 * (b * k + c) + 1] += weight(r);
             }
-            for wg in feature_wg_sizes() {
+            // (slicing, workgroup size, from textures): the shape's own slicing at every
+            // size, and narrow slices and ranges that cut D and K into several workgroups.
+            let mut runs: Vec<(UpdatePath, bool)> = feature_wg_sizes()
+                .map(|wg| {
+                    (
+                        UpdatePath::Sliced(Slicing::for_shape(d, k, false), wg),
+                        false,
+                    )
+                })
+                .collect();
+            let narrow = |w: usize| Slicing {
+                slice_width: w,
+                range_k: 2,
+            };
+            runs.push((UpdatePath::Sliced(narrow(3), 32), false));
+            if d.is_multiple_of(4) {
+                for wg in feature_wg_sizes() {
+                    runs.push((UpdatePath::Sliced(Slicing::for_shape(d, k, true), wg), true));
+                }
+                runs.push((UpdatePath::Sliced(narrow(8), 32), true));
+                runs.push((UpdatePath::Segments, true));
+            }
+            let mut first_bits: Option<Vec<f32>> = None;
+            for (path, texels) in runs {
                 let out_sums = DeviceBuffer::zeroed(&gpu, "sums", n_blocks * k * d);
                 let out_counts = DeviceBuffer::zeroed(&gpu, "counts", n_blocks * k);
                 let out_sq = DeviceBuffer::zeroed(&gpu, "sq_dist", n_blocks * k * 2);
@@ -93,15 +118,44 @@ fn centroid_partials_are_right_at_every_feature_workgroup_size() {
                 };
                 let mut batch = Batch::new(&gpu, "partials");
                 let chunk = &xg.chunks()[0];
-                accumulate_cluster_partials_at(&gpu, &mut batch, chunk, &rows, &out, wg).unwrap();
+                let textures = texels.then(|| {
+                    let rows_t = FlatTexture::new(&gpu, "rows", n * d).unwrap();
+                    let cent_t = FlatTexture::new(&gpu, "centroids", k * d).unwrap();
+                    let start = chunk.bind_offset + 4 * chunk.x_offset as u64;
+                    batch.copy_to_texture(&chunk.buffer, start, &rows_t);
+                    batch.copy_to_texture(old_b.raw(), 0, &cent_t);
+                    (rows_t, cent_t)
+                });
+                let t = textures.as_ref().map(|(r, c)| UpdateTextures {
+                    rows: r,
+                    centroids: c,
+                });
+                accumulate_cluster_partials_at(
+                    &gpu,
+                    &mut batch,
+                    chunk,
+                    &rows,
+                    &out,
+                    path,
+                    t.as_ref(),
+                )
+                .unwrap();
                 let hs = batch.read_all(&out_sums);
                 let hc = batch.read_all(&out_counts);
                 let hq = batch.read_all(&out_sq);
                 let back = batch.finish().unwrap();
-                let what = format!("D = {d}, K = {k}, FEATURE_WG_SIZE = {wg}, weighted {weighted}");
-                assert_close(&format!("sums, {what}"), &back.f32s(hs), &sums);
+                let what =
+                    format!("D = {d}, K = {k}, {path:?}, textures {texels}, weighted {weighted}");
+                let got = back.f32s(hs);
+                assert_close(&format!("sums, {what}"), &got, &sums);
                 assert_eq!(back.u32s(hc), counts, "counts, {what}");
                 assert_close(&format!("sq_dist, {what}"), &back.f32s(hq), &sq_dist);
+                // One summation order everywhere: the same bits from every run.
+                let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+                match &first_bits {
+                    Some(f) => assert_eq!(bits(f), bits(&got), "bits, {what}"),
+                    None => first_bits = Some(got),
+                }
             }
         }
     }

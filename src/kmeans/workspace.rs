@@ -9,7 +9,7 @@ use crate::gpu::batch::Batch;
 use crate::gpu::buffer::Chunk;
 use crate::gpu::device_buffer::DeviceBuffer;
 use crate::gpu::{Gpu, GpuMatrix, GpuVector};
-use crate::kernels::assign::{self, Assignment};
+use crate::kernels::assign::{self, AssignScratch, Assignment};
 use crate::kernels::centroid_update::{self, Assigned, ClusterPartials};
 use crate::kernels::{reduce, rows};
 
@@ -55,13 +55,16 @@ pub(super) fn row_extra_bytes(weighted: bool) -> u64 {
 
 /// Device bytes a workspace for N x D rows and K clusters needs besides the rows and the
 /// per-row buffers: the per-block partials (at most [`PARTIALS_TARGET_BYTES`] each), the
-/// centroids and the per-cluster sums. Kept beside [`Workspace::weighted`], which allocates
-/// them, so that the budget and the allocation cannot drift apart.
+/// centroids and the per-cluster sums, the assignment's prepared centroids and recheck list.
+/// Kept beside [`Workspace::weighted`], which allocates them, so that the budget and the
+/// allocation cannot drift apart. (On CPU adapters the assignment may also mirror the rows
+/// into a texture, in host memory there.)
 pub(super) fn fixed_bytes(n: usize, d: usize, k: usize) -> u64 {
     let kd = (k * d) as u64;
     let partials =
         (n.div_ceil(256) as u64 * (kd + 2 * k as u64) * 4).min(3 * PARTIALS_TARGET_BYTES);
-    partials + 4 * kd * 4 + 16 * k as u64 + 1024
+    let assign = 16 * (k * d.div_ceil(4) + k + d.div_ceil(4)) as u64 + 4 * (n as u64 + 1);
+    partials + 4 * kd * 4 + 16 * k as u64 + assign + 1024
 }
 
 /// Device buffers of one fit, reused by every restart and iteration.
@@ -89,6 +92,8 @@ pub(super) struct Workspace<'a> {
     sums: DeviceBuffer<f32>,
     counts: DeviceBuffer<u32>,
     sq_dist: DeviceBuffer<f32>,
+    /// Per chunk, the assignment's scratch (prepared centroids, recheck list, textures).
+    assign_scratch: Vec<AssignScratch>,
 }
 
 impl<'a> Workspace<'a> {
@@ -152,6 +157,11 @@ impl<'a> Workspace<'a> {
                 sums: DeviceBuffer::zeroed(gpu, "cluster sums", kd),
                 counts: DeviceBuffer::zeroed(gpu, "cluster counts", k),
                 sq_dist: DeviceBuffer::zeroed(gpu, "cluster squared distances and weights", 2 * k),
+                assign_scratch: x
+                    .chunks()
+                    .iter()
+                    .map(|c| AssignScratch::new(gpu, c.n_rows, x.n_features(), k))
+                    .collect(),
             })
         })
     }
@@ -214,6 +224,9 @@ impl<'a> Workspace<'a> {
                 && (piece.n_chunks() == 1 || piece.n_rows() == self.labels.len())
         );
         self.x = piece.clone();
+        for s in &self.assign_scratch {
+            s.rows_changed();
+        }
     }
 
     /// One assignment against the first `k` rows of `centroids` and the statistics of the
@@ -237,7 +250,8 @@ impl<'a> Workspace<'a> {
                     min_sq_dist: &self.min_sq_dist.chunks[i],
                     changed: &self.changed,
                 };
-                assign::assign_nearest_centroid(gpu, &mut batch, chunk, d, &to)?;
+                let scratch = &self.assign_scratch[i];
+                assign::assign_nearest_centroid_with(gpu, &mut batch, chunk, d, &to, scratch)?;
                 let rows = Assigned {
                     d,
                     k,
@@ -253,9 +267,11 @@ impl<'a> Workspace<'a> {
                     counts: &self.partial_counts,
                     sq_dist: &self.partial_sq_dist,
                 };
-                centroid_update::accumulate_cluster_partials(
-                    gpu, &mut batch, chunk, &rows, &partials,
-                )?;
+                scratch.with_update_textures(chunk, |textures| {
+                    centroid_update::accumulate_cluster_partials(
+                        gpu, &mut batch, chunk, &rows, &partials, textures,
+                    )
+                })?;
             }
             let blocks = self.n_blocks;
             reduce::sum_partial_columns(

@@ -92,10 +92,8 @@ fn bench_kernels_json_lines_hold_the_roofline() {
     // The assignment's cost model: 2·n·d·k FLOPs over one read of the rows.
     assert_eq!(num(&rows[0], "flops"), 2.0 * 3000.0 * 12.0 * 40.0);
     assert_eq!(num(&rows[0], "bytes"), 4.0 * 3000.0 * 12.0);
-    assert!(rows[0]["detail"]
-        .as_str()
-        .unwrap()
-        .contains("assign_nearest_centroid"));
+    // Whichever variant the autotuner picked on this adapter.
+    assert!(rows[0]["detail"].as_str().unwrap().contains("assign_"));
 }
 
 #[test]

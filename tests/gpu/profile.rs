@@ -39,7 +39,7 @@ fn profiles_every_dispatch_and_leaves_results_unchanged() {
             let kernels = profile.kernels();
             let assign = kernels
                 .iter()
-                .find(|s| s.kernel.starts_with("assign_nearest_centroid"))
+                .find(|s| s.kernel.starts_with("assign_") && s.kernel != "assign_recheck")
                 .unwrap_or_else(|| panic!("no assignment in {kernels:?}"));
             // One assignment per Lloyd iteration and the final one, each 2·n·d·k FLOPs.
             assert!(assign.calls >= 4, "{assign:?}");
@@ -48,9 +48,7 @@ fn profiles_every_dispatch_and_leaves_results_unchanged() {
                 assign.calls as f64 * 2.0 * (n * d * k) as f64
             );
             assert!(assign.work.bytes >= assign.calls as f64 * 4.0 * (n * d) as f64);
-            assert!(kernels
-                .iter()
-                .any(|s| s.kernel == "accumulate_cluster_partials"));
+            assert!(kernels.iter().any(|s| s.kernel.starts_with("accumulate_")));
             // The kernels are sorted by time and their sums add up.
             assert!(kernels.windows(2).all(|w| w[0].seconds >= w[1].seconds));
             let sum: f64 = kernels.iter().map(|s| s.seconds).sum();
@@ -90,7 +88,7 @@ fn efficiency_is_the_roofline_bound_over_the_time() {
     let gram: f64 = profile
         .kernels()
         .iter()
-        .filter(|s| s.kernel.starts_with("gram_partials"))
+        .filter(|s| s.kernel.starts_with("gram_"))
         .map(|s| s.work.flops)
         .sum();
     assert_eq!(gram, (n * (d * (d + 1) + 2 * d)) as f64);

@@ -14,9 +14,19 @@ use std::path::{Path, PathBuf};
 
 use compose::{compose, ComposeError, Composed};
 
-/// The one override the host sets: the workgroup size of the kernels that stride over a
-/// row's features, a power of two from FEATURE_WG_MIN to FEATURE_WG_MAX.
+/// The overrides the host sets: the workgroup size of the kernels that stride over a row's
+/// features (a power of two from FEATURE_WG_MIN to FEATURE_WG_MAX), and the tile core's
+/// shape (shared/gemm.wgsl: invocations per tile edge 8 or 16, register block edges 4 or 8;
+/// src/kernels/tiles.rs picks among GemmConfig::ALL, which the GPU tests run).
 const FEATURE_WG_SIZE: &str = "FEATURE_WG_SIZE";
+const GEMM_OVERRIDES: [&str; 4] = ["GEMM_LANES_M", "GEMM_LANES_N", "GEMM_RM", "GEMM_RN"];
+
+/// Whether the workgroup size of an entry point with these overrides is the host's choice.
+fn host_sized(overrides: &[String]) -> bool {
+    overrides
+        .iter()
+        .any(|o| o == FEATURE_WG_SIZE || o == "GEMM_LANES_M" || o == "GEMM_LANES_N")
+}
 
 fn shader_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("shaders")
@@ -61,6 +71,11 @@ fn constant(reflection: &reflect::Reflection, name: &str) -> u32 {
 /// The values the host may give `name`: every power of two from FEATURE_WG_MIN to
 /// FEATURE_WG_MAX (kernels::feature_wg_size picks among them).
 fn host_values(reflection: &reflect::Reflection, name: &str) -> Vec<u32> {
+    match name {
+        "GEMM_LANES_M" | "GEMM_LANES_N" => return vec![8, 16],
+        "GEMM_RM" | "GEMM_RN" => return vec![4, 8],
+        _ => {}
+    }
     assert_eq!(
         name, FEATURE_WG_SIZE,
         "no host choice is known for override {name}"
@@ -140,13 +155,20 @@ fn only_sizes_the_host_chooses_are_overrides() {
         for entry in &reflection.entries {
             let shown = format!("{} {}", path.display(), entry.name);
             for name in &entry.overrides {
-                assert_eq!(
-                    name, FEATURE_WG_SIZE,
+                assert!(
+                    name == FEATURE_WG_SIZE || GEMM_OVERRIDES.contains(&name.as_str()),
                     "{shown}: `{name}` is an override the host never sets; make it a const"
                 );
             }
+            // The tile core's overrides come together: the host sets all four.
+            let gemm = entry
+                .overrides
+                .iter()
+                .filter(|o| GEMM_OVERRIDES.contains(&o.as_str()))
+                .count();
+            assert!(gemm == 0 || gemm == 4, "{shown}: {:?}", entry.overrides);
             // A fixed workgroup size unless the host picks it.
-            let host_sized = entry.overrides.iter().any(|o| o == FEATURE_WG_SIZE);
+            let host_sized = host_sized(&entry.overrides);
             assert_eq!(entry.workgroup_size.is_none(), host_sized, "{shown}");
             overridden += usize::from(host_sized);
             // Exactly one uniform: the parameter struct the wrapper passes.
@@ -158,8 +180,8 @@ fn only_sizes_the_host_chooses_are_overrides() {
             assert_eq!(uniforms, 1, "{shown}");
         }
     }
-    // accumulate_cluster_partials and column_moments.
-    assert_eq!(overridden, 2);
+    // accumulate_cluster_partials, column_moments and the tiled kernels.
+    assert!(overridden >= 4, "{overridden}");
 }
 
 #[test]
