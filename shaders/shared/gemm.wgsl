@@ -167,21 +167,32 @@ fn gemm_put_b_depth_major(slot: GemmSlot, v: vec4<f32>) {
     gemm_b[slot.depth * GEMM_ROW_VEC4S + slot.item / 4u] = v;
 }
 
+// A lane's operands at one staged depth: rows lo (and hi when the block is 8 tall) of A,
+// columns lo (and hi when 8 wide) of B.
+struct StageOperands {
+    a_lo: vec4<f32>,
+    a_hi: vec4<f32>,
+    b_lo: vec4<f32>,
+    b_hi: vec4<f32>,
+}
+
+fn gemm_stage_operands(lane: GemmLane, d: u32) -> StageOperands {
+    let row = d * GEMM_ROW_VEC4S;
+    var o = StageOperands(gemm_a[row + lane.ty], vec4<f32>(), gemm_b[row + lane.tx], vec4<f32>());
+    if GEMM_RM == 8u {
+        o.a_hi = gemm_a[row + GEMM_LANES_M + lane.ty];
+    }
+    if GEMM_RN == 8u {
+        o.b_hi = gemm_b[row + GEMM_LANES_N + lane.tx];
+    }
+    return o;
+}
+
 // The register block over the staged depths, in order.
 fn gemm_multiply_stage(lane: GemmLane, acc: ptr<function, Block>) {
     for (var d = 0u; d < GEMM_DEPTH; d++) {
-        let row = d * GEMM_ROW_VEC4S;
-        let a_lo = gemm_a[row + lane.ty];
-        let b_lo = gemm_b[row + lane.tx];
-        var a_hi = vec4<f32>();
-        var b_hi = vec4<f32>();
-        if GEMM_RM == 8u {
-            a_hi = gemm_a[row + GEMM_LANES_M + lane.ty];
-        }
-        if GEMM_RN == 8u {
-            b_hi = gemm_b[row + GEMM_LANES_N + lane.tx];
-        }
-        block_outer(acc, a_lo, a_hi, b_lo, b_hi, GEMM_RM, GEMM_RN);
+        let o = gemm_stage_operands(lane, d);
+        block_outer(acc, o.a_lo, o.a_hi, o.b_lo, o.b_hi, GEMM_RM, GEMM_RN);
     }
 }
 
@@ -252,18 +263,8 @@ fn block_outer_sq(acc: ptr<function, Block>, a_lo: vec4<f32>, a_hi: vec4<f32>, b
 // gemm_multiply_stage with block_outer_sq.
 fn gemm_multiply_stage_sq(lane: GemmLane, acc: ptr<function, Block>) {
     for (var d = 0u; d < GEMM_DEPTH; d++) {
-        let row = d * GEMM_ROW_VEC4S;
-        let a_lo = gemm_a[row + lane.ty];
-        let b_lo = gemm_b[row + lane.tx];
-        var a_hi = vec4<f32>();
-        var b_hi = vec4<f32>();
-        if GEMM_RM == 8u {
-            a_hi = gemm_a[row + GEMM_LANES_M + lane.ty];
-        }
-        if GEMM_RN == 8u {
-            b_hi = gemm_b[row + GEMM_LANES_N + lane.tx];
-        }
-        block_outer_sq(acc, a_lo, a_hi, b_lo, b_hi, GEMM_RM, GEMM_RN);
+        let o = gemm_stage_operands(lane, d);
+        block_outer_sq(acc, o.a_lo, o.a_hi, o.b_lo, o.b_hi, GEMM_RM, GEMM_RN);
     }
 }
 
