@@ -119,24 +119,4 @@ impl Batch<'_> {
     pub(crate) fn read_all<T: Pod>(&mut self, buffer: &DeviceBuffer<T>) -> ReadHandle {
         self.read_values(buffer, 0, buffer.len())
     }
-
-    /// Copies values `src_first .. src_first + count` of `src` to `dst` from `dst_first` on.
-    pub(crate) fn copy_values<T: Pod>(
-        &mut self,
-        src: &DeviceBuffer<T>,
-        src_first: usize,
-        dst: &DeviceBuffer<T>,
-        dst_first: usize,
-        count: usize,
-    ) {
-        debug_assert!(src_first + count <= src.len() && dst_first + count <= dst.len());
-        let bytes = DeviceBuffer::<T>::bytes;
-        self.copy(
-            src.raw(),
-            bytes(src_first),
-            dst.raw(),
-            bytes(dst_first),
-            bytes(count),
-        );
-    }
 }

@@ -1,8 +1,8 @@
-//! k-means++ seeding kernels (`shaders/kmeans_pp.wgsl`).
+//! Greedy k-means++ seeding kernels (`shaders/kmeans_pp.wgsl`): D² sampling, the candidates'
+//! potentials and the running D², each step recorded without a readback.
 
 use bytemuck::{Pod, Zeroable};
 
-use super::ROW_WG_SIZE;
 use crate::error::Result;
 use crate::gpu::batch::Batch;
 use crate::gpu::buffer::Chunk;
@@ -11,21 +11,32 @@ use crate::gpu::profile::Work;
 use crate::gpu::shaders::{check_params, kmeans_pp as wgsl};
 use crate::gpu::Gpu;
 
-/// Rows per block: `BLOCK_ROWS` in the shader (one invocation sums one block).
-pub(crate) const KMEANSPP_BLOCK_ROWS: usize = wgsl::BLOCK_ROWS as usize;
+/// Rows per block sum: `PP_ROWS` in the shader (one workgroup scores one block).
+pub(crate) const KMEANSPP_BLOCK_ROWS: usize = wgsl::PP_ROWS as usize;
+
+/// Candidates one potentials dispatch scores: `PP_MAX_TRIALS` in the shader.
+pub(crate) const KMEANSPP_MAX_TRIALS: usize = wgsl::PP_MAX_TRIALS as usize;
 
 /// Twin of `KmeansPpParams` in shaders/kmeans_pp.wgsl.
 #[repr(C)]
-#[derive(Debug, Clone, Copy, Pod, Zeroable)]
+#[derive(Debug, Clone, Copy, Default, Pod, Zeroable)]
 pub(crate) struct KmeansPpParams {
     n_rows: u32,
     x_offset: u32,
     d: u32,
     n_candidates: u32,
+    first_candidate: u32,
+    n_columns: u32,
     block_offset: u32,
     grid_x: u32,
     first: u32,
     weighted: u32,
+    row_start: u32,
+    step: u32,
+    n_blocks: u32,
+    n_total: u32,
+    n_trials: u32,
+    _pad: u32,
 }
 
 const _: () = check_params::<KmeansPpParams>(wgsl::ENTRY_POINTS);
@@ -35,7 +46,7 @@ pub(crate) fn blocks_in(chunk: &Chunk) -> usize {
     chunk.n_rows.div_ceil(KMEANSPP_BLOCK_ROWS)
 }
 
-/// One chunk's rows in the k-means++ seeding: their running D², weights and block sums.
+/// One chunk's rows in the seeding: their running D², weights and place among all blocks.
 pub(crate) struct SeedingRows<'a> {
     /// The rows.
     pub chunk: &'a Chunk,
@@ -45,33 +56,166 @@ pub(crate) struct SeedingRows<'a> {
     pub min_sq_dist: &'a DeviceBuffer<f32>,
     /// The rows' sample weights, when weighted.
     pub weights: Option<&'a DeviceBuffer<f32>>,
-    /// Per-block sums (of all chunks); this chunk's start at block `block_offset`.
-    pub block_sums: &'a DeviceBuffer<f32>,
     /// The chunk's first global block.
     pub block_offset: usize,
 }
 
-/// Records D² ← min(D², ‖x − c‖²) for the centre `c` (first row of `centre`), or D² ← ‖x − c‖²
-/// when `first`, and the block sums of D² (of w·D² with weights) from the chunk's first
-/// block on.
+impl SeedingRows<'_> {
+    /// The parameters every kernel reads of the chunk.
+    fn params(&self) -> KmeansPpParams {
+        KmeansPpParams {
+            n_rows: self.chunk.n_rows as u32,
+            x_offset: self.chunk.x_offset,
+            d: self.d as u32,
+            block_offset: self.block_offset as u32,
+            weighted: self.weights.is_some() as u32,
+            row_start: self.chunk.row_start as u32,
+            ..KmeansPpParams::default()
+        }
+    }
+}
+
+/// The buffers of one seeding's steps, shared by all chunks.
+pub(crate) struct StepBuffers<'a> {
+    /// T x D candidates of the step (row 0 alone holds the first centre).
+    pub candidates: &'a DeviceBuffer<f32>,
+    /// Per block and trial, the partial potentials: `[block][trial]`.
+    pub trial_sums: &'a DeviceBuffer<f32>,
+    /// The T potentials of the step's candidates.
+    pub potentials: &'a DeviceBuffer<f32>,
+    /// Per block, Σ w·D².
+    pub d2_sums: &'a DeviceBuffer<f32>,
+    /// Per trial, the draw: block, remainder, row (shader docs).
+    pub samples: &'a DeviceBuffer<u32>,
+    /// The chosen rows, by step.
+    pub chosen: &'a DeviceBuffer<u32>,
+    /// T uniform draws per step.
+    pub draws: &'a DeviceBuffer<f32>,
+    /// Trials per step (T).
+    pub n_trials: usize,
+}
+
+/// Records step `step`'s D² sampling: for each trial, the block of all `n_blocks` blocks
+/// (of `n_total` rows) its draw falls in.
+pub(crate) fn kmeanspp_sample(
+    batch: &mut Batch<'_>,
+    buffers: &StepBuffers<'_>,
+    step: usize,
+    (n_blocks, n_total): (usize, usize),
+) -> Result<()> {
+    let params = KmeansPpParams {
+        step: step as u32,
+        n_blocks: n_blocks as u32,
+        n_total: n_total as u32,
+        n_trials: buffers.n_trials as u32,
+        ..KmeansPpParams::default()
+    };
+    batch.dispatch(
+        wgsl::KMEANSPP_SAMPLE,
+        &[],
+        &params,
+        &[
+            ("d2_block_sums", buffers.d2_sums.bind()),
+            ("draws", buffers.draws.bind()),
+            ("samples", buffers.samples.bind()),
+        ],
+        crate::gpu::batch::Grid { x: 1, y: 1 },
+        Work::f32s(n_blocks as f64, n_blocks as f64),
+    )
+}
+
+/// Records, for the draws that fall in this chunk, the row drawn and its copy into the
+/// candidates.
+pub(crate) fn kmeanspp_gather_candidates(
+    gpu: &Gpu,
+    batch: &mut Batch<'_>,
+    rows: &SeedingRows<'_>,
+    buffers: &StepBuffers<'_>,
+) -> Result<()> {
+    let params = KmeansPpParams {
+        n_trials: buffers.n_trials as u32,
+        ..rows.params()
+    };
+    let grid = gpu.grid(buffers.n_trials as u64)?;
+    batch.dispatch(
+        wgsl::KMEANSPP_GATHER_CANDIDATES,
+        &[],
+        &params,
+        &[
+            ("x", rows.chunk.bind()),
+            ("samples", buffers.samples.bind()),
+            ("min_sq_dist", rows.min_sq_dist.bind()),
+            // Unweighted: never read; the draws stand in (read-only, no allocation).
+            ("weights", rows.weights.unwrap_or(buffers.draws).bind()),
+            ("candidates_out", buffers.candidates.bind()),
+        ],
+        grid,
+        Work::f32s(
+            0.0,
+            (buffers.n_trials * (rows.d + KMEANSPP_BLOCK_ROWS)) as f64,
+        ),
+    )
+}
+
+/// Records, for every trial, the block sums of w·min(D², ‖x − c_t‖²) into
+/// `trial_sums[block][t]`, in dispatches of at most [`KMEANSPP_MAX_TRIALS`] candidates.
+pub(crate) fn kmeanspp_trial_potentials(
+    gpu: &Gpu,
+    batch: &mut Batch<'_>,
+    rows: &SeedingRows<'_>,
+    buffers: &StepBuffers<'_>,
+) -> Result<()> {
+    let (chunk, d, t) = (rows.chunk, rows.d, buffers.n_trials);
+    let grid = gpu.grid(blocks_in(chunk) as u64)?;
+    for first in (0..t).step_by(KMEANSPP_MAX_TRIALS) {
+        let count = (t - first).min(KMEANSPP_MAX_TRIALS);
+        let params = KmeansPpParams {
+            n_candidates: count as u32,
+            first_candidate: first as u32,
+            n_columns: t as u32,
+            grid_x: grid.x,
+            ..rows.params()
+        };
+        batch.dispatch(
+            wgsl::KMEANSPP_TRIAL_POTENTIALS,
+            &[],
+            &params,
+            &[
+                ("x", chunk.bind()),
+                ("candidates", buffers.candidates.bind()),
+                ("min_sq_dist", rows.min_sq_dist.bind()),
+                ("block_sums", buffers.trial_sums.bind()),
+                ("weights", rows.weights.unwrap_or(buffers.candidates).bind()),
+            ],
+            grid,
+            // A difference and an FMA per value and candidate; rows read once.
+            Work::f32s(
+                3.0 * (chunk.n_rows * d * count) as f64,
+                (chunk.n_rows * (d + 2) + (d + blocks_in(chunk)) * count) as f64,
+            ),
+        )?;
+    }
+    Ok(())
+}
+
+/// Records D² ← min(D², ‖x − c‖²) for the step's best candidate c (the one with the smallest
+/// potential; candidate 0 and D² ← ‖x − c‖² when `first`), the block sums of w·D², and the
+/// chosen row as `chosen[step]` (not when `first`: the host writes that one).
 pub(crate) fn kmeanspp_update_min_distance(
     gpu: &Gpu,
     batch: &mut Batch<'_>,
     rows: &SeedingRows<'_>,
-    centre: &DeviceBuffer<f32>,
-    first: bool,
+    buffers: &StepBuffers<'_>,
+    (step, first): (usize, bool),
 ) -> Result<()> {
     let (chunk, d) = (rows.chunk, rows.d);
-    let grid = gpu.grid((blocks_in(chunk) as u64).div_ceil(ROW_WG_SIZE as u64))?;
+    let grid = gpu.grid(blocks_in(chunk) as u64)?;
     let params = KmeansPpParams {
-        n_rows: chunk.n_rows as u32,
-        x_offset: chunk.x_offset,
-        d: d as u32,
-        n_candidates: 1,
-        block_offset: rows.block_offset as u32,
         grid_x: grid.x,
         first: first as u32,
-        weighted: rows.weights.is_some() as u32,
+        step: step as u32,
+        n_trials: buffers.n_trials as u32,
+        ..rows.params()
     };
     batch.dispatch(
         wgsl::KMEANSPP_UPDATE_MIN_DISTANCE,
@@ -79,58 +223,18 @@ pub(crate) fn kmeanspp_update_min_distance(
         &params,
         &[
             ("x", chunk.bind()),
-            ("candidates", centre.bind()),
+            ("candidates", buffers.candidates.bind()),
             ("min_sq_dist", rows.min_sq_dist.bind()),
-            ("block_sums", rows.block_sums.bind()),
-            // Unweighted: never read; the centre stands in (read-only, no allocation).
-            ("weights", rows.weights.unwrap_or(centre).bind()),
+            ("block_sums", buffers.d2_sums.bind()),
+            ("weights", rows.weights.unwrap_or(buffers.candidates).bind()),
+            ("potentials", buffers.potentials.bind()),
+            ("samples", buffers.samples.bind()),
+            ("chosen", buffers.chosen.bind()),
         ],
         grid,
-        // A difference and an FMA per value; rows read, D² read and written.
         Work::f32s(
             3.0 * (chunk.n_rows * d) as f64,
             (chunk.n_rows * (d + 2) + d + blocks_in(chunk)) as f64,
-        ),
-    )
-}
-
-/// Records, for each of the first `n_candidates` rows of `candidates`, the block sums of
-/// min(D², ‖x − c_t‖²) (times w with weights) into
-/// `block_sums[(block_offset + b) * n_candidates + t]`.
-pub(crate) fn kmeanspp_trial_potentials(
-    gpu: &Gpu,
-    batch: &mut Batch<'_>,
-    rows: &SeedingRows<'_>,
-    candidates: &DeviceBuffer<f32>,
-    n_candidates: usize,
-) -> Result<()> {
-    let (chunk, d) = (rows.chunk, rows.d);
-    let grid = gpu.grid((blocks_in(chunk) as u64).div_ceil(ROW_WG_SIZE as u64))?;
-    let params = KmeansPpParams {
-        n_rows: chunk.n_rows as u32,
-        x_offset: chunk.x_offset,
-        d: d as u32,
-        n_candidates: n_candidates as u32,
-        block_offset: rows.block_offset as u32,
-        grid_x: grid.x,
-        first: 0,
-        weighted: rows.weights.is_some() as u32,
-    };
-    batch.dispatch(
-        wgsl::KMEANSPP_TRIAL_POTENTIALS,
-        &[],
-        &params,
-        &[
-            ("x", chunk.bind()),
-            ("candidates", candidates.bind()),
-            ("min_sq_dist", rows.min_sq_dist.bind()),
-            ("block_sums", rows.block_sums.bind()),
-            ("weights", rows.weights.unwrap_or(candidates).bind()),
-        ],
-        grid,
-        Work::f32s(
-            3.0 * (chunk.n_rows * d * n_candidates) as f64,
-            (chunk.n_rows * (d + 1) + (d + blocks_in(chunk)) * n_candidates) as f64,
         ),
     )
 }

@@ -214,8 +214,15 @@ impl KMeans {
         }
         let x = x.on_gpu(gpu)?;
         let rows = self.on_metric(gpu, &x)?;
-        let ws = Workspace::weighted(gpu, &rows, self.k, sample_weight)?;
-        seeding::kmeans_plus_plus(&ws, &mut self.generator(), self.n_local_trials())
+        let rows_and_weights = (self.k, sample_weight);
+        let mut rng = self.generator();
+        seeding::kmeans_plus_plus(
+            gpu,
+            &rows,
+            rows_and_weights,
+            &mut rng,
+            self.n_local_trials(),
+        )
     }
 
     /// The generator a fit draws every restart's start from, seeded with `seed`.

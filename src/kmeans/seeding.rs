@@ -40,8 +40,9 @@ use crate::data::Matrix;
 use crate::error::{Error, Result};
 use crate::gpu::batch::Batch;
 use crate::gpu::device_buffer::DeviceBuffer;
-use crate::gpu::{Gpu, GpuMatrix};
-use crate::kernels::kmeans_pp::{self, SeedingRows};
+use crate::gpu::{Gpu, GpuMatrix, GpuVector};
+use crate::kernels::assign::{self, AssignScratch, Assignment};
+use crate::kernels::kmeans_pp::{self, SeedingRows, StepBuffers};
 use crate::kernels::{reduce, rows};
 use crate::source::RowSource;
 
@@ -83,7 +84,10 @@ pub(super) fn resident_start(
             idx.truncate(ws.k);
             rows::read_rows(ws.gpu, &ws.x, &idx)
         }
-        KMeansInit::KMeansPlusPlus => Ok(kmeans_plus_plus(ws, rng, params.n_local_trials())?.0),
+        KMeansInit::KMeansPlusPlus => {
+            let rows = (ws.k, ws.host_weights());
+            Ok(kmeans_plus_plus(ws.gpu, &ws.x, rows, rng, params.n_local_trials())?.0)
+        }
         KMeansInit::KMeansParallel { .. } => {
             device_seeds(ws.gpu, &ws.x, ws.k, ws.host_weights(), &params.init, rng)
         }
@@ -194,19 +198,37 @@ pub(crate) fn weighted_plus_plus_seeds(
     weights: Option<&[f32]>,
     rng: &mut ChaCha8Rng,
 ) -> Result<Vec<f32>> {
-    let ws = Workspace::weighted(gpu, x, k, weights)?;
-    Ok(kmeans_plus_plus(&ws, rng, KMeans::new(k).n_local_trials())?.0)
+    Ok(kmeans_plus_plus(gpu, x, (k, weights), rng, KMeans::new(k).n_local_trials())?.0)
 }
 
-/// Greedy k-means++ seeding on the device: the seeds (K x D) and the rows they are.
+/// Steps of the greedy k-means++ recorded into one submission: enough to hide the
+/// submission's cost, few enough that a long seeding is not one giant command buffer.
+const PLUS_PLUS_STEPS_PER_SUBMISSION: usize = 32;
+
+/// Greedy k-means++ seeding on the device rows `x` carrying optional `weights` (one per
+/// row): the seeds (K x D) and the rows they are.
+///
+/// The host draws the first row and every step's `n_trials` uniform numbers up front, in
+/// the reference's order, uploads them, and records all K − 1 steps (D² sampling, the
+/// candidates, their potentials, the choice, the D² update: `shaders/kmeans_pp.wgsl`) with no
+/// readback until the chosen rows come back at the end.
 pub(super) fn kmeans_plus_plus(
-    ws: &Workspace<'_>,
+    gpu: &Gpu,
+    x: &GpuMatrix,
+    (k, weights): (usize, Option<&[f32]>),
     rng: &mut ChaCha8Rng,
     n_trials: usize,
 ) -> Result<(Vec<f32>, Vec<usize>)> {
-    let gpu = ws.gpu;
-    let x = &ws.x;
     let (n, d) = (x.n_rows(), x.n_features());
+    let n_trials = n_trials.max(1);
+    let first_row = match drawing_weights(weights) {
+        None => rng.random_range(0..n),
+        Some(w) => weighted_pick(rng, w),
+    };
+    // The draws of every step, in the order the reference consumes them.
+    let draws: Vec<f32> = (0..(k.max(1) - 1) * n_trials)
+        .map(|_| rng.random::<f64>() as f32)
+        .collect();
     let offsets: Vec<usize> = x
         .chunks()
         .iter()
@@ -217,165 +239,131 @@ pub(super) fn kmeans_plus_plus(
         })
         .collect();
     let n_blocks: usize = x.chunks().iter().map(kmeans_pp::blocks_in).sum();
-    let block_sums = DeviceBuffer::zeroed(gpu, "k-means++ block sums", n_blocks * n_trials);
-    let totals = DeviceBuffer::zeroed(gpu, "k-means++ trial potentials", n_trials);
-    let centre = DeviceBuffer::zeroed(gpu, "k-means++ centre", d);
-    let candidates = DeviceBuffer::zeroed(gpu, "k-means++ candidates", n_trials * d);
+    let d2 = GpuVector::<f32>::zeroed(gpu, x, "k-means++ D²");
+    let device_weights = weights.map(|w| {
+        let device = GpuVector::zeroed(gpu, x, "k-means++ sample weights");
+        for (c, buf) in x.chunks().iter().zip(&device.chunks) {
+            buf.write(gpu, &w[c.row_start..c.row_start + c.n_rows]);
+        }
+        device
+    });
+    let draws_buffer = DeviceBuffer::zeroed(gpu, "k-means++ draws", draws.len().max(1));
+    draws_buffer.write(gpu, &draws);
+    let chosen = DeviceBuffer::zeroed(gpu, "k-means++ chosen rows", k.max(1));
+    chosen.write(gpu, &[first_row as u32]);
+    let buffers = StepBuffers {
+        candidates: &DeviceBuffer::zeroed(gpu, "k-means++ candidates", n_trials * d),
+        trial_sums: &DeviceBuffer::zeroed(gpu, "k-means++ trial sums", n_blocks * n_trials),
+        potentials: &DeviceBuffer::zeroed(gpu, "k-means++ trial potentials", n_trials),
+        d2_sums: &DeviceBuffer::zeroed(gpu, "k-means++ D² block sums", n_blocks),
+        samples: &DeviceBuffer::zeroed(gpu, "k-means++ samples", 3 * n_trials),
+        chosen: &chosen,
+        draws: &draws_buffer,
+        n_trials,
+    };
     let seeding_rows = |i: usize, chunk| SeedingRows {
         chunk,
         d,
-        min_sq_dist: &ws.min_sq_dist.chunks[i],
-        weights: ws.chunk_weights(i),
-        block_sums: &block_sums,
+        min_sq_dist: &d2.chunks[i],
+        weights: device_weights.as_ref().map(|w| &w.chunks[i]),
         block_offset: offsets[i],
     };
-
-    // D² ← ‖x − centre‖² (or the min with it); returns the block sums of D².
-    let update = |first: bool, source: &dyn Fn(&mut Batch<'_>) -> Result<()>| {
-        gpu.scoped("k-means++ distance update", || {
-            let mut batch = Batch::new(gpu, "k-means++ update");
-            source(&mut batch)?;
-            for (i, chunk) in ws.chunks() {
-                let rows = seeding_rows(i, chunk);
-                kmeans_pp::kmeanspp_update_min_distance(gpu, &mut batch, &rows, &centre, first)?;
-            }
-            let h = batch.read_values(&block_sums, 0, n_blocks);
-            Ok(batch.finish()?.f32s(h))
-        })
+    let update = |batch: &mut Batch<'_>, step: usize, first: bool| -> Result<()> {
+        for (i, chunk) in x.chunks().iter().enumerate() {
+            let rows = seeding_rows(i, chunk);
+            kmeans_pp::kmeanspp_update_min_distance(gpu, batch, &rows, &buffers, (step, first))?;
+        }
+        Ok(())
+    };
+    let step = |batch: &mut Batch<'_>, step: usize| -> Result<()> {
+        kmeans_pp::kmeanspp_sample(batch, &buffers, step - 1, (n_blocks, n))?;
+        for (i, chunk) in x.chunks().iter().enumerate() {
+            let rows = seeding_rows(i, chunk);
+            kmeans_pp::kmeanspp_gather_candidates(gpu, batch, &rows, &buffers)?;
+        }
+        for (i, chunk) in x.chunks().iter().enumerate() {
+            let rows = seeding_rows(i, chunk);
+            kmeans_pp::kmeanspp_trial_potentials(gpu, batch, &rows, &buffers)?;
+        }
+        reduce::sum_partial_columns(
+            gpu,
+            batch,
+            buffers.trial_sums,
+            n_blocks,
+            n_trials,
+            buffers.potentials,
+        )?;
+        update(batch, step, false)
     };
 
-    let first_row = match drawing_weights(ws.host_weights()) {
-        None => rng.random_range(0..n),
-        Some(w) => weighted_pick(rng, w),
-    };
-    let mut chosen = vec![first_row];
-    let mut sums = update(true, &|b| {
-        rows::gather_rows(gpu, b, x, &[first_row], &centre)
-    })?;
-    while chosen.len() < ws.k {
-        let picks = sample_d2(ws, rng, &sums, &offsets, n_trials)?;
-        let potentials = gpu.scoped("k-means++ trials", || {
-            let mut batch = Batch::new(gpu, "k-means++ trials");
-            rows::gather_rows(gpu, &mut batch, x, &picks, &candidates)?;
-            batch.clear_values(&block_sums);
-            for (i, chunk) in ws.chunks() {
-                let rows = seeding_rows(i, chunk);
-                kmeans_pp::kmeanspp_trial_potentials(
-                    gpu,
-                    &mut batch,
-                    &rows,
-                    &candidates,
-                    picks.len(),
-                )?;
+    gpu.scoped("k-means++ seeding", || {
+        let mut batch = Batch::new(gpu, "k-means++ first centre");
+        rows::gather_rows(gpu, &mut batch, x, &[first_row], buffers.candidates)?;
+        update(&mut batch, 0, true)?;
+        batch.finish()?;
+        let steps: Vec<usize> = (1..k).collect();
+        for group in steps.chunks(PLUS_PLUS_STEPS_PER_SUBMISSION) {
+            let mut batch = Batch::new(gpu, "k-means++ steps");
+            for &s in group {
+                step(&mut batch, s)?;
             }
-            reduce::sum_partial_columns(
-                gpu,
-                &mut batch,
-                &block_sums,
-                n_blocks,
-                picks.len(),
-                &totals,
-            )?;
-            let h = batch.read_values(&totals, 0, picks.len());
-            Ok(batch.finish()?.f32s(h))
-        })?;
-        // Ties go to the earliest candidate, as in the reference.
-        let best = (0..picks.len())
-            .min_by(|&a, &b| potentials[a].total_cmp(&potentials[b]).then(a.cmp(&b)))
-            .unwrap_or(0);
-        chosen.push(picks[best]);
-        sums = update(false, &|b| {
-            b.copy_values(&candidates, best * d, &centre, 0, d);
-            Ok(())
-        })?;
-    }
-    Ok((rows::read_rows(gpu, x, &chosen)?, chosen))
+            batch.finish()?;
+        }
+        let mut batch = Batch::new(gpu, "k-means++ chosen rows");
+        let h = batch.read_values(&chosen, 0, k);
+        let rows: Vec<usize> = batch
+            .finish()?
+            .u32s(h)
+            .iter()
+            .map(|&r| r as usize)
+            .collect();
+        Ok((rows::read_rows(gpu, x, &rows)?, rows))
+    })
 }
 
-/// Draws `n_trials` rows with probability ∝ D², from the per-block sums of D² and the D²
-/// values of the blocks drawn (read back once for all draws).
-fn sample_d2(
-    ws: &Workspace<'_>,
-    rng: &mut ChaCha8Rng,
-    block_sums: &[f32],
-    offsets: &[usize],
-    n_trials: usize,
-) -> Result<Vec<usize>> {
-    let n = ws.x.n_rows();
-    let total: f64 = block_sums.iter().map(|&v| v as f64).sum();
-    if total <= 0.0 {
-        // Every row sits on a centre already: any row is as good as another.
-        return Ok((0..n_trials).map(|_| rng.random_range(0..n)).collect());
-    }
-    // Global block b covers rows [row_of_block(b), +256) of the chunk it lies in.
-    let block_start = |b: usize| -> (usize, usize) {
-        let i = offsets.partition_point(|&o| o <= b) - 1;
-        let local = (b - offsets[i]) * kmeans_pp::KMEANSPP_BLOCK_ROWS;
-        (i, local)
-    };
-    let mut draws = Vec::with_capacity(n_trials);
-    for _ in 0..n_trials {
-        let mut u = rng.random::<f64>() * total;
-        let mut block = block_sums.len() - 1;
-        for (b, &s) in block_sums.iter().enumerate() {
-            if u < s as f64 {
-                block = b;
-                break;
-            }
-            u -= s as f64;
+/// The nearest of the `m` centres (m x D, row-major) for every row of `x`: its index and
+/// squared distance, from the assignment kernel Lloyd uses (no centroid statistics).
+fn nearest_centres(gpu: &Gpu, x: &GpuMatrix, centres: &[f32]) -> Result<(Vec<u32>, Vec<f32>)> {
+    let d = x.n_features();
+    let m = centres.len() / d;
+    gpu.scoped("k-means|| distances", || {
+        let on_device = DeviceBuffer::zeroed(gpu, "k-means|| centres", centres.len());
+        on_device.write(gpu, centres);
+        let labels = GpuVector::<u32>::zeroed(gpu, x, "k-means|| nearest");
+        let dist = GpuVector::<f32>::zeroed(gpu, x, "k-means|| D²");
+        let changed = DeviceBuffer::zeroed(gpu, "changed labels", 1);
+        let mut batch = Batch::new(gpu, "k-means|| distances");
+        let mut handles = Vec::new();
+        for (i, chunk) in x.chunks().iter().enumerate() {
+            let to = Assignment {
+                centroids: &on_device,
+                k: m,
+                labels: &labels.chunks[i],
+                min_sq_dist: &dist.chunks[i],
+                changed: &changed,
+            };
+            let scratch = AssignScratch::new(gpu, chunk.n_rows, d, m);
+            assign::assign_nearest_centroid_with(gpu, &mut batch, chunk, d, &to, &scratch)?;
+            handles.push((
+                batch.read_values(&labels.chunks[i], 0, chunk.n_rows),
+                batch.read_values(&dist.chunks[i], 0, chunk.n_rows),
+            ));
         }
-        // Rounding can leave u past the last positive block: use the last positive one.
-        if block_sums[block] <= 0.0 {
-            block = block_sums.iter().rposition(|&s| s > 0.0).unwrap_or(0);
-            u = block_sums[block] as f64;
-        }
-        draws.push((block, u));
-    }
-    let gpu = ws.gpu;
-    let values = gpu.scoped("reading D² blocks", || {
-        let mut batch = Batch::new(gpu, "k-means++ sampling");
-        let handles: Vec<_> = draws
-            .iter()
-            .map(|&(b, _)| {
-                let (i, local) = block_start(b);
-                let rows_here =
-                    (ws.x.chunks()[i].n_rows - local).min(kmeans_pp::KMEANSPP_BLOCK_ROWS);
-                batch.read_values(&ws.min_sq_dist.chunks[i], local, rows_here)
-            })
-            .collect();
         let back = batch.finish()?;
-        Ok(handles
-            .into_iter()
-            .map(|h| back.f32s(h))
-            .collect::<Vec<_>>())
-    })?;
-    Ok(draws
-        .iter()
-        .zip(values)
-        .map(|(&(b, mut u), mut vals)| {
-            let (i, local) = block_start(b);
-            let first = ws.x.chunks()[i].row_start + local;
-            // The block sums are of w·D²: weigh the values the same way.
-            if let Some(w) = ws.host_weights() {
-                for (r, v) in vals.iter_mut().enumerate() {
-                    *v *= w[first + r];
-                }
-            }
-            let mut pick = vals.iter().rposition(|&v| v > 0.0).unwrap_or(0);
-            for (r, &v) in vals.iter().enumerate() {
-                if u < v as f64 {
-                    pick = r;
-                    break;
-                }
-                u -= v as f64;
-            }
-            first + pick
-        })
-        .collect())
+        Ok((
+            handles.iter().flat_map(|&(l, _)| back.u32s(l)).collect(),
+            handles.iter().flat_map(|&(_, v)| back.f32s(v)).collect(),
+        ))
+    })
 }
 
 /// k-means‖ on the device rows `x` (see the module docs): K seeds of rows carrying optional
 /// weights, from `rounds` rounds of ℓ = `oversampling`·K expected candidates.
+///
+/// Each round measures the rows against the round's new candidates only and keeps, per row,
+/// the smaller distance and the candidate it belongs to: N·C·D work for C candidates in all,
+/// and the candidates' weights (the weight of the rows nearest to each) fall out of the last
+/// round without another pass.
 fn kmeans_parallel(
     gpu: &Gpu,
     x: &GpuMatrix,
@@ -390,10 +378,10 @@ fn kmeans_parallel(
     let mut in_c = vec![false; n];
     in_c[first] = true;
     let mut centres = rows::read_rows(gpu, x, &chosen)?;
+    // Per row: D² to the nearest candidate so far, and that candidate's index in `chosen`.
+    let (mut nearest, mut d2) = nearest_centres(gpu, x, &centres)?;
     let ell = oversampling * k as f64;
     for _ in 0..rounds {
-        let ws = Workspace::weighted(gpu, x, chosen.len(), weights)?;
-        let d2 = ws.step(&centres, chosen.len(), true)?.min_sq_dist;
         let phi: f64 = (0..n).map(|i| weight(i) * d2[i].max(0.0) as f64).sum();
         if phi <= 0.0 {
             break; // every row sits on a candidate
@@ -412,7 +400,13 @@ fn kmeans_parallel(
         for &i in &picked {
             in_c[i] = true;
         }
-        centres.extend(rows::read_rows(gpu, x, &picked)?);
+        let new_centres = rows::read_rows(gpu, x, &picked)?;
+        merge_nearest(
+            (&mut nearest, &mut d2),
+            nearest_centres(gpu, x, &new_centres)?,
+            chosen.len(),
+        );
+        centres.extend(new_centres);
         chosen.extend(picked);
     }
     if chosen.len() < k {
@@ -427,10 +421,29 @@ fn kmeans_parallel(
         return Ok(centres);
     }
     // Weight every candidate by the rows nearest to it, then seed among them on the device.
-    let ws = Workspace::weighted(gpu, x, chosen.len(), weights)?;
-    let candidate_weights = ws.step(&centres, chosen.len(), false)?.weight_sums;
+    let mut candidate_weights = vec![0f64; chosen.len()];
+    for (i, &c) in nearest.iter().enumerate() {
+        candidate_weights[c as usize] += weight(i);
+    }
+    let candidate_weights: Vec<f32> = candidate_weights.iter().map(|&w| w as f32).collect();
     let candidates = GpuMatrix::upload(gpu, &Matrix::new(&centres, d)?)?;
     weighted_plus_plus_seeds(gpu, &candidates, k, Some(&candidate_weights), rng)
+}
+
+/// Folds a round's distances to its new candidates (numbered from `first` on) into the
+/// running nearest candidate and D² of every row; an equal distance keeps the earlier
+/// candidate, as one assignment over all of them would.
+fn merge_nearest(
+    (nearest, d2): (&mut [u32], &mut [f32]),
+    (new_nearest, new_d2): (Vec<u32>, Vec<f32>),
+    first: usize,
+) {
+    for (i, (&c, &v)) in new_nearest.iter().zip(&new_d2).enumerate() {
+        if v < d2[i] {
+            d2[i] = v;
+            nearest[i] = (first + c as usize) as u32;
+        }
+    }
 }
 
 /// K distinct rows drawn uniformly, or with probability ∝ weight (without replacement,

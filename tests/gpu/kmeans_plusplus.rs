@@ -99,3 +99,34 @@ fn bad_input_is_an_error() {
         .kmeans_plusplus(&gpu, &m, Some(&[-1.0; 10]))
         .is_err());
 }
+
+/// The device seeding draws what the f64 reference draws, step for step: the same first row,
+/// the same D²-sampled candidates and the same choice among them, for several seeds and
+/// shapes, with the rows in one binding and split over several (the draws then cross
+/// chunks).
+#[test]
+fn seeds_match_the_reference_draw_for_draw() {
+    use rand::SeedableRng;
+    use wgpu_unsupervised::reference::kmeans::kmeans_plus_plus;
+    for (seed, n, d, k, chunk_rows) in [
+        (4u64, 3000, 5, 24, None),
+        (5, 1500, 33, 40, None),
+        (6, 2500, 3, 17, Some(700)),
+        (7, 999, 70, 12, Some(128)),
+    ] {
+        let gpu = gpu();
+        if let Some(rows) = chunk_rows {
+            gpu.set_max_chunk_bytes((rows * d * 4) as u64);
+        }
+        let x = random_matrix(n, d, seed, -2.0, 5.0);
+        let params = KMeans::new(k).seed(seed);
+        let (seeds, _) = params
+            .kmeans_plusplus(&gpu, &Matrix::new(&x, d).unwrap(), None)
+            .unwrap();
+        let x64: Vec<f64> = x.iter().map(|&v| v as f64).collect();
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+        let expected = kmeans_plus_plus(&x64, d, k, params.n_local_trials(), &mut rng);
+        let got: Vec<f64> = seeds.iter().map(|&v| v as f64).collect();
+        assert_eq!(got, expected, "seed {seed}, n {n}, d {d}, k {k}");
+    }
+}
