@@ -23,8 +23,11 @@
 //! peers' script (`benches/peers/peers.py`) uses, so a faster figure is faster work, never a
 //! different count: a Lloyd iteration is 2·n·d·k FLOPs over one read of X (4·n·d bytes), a
 //! covariance n·d·(d+1) FLOPs (the upper triangle of XᵀX) over one read, an EM iteration
-//! 7·n·k·d (diagonal) or n·k·(2d² + 5d) (full) FLOPs over one read. The efficiency is the
-//! roofline's bound time over the measured time (see [`Work::roofline`]).
+//! 7·n·k·d (diagonal) or n·k·(2d² + 5d) (full) FLOPs over one read. The seedings alone
+//! (`kmeans-plusplus`, `kmeans-parallel`, which report the potential Σ min‖x − c‖² of their
+//! seeds) count the distances they must take: greedy k-means++ 2·n·d per row and candidate
+//! over K·(3 + ⌊ln K⌋) passes, k-means‖ 2·n·d per row against its ≈ 1 + 10·K candidates. The
+//! efficiency is the roofline's bound time over the measured time (see [`Work::roofline`]).
 
 use std::time::Instant;
 
@@ -123,15 +126,21 @@ pub enum FitBench {
     GmmDiag,
     /// EM with full covariances, fixed iterations.
     GmmFull,
+    /// Greedy k-means++ seeding alone (`KMeans::kmeans_plusplus`).
+    KMeansPlusPlus,
+    /// k-means‖ seeding alone, the paper's ℓ = 2K and 5 rounds ([`KMeansInit::PARALLEL`]).
+    KMeansParallel,
 }
 
 impl FitBench {
     /// Every fit bench, in the order `bench` runs them.
-    pub const ALL: [FitBench; 4] = [
+    pub const ALL: [FitBench; 6] = [
         FitBench::KMeans,
         FitBench::Pca,
         FitBench::GmmDiag,
         FitBench::GmmFull,
+        FitBench::KMeansPlusPlus,
+        FitBench::KMeansParallel,
     ];
 
     /// The name `bench --fit` takes.
@@ -141,6 +150,8 @@ impl FitBench {
             FitBench::Pca => "pca",
             FitBench::GmmDiag => "gmm-diag",
             FitBench::GmmFull => "gmm-full",
+            FitBench::KMeansPlusPlus => "kmeans-plusplus",
+            FitBench::KMeansParallel => "kmeans-parallel",
         }
     }
 }
@@ -188,6 +199,19 @@ pub fn cost(name: &str, n: usize, d: usize, k: usize, it: usize) -> Option<Work>
         "kmeans" => Work {
             flops: it * 2.0 * n * d * k,
             bytes: it * read,
+        },
+        // K − 1 steps of 2 + ⌊ln K⌋ trials and one update, a pass over the rows each.
+        "kmeans-plusplus" => {
+            let passes = k * (3.0 + k.ln().floor());
+            Work {
+                flops: passes * 2.0 * n * d,
+                bytes: passes * read,
+            }
+        }
+        // Each row against the ≈ 1 + 5·2K candidates once (ℓ = 2K, 5 rounds), 6 passes.
+        "kmeans-parallel" => Work {
+            flops: (1.0 + 10.0 * k) * 2.0 * n * d,
+            bytes: 6.0 * read,
         },
         "gmm-estep-diag" => Work {
             flops: 3.0 * n * k * d,
@@ -325,7 +349,9 @@ pub fn check_kernel(bench: KernelBench, n: usize, d: usize, k: usize) -> Result<
 /// Checks a planned fit bench on n x d data with `k` before any GPU work.
 pub fn check_fit(bench: FitBench, n: usize, d: usize, k: usize) -> Result<()> {
     match bench {
-        FitBench::KMeans => KMeans::new(k).validate(n, d),
+        FitBench::KMeans | FitBench::KMeansPlusPlus | FitBench::KMeansParallel => {
+            KMeans::new(k).validate(n, d)
+        }
         FitBench::Pca => Pca::new(Components::Count(k)).validate(n, d),
         FitBench::GmmDiag | FitBench::GmmFull => GaussianMixture::new(k).validate(n, d),
     }
@@ -505,6 +531,12 @@ pub fn bench_fit(
     let it = iterations.max(1);
     let run = |it: usize| -> Result<String> {
         let gmm = |cov| -> Result<GaussianMixture> { Ok(em(k, cov, gmm_start(x, k, cov)?, it)) };
+        // The seeding alone, and the potential Σ min‖x − c‖² of its seeds.
+        let seeding = |init: KMeansInit| -> Result<String> {
+            let seeds = KMeans::new(k).init(init).initial_centroids(gpu, x)?;
+            let potential = -KMeansModel::from_centroids(seeds, d)?.score(gpu, x)?;
+            Ok(format!("potential {potential:.6e}"))
+        };
         Ok(match bench {
             FitBench::KMeans => {
                 let init = first_rows(x, k)?.into_iter().map(f64::from).collect();
@@ -527,9 +559,26 @@ pub fn bench_fit(
                 gmm(CovarianceType::Full)?.fit(gpu, x)?;
                 "full".into()
             }
+            FitBench::KMeansPlusPlus => seeding(KMeansInit::KMeansPlusPlus)?,
+            FitBench::KMeansParallel => seeding(KMeansInit::PARALLEL)?,
         })
     };
-    run(1)?;
+    match bench {
+        // The seedings do not iterate: warm their pipelines up on a few rows instead.
+        FitBench::KMeansPlusPlus | FitBench::KMeansParallel => {
+            let rows = first_rows(x, n.min(64))?;
+            let few = GpuMatrix::upload(gpu, &Matrix::new(&rows, d)?)?;
+            KMeans::new(1)
+                .init(KMeansInit::KMeansPlusPlus)
+                .initial_centroids(gpu, &few)?;
+            KMeans::new(1)
+                .init(KMeansInit::PARALLEL)
+                .initial_centroids(gpu, &few)?;
+        }
+        _ => {
+            run(1)?;
+        }
+    }
     let start = Instant::now();
     let detail = run(it)?;
     let seconds = start.elapsed().as_secs_f64();
@@ -538,7 +587,10 @@ pub fn bench_fit(
     } else {
         None
     };
-    let iterations = if bench == FitBench::Pca { 1 } else { it };
+    let iterations = match bench {
+        FitBench::Pca | FitBench::KMeansPlusPlus | FitBench::KMeansParallel => 1,
+        _ => it,
+    };
     let work = cost(bench.name(), n, d, k, iterations).expect("every fit bench has a cost");
     let m = Measurement::new(
         "fit",

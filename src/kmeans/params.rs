@@ -38,6 +38,23 @@ impl KMeansInit {
         KMeansInit::PARALLEL,
     ];
 
+    /// The least K from which [`KMeans::new`] starts with k-means‖ rather than greedy
+    /// k-means++: greedy k-means++ makes K passes over the data, each scoring `2 + ln K`
+    /// candidates, while k-means‖ makes `rounds` passes (its cost grows with the ≈ 2·K·rounds
+    /// candidates, not with K passes). Below it the greedy seeding is cheap and is
+    /// scikit-learn's choice, so results match scikit-learn's defaults there.
+    pub const PARALLEL_FROM_K: usize = 256;
+
+    /// The default start for `k` clusters: [`KMeansInit::PARALLEL`] from
+    /// [`KMeansInit::PARALLEL_FROM_K`] clusters on, greedy k-means++ below.
+    pub fn default_for(k: usize) -> KMeansInit {
+        if k >= Self::PARALLEL_FROM_K {
+            Self::PARALLEL
+        } else {
+            KMeansInit::KMeansPlusPlus
+        }
+    }
+
     /// k-means‖ with the paper's defaults: ℓ = 2K, 5 rounds.
     pub const PARALLEL: KMeansInit = KMeansInit::KMeansParallel {
         oversampling: 2.0,
@@ -111,7 +128,10 @@ impl std::str::FromStr for KMeansInit {
 /// K-Means parameters (a builder); validated when fitting.
 ///
 /// Defaults follow scikit-learn: `n_init = 1` with k-means++ (sklearn's "auto"),
-/// `max_iter = 300`, `tol = 1e-4`, `seed = 0`.
+/// `max_iter = 300`, `tol = 1e-4`, `seed = 0`; except that from K = 256 on
+/// ([`KMeansInit::PARALLEL_FROM_K`]) the start is k-means‖ ([`KMeansInit::default_for`]),
+/// where scikit-learn keeps greedy k-means++: greedy seeding costs K passes over the data.
+/// [`KMeans::init`] chooses either explicitly.
 ///
 /// ```
 /// use wgpu_unsupervised::{datasets, metrics, Gpu, KMeans, Matrix};
@@ -152,7 +172,8 @@ pub struct KMeans {
 }
 
 impl KMeans {
-    /// Parameters for `k` clusters with the defaults above.
+    /// Parameters for `k` clusters with the defaults above (the start by
+    /// [`KMeansInit::default_for`]).
     pub fn new(k: usize) -> Self {
         Self {
             k,
@@ -160,7 +181,7 @@ impl KMeans {
             max_iter: 300,
             tol: 1e-4,
             seed: 0,
-            init: KMeansInit::KMeansPlusPlus,
+            init: KMeansInit::default_for(k),
             metric: Metric::Euclidean,
             on_iteration: None,
         }
@@ -343,6 +364,8 @@ impl std::str::FromStr for Metric {
 /// Defaults follow scikit-learn: `batch_size = 1024`, `max_iter = 100` epochs,
 /// `max_no_improvement = Some(10)`, `reassignment_ratio = 0.01`, `tol = 0` (off),
 /// `n_init = 1` with k-means++ (sklearn's "auto"), `init_size = 3·batch_size`, `seed = 0`.
+/// The start stays greedy k-means++ at every K (unlike [`KMeans::new`]): it seeds on the
+/// `init_size` sample only, where K passes are cheap.
 ///
 /// ```
 /// use wgpu_unsupervised::{datasets, metrics, Gpu, Matrix, MiniBatchKMeans};
@@ -536,6 +559,9 @@ mod tests {
             KMeansInit::KMeansPlusPlus
         );
         assert_eq!("Random".parse::<KMeansInit>().unwrap(), KMeansInit::Random);
+        assert_eq!(KMeans::new(255).init, KMeansInit::KMeansPlusPlus);
+        assert_eq!(KMeans::new(256).init, KMeansInit::PARALLEL);
+        assert_eq!(MiniBatchKMeans::new(1024).init, KMeansInit::KMeansPlusPlus);
         let e = "given centroids".parse::<KMeansInit>().unwrap_err();
         assert!(
             matches!(e, Error::InvalidParameter { name: "init", .. }),

@@ -5,8 +5,12 @@
 //! **Greedy k-means++** (Arthur & Vassilvitskii 2007, scikit-learn's variant): each new centre
 //! is the best of `2 + ln K` candidates drawn with probability ∝ w·D(x)², D the distance to
 //! the nearest centre so far, "best" meaning the smallest resulting potential
-//! Σᵢ wᵢ·min(D(xᵢ)², ‖xᵢ − c‖²). D² and the candidates' potentials are computed on the device
-//! (`shaders/kmeans_pp.wgsl`); the host draws the samples from per-block sums.
+//! Σᵢ wᵢ·min(D(xᵢ)², ‖xᵢ − c‖²). All of it runs on the device (`shaders/kmeans_pp.wgsl`):
+//! D² sampling by a prefix scan of per-block sums of w·D², the candidates' potentials in one
+//! pass over the rows for all candidates, the choice and the D² update. The host draws the
+//! first row and every step's uniform numbers up front, in the order the f64 reference
+//! draws them, so the K − 1 steps are recorded back to back with no readback (one per 32
+//! steps is submitted) and the seeds equal the reference's draw for draw.
 //!
 //! **k-means‖** (Bahmani, Moseley, Vattani, Kumar & Vassilvitskii 2012, "Scalable
 //! K-Means++"). Greedy k-means++ adds one centre per pass over the data, so K passes;
@@ -20,10 +24,13 @@
 //!    are about 1 + rounds·ℓ).
 //!
 //! D² and the nearest candidate of every row come from the assignment kernel that Lloyd
-//! uses (one pass per round plus one for the weights: rounds + 1 passes over the data, where
-//! k-means++ makes K); the N distances are read back once per round and the Bernoulli draws
-//! made on the host in row order from the fit's ChaCha8 generator, so the same seed gives the
-//! same centres. When fewer than K distinct candidates come out (tiny or highly duplicated
+//! uses, each round against that round's new candidates only (the running minimum and its
+//! candidate kept per row), so every row meets each of the C candidates once (N·C·D work)
+//! and the weights of step 3 come from the last round with no further pass. The N distances
+//! and nearest candidates are read back once per round and the Bernoulli draws made on the
+//! host in row order from the fit's ChaCha8 generator, so the same seed gives the same
+//! centres. [`KMeans::new`] starts with k-means‖ from K = 256 on
+//! ([`KMeansInit::default_for`]). When fewer than K distinct candidates come out (tiny or highly duplicated
 //! data), the rest are distinct rows drawn uniformly, as Spark MLlib does.
 //!
 //! **Rows on the host** (streamed or partitioned): random and given starts are as for

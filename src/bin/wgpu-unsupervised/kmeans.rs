@@ -45,7 +45,7 @@ pub struct KmeansArgs {
     /// Random seed; the same seed gives the same result on the same adapter [default: 0].
     #[arg(long, value_name = "N")]
     seed: Option<u64>,
-    /// Initialisation method [default: k-means++].
+    /// Initialisation method [default: k-means++ below k = 256, k-means|| from 256 on].
     #[arg(long, value_name = "METHOD", value_parser = choices::kmeans_init())]
     init: Option<KMeansInit>,
     /// Start from these K x D centroids (.npy or .csv, one centre per row; scikit-learn's
