@@ -27,6 +27,8 @@ mod dispatch_tests;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
+mod tuning_tests;
+#[cfg(test)]
 mod variant_tests;
 
 use crate::gpu::shaders::shared::constants;
