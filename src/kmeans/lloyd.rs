@@ -153,7 +153,8 @@ fn repair_empty_clusters(
     weights: &mut [f64],
 ) -> Result<()> {
     let n = data.shape().0;
-    let empty = weights.iter().filter(|&&w| !(w > 0.0)).count();
+    // As the loop below decides: a weight that is not positive (NaN included) is empty.
+    let empty = weights.iter().filter(|&&w| w <= 0.0 || w.is_nan()).count();
     let far = data.farthest_rows(empty + counts.len())?;
     if far.len() >= n {
         return take_farthest(data, &far, centroids, counts, weights).map(|_| ());
