@@ -241,10 +241,22 @@ impl<'g> Batch<'g> {
         self.encoder
     }
 
-    /// A batch that no profile times (the autotuner's trials).
+    /// A batch that no profile times (the autotuner's set-up work).
     pub(crate) fn untimed(gpu: &'g Gpu, label: &str) -> Self {
         let mut batch = Self::new(gpu, label);
         batch.clock = None;
+        batch
+    }
+
+    /// A batch whose dispatches carry GPU timestamps where the device has them, for its
+    /// caller rather than any running profile: [`Batch::finish_with_records`] returns them
+    /// (the autotuner's trials, which time the kernels and not the submission around them).
+    /// Without timestamps it is [`Batch::untimed`] and the records come back empty.
+    pub(crate) fn timestamped(gpu: &'g Gpu, label: &str) -> Self {
+        let mut batch = Self::untimed(gpu, label);
+        if gpu.supports_timestamps() {
+            batch.clock = Some(Clock::Timestamps);
+        }
         batch
     }
 
@@ -390,7 +402,18 @@ impl<'g> Batch<'g> {
     }
 
     /// Submits the work and, if anything was asked for, waits for it and returns the bytes.
-    pub(crate) fn finish(mut self) -> Result<Readback> {
+    /// Timestamped dispatches go to the running profile.
+    pub(crate) fn finish(self) -> Result<Readback> {
+        let gpu = self.gpu;
+        let (back, records) = self.finish_with_records()?;
+        gpu.record_dispatches(records);
+        Ok(back)
+    }
+
+    /// [`Batch::finish`], with the timestamped dispatches' records returned to the caller
+    /// (empty unless the batch's clock is [`Clock::Timestamps`]); wall-clock records still
+    /// go to the running profile as they are taken.
+    pub(crate) fn finish_with_records(mut self) -> Result<(Readback, Vec<DispatchRecord>)> {
         let timestamps = self
             .timestamps
             .resolve(&self.gpu.device, &mut self.encoder)
@@ -405,14 +428,14 @@ impl<'g> Batch<'g> {
             }]);
         }
         let mut back = self.submit_and_read()?;
+        let mut records = Vec::new();
         if let Some(h) = timestamps {
             let ticks: Vec<u64> = back.bytes_as(h);
             back.parts.pop();
             let period = self.gpu.queue.get_timestamp_period();
-            self.gpu
-                .record_dispatches(self.timestamps.records(&ticks, period));
+            records = self.timestamps.records(&ticks, period);
         }
-        Ok(back)
+        Ok((back, records))
     }
 
     fn submit_and_read(&mut self) -> Result<Readback> {

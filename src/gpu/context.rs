@@ -53,6 +53,8 @@ impl Gpu {
     /// `WGPU_BACKEND` (e.g. `vulkan`, `metal`, `dx12`, `gl`) restricts the backends,
     /// `WGPU_ADAPTER_NAME` keeps only adapters whose name contains it (case-insensitive) and
     /// `WGPU_POWER_PREF=low` prefers integrated GPUs; [`Gpu::with_options`] chooses in code.
+    /// `WGPU_UNSUPERVISED_TUNING_CACHE` is where the autotuner keeps its choices (`off`:
+    /// nowhere; [`Gpu::set_tuning_cache`] in code; see [`crate::gpu::tuning`]).
     /// Errors: [`Error::NoAdapter`] with install advice when nothing is found.
     ///
     /// On a Linux machine without a display (no `XDG_RUNTIME_DIR`), Mesa's implicit Vulkan
@@ -185,6 +187,7 @@ impl Gpu {
 
     fn build(device: wgpu::Device, queue: wgpu::Queue, adapter: Option<wgpu::AdapterInfo>) -> Self {
         let limits = device.limits();
+        let tuner = Tuner::new(adapter.as_ref());
         let info = match adapter {
             Some(a) => GpuInfo::new(a, &limits),
             None => GpuInfo {
@@ -209,7 +212,7 @@ impl Gpu {
             cache: KernelCache::default(),
             uniform_pages: PagePool::default(),
             profiler: Profiler::default(),
-            tuner: Tuner::default(),
+            tuner,
             lost,
             uncaptured: Arc::new(Mutex::new(None)),
             memory_budget: AtomicU64::new(u64::MAX),

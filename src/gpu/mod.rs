@@ -28,8 +28,10 @@
 //! - `stream`: a [`RowSource`](crate::source::RowSource) on the device: uploaded once when
 //!   it fits the memory budget, else streamed through one bounded buffer on every pass, read
 //!   one piece ahead on a second thread;
-//! - `tuning`: the autotuner, which times a kernel's bit-identical variants on first use and
-//!   keeps the fastest per device and shape class ([`Gpu::tuning_choices`]).
+//! - [`tuning`]: the autotuner, which times a kernel's bit-identical variants on first use
+//!   (GPU timestamps where the device has them) and keeps the fastest per device and shape
+//!   class ([`Gpu::tuning_choices`]), across processes in a cache file per adapter and driver
+//!   ([`TuningCache`]; the file format in `tuning_cache`).
 //!
 //! # Shaders
 //!
@@ -65,7 +67,8 @@ pub mod profile;
 pub(crate) mod shaders;
 pub(crate) mod stream;
 pub(crate) mod texture;
-pub(crate) mod tuning;
+pub mod tuning;
+mod tuning_cache;
 pub(crate) mod uniforms;
 
 pub use adapter::{AdapterOptions, GpuInfo};
@@ -75,6 +78,7 @@ pub use input::GpuInput;
 pub use profile::{
     Bound, Ceilings, Clock, DispatchRecord, KernelSummary, Profile, ProfileClock, Work,
 };
+pub use tuning::TuningCache;
 /// The command encoder the `*_into` methods (`predict_into`, `transform_into`, …) record into
 /// without submitting: wgpu's, re-exported so that the layers above name wgpu through here.
 pub use wgpu::CommandEncoder;

@@ -4,11 +4,15 @@ use rand::{Rng, SeedableRng};
 
 use super::Gpu;
 
-/// The best adapter, or a panic that says why there is none (never a silent skip).
+/// The best adapter, or a panic that says why there is none (never a silent skip). Its
+/// autotuner keeps nothing across processes: tests leave the user's cache alone, and those
+/// of the cache set a temporary directory of their own.
 pub(crate) fn gpu() -> Gpu {
-    Gpu::new().unwrap_or_else(|e| {
+    let gpu = Gpu::new().unwrap_or_else(|e| {
         panic!("GPU tests need a wgpu adapter (CI installs mesa-vulkan-drivers): {e}")
-    })
+    });
+    gpu.set_tuning_cache(super::TuningCache::Off);
+    gpu
 }
 
 /// Uniform values in [0, 1) from a seeded generator.

@@ -6,22 +6,68 @@
 //! Shape alone cannot decide: a discrete GPU rewards tiles in workgroup memory, while a
 //! CPU-like adapter (lavapipe: lanes are SIMD, each barrier a coroutine switch, workgroup
 //! memory ordinary memory) runs the barrier-free variant faster. The trials run on a bounded
-//! slice of the data, outside any profile, once per key; variants give identical results, so
-//! the choice changes speed only and the same seed on the same adapter still gives the same
-//! bits whichever wins.
+//! slice of the data, outside any profile, once per key. Variants give identical results
+//! (tested variant by variant), so the choice changes speed only: the same seed on the same
+//! adapter gives the same bits whichever variant wins, whether it was timed now or read from
+//! the cache below.
+//!
+//! # Clock
+//!
+//! Where the device has `TIMESTAMP_QUERY` ([`Gpu::supports_timestamps`]), a trial is timed by
+//! GPU timestamps around each of its compute passes, the profiler's clock: on a fast GPU the
+//! wall clock around a submission measures the submission and the wait, not the kernel.
+//! Elsewhere (or where the driver's timestamps read zero) the wall clock around the trial's
+//! submission and readback decides.
+//!
+//! # The cache
+//!
+//! Choices are kept across processes in one small text file per adapter and driver,
+//! `tuning-<hash>.txt`, whose first lines name the crate version and the adapter (name,
+//! backend, driver and driver info, vendor and device ids). The directory is, first match
+//! wins:
+//!
+//! 1. the one given with [`Gpu::set_tuning_cache`] ([`TuningCache::Directory`], or
+//!    [`TuningCache::Off`] for none);
+//! 2. `$WGPU_UNSUPERVISED_TUNING_CACHE` (a directory; `off` keeps nothing);
+//! 3. the platform's cache directory under `wgpu-unsupervised/`: `$XDG_CACHE_HOME` or
+//!    `$HOME/.cache` on Linux and other Unixes, `~/Library/Caches` on macOS,
+//!    `%LOCALAPPDATA%` on Windows.
+//!
+//! [`Gpu::tuning_cache_file`] names the file in use. A file that is absent, unreadable,
+//! corrupt or stale (another crate version, adapter or driver) is ignored, and the next choice
+//! rewrites it; a choice that names a variant the kernel no longer offers is timed again.
+//! Writes go to a temporary file in the same directory, renamed over the old one, so a reader
+//! never sees half a file; a failed write costs only a re-timing in the next process. None of
+//! this is ever an error. A device wrapped with [`Gpu::from_wgpu`] without its adapter's
+//! description has no key and keeps nothing.
 
 use std::collections::HashMap;
+use std::path::PathBuf;
 use std::sync::Mutex;
 
 use std::time::Instant;
 
 use super::batch::Batch;
 use super::device_buffer::DeviceBuffer;
+use super::tuning_cache::{self, Stored};
 use super::Gpu;
 use crate::error::Result;
 
 /// Timed runs of each candidate after its warm-up run; the fastest counts.
 const TRIALS: usize = 2;
+
+/// Where the autotuner keeps its choices across processes ([`Gpu::set_tuning_cache`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum TuningCache {
+    /// `$WGPU_UNSUPERVISED_TUNING_CACHE` if set (`off`: nowhere), else the platform's cache
+    /// directory under `wgpu-unsupervised/` (see the [module docs](self)).
+    #[default]
+    Default,
+    /// This directory (made when the first choice is written).
+    Directory(PathBuf),
+    /// Nowhere: every process times its own trials.
+    Off,
+}
 
 /// What a choice is made for: a kernel family and a shape class (sizes rounded up to powers
 /// of two, so a handful of trials covers every shape).
@@ -41,28 +87,125 @@ impl TuneKey {
     }
 }
 
-/// The per-device choices made so far.
-#[derive(Default)]
+/// The per-device choices made or used so far, and the cache file behind them.
 pub(crate) struct Tuner {
     choices: Mutex<HashMap<TuneKey, &'static str>>,
+    /// The adapter's key in the cache file; `None` for a device of unknown adapter.
+    identity: Option<String>,
+    file: Mutex<FileState>,
+}
+
+/// Where the cache lives and, once read, what it held.
+#[derive(Default)]
+struct FileState {
+    location: TuningCache,
+    loaded: Option<Stored>,
+}
+
+impl Tuner {
+    /// A tuner for a device of the adapter `adapter` describes (`None`: unknown, no cache).
+    pub(crate) fn new(adapter: Option<&wgpu::AdapterInfo>) -> Self {
+        Self {
+            choices: Mutex::default(),
+            identity: adapter.map(tuning_cache::identity),
+            file: Mutex::default(),
+        }
+    }
+
+    /// The cache file, if one is to be used.
+    fn path(&self, location: &TuningCache) -> Option<PathBuf> {
+        let identity = self.identity.as_deref()?;
+        let dir = match location {
+            TuningCache::Off => return None,
+            TuningCache::Directory(dir) => dir.clone(),
+            TuningCache::Default => tuning_cache::default_dir()?,
+        };
+        Some(dir.join(tuning_cache::file_name(identity)))
+    }
+
+    /// The stored choice for `key` among `candidates`, reading the file on first use.
+    fn stored(&self, key: &TuneKey, candidates: &[&'static str]) -> Option<&'static str> {
+        let identity = self.identity.as_deref()?;
+        let mut file = self.file.lock().unwrap();
+        if file.loaded.is_none() {
+            let read = self
+                .path(&file.location)
+                .and_then(|p| tuning_cache::read(&p, identity));
+            file.loaded = Some(read.unwrap_or_default());
+        }
+        let name = file.loaded.as_ref()?.get(&tuning_cache::entry_key(key))?;
+        candidates.iter().copied().find(|c| c == name)
+    }
+
+    /// Keeps a new choice in the file (merged with what another process may have written
+    /// since); failures are reported as a `tracing` debug event and otherwise ignored.
+    fn store(&self, key: &TuneKey, choice: &'static str) {
+        let Some(identity) = self.identity.as_deref() else {
+            return;
+        };
+        let mut file = self.file.lock().unwrap();
+        let Some(path) = self.path(&file.location) else {
+            return;
+        };
+        let mut stored = tuning_cache::read(&path, identity).unwrap_or_default();
+        stored.insert(tuning_cache::entry_key(key), choice.to_string());
+        if let Err(e) = tuning_cache::write(&path, identity, &stored) {
+            tracing::debug!(
+                target: "wgpu_unsupervised::tuning",
+                path = %path.display(),
+                error = %e,
+                "the tuning cache was not written"
+            );
+        }
+        file.loaded = Some(stored);
+    }
 }
 
 impl Gpu {
-    /// The choice already made for `key`, if any: wrappers look before they allocate the
-    /// trial's scratch buffers, so a cached choice costs nothing per dispatch.
-    pub(crate) fn tuned_choice(&self, key: &TuneKey) -> Option<&'static str> {
-        self.tuner.choices.lock().unwrap().get(key).copied()
+    /// Where the autotuner keeps its choices across processes (see [`TuningCache`]). Choices
+    /// already made in this process stay; the new location is read at the next new key.
+    pub fn set_tuning_cache(&self, cache: TuningCache) {
+        let mut file = self.tuner.file.lock().unwrap();
+        file.location = cache;
+        file.loaded = None;
     }
 
-    /// The variant of `candidates` to use for `key`: the cached choice, or the fastest by
-    /// `time` (seconds of one run of a candidate), measured now and cached.
+    /// The autotuner's cache file on this device, for the location set with
+    /// [`Gpu::set_tuning_cache`] (by default, the environment's): `None` when choices are
+    /// kept nowhere (`off`, no cache directory known, or a device of unknown adapter). The
+    /// file need not exist yet.
+    pub fn tuning_cache_file(&self) -> Option<PathBuf> {
+        let file = self.tuner.file.lock().unwrap();
+        self.tuner.path(&file.location)
+    }
+
+    /// The choice already made for `key` among `candidates`, in this process or stored in
+    /// the cache file by an earlier one: wrappers look before they allocate the trial's
+    /// scratch buffers, so a known choice costs nothing per dispatch.
+    pub(crate) fn tuned_choice(
+        &self,
+        key: &TuneKey,
+        candidates: &[&'static str],
+    ) -> Option<&'static str> {
+        if let Some(&c) = self.tuner.choices.lock().unwrap().get(key) {
+            if candidates.contains(&c) {
+                return Some(c);
+            }
+        }
+        let c = self.tuner.stored(key, candidates)?;
+        self.tuner.choices.lock().unwrap().insert(key.clone(), c);
+        Some(c)
+    }
+
+    /// The variant of `candidates` to use for `key`: the known choice, or the fastest by
+    /// `time` (seconds of one run of a candidate), measured now, kept and stored.
     pub(crate) fn tuned(
         &self,
         key: TuneKey,
         candidates: &[&'static str],
         mut time: impl FnMut(&'static str) -> Result<f64>,
     ) -> Result<&'static str> {
-        if let Some(c) = self.tuned_choice(&key) {
+        if let Some(c) = self.tuned_choice(&key, candidates) {
             return Ok(c);
         }
         let mut best = (f64::INFINITY, candidates[0]);
@@ -76,23 +219,32 @@ impl Gpu {
                 best = (t, c);
             }
         }
-        self.tuner.choices.lock().unwrap().insert(key, best.1);
+        self.tuner
+            .choices
+            .lock()
+            .unwrap()
+            .insert(key.clone(), best.1);
+        self.tuner.store(&key, best.1);
         Ok(best.1)
     }
 
     /// Seconds of one trial: what `record` records, submitted alone (outside any profile) and
-    /// waited for by reading the first value of `written` back.
+    /// waited for by reading the first value of `written` back. The GPU time of its passes
+    /// where the device has timestamps, else the wall clock around the submission.
     pub(crate) fn time_trial<T: bytemuck::Pod>(
         &self,
         record: impl FnOnce(&mut Batch<'_>) -> Result<()>,
         written: &DeviceBuffer<T>,
     ) -> Result<f64> {
-        let mut batch = Batch::untimed(self, "autotuner trial");
+        let mut batch = Batch::timestamped(self, "autotuner trial");
         record(&mut batch)?;
         batch.read_values(written, 0, 1);
         let start = Instant::now();
-        batch.finish()?;
-        Ok(start.elapsed().as_secs_f64())
+        let (_, records) = batch.finish_with_records()?;
+        let wall = start.elapsed().as_secs_f64();
+        let gpu: f64 = records.iter().map(|r| r.seconds).sum();
+        // A driver that writes no ticks reads zero for every variant: no choice at all.
+        Ok(if gpu > 0.0 { gpu } else { wall })
     }
 
     /// The autotuner's choices on this device so far: (kernel, shape class, variant), sorted.

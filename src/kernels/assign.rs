@@ -198,7 +198,8 @@ fn assign_variant(
         return Ok(candidates[0]);
     }
     let key = TuneKey::new("assign", d, to.k);
-    if let Some(c) = gpu.tuned_choice(&key) {
+    let names: Vec<&'static str> = candidates.iter().map(|v| v.name()).collect();
+    if let Some(c) = gpu.tuned_choice(&key, &names) {
         return Ok(AssignVariant::from_name(c).expect("a name of ours"));
     }
     let rows = chunk.n_rows.min(TRIAL_ROWS);
@@ -216,7 +217,6 @@ fn assign_variant(
         scratch.record_mirrors(gpu, &mut batch, chunk, d, to)?;
         batch.finish()?;
     }
-    let names: Vec<&'static str> = candidates.iter().map(|v| v.name()).collect();
     let chosen = gpu.tuned(key, &names, |name| {
         let variant = AssignVariant::from_name(name).expect("a name of ours");
         gpu.time_trial(

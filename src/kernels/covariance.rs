@@ -201,7 +201,8 @@ fn gram_variant(
         a.cols,
         b.cols,
     );
-    if let Some(c) = gpu.tuned_choice(&key) {
+    let names: Vec<&'static str> = candidates.iter().map(|v| v.name()).collect();
+    if let Some(c) = gpu.tuned_choice(&key, &names) {
         return Ok(GramVariant::from_name(c).expect("a name of ours"));
     }
     let rows = n_rows.min(TRIAL_ROWS);
@@ -216,7 +217,6 @@ fn gram_variant(
         upper_only,
         partials: &scratch,
     };
-    let names: Vec<&'static str> = candidates.iter().map(|v| v.name()).collect();
     let chosen = gpu.tuned(key, &names, |name| {
         let variant = GramVariant::from_name(name).expect("a name of ours");
         gpu.time_trial(

@@ -117,7 +117,7 @@ pub(crate) fn squared_mahalanobis(
         return record_mahalanobis(gpu, batch, native, seg, d, k, comps);
     }
     let key = TuneKey::new(native, d, k);
-    if let Some(variant) = gpu.tuned_choice(&key) {
+    if let Some(variant) = gpu.tuned_choice(&key, &[native, uniform]) {
         return record_mahalanobis(gpu, batch, variant, seg, d, k, comps);
     }
     let rows = seg.n_rows.min(TRIAL_ROWS);

@@ -13,6 +13,7 @@ pub(crate) mod assign_scratch;
 pub(crate) mod ceilings;
 pub(crate) mod centroid_update;
 pub(crate) mod covariance;
+pub(crate) mod farthest;
 pub(crate) mod gmm_estep;
 pub(crate) mod gmm_mstep;
 pub(crate) mod kmeans_pp;
@@ -26,6 +27,8 @@ pub(crate) mod tiles;
 mod dispatch_tests;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tuning_tests;
 #[cfg(test)]
 mod variant_tests;
 

@@ -42,6 +42,14 @@ pub(super) trait LloydData {
     fn pass(&mut self, centroids: &[f32]) -> Result<Pass>;
     /// Every row's label and squared distance from the last pass.
     fn labels_and_distances(&mut self) -> Result<(Vec<u32>, Vec<f32>)>;
+    /// The first rows of the repair's order over the last pass (squared distance descending,
+    /// row ascending) as (row, label, squared distance): at least `at_least` of them, or all.
+    /// By default every row's, from [`LloydData::labels_and_distances`]; rows resident on the
+    /// device select them there instead of reading N rows back.
+    fn farthest_rows(&mut self, at_least: usize) -> Result<Vec<(usize, u32, f32)>> {
+        let _ = at_least;
+        every_row_by_distance(self)
+    }
     /// The rows `indices`, row-major, in that order.
     fn rows(&mut self, indices: &[usize]) -> Result<Vec<f32>>;
     /// Every row's sample weight, when the rows are weighted.
@@ -118,27 +126,68 @@ pub(super) fn normalize_centroids(c: &mut [f64], d: usize, previous: Option<&[f3
     Ok(())
 }
 
+/// Every row in the repair's order: squared distance descending, row ascending.
+pub(super) fn every_row_by_distance<D: LloydData + ?Sized>(
+    data: &mut D,
+) -> Result<Vec<(usize, u32, f32)>> {
+    let (labels, dists) = data.labels_and_distances()?;
+    let mut order: Vec<(usize, u32, f32)> = (0..labels.len())
+        .map(|r| (r, labels[r], dists[r]))
+        .collect();
+    order.sort_by(|a, b| b.2.total_cmp(&a.2).then(a.0.cmp(&b.0)));
+    Ok(order)
+}
+
 /// Moves each empty cluster (no weight) onto the row farthest from its centroid, taking rows
 /// only from clusters with more than one member and updating the donors' (weighted) means.
+///
+/// Only the first rows of the order can be taken: each empty cluster takes one, and each
+/// cluster skips at most one (its last member), so n_empty + K rows suffice unless rows of
+/// zero weight make more clusters empty on the way. Those are asked for
+/// ([`LloydData::farthest_rows`]); should they run out before every empty cluster has a row,
+/// the repair starts again from every row, so the result is the full order's either way.
 fn repair_empty_clusters(
     data: &mut impl LloydData,
     centroids: &mut [f64],
     counts: &mut [u64],
     weights: &mut [f64],
 ) -> Result<()> {
+    let n = data.shape().0;
+    // As the loop below decides: a weight that is not positive (NaN included) is empty.
+    let empty = weights.iter().filter(|&&w| w <= 0.0 || w.is_nan()).count();
+    let far = data.farthest_rows(empty + counts.len())?;
+    if far.len() >= n {
+        return take_farthest(data, &far, centroids, counts, weights).map(|_| ());
+    }
+    let start = (centroids.to_vec(), counts.to_vec(), weights.to_vec());
+    if take_farthest(data, &far, centroids, counts, weights)? {
+        return Ok(());
+    }
+    centroids.copy_from_slice(&start.0);
+    counts.copy_from_slice(&start.1);
+    weights.copy_from_slice(&start.2);
+    let far = every_row_by_distance(data)?;
+    take_farthest(data, &far, centroids, counts, weights).map(|_| ())
+}
+
+/// The repair over `far` (a prefix of the order); false when `far` ran out first.
+fn take_farthest(
+    data: &mut impl LloydData,
+    far: &[(usize, u32, f32)],
+    centroids: &mut [f64],
+    counts: &mut [u64],
+    weights: &mut [f64],
+) -> Result<bool> {
     let (_, d) = data.shape();
-    let (labels, dists) = data.labels_and_distances()?;
-    let mut order: Vec<usize> = (0..labels.len()).collect();
-    order.sort_by(|&a, &b| dists[b].total_cmp(&dists[a]).then(a.cmp(&b)));
-    let mut far = order.into_iter();
+    let mut far = far.iter();
     for empty in 0..counts.len() {
         if weights[empty] > 0.0 {
             continue;
         }
-        let Some(row) = far.by_ref().find(|&r| counts[labels[r] as usize] > 1) else {
-            break;
+        let Some(&(row, label, _)) = far.by_ref().find(|&&(_, l, _)| counts[l as usize] > 1) else {
+            return Ok(false);
         };
-        let donor = labels[row] as usize;
+        let donor = label as usize;
         let w = data.row_weights().map_or(1.0, |wt| wt[row] as f64);
         let x = data.rows(&[row])?;
         let m = weights[donor];
@@ -155,7 +204,7 @@ fn repair_empty_clusters(
         weights[donor] -= w;
         weights[empty] = w;
     }
-    Ok(())
+    Ok(true)
 }
 
 /// One Lloyd run from `init`; with the cosine metric the updated centroids are put back on

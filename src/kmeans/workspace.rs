@@ -2,7 +2,7 @@
 //! at a time), what they cost, and one Lloyd step (assignment and per-cluster statistics in
 //! one submission, only K x D sums and a few scalars read back).
 
-use super::lloyd::{LloydData, Pass};
+use super::lloyd::{every_row_by_distance, LloydData, Pass};
 use super::KMeansStats;
 use crate::error::{Error, Result};
 use crate::gpu::batch::Batch;
@@ -11,7 +11,7 @@ use crate::gpu::device_buffer::DeviceBuffer;
 use crate::gpu::{Gpu, GpuMatrix, GpuVector};
 use crate::kernels::assign::{self, AssignScratch, Assignment};
 use crate::kernels::centroid_update::{self, Assigned, ClusterPartials};
-use crate::kernels::{reduce, rows};
+use crate::kernels::{farthest, reduce, rows};
 
 /// Per-iteration statistics read back from the device.
 pub(super) struct Stats {
@@ -352,6 +352,16 @@ impl LloydData for Workspace<'_> {
             self.labels.to_host(self.gpu)?,
             self.min_sq_dist.to_host(self.gpu)?,
         ))
+    }
+
+    fn farthest_rows(&mut self, at_least: usize) -> Result<Vec<(usize, u32, f32)>> {
+        // The selection on the device reads back a few rows per cluster, not N; it refuses
+        // only when more rows tie at its threshold than it lists.
+        match farthest::farthest_rows(self.gpu, &self.x, &self.labels, &self.min_sq_dist, at_least)?
+        {
+            Some(rows) => Ok(rows),
+            None => every_row_by_distance(self),
+        }
     }
 
     fn rows(&mut self, indices: &[usize]) -> Result<Vec<f32>> {

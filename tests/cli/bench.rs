@@ -130,7 +130,15 @@ fn bench_fit_on_an_input_with_its_profile_and_the_table() {
         .all(|r| num(r, "seconds") >= 0.0 && r["calls"].as_u64() > Some(0)));
 
     let table = ok(&f.run("bench --kernel covariance --shape 500,9,0 --repeats 1"));
-    for word in ["adapter:", "ceilings:", "GFLOP/s", "covariance", "eff."] {
+    // The tests' environment keeps no tuning cache (`common::command`).
+    for word in [
+        "adapter:",
+        "ceilings:",
+        "tuning cache: off",
+        "GFLOP/s",
+        "covariance",
+        "eff.",
+    ] {
         assert!(table.contains(word), "{word}: {table}");
     }
 }

@@ -17,11 +17,21 @@ pub fn cli(args: &[&str]) -> Output {
         .expect("the wgpu-unsupervised binary runs")
 }
 
-/// The program with `args`, not started yet.
+/// The program with `args`, not started yet. Its autotuner keeps nothing across runs, so
+/// the tests leave the user's tuning cache alone.
 pub fn command(args: &[&str]) -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_wgpu-unsupervised"));
     command.args(args);
+    command.env("WGPU_UNSUPERVISED_TUNING_CACHE", "off");
     command
+}
+
+/// The best adapter for the tests that check the program's output against the library, its
+/// autotuner keeping nothing across processes (as [`command`]'s).
+pub fn gpu() -> wgpu_unsupervised::Gpu {
+    let gpu = wgpu_unsupervised::Gpu::new().expect("the CLI tests need a wgpu adapter");
+    gpu.set_tuning_cache(wgpu_unsupervised::TuningCache::Off);
+    gpu
 }
 
 /// The path as a `&str` (temporary directories have UTF-8 names here).

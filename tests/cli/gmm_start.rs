@@ -1,7 +1,7 @@
 //! `gmm` from given starting parameters (`--weights-init`, `--means-init`,
 //! `--precisions-init`, `--warm-start`) and `sample`.
 
-use wgpu_unsupervised::{io, GaussianMixture, GaussianMixtureModel, Gpu, Matrix};
+use wgpu_unsupervised::{io, GaussianMixture, GaussianMixtureModel, Matrix};
 
 use crate::common::{json_line, ok, read_2d, Fixture};
 
@@ -31,7 +31,7 @@ fn gmm_given_parts_and_warm_start_match_the_library() {
     }
     let (rows, _) = wgpu_unsupervised::datasets::iris();
     let x = Matrix::new(&rows, 4).unwrap();
-    let gpu = Gpu::new().unwrap();
+    let gpu = crate::common::gpu();
     let f32s = |v: &[f64]| v.iter().map(|&x| x as f32 as f64).collect::<Vec<_>>();
     let parts = GaussianMixture::new(3)
         .covariance(wgpu_unsupervised::CovarianceType::Diag)

@@ -162,6 +162,6 @@ fn embedded_child() {
         "NODEVICE_SELECT={:?}",
         std::env::var_os("NODEVICE_SELECT")
     );
-    let gpu = wgpu_unsupervised::Gpu::new().unwrap();
+    let gpu = crate::common::gpu();
     println!("adapter opened: {}", gpu.info());
 }

@@ -278,7 +278,7 @@ fn kmeans_init_centroids_from_a_file() {
         serde_json::from_str::<serde_json::Value>(stdout(&warned).trim()).unwrap()["inertia"],
         report["inertia"]
     );
-    let gpu = wgpu_unsupervised::Gpu::new().unwrap();
+    let gpu = crate::common::gpu();
     let m = wgpu_unsupervised::Matrix::new(&x.data, 2).unwrap();
     let want = wgpu_unsupervised::KMeans::new(3)
         .init(wgpu_unsupervised::KMeansInit::Centroids(

@@ -67,7 +67,7 @@ fn kmeans_model_then_transform_gives_distances_to_the_centroids() {
     assert_eq!(report["n_components"], 4);
     assert_eq!(report["n_features"], 3);
     let distances = read_2d(&f.file("d.npy"), 120, 4);
-    let gpu = wgpu_unsupervised::Gpu::new().unwrap();
+    let gpu = crate::common::gpu();
     let loaded = wgpu_unsupervised::KMeansModel::load(&model).unwrap();
     let x = io::read_matrix(&f.file("x.npy")).unwrap();
     let want = loaded

@@ -3,7 +3,9 @@
 use crate::common::{gpu, max_rel_err, random_matrix, to_f64};
 use wgpu_unsupervised::reference::kmeans as refk;
 use wgpu_unsupervised::reference::metrics::adjusted_rand_index;
-use wgpu_unsupervised::{datasets, GpuMatrix, KMeans, KMeansInit, KMeansModel, Matrix};
+use wgpu_unsupervised::{
+    datasets, GpuMatrix, KMeans, KMeansInit, KMeansModel, Matrix, ProfileClock,
+};
 
 /// Checks GPU labels against the reference: every disagreement must be a near-tie (the two
 /// centroids' reference distances within `rel` of each other), and there must be few.
@@ -268,6 +270,57 @@ fn empty_clusters_are_repaired_without_nan() {
     }
     assert!(counts.iter().all(|&c| c > 0), "counts {counts:?}");
     assert!(model.centroids().iter().all(|v| v.abs() < 2.0));
+}
+
+/// Centroids far from the data leave clusters empty; the repair (rows selected on the device,
+/// not read back) moves them where the reference's does, in one chunk and in several.
+#[test]
+fn empty_clusters_far_from_the_data_are_repaired_as_the_reference_does() {
+    let gpu = gpu();
+    let (d, k) = (4, 9);
+    for (seed, chunk_rows) in [(91u64, 0), (92, 700), (93, 0), (94, 1100)] {
+        let (x, _, _) = datasets::make_blobs(2500, d, 6, 1.0, (-8.0, 8.0), seed).unwrap();
+        let x64 = to_f64(&x);
+        // Five data rows and four centroids far away in different directions.
+        let mut init: Vec<f64> = x64[..5 * d].to_vec();
+        for f in [1e3, -1e3, 2e3, -3e3] {
+            init.extend((0..d).map(|j| if j % 2 == 0 { f } else { -f / 2.0 }));
+        }
+        let params = KMeans::new(k)
+            .init(KMeansInit::Centroids(init))
+            .max_iter(100)
+            .tol(0.0);
+        if chunk_rows > 0 {
+            gpu.set_max_chunk_bytes((chunk_rows * d * 4) as u64);
+        }
+        let (model, profile) = gpu
+            .profile(ProfileClock::Auto, || {
+                params.fit(&gpu, &Matrix::new(&x, d).unwrap())
+            })
+            .unwrap();
+        gpu.set_max_chunk_bytes(u64::MAX);
+        // The repair took the device's selection.
+        assert!(
+            profile
+                .dispatches
+                .iter()
+                .any(|r| r.kernel == "farthest_compact"),
+            "seed {seed}: no selection on the device"
+        );
+        let r = refk::fit(&x64, d, &params).unwrap();
+        let ari = adjusted_rand_index(model.labels(), &r.labels).unwrap();
+        assert!(ari >= 0.999, "seed {seed}: ARI {ari}");
+        let rel = ((model.inertia() - r.inertia) / r.inertia).abs();
+        assert!(
+            rel < 1e-4,
+            "seed {seed}: {} vs {}",
+            model.inertia(),
+            r.inertia
+        );
+        let mut counts = vec![0usize; k];
+        model.labels().iter().for_each(|&l| counts[l as usize] += 1);
+        assert!(counts.iter().all(|&c| c > 0), "seed {seed}: {counts:?}");
+    }
 }
 
 #[cfg(feature = "serde")]

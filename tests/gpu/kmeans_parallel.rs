@@ -3,7 +3,7 @@
 
 use crate::common::gpu;
 use wgpu_unsupervised::metrics::adjusted_rand_index;
-use wgpu_unsupervised::{datasets, Error, Gpu, KMeans, KMeansInit, Matrix, RowChunks};
+use wgpu_unsupervised::{datasets, Error, KMeans, KMeansInit, Matrix, RowChunks};
 
 /// Inertia of `x` against `centres` (f64, on the host).
 fn inertia(x: &[f32], d: usize, centres: &[f32]) -> f64 {
@@ -103,7 +103,7 @@ fn small_data_weights_streams_and_bad_parameters() {
     let weighted = params.fit_weighted(&gpu, &my, &w).unwrap();
     assert_eq!(weighted.labels().len(), 900);
     // A stream seeds from a sample of the rows, as k-means++ does.
-    let small = Gpu::new().unwrap();
+    let small = crate::common::gpu();
     small.set_memory_budget(8 << 10); // about 300 of the 900 rows per piece
     let chunks = RowChunks::new(900, 3, || y.chunks(200 * 3));
     let streamed = params.fit_source(&small, &chunks).unwrap();

@@ -4,7 +4,7 @@
 use crate::common::{gpu, max_rel_err, to_f64};
 use wgpu_unsupervised::metrics::adjusted_rand_index;
 use wgpu_unsupervised::reference::kmeans as refk;
-use wgpu_unsupervised::{datasets, Error, Gpu, KMeans, KMeansInit, Matrix, Metric, RowChunks};
+use wgpu_unsupervised::{datasets, Error, KMeans, KMeansInit, Matrix, Metric, RowChunks};
 
 /// Rows pointing along `k` directions (blobs around centres on the sphere's surface, away
 /// from the origin) and scaled by a random factor in [0.05, 20]: the directions cluster, the
@@ -153,7 +153,7 @@ fn zero_rows_and_unsupported_paths_are_refused() {
         from_source,
         cosine.fit(&gpu, &Matrix::new(&y, 3).unwrap()).unwrap()
     );
-    let small = Gpu::new().unwrap();
+    let small = crate::common::gpu();
     small.set_memory_budget(1600); // the fit's fixed 1192 bytes and about 20 of the 50 rows
     match cosine.fit_source(&small, &chunks) {
         Err(Error::InvalidParameter { name: "metric", .. }) => {}

@@ -109,7 +109,7 @@ fn rbf_on_blobs_matches_the_reference_and_chunks_change_nothing() {
         }
         assert!(subspace_gap(&f64s(model.embedding()), &r.embedding, n, k) < 1e-3);
         // The data in chunks of 37 rows: every (query, data) chunk pair, same result.
-        let chunked = wgpu_unsupervised::Gpu::new().unwrap();
+        let chunked = crate::common::gpu();
         chunked.set_max_chunk_bytes(37 * d as u64 * 4);
         for graph in [graph, Affinity::NearestNeighbors { n_neighbors: 8 }] {
             let one = params.clone().affinity(graph).fit(&gpu, &m).unwrap();

@@ -299,9 +299,15 @@ pub fn bench(args: BenchArgs) -> CliResult {
     let mut out = Printer {
         json: args.json,
         header: false,
+        // The autotuner's choices show in each line's detail; where they are kept says
+        // whether this run timed them or an earlier one did.
         preamble: Some(format!(
-            "adapter: {}\nceilings: {:.2} GFLOP/s (FMA), {:.2} GB/s (copy)",
-            ceilings.adapter, ceilings.peak_gflops, ceilings.peak_gbps
+            "adapter: {}\nceilings: {:.2} GFLOP/s (FMA), {:.2} GB/s (copy)\ntuning cache: {}",
+            ceilings.adapter,
+            ceilings.peak_gflops,
+            ceilings.peak_gbps,
+            gpu.tuning_cache_file()
+                .map_or("off".to_string(), |p| p.display().to_string())
         )),
     };
     let data_for = |shape: Option<(usize, usize)>, mixture: bool| -> CliResult<Data> {

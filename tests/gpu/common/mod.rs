@@ -8,11 +8,14 @@ pub mod gmm;
 pub mod pca;
 pub mod stream;
 
-/// The best adapter, or a panic that says why there is none.
+/// The best adapter, or a panic that says why there is none. Its autotuner keeps nothing
+/// across processes, so the tests leave the user's tuning cache alone.
 pub fn gpu() -> Gpu {
-    Gpu::new().unwrap_or_else(|e| {
+    let gpu = Gpu::new().unwrap_or_else(|e| {
         panic!("GPU tests need a wgpu adapter (CI installs mesa-vulkan-drivers): {e}")
-    })
+    });
+    gpu.set_tuning_cache(wgpu_unsupervised::TuningCache::Off);
+    gpu
 }
 
 /// Uniform values in [lo, hi) from a small seeded LCG-free generator (rand's ChaCha8).
