@@ -289,3 +289,77 @@ impl EmData for Workspace<'_> {
         Workspace::labels(self, p)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The device's sums of one component (K = 1) about `s`, in the layout of `full`.
+    fn sums(x: &[f64], r: &[f64], d: usize, s: &[f64], full: bool) -> Vec<f64> {
+        let dev = |i: usize, j: usize| if j < d { x[i * d + j] - s[j] } else { 1.0 };
+        let de = d + 1;
+        let mut out = vec![0.0; if full { de * de } else { 2 * d + 1 }];
+        for (i, &ri) in r.iter().enumerate() {
+            if full {
+                for a in 0..de {
+                    for b in a..de {
+                        out[a * de + b] += ri * dev(i, a) * dev(i, b);
+                    }
+                }
+            } else {
+                for j in 0..d {
+                    out[j] += ri * dev(i, j);
+                    out[d + 1 + j] += ri * dev(i, j) * dev(i, j);
+                }
+                out[d] += ri;
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn moving_the_centre_gives_the_centred_scatter_or_refuses_when_it_would_cancel() {
+        let d = 3;
+        let x: Vec<f64> = (0..60)
+            .map(|i| ((i * 37 % 11) as f64) * 0.3 - 1.0)
+            .collect();
+        let r: Vec<f64> = (0..20).map(|i| 0.1 + (i % 3) as f64 * 0.4).collect();
+        let total: f64 = r.iter().sum();
+        let mean: Vec<f64> = (0..d)
+            .map(|j| (0..20).map(|i| r[i] * x[i * d + j]).sum::<f64>() / total)
+            .collect();
+        let centred = |a: usize, b: usize| {
+            (0..20)
+                .map(|i| r[i] * (x[i * d + a] - mean[a]) * (x[i * d + b] - mean[b]))
+                .sum::<f64>()
+        };
+        for full in [true, false] {
+            // A shift near the mean: the scatter about the mean, to rounding.
+            let near: Vec<f64> = mean.iter().map(|m| m + 0.05).collect();
+            let m = Moments::from_joint(&sums(&x, &r, d, &near, full), 1, d, full);
+            assert!((m.resp_sums[0] - total).abs() < 1e-12);
+            let delta: Vec<f64> = m.first.iter().map(|f| f / m.resp_sums[0]).collect();
+            let got = m.about(&delta).expect("a near shift is accepted");
+            for a in 0..d {
+                for b in 0..d {
+                    let v = if full {
+                        got[a * d + b]
+                    } else if a == b {
+                        got[a]
+                    } else {
+                        continue;
+                    };
+                    assert!((v - centred(a, b)).abs() < 1e-12, "{full} {a} {b}");
+                }
+            }
+            // A shift far from the data: the centring would cancel, so it is refused.
+            let far: Vec<f64> = mean.iter().map(|m| m + 100.0).collect();
+            let m = Moments::from_joint(&sums(&x, &r, d, &far, full), 1, d, full);
+            let delta: Vec<f64> = m.first.iter().map(|f| f / m.resp_sums[0]).collect();
+            assert!(m.about(&delta).is_none(), "{full}");
+            // First moments alone have no scatter to move.
+            let first = Moments::from_first(&[1.0, 2.0, 3.0, 4.0], 1, d, full);
+            assert!(first.about(&[0.0; 3]).is_none());
+        }
+    }
+}
