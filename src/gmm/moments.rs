@@ -134,8 +134,9 @@ impl Moments {
                 } else {
                     out[c * d + j]
                 };
-                // Also true for a centred value ≤ 0 under a positive raw one.
-                if raw > 0.0 && !(raw <= MAX_CANCELLATION * centred) {
+                // False for a centred value ≤ 0 (or NaN) under a positive raw one.
+                let bounded = raw <= MAX_CANCELLATION * centred;
+                if raw > 0.0 && !bounded {
                     return None;
                 }
             }

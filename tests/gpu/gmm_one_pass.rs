@@ -48,7 +48,9 @@ fn agrees(g: &GaussianMixtureModel, r: &refg::ReferenceGmm, what: &str, tol: f64
         .iter()
         .zip(["weights", "means", "covariances", "bound"])
     {
-        if !(*err < tol) {
+        // NaN fails too.
+        let within = *err < tol;
+        if !within {
             bad.push(format!("{what}: {part} differ by {err:e}"));
         }
     }
