@@ -35,7 +35,7 @@ struct MstepParams {
     n_outputs: u32,    // outputs per block: K (D + 1) or K D²
     power: u32,        // weighted_deviation_sums: 1 or 2
     grid_x: u32,
-    _pad0: u32,
+    augmented: u32,    // the scatters: 1 for the augmented row (x − s, 1), else 0
     _pad1: u32,
 }
 
@@ -86,6 +86,56 @@ fn weighted_deviation_sums(
     partials[(p.block_offset + block) * p.n_outputs + at.y] = acc;
 }
 
+// n_outputs = K (2D + 1); the invocations cover K (D + 1) outputs per block: (k, j < D)
+// writes both moments of feature j from one read of each value, (k, D) writes Σ r.
+@compute @workgroup_size(ROW_WG_SIZE)
+fn weighted_moments_diag(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+) {
+    let p = params;
+    let per = 2u * p.d + 1u;
+    let flat = invocation_index(wid, params.grid_x, ROW_WG_SIZE, lid);
+    let walkers = p.k * (p.d + 1u);
+    let block = flat / walkers;
+    if block >= p.n_blocks {
+        return;
+    }
+    let comp = (flat % walkers) / (p.d + 1u);
+    let j = flat % (p.d + 1u);
+    let first = block * p.block_rows;
+    let last = min(first + p.block_rows, p.n_rows);
+    let out = (p.block_offset + block) * p.n_outputs + comp * per;
+    if j == p.d {
+        var acc = 0.0;
+        for (var row = first; row < last; row++) {
+            acc += resp[row * p.k + comp];
+        }
+        partials[out + p.d] = acc;
+        return;
+    }
+    let s = shift[comp * p.d + j];
+    var acc1 = 0.0;
+    var acc2 = 0.0;
+    for (var row = first; row < last; row++) {
+        let r = resp[row * p.k + comp];
+        let v = x[p.x_offset + row * p.d + j] - s;
+        acc1 = fma(r, v, acc1);
+        acc2 = fma(r * v, v, acc2);
+    }
+    partials[out + j] = acc1;
+    partials[out + p.d + 1u + j] = acc2;
+}
+
+// The value of feature `col` of the (possibly augmented) deviation of x's value `base`
+// row: x − s below D, and 1 at D of an augmented row (0 past the end).
+fn deviation(base: u32, s_base: u32, col: u32) -> f32 {
+    if col < params.d {
+        return x[base + col] - shift[s_base + col];
+    }
+    return select(0.0, 1.0, col == params.d && params.augmented == 1u);
+}
+
 @compute @workgroup_size(ROW_WG_SIZE)
 fn weighted_scatter(
     @builtin(local_invocation_index) lid: u32,
@@ -94,22 +144,22 @@ fn weighted_scatter(
     let p = params;
     let at = output_of(lid, wid);
     let block = at.x;
-    let dd = p.d * p.d;
+    let de = p.d + p.augmented;
+    let dd = de * de;
     let comp = at.y / dd;
-    let i = (at.y / p.d) % p.d;
-    let j = at.y % p.d;
+    let i = (at.y / de) % de;
+    let j = at.y % de;
     if block >= p.n_blocks || j < i {
         return;
     }
     let first = block * p.block_rows;
     let last = min(first + p.block_rows, p.n_rows);
-    let si = shift[comp * p.d + i];
-    let sj = shift[comp * p.d + j];
+    let s_base = comp * p.d;
     var acc = 0.0;
     for (var row = first; row < last; row++) {
         let base = p.x_offset + row * p.d;
         let r = resp[row * p.k + comp];
-        acc = fma(r * (x[base + i] - si), x[base + j] - sj, acc);
+        acc = fma(r * deviation(base, s_base, i), deviation(base, s_base, j), acc);
     }
     partials[(p.block_offset + block) * p.n_outputs + at.y] = acc;
 }
@@ -127,7 +177,8 @@ fn weighted_scatter_tiled(
     @builtin(workgroup_id) wid: vec3<u32>,
 ) {
     let p = params;
-    let n_tiles = (p.d + TILE - 1u) / TILE;
+    let de = p.d + p.augmented;
+    let n_tiles = (de + TILE - 1u) / TILE;
     let n_pairs = n_tiles * (n_tiles + 1u) / 2u;
     let g = workgroup_index(wid, p.grid_x);
     let valid = g < p.n_blocks * p.k * n_pairs;
@@ -155,12 +206,8 @@ fn weighted_scatter_tiled(
             var vb = 0.0;
             if row < last {
                 let base = p.x_offset + row * p.d;
-                if col_a + c < p.d {
-                    va = resp[row * p.k + comp] * (x[base + col_a + c] - shift[s_base + col_a + c]);
-                }
-                if col_b + c < p.d {
-                    vb = x[base + col_b + c] - shift[s_base + col_b + c];
-                }
+                va = resp[row * p.k + comp] * deviation(base, s_base, col_a + c);
+                vb = deviation(base, s_base, col_b + c);
             }
             tile_a[slot.at] = va;
             tile_b[slot.at] = vb;
@@ -172,14 +219,14 @@ fn weighted_scatter_tiled(
     if !valid {
         return;
     }
-    let out = (p.block_offset + block) * p.n_outputs + comp * p.d * p.d;
+    let out = (p.block_offset + block) * p.n_outputs + comp * de * de;
     for (var i = 0u; i < TILE_BLOCK; i++) {
         let ia = col_a + lane_row(lane, i);
-        if ia < p.d {
+        if ia < de {
             for (var m = 0u; m < TILE_BLOCK; m++) {
                 let jb = col_b + lane_col(lane, m);
-                if jb < p.d {
-                    partials[out + ia * p.d + jb] = acc[i * TILE_BLOCK + m];
+                if jb < de {
+                    partials[out + ia * de + jb] = acc[i * TILE_BLOCK + m];
                 }
             }
         }

@@ -86,6 +86,45 @@ fn inverse_lower_transposed(l: &[f64], d: usize) -> Vec<f64> {
     u
 }
 
+/// From this many flops (K·D³ / 3 for the factor and D³ / 3 for the inverse of each of K
+/// components) on, the components are factored on several threads: below it starting them
+/// costs more than it saves.
+const PARALLEL_FACTOR_FLOPS: usize = 1 << 20;
+
+/// Uₖ = (Lₖ⁻¹)ᵀ of every d x d block of `covariances` (Lₖ its Cholesky factor), or `None`
+/// for a block that is not positive definite (or whose factor's inverse overflows).
+///
+/// The blocks are independent, so they are split into contiguous runs over
+/// `std::thread::scope` threads; each block is computed by the same code on one thread
+/// whichever thread that is, and the results are put back in component order, so the bits do
+/// not depend on the number of threads or their timing.
+fn factor_blocks(covariances: &[f64], d: usize) -> Vec<Option<Vec<f64>>> {
+    let factor = |block: &[f64]| {
+        let l = linalg::cholesky_lower(block, d).ok()?;
+        let u = inverse_lower_transposed(&l, d);
+        // A pivot so small that its reciprocal overflows is as good as zero.
+        u.iter().all(|v| v.is_finite()).then_some(u)
+    };
+    let blocks: Vec<&[f64]> = covariances.chunks_exact(d * d).collect();
+    let flops = blocks.len().saturating_mul(d.saturating_pow(3));
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(blocks.len());
+    if threads <= 1 || flops < PARALLEL_FACTOR_FLOPS {
+        return blocks.into_iter().map(factor).collect();
+    }
+    let per = blocks.len().div_ceil(threads);
+    std::thread::scope(|scope| {
+        let runs: Vec<_> = blocks
+            .chunks(per)
+            .map(|run| scope.spawn(move || run.iter().map(|b| factor(b)).collect::<Vec<_>>()))
+            .collect();
+        runs.into_iter()
+            .flat_map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
+            .collect()
+    })
+}
+
 /// The Cholesky factors of the precisions of `covariances` (module docs):
 /// scikit-learn's `_compute_precision_cholesky`, for `k` components of `d` features.
 ///
@@ -165,14 +204,12 @@ pub(crate) fn precision_cholesky_quoting(
     let mut out = Vec::with_capacity(covariances.len());
     match covariance_type {
         CovarianceType::Full | CovarianceType::Tied => {
-            for (c, block) in covariances.chunks_exact(d * d).enumerate() {
-                let l = linalg::cholesky_lower(block, d).map_err(|_| not_pd(component(c)))?;
-                let u = inverse_lower_transposed(&l, d);
-                // A pivot so small that its reciprocal overflows is as good as zero.
-                if u.iter().any(|v| !v.is_finite()) {
-                    return Err(not_pd(component(c)));
-                }
-                out.extend(u);
+            let factors = factor_blocks(covariances, d)
+                .into_iter()
+                .enumerate()
+                .map(|(c, u)| u.ok_or_else(|| not_pd(component(c))));
+            for u in factors {
+                out.extend(u?);
             }
         }
         CovarianceType::Diag | CovarianceType::Spherical => {

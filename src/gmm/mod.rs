@@ -40,9 +40,13 @@
 //! Spherical:  σₖ² = (1/D) Σⱼ σₖⱼ²
 //! ```
 //!
-//! Two passes: the first (fused into the E-step's submission) gives Nₖ and the shifted first
-//! moments, the host forms μₖ, and the second accumulates the **centred** scatter around the
-//! new μₖ, never E[x xᵀ] − μ μᵀ. Diag and Spherical accumulate only the D diagonal terms.
+//! One pass, fused into the E-step's submission, gives Nₖ and the first and second moments
+//! about the previous means sₖ; the host forms μₖ and moves the scatter's centre to μₖ in f64
+//! (Σ r (x − μ)(x − μ)ᵀ = S − δFᵀ − Fδᵀ + Nδδᵀ, δ = μ − s, never E[x xᵀ] − μ μᵀ about the
+//! origin), so an iteration is one submission and one readback. Where a mean moved so far
+//! that this would cancel (`moments` module docs), a second pass accumulates the scatter
+//! centred on μₖ on the device instead. Diag and Spherical accumulate only the D diagonal
+//! terms.
 //! Every device sum covers one bounded block of rows; blocks are folded on the device in a
 //! fixed order (Kahan) and finished in f64, so a fit is bitwise repeatable on one adapter.
 //!
@@ -72,7 +76,9 @@
 //!   their validation;
 //! - `fit`: every public `fit*` entry (and [`estimate_gaussian_parameters`], the GPU M-step
 //!   on its own), where resident-or-streamed is decided once;
-//! - `workspace`: the device buffers and passes, and the M-step of resident rows;
+//! - `workspace`: the device buffers and passes;
+//! - `moments`: the M-step of resident rows from the moments one pass gives (one
+//!   host↔device round trip per EM iteration);
 //! - `seeding`: the K-Means, k-means++, random and given starts, resident or streamed;
 //! - `em`: the loop and the restarts, a leaf that imports nothing else from this folder;
 //! - `stream`: EM over rows streamed from a [`RowSource`](crate::RowSource);
@@ -85,6 +91,7 @@ mod em;
 mod fit;
 pub mod math;
 mod model;
+mod moments;
 mod params;
 mod remote;
 mod seeding;

@@ -227,8 +227,8 @@ impl<'g> GmmPartition<'g> {
                 let p = parameters.parameters();
                 let ws = self.workspace(k, t)?;
                 let empty = GmmStats::empty(t, d, &p);
-                let (blocks, first) = ws.estep_and_first_sums(&p)?;
-                let stats = piece_stats(ws, &empty, &first, sum_log_density(&blocks))?;
+                let (blocks, moments) = ws.estep_and_moments(&p)?;
+                let stats = piece_stats(ws, &empty, &moments, sum_log_density(&blocks))?;
                 Ok(GmmReply::Stats(stats))
             }
             GmmRequest::Start {

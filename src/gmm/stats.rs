@@ -23,9 +23,11 @@
 //! exact arithmetic and, unlike sums about one common shift s, never forms
 //! Σ r (x − s)(x − s)ᵀ − N (m − s)(m − s)ᵀ, which cancels badly when a component's rows sit
 //! far from s (early iterations, when the means still move a lot, or partitions of very
-//! different content). Each piece's Mₖ is centred on the piece's own mₖ on the device, as
-//! the resident fit centres on the new means, so no f32 sum is ever taken about a far-off
-//! point. The log-likelihood sums and row counts add.
+//! different content). Each piece's Mₖ is centred on the piece's own mₖ, as the resident
+//! fit centres on the new means: moved there in f64 from the one-pass sums about the E-step
+//! means where that loses at most a digit, else taken on the device about mₖ (`moments`),
+//! so no f32 sum is ever used about a far-off point. The log-likelihood sums and row counts
+//! add.
 //!
 //! **M-step** from merged statistics (the resident fit's, `reg_covar` included): with the
 //! E-step means sₖ (the shift the resident fit uses), N′ₖ = Nₖ + 10 ε and T = Σₖ N′ₖ,

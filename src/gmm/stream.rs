@@ -5,24 +5,26 @@
 //! is **one pass** over the source; for each piece of rows on the device, the same kernels
 //! as the resident fit run:
 //!
-//! 1. the E-step for the current parameters θ, fused with Σ r and Σ r (x − sₖ) about the
-//!    E-step means sₖ (as the resident fit), and the per-block sums of log p;
+//! 1. the E-step for the current parameters θ, fused with Σ r, Σ r (x − sₖ) and
+//!    Σ r (x − sₖ)(x − sₖ)ᵀ (its diagonal for Diag and Spherical) about the E-step means sₖ,
+//!    and the per-block sums of log p, in one submission (as the resident fit, `moments`);
 //! 2. on the host, the piece's component means mₖ = sₖ + Σ r (x − sₖ) / Σ r (sₖ where the
-//!    piece gives a component no weight);
-//! 3. with the responsibilities still on the device, the scatter Σ r (x − mₖ)(x − mₖ)ᵀ
-//!    about the piece's own means (its diagonal for Diag and Spherical).
+//!    piece gives a component no weight), and the scatter Σ r (x − mₖ)(x − mₖ)ᵀ about them
+//!    by moving the centre in f64 (`moments` module docs); where that would cancel too
+//!    much, a second pass takes it on the device, the responsibilities still there.
 //!
 //! The piece's [`GmmStats`] merge into the pass's by Chan's pairwise formulas (module docs of
 //! `stats`), and the M-step takes the merged statistics. The model is the resident one
 //! within f32 rounding: the sums run in the same kernels, only cut at other row boundaries,
-//! and the merge is exact in f64. Each piece runs two device submissions (the second needs
-//! the piece's means), as the resident fit does for the whole data.
+//! and the merge is exact in f64. Each piece runs one device submission and one readback
+//! (two where the centring falls back), as the resident fit does for the whole data.
 //!
 //! Training labels come from a last pass with the returned parameters, kept on the host
 //! (4 bytes a row).
 
 use super::em::{check_lower_bound, EmData, Parameters};
 use super::math::covariance_len;
+use super::moments::Moments;
 use super::stats::{full, GmmStats};
 use super::workspace::{sum_log_density, Workspace};
 use super::CovarianceType;
@@ -41,11 +43,11 @@ fn row_extra_bytes(k: usize) -> u64 {
 /// the workspace), their totals and the parameters.
 fn fixed_bytes(n: usize, d: usize, k: usize, covariance_type: CovarianceType) -> u64 {
     let (k64, d64) = (k as u64, d as u64);
-    let first = k64 * (d64 + 1);
+    // The one-pass moments (`moments`): the augmented (D + 1)² scatter, or 2D + 1 sums.
     let outputs = if full(covariance_type) {
-        (k64.saturating_mul(d64).saturating_mul(d64)).max(first)
+        k64.saturating_mul((d64 + 1).saturating_mul(d64 + 1))
     } else {
-        first
+        k64.saturating_mul(2 * d64 + 1)
     };
     let partials = (n.div_ceil(256) as u64)
         .saturating_mul(outputs.saturating_mul(4))
@@ -120,17 +122,17 @@ impl<'a, S: RowSource + ?Sized> Streamed<'a, S> {
             ws.use_piece(piece);
             ws.weigh_piece(first_row);
             prepare(ws, first_row)?;
-            let (first, log_likelihood) = match p {
+            let (moments, log_likelihood) = match p {
                 Some(p) => {
-                    let (blocks, first) = ws.estep_and_first_sums(p)?;
-                    (first, sum_log_density(&blocks))
+                    let (blocks, moments) = ws.estep_and_moments(p)?;
+                    (moments, sum_log_density(&blocks))
                 }
                 None => {
                     ws.weigh_initial()?;
                     (ws.first_moments(&total.means)?, 0.0)
                 }
             };
-            let piece_stats = piece_stats(ws, &total, &first, log_likelihood)?;
+            let piece_stats = piece_stats(ws, &total, &moments, log_likelihood)?;
             total.merge(&piece_stats)
         })?;
         Ok(total)
@@ -182,13 +184,13 @@ impl<'a, S: RowSource + ?Sized> Streamed<'a, S> {
     }
 }
 
-/// The statistics of the piece in `ws`, from its first moments `first` (K x (D + 1)) about
-/// `total.means`: its component means on the host, then the scatter about them on the
-/// device (module docs).
+/// The statistics of the piece in `ws` from its `moments` about `total.means`: its
+/// component means on the host, and the scatter about them from the moments or, where
+/// those would cancel, from a second pass on the device (module docs).
 pub(super) fn piece_stats(
     ws: &Workspace<'_>,
     total: &GmmStats,
-    first: &[f64],
+    moments: &Moments,
     log_likelihood: f64,
 ) -> Result<GmmStats> {
     let (k, d, t) = (ws.k, ws.d, ws.covariance_type);
@@ -197,33 +199,18 @@ pub(super) fn piece_stats(
     piece.n_rows = ws.x.n_rows() as u64;
     piece.weight_total = ws.weight_total();
     piece.log_likelihood = log_likelihood;
+    let mut delta = vec![0.0; k * d];
     for c in 0..k {
-        let n = first[c * (d + 1) + d].max(0.0);
+        let n = moments.resp_sums[c].max(0.0);
         piece.resp_sums[c] = n;
         if n > 0.0 {
             for j in 0..d {
-                piece.component_means[c * d + j] += first[c * (d + 1) + j] / n;
+                delta[c * d + j] = moments.first[c * d + j] / n;
+                piece.component_means[c * d + j] += delta[c * d + j];
             }
         }
     }
-    let second = ws.second_moments(&piece.component_means)?;
-    if full(t) {
-        // The kernel writes the upper triangle; the statistics hold the symmetric matrix.
-        for c in 0..k {
-            for i in 0..d {
-                for j in 0..d {
-                    let (a, b) = if j >= i { (i, j) } else { (j, i) };
-                    piece.scatter[c * d * d + i * d + j] = second[c * d * d + a * d + b];
-                }
-            }
-        }
-    } else {
-        for c in 0..k {
-            for j in 0..d {
-                piece.scatter[c * d + j] = second[c * (d + 1) + j];
-            }
-        }
-    }
+    piece.scatter = ws.scatter_about(moments, &delta, &piece.component_means)?;
     Ok(piece)
 }
 

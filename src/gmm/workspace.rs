@@ -1,11 +1,10 @@
 //! The device side of a Gaussian-mixture fit or evaluation: the buffers of one data matrix
 //! (or of one streamed piece at a time) and the passes over it (E-step, M-step moment sums,
-//! one-hot or uploaded responsibilities), and the M-step of resident rows (formulas in the
-//! parent module). The EM loop that drives them is `em`.
+//! one-hot or uploaded responsibilities). The M-step of resident rows is `moments`, the EM
+//! loop that drives them `em`.
 
-use super::em::{check_lower_bound, EmData, Parameters};
+use super::em::Parameters;
 use super::math::estep_constants;
-use super::stats::{full, parameters_from_sums, weights_of};
 use super::CovarianceType;
 use crate::error::{Error, Result};
 use crate::gpu::batch::{Batch, ReadHandle};
@@ -14,7 +13,7 @@ use crate::gpu::device_buffer::DeviceBuffer;
 use crate::gpu::{Gpu, GpuMatrix, GpuVector};
 use crate::kernels::gmm_estep::{self, Components, RowOutputs, Segment, NORMALIZE_ROWS};
 use crate::kernels::gmm_mstep::{self, Blocks, Moment, Sums};
-use crate::kernels::{reduce, rows};
+use crate::kernels::reduce;
 
 /// Rows of one data chunk whose N x K responsibilities fit one binding.
 struct SegmentBuffers {
@@ -85,9 +84,10 @@ impl<'a> Workspace<'a> {
         let row_bytes = k as u64 * 4;
         let seg_rows = (gpu.chunk_byte_limit() / row_bytes).max(1) as usize;
 
+        // The one-pass moments (gmm/moments.rs) are the largest a fit takes.
         let max_moment = match covariance_type {
-            CovarianceType::Full | CovarianceType::Tied => Moment::Scatter,
-            _ => Moment::First,
+            CovarianceType::Full | CovarianceType::Tied => Moment::AugmentedScatter,
+            _ => Moment::DiagonalMoments,
         };
         // Evaluation (predict, scores) needs no M-step sums: no partial buffers to allocate.
         let outputs = if with_mstep {
@@ -334,9 +334,9 @@ impl<'a> Workspace<'a> {
 
     /// Records the per-block sums of `moment` around the shifts in `self.shift`, folded into
     /// `self.totals`.
-    fn record_moment(&self, batch: &mut Batch<'_>, moment: Moment) -> Result<()> {
+    pub(super) fn record_moment(&self, batch: &mut Batch<'_>, moment: Moment) -> Result<()> {
         let (k, d) = (self.k, self.d);
-        if moment == Moment::Scatter {
+        if matches!(moment, Moment::Scatter | Moment::AugmentedScatter) {
             // Entries below the diagonal are never written: they must read as zero.
             batch.clear_values(&self.partials);
         }
@@ -363,66 +363,23 @@ impl<'a> Workspace<'a> {
     }
 
     /// Reads the folded sums of `moment` (f64).
-    fn read_totals(&self, batch: &mut Batch<'_>, moment: Moment) -> ReadHandle {
+    pub(super) fn read_totals(&self, batch: &mut Batch<'_>, moment: Moment) -> ReadHandle {
         batch.read_values(&self.totals, 0, moment.outputs(self.k, self.d))
     }
 
-    fn write_shift(&self, shift: &[f64]) {
+    pub(super) fn write_shift(&self, shift: &[f64]) {
         let s: Vec<f32> = shift.iter().map(|&v| v as f32).collect();
         self.shift.write(self.gpu, &s);
+    }
+
+    /// Reads the per-block sums of log p of the E-step recorded in `batch`.
+    pub(super) fn read_log_blocks(&self, batch: &mut Batch<'_>) -> ReadHandle {
+        batch.read_values(&self.block_log_density, 0, self.n_log_blocks)
     }
 
     /// The mean of the per-block sums of log p, in f64.
     fn mean_log_density(&self, block_sums: &[f32]) -> f64 {
         sum_log_density(block_sums) / self.weight_total()
-    }
-
-    /// One submission: the E-step for `p`, then Σ r and Σ r (x − μ) around p's means.
-    /// Returns the per-block sums of log p as they come back (a streamed fit adds them up
-    /// over the pieces) and the first-moment sums (K x (D + 1)).
-    pub(super) fn estep_and_first_sums(&self, p: &Parameters) -> Result<(Vec<f32>, Vec<f64>)> {
-        let gpu = self.gpu;
-        gpu.scoped("mixture E-step", || {
-            self.write_shift(&p.means);
-            let mut batch = Batch::new(gpu, "mixture E-step");
-            self.record_evaluation(&mut batch, p)?;
-            self.record_moment(&mut batch, Moment::First)?;
-            let h_log = batch.read_values(&self.block_log_density, 0, self.n_log_blocks);
-            let h_sums = self.read_totals(&mut batch, Moment::First);
-            let back = batch.finish()?;
-            let sums = back.f32s(h_sums).iter().map(|&v| v as f64).collect();
-            Ok((back.f32s(h_log), sums))
-        })
-    }
-
-    /// Σ r and Σ r (x − shift) for the responsibilities on the device (K x (D + 1)).
-    pub(super) fn first_moments(&self, shift: &[f64]) -> Result<Vec<f64>> {
-        let gpu = self.gpu;
-        gpu.scoped("mixture first moments", || {
-            self.write_shift(shift);
-            let mut batch = Batch::new(gpu, "mixture first moments");
-            self.record_moment(&mut batch, Moment::First)?;
-            let h = self.read_totals(&mut batch, Moment::First);
-            Ok(batch.finish()?.f32s(h).iter().map(|&v| v as f64).collect())
-        })
-    }
-
-    /// The centred second moments around `means`: K x D² scatter (Full, Tied) or K x (D + 1)
-    /// diagonal sums (Diag, Spherical).
-    pub(super) fn second_moments(&self, means: &[f64]) -> Result<Vec<f64>> {
-        let gpu = self.gpu;
-        let moment = if self.full() {
-            Moment::Scatter
-        } else {
-            Moment::SecondDiagonal
-        };
-        gpu.scoped("mixture second moments", || {
-            self.write_shift(means);
-            let mut batch = Batch::new(gpu, "mixture second moments");
-            self.record_moment(&mut batch, moment)?;
-            let h = self.read_totals(&mut batch, moment);
-            Ok(batch.finish()?.f32s(h).iter().map(|&v| v as f64).collect())
-        })
     }
 
     /// Writes responsibilities made on the host, segment by segment in row order (so host
@@ -481,7 +438,7 @@ impl<'a> Workspace<'a> {
         gpu.scoped("mixture evaluation", || {
             let mut batch = Batch::new(gpu, "mixture evaluation");
             self.record_evaluation(&mut batch, p)?;
-            let h = batch.read_values(&self.block_log_density, 0, self.n_log_blocks);
+            let h = self.read_log_blocks(&mut batch);
             let back = batch.finish()?;
             Ok(self.mean_log_density(&back.f32s(h)))
         })
@@ -520,73 +477,6 @@ impl<'a> Workspace<'a> {
             self.log_density.clone(),
             self.labels.clone(),
         )
-    }
-
-    /// The M-step from first-moment sums around `shift`: weights and means on the host, the
-    /// centred covariances from a second pass, then the precision factors.
-    pub(super) fn mstep_from(
-        &self,
-        first: &[f64],
-        shift: &[f64],
-        reg_covar: f64,
-    ) -> Result<Parameters> {
-        let (k, d) = (self.k, self.d);
-        let (nk, weights) = weights_of(&(0..k).map(|c| first[c * (d + 1) + d]).collect::<Vec<_>>());
-        let means: Vec<f64> = (0..k * d)
-            .map(|e| {
-                let (c, j) = (e / d, e % d);
-                shift[e] + first[c * (d + 1) + j] / nk[c]
-            })
-            .collect();
-        let second = self.second_moments(&means)?;
-        let full = full(self.covariance_type);
-        // The kernel writes the upper triangle of a full scatter, the diagonal otherwise.
-        let scatter = |c: usize, i: usize, j: usize| {
-            if full {
-                let (a, b) = if j >= i { (i, j) } else { (j, i) };
-                second[c * d * d + a * d + b]
-            } else {
-                second[c * (d + 1) + j]
-            }
-        };
-        parameters_from_sums(
-            self.covariance_type,
-            d,
-            nk,
-            weights,
-            means,
-            scatter,
-            reg_covar,
-        )
-    }
-
-    /// The M-step for the responsibilities on the device, shifting the first moments by
-    /// `shift` (K x D) or, without one, by the first row of the data for every component.
-    pub(super) fn mstep(&self, shift: Option<&[f64]>, reg_covar: f64) -> Result<Parameters> {
-        let shift = match shift {
-            Some(s) => s.to_vec(),
-            None => {
-                let row = rows::read_rows(self.gpu, &self.x, &[0])?;
-                (0..self.k)
-                    .flat_map(|_| row.iter().map(|&v| v as f64))
-                    .collect()
-            }
-        };
-        let first = self.first_moments(&shift)?;
-        self.mstep_from(&first, &shift, reg_covar)
-    }
-}
-
-impl EmData for Workspace<'_> {
-    fn step(&mut self, p: &Parameters, reg_covar: f64) -> Result<(f64, Parameters)> {
-        let (blocks, first) = self.estep_and_first_sums(p)?;
-        let lower_bound = self.mean_log_density(&blocks);
-        check_lower_bound(lower_bound)?;
-        Ok((lower_bound, self.mstep_from(&first, &p.means, reg_covar)?))
-    }
-
-    fn labels(&mut self, p: &Parameters) -> Result<Vec<u32>> {
-        Workspace::labels(self, p)
     }
 }
 

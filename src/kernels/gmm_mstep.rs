@@ -1,6 +1,8 @@
 //! M-step sums of a Gaussian mixture (`shaders/gmm_mstep.wgsl`): per block of rows, the
 //! responsibility-weighted deviations Σ r (x − s)^p with Σ r, and the centred scatter
-//! Σ r (x − s)(x − s)ᵀ (upper triangle).
+//! Σ r (x − s)(x − s)ᵀ (upper triangle); or, in one pass over x and r, both moments at
+//! once (`DiagonalMoments`, and `AugmentedScatter`, the scatter of the row (x − s, 1), whose
+//! last column is Σ r (x − s) and whose corner is Σ r).
 
 use bytemuck::{Pod, Zeroable};
 
@@ -33,7 +35,7 @@ pub(crate) struct MstepParams {
     n_outputs: u32,
     power: u32,
     grid_x: u32,
-    _pad0: u32,
+    augmented: u32,
     _pad1: u32,
 }
 
@@ -58,6 +60,12 @@ pub(crate) enum Moment {
     SecondDiagonal,
     /// Σ r (x − s)(x − s)ᵀ, upper triangle: K D² outputs per block.
     Scatter,
+    /// Σ r (x − s) (D), Σ r, then Σ r (x − s)² (D) per component: K (2D + 1) outputs per
+    /// block, from one read of x and r.
+    DiagonalMoments,
+    /// The scatter of the augmented row (x − s, 1), upper triangle: K (D + 1)² outputs per
+    /// block; [D][D] is Σ r and [j][D] is Σ r (x − s)ⱼ.
+    AugmentedScatter,
 }
 
 impl Moment {
@@ -66,6 +74,18 @@ impl Moment {
         match self {
             Moment::First | Moment::SecondDiagonal => k * (d + 1),
             Moment::Scatter => k * d * d,
+            Moment::DiagonalMoments => k * (2 * d + 1),
+            Moment::AugmentedScatter => k * (d + 1) * (d + 1),
+        }
+    }
+
+    /// The features of the scatter's rows: D, or D + 1 augmented (0 for the diagonal
+    /// sums, which have no scatter).
+    fn scatter_dim(self, d: usize) -> usize {
+        match self {
+            Moment::Scatter => d,
+            Moment::AugmentedScatter => d + 1,
+            _ => 0,
         }
     }
 }
@@ -90,21 +110,21 @@ pub(crate) fn weighted_sums(
     let (moment, shift) = (sums.moment, sums.shift);
     let n_blocks = seg.n_rows.div_ceil(blocks.block_rows);
     let n_outputs = moment.outputs(k, d);
-    let tiled = moment == Moment::Scatter && d >= TILED_SCATTER_MIN_D;
+    let de = moment.scatter_dim(d);
+    let per_output = ((n_blocks * n_outputs) as u64).div_ceil(ROW_WG_SIZE as u64);
     let (entry, groups) = match moment {
-        Moment::First | Moment::SecondDiagonal => (
-            wgsl::WEIGHTED_DEVIATION_SUMS,
-            ((n_blocks * n_outputs) as u64).div_ceil(ROW_WG_SIZE as u64),
+        Moment::First | Moment::SecondDiagonal => (wgsl::WEIGHTED_DEVIATION_SUMS, per_output),
+        // One invocation per feature writes both of its moments.
+        Moment::DiagonalMoments => (
+            wgsl::WEIGHTED_MOMENTS_DIAG,
+            ((n_blocks * k * (d + 1)) as u64).div_ceil(ROW_WG_SIZE as u64),
         ),
-        Moment::Scatter if tiled => {
-            let tiles = d.div_ceil(TILE);
+        Moment::Scatter | Moment::AugmentedScatter if d >= TILED_SCATTER_MIN_D => {
+            let tiles = de.div_ceil(TILE);
             let pairs = tiles * (tiles + 1) / 2;
             (wgsl::WEIGHTED_SCATTER_TILED, (n_blocks * k * pairs) as u64)
         }
-        Moment::Scatter => (
-            wgsl::WEIGHTED_SCATTER,
-            ((n_blocks * n_outputs) as u64).div_ceil(ROW_WG_SIZE as u64),
-        ),
+        Moment::Scatter | Moment::AugmentedScatter => (wgsl::WEIGHTED_SCATTER, per_output),
     };
     let grid = gpu.grid(groups)?;
     let params = MstepParams {
@@ -122,6 +142,7 @@ pub(crate) fn weighted_sums(
             1
         },
         grid_x: grid.x,
+        augmented: u32::from(moment == Moment::AugmentedScatter),
         ..Zeroable::zeroed()
     };
     batch.dispatch(
@@ -141,8 +162,9 @@ pub(crate) fn weighted_sums(
                     // (x − s) and an FMA per feature, or its square too.
                     Moment::First => 3.0 * d as f64,
                     Moment::SecondDiagonal => 4.0 * d as f64,
+                    Moment::DiagonalMoments => 5.0 * d as f64,
                     // (x − s), then the upper triangle of r·(x − s)(x − s)ᵀ.
-                    Moment::Scatter => (d * d + 2 * d) as f64,
+                    Moment::Scatter | Moment::AugmentedScatter => (de * de + 2 * de) as f64,
                 },
             (seg.n_rows * (d + k) + k * d + n_blocks * n_outputs) as f64,
         ),

@@ -14,6 +14,7 @@ mod embedding;
 mod gmm_gpu;
 mod gmm_init;
 mod gmm_iris_gpu;
+mod gmm_one_pass;
 mod gmm_stream;
 mod gmm_weights;
 mod gpu_layer;
