@@ -35,6 +35,7 @@
 use crate::error::{Error, Result};
 
 mod fit;
+mod lobpcg;
 
 pub use fit::SpectralModel;
 
