@@ -3,11 +3,14 @@
 // Host wrapper: src/kernels/affinity.rs.
 //
 // rbf_times_block: out[q][c] (+)= Σ_{j ≠ q} exp(−γ‖x_q − x_j‖²) · v[j][c] for a run of query
-// rows q and a run of data rows j, columns col0 .. col0 + n_cols of the N x m block v. It is a
-// distance tile (shared/distance_tile.wgsl), as silhouette.wgsl: a workgroup owns TILE queries
-// and walks the data TILE rows at a time, so memory is O(N·(D + m)) and never N². The
-// TILE_LANES invocations sharing a query add their parts in lane order, column by column.
-// The diagonal (q = j) is left out: the normalised Laplacian ignores self-loops.
+// rows q and a run of data rows j, columns col0 .. col0 + n_cols (n_cols <= RBF_COLS) of the
+// N x m block v. An invocation owns one query row and all the columns of the dispatch; the
+// workgroup walks the data RBF_TILE rows at a time, staged with their block rows in workgroup
+// memory, so each pair's exp(−γ‖x_q − x_j‖²) is computed once and multiplied into every
+// column (the n-body pattern): O(N²(D + m)) work with one exponential per pair, and
+// O(N·(D + m)) memory, never N². Each query sums its pairs in data order, so the result does
+// not depend on timing. The diagonal (q = j) is left out: the normalised Laplacian ignores
+// self-loops.
 //
 // knn_update: each query row keeps its n_neighbors nearest rows (squared distance, then
 // index, ascending) in `best_dist` / `best_index`, merged with one run of data rows per
@@ -18,11 +21,19 @@
 
 #import constants
 #import grid
-#import distance_tile
 
-// Largest n_neighbors (the private lists of knn_update) and block columns per dispatch.
+// Largest n_neighbors (the private lists of knn_update).
 const KNN_MAX: u32 = 64u;
-const BLOCK_COLS: u32 = 8u;
+
+// rbf_times_block: queries per workgroup, one per invocation (the host's choice, a power of
+// two from RBF_WG_MIN to RBF_WG_MAX); data rows and features staged per step; the most block
+// columns one dispatch carries (a wider block takes one pass over the pairs per RBF_COLS).
+override RBF_WG_SIZE: u32 = 64u;
+const RBF_WG_MIN: u32 = 32u;
+const RBF_WG_MAX: u32 = 128u;
+const RBF_TILE: u32 = 32u;
+const RBF_FEATURES: u32 = 16u;
+const RBF_COLS: u32 = 32u;
 
 // Twin: AffinityParams in src/kernels/affinity.rs.
 struct AffinityParams {
@@ -35,7 +46,7 @@ struct AffinityParams {
     x_row0: u32,     // global index of the first data row
     m: u32,          // columns of the block v (and of out)
     col0: u32,       // first block column of this dispatch
-    n_cols: u32,     // block columns of this dispatch (<= BLOCK_COLS)
+    n_cols: u32,     // block columns of this dispatch (<= RBF_COLS)
     accumulate: u32, // rbf: 1 to add to out, 0 to overwrite
     k: u32,          // knn: neighbours kept per row
     gamma: f32,
@@ -55,79 +66,79 @@ struct AffinityParams {
 @group(0) @binding(8) var<storage, read> cols: array<u32>;
 @group(0) @binding(9) var<storage, read> values: array<f32>;
 
-@compute @workgroup_size(TILE_WG_SIZE)
+// Staging of the data rows, in workgroup memory and shared by the RBF_WG_SIZE queries.
+var<workgroup> rbf_x: array<f32, RBF_TILE * RBF_FEATURES>; // [data row][feature]
+var<workgroup> rbf_v: array<f32, RBF_TILE * RBF_COLS>;     // [data row][block column]
+
+@compute @workgroup_size(RBF_WG_SIZE)
 fn rbf_times_block(
     @builtin(local_invocation_index) lid: u32,
     @builtin(workgroup_id) wid: vec3<u32>,
 ) {
     let p = params;
-    let first = workgroup_index(wid, p.grid_x) * TILE;
+    let first = workgroup_index(wid, p.grid_x) * RBF_WG_SIZE;
+    let r = first + lid;
+    let live = r < p.n_queries;
+    let q = p.q_row0 + r;
     // Workgroups past the end run no steps (uniform barriers) and write nothing.
     var n_steps = 0u;
     if first < p.n_queries {
-        n_steps = (p.n_data + TILE - 1u) / TILE;
+        n_steps = (p.n_data + RBF_TILE - 1u) / RBF_TILE;
     }
-    let lane = tile_lane(lid);
-    var total: array<f32, TILE_BLOCK * BLOCK_COLS>; // [i * BLOCK_COLS + c]
+    var acc: array<f32, RBF_COLS>;
     for (var s = 0u; s < n_steps; s++) {
-        let c0 = s * TILE;
-        var acc: array<f32, TILE_REGS>;
-        for (var j0 = 0u; j0 < p.d; j0 += TILE_K) {
-            for (var e = lid; e < TILE_STEP; e += TILE_WG_SIZE) {
-                let slot = item_major_slot(e);
-                let r = slot.item;
-                let j = slot.k;
-                var qv = 0.0;
-                if first + r < p.n_queries && j0 + j < p.d {
-                    qv = queries[p.q_offset + (first + r) * p.d + j0 + j];
-                }
-                tile_a[slot.at] = qv;
-                var xv = 0.0;
-                if c0 + r < p.n_data && j0 + j < p.d {
-                    xv = data[p.x_offset + (c0 + r) * p.d + j0 + j];
-                }
-                tile_b[slot.at] = xv;
+        let c0 = s * RBF_TILE;
+        let rows = min(RBF_TILE, p.n_data - c0);
+        // Squared distances to the tile's data rows, RBF_FEATURES features at a time.
+        var d2: array<f32, RBF_TILE>;
+        for (var f0 = 0u; f0 < p.d; f0 += RBF_FEATURES) {
+            let fw = min(RBF_FEATURES, p.d - f0);
+            for (var e = lid; e < rows * fw; e += RBF_WG_SIZE) {
+                let j = e / fw;
+                let f = e % fw;
+                rbf_x[j * RBF_FEATURES + f] = data[p.x_offset + (c0 + j) * p.d + f0 + f];
             }
             workgroupBarrier();
-            accumulate_sq_distances(lane, &acc);
+            if live {
+                for (var f = 0u; f < fw; f++) {
+                    let qf = queries[p.q_offset + r * p.d + f0 + f];
+                    for (var j = 0u; j < rows; j++) {
+                        let diff = qf - rbf_x[j * RBF_FEATURES + f];
+                        d2[j] = fma(diff, diff, d2[j]);
+                    }
+                }
+            }
             workgroupBarrier();
         }
-        for (var mm = 0u; mm < TILE_BLOCK; mm++) {
-            let j = c0 + lane_col(lane, mm);
-            if j < p.n_data {
-                let xj = p.x_row0 + j;
-                for (var i = 0u; i < TILE_BLOCK; i++) {
-                    let q = p.q_row0 + first + lane_row(lane, i);
-                    if q != xj {
-                        let w = exp(-p.gamma * acc[i * TILE_BLOCK + mm]);
-                        for (var c = 0u; c < p.n_cols; c++) {
-                            total[i * BLOCK_COLS + c] = fma(
-                                w,
-                                block[xj * p.m + p.col0 + c],
-                                total[i * BLOCK_COLS + c],
-                            );
-                        }
+        // The tile's rows of the block, every column of this dispatch.
+        for (var e = lid; e < rows * p.n_cols; e += RBF_WG_SIZE) {
+            let j = e / p.n_cols;
+            let c = e % p.n_cols;
+            rbf_v[j * RBF_COLS + c] = block[(p.x_row0 + c0 + j) * p.m + p.col0 + c];
+        }
+        workgroupBarrier();
+        if live {
+            for (var j = 0u; j < rows; j++) {
+                // One exponential per pair, multiplied into every column.
+                if q != p.x_row0 + c0 + j {
+                    let w = exp(-p.gamma * d2[j]);
+                    for (var c = 0u; c < p.n_cols; c++) {
+                        acc[c] = fma(w, rbf_v[j * RBF_COLS + c], acc[c]);
                     }
                 }
             }
         }
-    }
-    for (var c = 0u; c < BLOCK_COLS; c++) {
-        var parts: array<f32, TILE_BLOCK>;
-        for (var i = 0u; i < TILE_BLOCK; i++) {
-            parts[i] = total[i * BLOCK_COLS + c];
-        }
-        store_row_parts(lane, parts);
         workgroupBarrier();
-        if c < p.n_cols && lid < TILE && first + lid < p.n_queries {
-            let at = (p.q_row0 + first + lid) * p.m + p.col0 + c;
+    }
+    if live {
+        for (var c = 0u; c < p.n_cols; c++) {
+            let at = q * p.m + p.col0 + c;
             var start = 0.0;
             if p.accumulate == 1u {
                 start = out[at];
             }
-            out[at] = add_row_parts(lid, start);
+            out[at] = start + acc[c];
         }
-        workgroupBarrier();
     }
 }
 
