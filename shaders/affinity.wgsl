@@ -3,7 +3,7 @@
 // Host wrapper: src/kernels/affinity.rs.
 //
 // rbf_times_block: out[q][c] (+)= Σ_{j ≠ q} exp(−γ‖x_q − x_j‖²) · v[j][c] for a run of query
-// rows q and a run of data rows j, columns col0 .. col0 + n_cols (n_cols <= RBF_COLS) of the
+// rows q and a run of data rows j, columns col0 .. col0 + n_cols (n_cols <= BLOCK_COLS) of the
 // N x m block v. An invocation owns one query row and all the columns of the dispatch; the
 // workgroup walks the data RBF_TILE rows at a time, staged with their block rows in workgroup
 // memory, so each pair's exp(−γ‖x_q − x_j‖²) is computed once and multiplied into every
@@ -31,9 +31,12 @@ const KNN_MAX: u32 = 64u;
 override RBF_WG_SIZE: u32 = 64u;
 const RBF_WG_MIN: u32 = 32u;
 const RBF_WG_MAX: u32 = 128u;
-const RBF_TILE: u32 = 32u;
+const RBF_TILE: u32 = 16u;
 const RBF_FEATURES: u32 = 16u;
-const RBF_COLS: u32 = 32u;
+
+// Block columns per dispatch of the RBF product and per pass over a row's entries of the
+// sparse product, held in registers (a wider block takes more passes).
+const BLOCK_COLS: u32 = 16u;
 
 // Twin: AffinityParams in src/kernels/affinity.rs.
 struct AffinityParams {
@@ -46,7 +49,7 @@ struct AffinityParams {
     x_row0: u32,     // global index of the first data row
     m: u32,          // columns of the block v (and of out)
     col0: u32,       // first block column of this dispatch
-    n_cols: u32,     // block columns of this dispatch (<= RBF_COLS)
+    n_cols: u32,     // block columns of this dispatch (<= BLOCK_COLS)
     accumulate: u32, // rbf: 1 to add to out, 0 to overwrite
     k: u32,          // knn: neighbours kept per row
     gamma: f32,
@@ -66,9 +69,11 @@ struct AffinityParams {
 @group(0) @binding(8) var<storage, read> cols: array<u32>;
 @group(0) @binding(9) var<storage, read> values: array<f32>;
 
-// Staging of the data rows, in workgroup memory and shared by the RBF_WG_SIZE queries.
+// Staging of the data rows, in workgroup memory and shared by the RBF_WG_SIZE queries, and
+// each query's squared distances to them.
 var<workgroup> rbf_x: array<f32, RBF_TILE * RBF_FEATURES>; // [data row][feature]
-var<workgroup> rbf_v: array<f32, RBF_TILE * RBF_COLS>;     // [data row][block column]
+var<workgroup> rbf_v: array<f32, RBF_TILE * BLOCK_COLS>;   // [data row][block column]
+var<workgroup> rbf_d2: array<f32, RBF_TILE * RBF_WG_MAX>;  // [data row][query lane]
 
 @compute @workgroup_size(RBF_WG_SIZE)
 fn rbf_times_block(
@@ -85,12 +90,16 @@ fn rbf_times_block(
     if first < p.n_queries {
         n_steps = (p.n_data + RBF_TILE - 1u) / RBF_TILE;
     }
-    var acc: array<f32, RBF_COLS>;
+    // The loops over the columns have the constant bound BLOCK_COLS, so that the compiler
+    // can keep `acc` in registers (a runtime index would put it in memory, per lane).
+    var acc: array<f32, BLOCK_COLS>;
     for (var s = 0u; s < n_steps; s++) {
         let c0 = s * RBF_TILE;
         let rows = min(RBF_TILE, p.n_data - c0);
+        for (var j = 0u; j < RBF_TILE; j++) {
+            rbf_d2[j * RBF_WG_MAX + lid] = 0.0; // this lane's own slots
+        }
         // Squared distances to the tile's data rows, RBF_FEATURES features at a time.
-        var d2: array<f32, RBF_TILE>;
         for (var f0 = 0u; f0 < p.d; f0 += RBF_FEATURES) {
             let fw = min(RBF_FEATURES, p.d - f0);
             for (var e = lid; e < rows * fw; e += RBF_WG_SIZE) {
@@ -100,30 +109,35 @@ fn rbf_times_block(
             }
             workgroupBarrier();
             if live {
-                for (var f = 0u; f < fw; f++) {
-                    let qf = queries[p.q_offset + r * p.d + f0 + f];
-                    for (var j = 0u; j < rows; j++) {
-                        let diff = qf - rbf_x[j * RBF_FEATURES + f];
-                        d2[j] = fma(diff, diff, d2[j]);
+                for (var j = 0u; j < rows; j++) {
+                    var d2 = rbf_d2[j * RBF_WG_MAX + lid];
+                    for (var f = 0u; f < fw; f++) {
+                        let diff = queries[p.q_offset + r * p.d + f0 + f] - rbf_x[j * RBF_FEATURES + f];
+                        d2 = fma(diff, diff, d2);
                     }
+                    rbf_d2[j * RBF_WG_MAX + lid] = d2;
                 }
             }
             workgroupBarrier();
         }
-        // The tile's rows of the block, every column of this dispatch.
-        for (var e = lid; e < rows * p.n_cols; e += RBF_WG_SIZE) {
-            let j = e / p.n_cols;
-            let c = e % p.n_cols;
-            rbf_v[j * RBF_COLS + c] = block[(p.x_row0 + c0 + j) * p.m + p.col0 + c];
+        // The tile's rows of the block, every column of this dispatch (zero past n_cols).
+        for (var e = lid; e < rows * BLOCK_COLS; e += RBF_WG_SIZE) {
+            let j = e / BLOCK_COLS;
+            let c = e % BLOCK_COLS;
+            var v = 0.0;
+            if c < p.n_cols {
+                v = block[(p.x_row0 + c0 + j) * p.m + p.col0 + c];
+            }
+            rbf_v[j * BLOCK_COLS + c] = v;
         }
         workgroupBarrier();
         if live {
             for (var j = 0u; j < rows; j++) {
                 // One exponential per pair, multiplied into every column.
                 if q != p.x_row0 + c0 + j {
-                    let w = exp(-p.gamma * d2[j]);
-                    for (var c = 0u; c < p.n_cols; c++) {
-                        acc[c] = fma(w, rbf_v[j * RBF_COLS + c], acc[c]);
+                    let w = exp(-p.gamma * rbf_d2[j * RBF_WG_MAX + lid]);
+                    for (var c = 0u; c < BLOCK_COLS; c++) {
+                        acc[c] = fma(w, rbf_v[j * BLOCK_COLS + c], acc[c]);
                     }
                 }
             }
@@ -131,13 +145,15 @@ fn rbf_times_block(
         workgroupBarrier();
     }
     if live {
-        for (var c = 0u; c < p.n_cols; c++) {
-            let at = q * p.m + p.col0 + c;
-            var start = 0.0;
-            if p.accumulate == 1u {
-                start = out[at];
+        for (var c = 0u; c < BLOCK_COLS; c++) {
+            if c < p.n_cols {
+                let at = q * p.m + p.col0 + c;
+                var start = 0.0;
+                if p.accumulate == 1u {
+                    start = out[at];
+                }
+                out[at] = start + acc[c];
             }
-            out[at] = start + acc[c];
         }
     }
 }
@@ -202,11 +218,22 @@ fn csr_times_block(
     if i >= p.n_queries {
         return;
     }
-    for (var c = 0u; c < p.m; c++) {
-        var sum = 0.0;
+    // BLOCK_COLS columns per pass over the row's entries, accumulated in registers.
+    for (var g = 0u; g < p.m; g += BLOCK_COLS) {
+        var acc: array<f32, BLOCK_COLS>;
         for (var e = row_starts[i]; e < row_starts[i + 1u]; e++) {
-            sum = fma(values[e], block[cols[e] * p.m + c], sum);
+            let w = values[e];
+            let at = cols[e] * p.m + g;
+            for (var c = 0u; c < BLOCK_COLS; c++) {
+                if g + c < p.m {
+                    acc[c] = fma(w, block[at + c], acc[c]);
+                }
+            }
         }
-        out[i * p.m + c] = sum;
+        for (var c = 0u; c < BLOCK_COLS; c++) {
+            if g + c < p.m {
+                out[i * p.m + g + c] = acc[c];
+            }
+        }
     }
 }

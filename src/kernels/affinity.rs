@@ -19,7 +19,7 @@ pub(crate) const RBF_WG_SIZE: &str = "RBF_WG_SIZE";
 /// compile and the GPU tests run).
 const RBF_QUERIES: u32 = 64;
 /// Block columns per RBF pass over the pairs.
-const RBF_COLS: usize = wgsl::RBF_COLS as usize;
+const RBF_COLS: usize = wgsl::BLOCK_COLS as usize;
 /// Largest number of neighbours [`nearest_neighbors`] keeps.
 pub(crate) const KNN_MAX: usize = wgsl::KNN_MAX as usize;
 
