@@ -160,9 +160,6 @@ impl SpectralClustering {
                 .map(|e| (inv_sqrt[e / m] * v[(e / m, e % m)]) as f32)
                 .collect();
             let w = operator.times(gpu, &block, m)?;
-            if std::env::var("SPEC_T").is_ok() {
-                eprintln!("apply m={m} {:?}", t0.elapsed());
-            }
             Ok(nalgebra::DMatrix::from_fn(n, m, |i, c| {
                 inv_sqrt[i] * w[i * m + c] as f64
             }))
