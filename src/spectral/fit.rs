@@ -83,7 +83,18 @@ impl Operator<'_> {
 
 /// The symmetrised k-nearest-neighbour graph ½(C + Cᵀ) without its diagonal, in CSR form,
 /// from each row's neighbour list (N x k indices).
-fn knn_graph(neighbours: &[u32], n: usize, k: usize) -> (Vec<u32>, Vec<u32>, Vec<f32>) {
+///
+/// Errors: [`Error::Gpu`] when the device's neighbour search left an entry unfilled (an
+/// index past N; seen on lavapipe at 20 000 rows and more, not yet explained), rather than a
+/// panic or a wrong graph.
+fn knn_graph(neighbours: &[u32], n: usize, k: usize) -> Result<(Vec<u32>, Vec<u32>, Vec<f32>)> {
+    if let Some(at) = neighbours.iter().position(|&j| j as usize >= n) {
+        return Err(Error::Gpu(format!(
+            "the nearest-neighbour search left row {}'s list unfilled (index {} of {n} rows)",
+            at / k,
+            neighbours[at]
+        )));
+    }
     let mut entries: Vec<(u32, u32)> = Vec::with_capacity(2 * n * k);
     for (i, list) in neighbours.chunks(k).enumerate() {
         for &j in list {
@@ -111,7 +122,7 @@ fn knn_graph(neighbours: &[u32], n: usize, k: usize) -> (Vec<u32>, Vec<u32>, Vec
     for i in 0..n {
         row_starts[i + 1] += row_starts[i];
     }
-    (row_starts, cols, values)
+    Ok((row_starts, cols, values))
 }
 
 impl SpectralClustering {
@@ -133,7 +144,7 @@ impl SpectralClustering {
             },
             Affinity::NearestNeighbors { n_neighbors } => {
                 let (neighbours, _) = affinity::nearest_neighbors(gpu, &xg, n_neighbors)?;
-                let (rows, cols, values) = knn_graph(&neighbours, n, n_neighbors);
+                let (rows, cols, values) = knn_graph(&neighbours, n, n_neighbors)?;
                 Operator::Sparse(CsrMatrix::upload(gpu, &rows, &cols, &values)?)
             }
         };

@@ -94,7 +94,10 @@ fn moons_and_circles_match_the_reference_where_kmeans_fails() {
 /// crate must give the same ARI on the same shapes.
 const SKLEARN_ARI: f64 = 1.0;
 
-fn shapes(n: usize, seed: u64) -> [(&'static str, (Vec<f32>, Vec<u32>)); 2] {
+/// A named data set: rows (N x 2) and true labels.
+type Shape = (&'static str, (Vec<f32>, Vec<u32>));
+
+fn shapes(n: usize, seed: u64) -> [Shape; 2] {
     [
         ("moons", datasets::make_moons(n, 0.05, seed).unwrap()),
         (
