@@ -3,11 +3,14 @@
 // Host wrapper: src/kernels/affinity.rs.
 //
 // rbf_times_block: out[q][c] (+)= Σ_{j ≠ q} exp(−γ‖x_q − x_j‖²) · v[j][c] for a run of query
-// rows q and a run of data rows j, columns col0 .. col0 + n_cols of the N x m block v. It is a
-// distance tile (shared/distance_tile.wgsl), as silhouette.wgsl: a workgroup owns TILE queries
-// and walks the data TILE rows at a time, so memory is O(N·(D + m)) and never N². The
-// TILE_LANES invocations sharing a query add their parts in lane order, column by column.
-// The diagonal (q = j) is left out: the normalised Laplacian ignores self-loops.
+// rows q and a run of data rows j, columns col0 .. col0 + n_cols (n_cols <= BLOCK_COLS) of the
+// N x m block v. An invocation owns one query row and all the columns of the dispatch; the
+// workgroup walks the data RBF_TILE rows at a time, staged with their block rows in workgroup
+// memory, so each pair's exp(−γ‖x_q − x_j‖²) is computed once and multiplied into every
+// column (the n-body pattern): O(N²(D + m)) work with one exponential per pair, and
+// O(N·(D + m)) memory, never N². Each query sums its pairs in data order, so the result does
+// not depend on timing. The diagonal (q = j) is left out: the normalised Laplacian ignores
+// self-loops.
 //
 // knn_update: each query row keeps its n_neighbors nearest rows (squared distance, then
 // index, ascending) in `best_dist` / `best_index`, merged with one run of data rows per
@@ -18,11 +21,22 @@
 
 #import constants
 #import grid
-#import distance_tile
 
-// Largest n_neighbors (the private lists of knn_update) and block columns per dispatch.
+// Largest n_neighbors (the private lists of knn_update).
 const KNN_MAX: u32 = 64u;
-const BLOCK_COLS: u32 = 8u;
+
+// rbf_times_block: queries per workgroup, one per invocation (the host's choice, a power of
+// two from RBF_WG_MIN to RBF_WG_MAX); data rows and features staged per step; the most block
+// columns one dispatch carries (a wider block takes one pass over the pairs per RBF_COLS).
+override RBF_WG_SIZE: u32 = 64u;
+const RBF_WG_MIN: u32 = 32u;
+const RBF_WG_MAX: u32 = 128u;
+const RBF_TILE: u32 = 16u;
+const RBF_FEATURES: u32 = 16u;
+
+// Block columns per dispatch of the RBF product and per pass over a row's entries of the
+// sparse product, held in registers (a wider block takes more passes).
+const BLOCK_COLS: u32 = 16u;
 
 // Twin: AffinityParams in src/kernels/affinity.rs.
 struct AffinityParams {
@@ -55,79 +69,92 @@ struct AffinityParams {
 @group(0) @binding(8) var<storage, read> cols: array<u32>;
 @group(0) @binding(9) var<storage, read> values: array<f32>;
 
-@compute @workgroup_size(TILE_WG_SIZE)
+// Staging of the data rows, in workgroup memory and shared by the RBF_WG_SIZE queries, and
+// each query's squared distances to them.
+var<workgroup> rbf_x: array<f32, RBF_TILE * RBF_FEATURES>; // [data row][feature]
+var<workgroup> rbf_v: array<f32, RBF_TILE * BLOCK_COLS>;   // [data row][block column]
+var<workgroup> rbf_d2: array<f32, RBF_TILE * RBF_WG_MAX>;  // [data row][query lane]
+
+@compute @workgroup_size(RBF_WG_SIZE)
 fn rbf_times_block(
     @builtin(local_invocation_index) lid: u32,
     @builtin(workgroup_id) wid: vec3<u32>,
 ) {
     let p = params;
-    let first = workgroup_index(wid, p.grid_x) * TILE;
+    let first = workgroup_index(wid, p.grid_x) * RBF_WG_SIZE;
+    let r = first + lid;
+    let live = r < p.n_queries;
+    let q = p.q_row0 + r;
     // Workgroups past the end run no steps (uniform barriers) and write nothing.
     var n_steps = 0u;
     if first < p.n_queries {
-        n_steps = (p.n_data + TILE - 1u) / TILE;
+        n_steps = (p.n_data + RBF_TILE - 1u) / RBF_TILE;
     }
-    let lane = tile_lane(lid);
-    var total: array<f32, TILE_BLOCK * BLOCK_COLS>; // [i * BLOCK_COLS + c]
+    // The loops over the columns have the constant bound BLOCK_COLS, so that the compiler
+    // can keep `acc` in registers (a runtime index would put it in memory, per lane).
+    var acc: array<f32, BLOCK_COLS>;
     for (var s = 0u; s < n_steps; s++) {
-        let c0 = s * TILE;
-        var acc: array<f32, TILE_REGS>;
-        for (var j0 = 0u; j0 < p.d; j0 += TILE_K) {
-            for (var e = lid; e < TILE_STEP; e += TILE_WG_SIZE) {
-                let slot = item_major_slot(e);
-                let r = slot.item;
-                let j = slot.k;
-                var qv = 0.0;
-                if first + r < p.n_queries && j0 + j < p.d {
-                    qv = queries[p.q_offset + (first + r) * p.d + j0 + j];
-                }
-                tile_a[slot.at] = qv;
-                var xv = 0.0;
-                if c0 + r < p.n_data && j0 + j < p.d {
-                    xv = data[p.x_offset + (c0 + r) * p.d + j0 + j];
-                }
-                tile_b[slot.at] = xv;
+        let c0 = s * RBF_TILE;
+        let rows = min(RBF_TILE, p.n_data - c0);
+        for (var j = 0u; j < RBF_TILE; j++) {
+            rbf_d2[j * RBF_WG_MAX + lid] = 0.0; // this lane's own slots
+        }
+        // Squared distances to the tile's data rows, RBF_FEATURES features at a time.
+        for (var f0 = 0u; f0 < p.d; f0 += RBF_FEATURES) {
+            let fw = min(RBF_FEATURES, p.d - f0);
+            for (var e = lid; e < rows * fw; e += RBF_WG_SIZE) {
+                let j = e / fw;
+                let f = e % fw;
+                rbf_x[j * RBF_FEATURES + f] = data[p.x_offset + (c0 + j) * p.d + f0 + f];
             }
             workgroupBarrier();
-            accumulate_sq_distances(lane, &acc);
+            if live {
+                for (var j = 0u; j < rows; j++) {
+                    var d2 = rbf_d2[j * RBF_WG_MAX + lid];
+                    for (var f = 0u; f < fw; f++) {
+                        let diff = queries[p.q_offset + r * p.d + f0 + f] - rbf_x[j * RBF_FEATURES + f];
+                        d2 = fma(diff, diff, d2);
+                    }
+                    rbf_d2[j * RBF_WG_MAX + lid] = d2;
+                }
+            }
             workgroupBarrier();
         }
-        for (var mm = 0u; mm < TILE_BLOCK; mm++) {
-            let j = c0 + lane_col(lane, mm);
-            if j < p.n_data {
-                let xj = p.x_row0 + j;
-                for (var i = 0u; i < TILE_BLOCK; i++) {
-                    let q = p.q_row0 + first + lane_row(lane, i);
-                    if q != xj {
-                        let w = exp(-p.gamma * acc[i * TILE_BLOCK + mm]);
-                        for (var c = 0u; c < p.n_cols; c++) {
-                            total[i * BLOCK_COLS + c] = fma(
-                                w,
-                                block[xj * p.m + p.col0 + c],
-                                total[i * BLOCK_COLS + c],
-                            );
-                        }
+        // The tile's rows of the block, every column of this dispatch (zero past n_cols).
+        for (var e = lid; e < rows * BLOCK_COLS; e += RBF_WG_SIZE) {
+            let j = e / BLOCK_COLS;
+            let c = e % BLOCK_COLS;
+            var v = 0.0;
+            if c < p.n_cols {
+                v = block[(p.x_row0 + c0 + j) * p.m + p.col0 + c];
+            }
+            rbf_v[j * BLOCK_COLS + c] = v;
+        }
+        workgroupBarrier();
+        if live {
+            for (var j = 0u; j < rows; j++) {
+                // One exponential per pair, multiplied into every column.
+                if q != p.x_row0 + c0 + j {
+                    let w = exp(-p.gamma * rbf_d2[j * RBF_WG_MAX + lid]);
+                    for (var c = 0u; c < BLOCK_COLS; c++) {
+                        acc[c] = fma(w, rbf_v[j * BLOCK_COLS + c], acc[c]);
                     }
                 }
             }
         }
+        workgroupBarrier();
     }
-    for (var c = 0u; c < BLOCK_COLS; c++) {
-        var parts: array<f32, TILE_BLOCK>;
-        for (var i = 0u; i < TILE_BLOCK; i++) {
-            parts[i] = total[i * BLOCK_COLS + c];
-        }
-        store_row_parts(lane, parts);
-        workgroupBarrier();
-        if c < p.n_cols && lid < TILE && first + lid < p.n_queries {
-            let at = (p.q_row0 + first + lid) * p.m + p.col0 + c;
-            var start = 0.0;
-            if p.accumulate == 1u {
-                start = out[at];
+    if live {
+        for (var c = 0u; c < BLOCK_COLS; c++) {
+            if c < p.n_cols {
+                let at = q * p.m + p.col0 + c;
+                var start = 0.0;
+                if p.accumulate == 1u {
+                    start = out[at];
+                }
+                out[at] = start + acc[c];
             }
-            out[at] = add_row_parts(lid, start);
         }
-        workgroupBarrier();
     }
 }
 
@@ -191,11 +218,22 @@ fn csr_times_block(
     if i >= p.n_queries {
         return;
     }
-    for (var c = 0u; c < p.m; c++) {
-        var sum = 0.0;
+    // BLOCK_COLS columns per pass over the row's entries, accumulated in registers.
+    for (var g = 0u; g < p.m; g += BLOCK_COLS) {
+        var acc: array<f32, BLOCK_COLS>;
         for (var e = row_starts[i]; e < row_starts[i + 1u]; e++) {
-            sum = fma(values[e], block[cols[e] * p.m + c], sum);
+            let w = values[e];
+            let at = cols[e] * p.m + g;
+            for (var c = 0u; c < BLOCK_COLS; c++) {
+                if g + c < p.m {
+                    acc[c] = fma(w, block[at + c], acc[c]);
+                }
+            }
         }
-        out[i * p.m + c] = sum;
+        for (var c = 0u; c < BLOCK_COLS; c++) {
+            if g + c < p.m {
+                out[i * p.m + g + c] = acc[c];
+            }
+        }
     }
 }

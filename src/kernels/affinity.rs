@@ -1,5 +1,6 @@
 //! The affinity graphs of spectral clustering on the device (`shaders/affinity.wgsl`): the
-//! RBF kernel times a block of vectors, tiled so that no N x N matrix exists; the k nearest
+//! RBF kernel times a block of vectors, one exponential per pair for all its columns, so that
+//! no N x N matrix exists; the k nearest
 //! neighbours of every row; a CSR sparse matrix times a block.
 
 use bytemuck::{Pod, Zeroable};
@@ -11,10 +12,14 @@ use crate::gpu::profile::Work;
 use crate::gpu::shaders::{affinity as wgsl, check_params};
 use crate::gpu::{Gpu, GpuMatrix};
 
-/// Queries per workgroup of the RBF product (`TILE` in the shader).
-const TILE: usize = wgsl::TILE as usize;
-/// Block columns per RBF dispatch.
-const BLOCK_COLS: usize = wgsl::BLOCK_COLS as usize;
+/// The override that sets the RBF product's queries per workgroup.
+pub(crate) const RBF_WG_SIZE: &str = "RBF_WG_SIZE";
+/// Queries per workgroup of the RBF product: one per invocation, 64 as on most kernels (a
+/// power of two from `RBF_WG_MIN` to `RBF_WG_MAX` in the shader, all of which the shader tests
+/// compile and the GPU tests run).
+const RBF_QUERIES: u32 = 64;
+/// Block columns per RBF pass over the pairs.
+const RBF_COLS: usize = wgsl::BLOCK_COLS as usize;
 /// Largest number of neighbours [`nearest_neighbors`] keeps.
 pub(crate) const KNN_MAX: usize = wgsl::KNN_MAX as usize;
 
@@ -43,7 +48,8 @@ struct AffinityParams {
 const _: () = check_params::<AffinityParams>(wgsl::ENTRY_POINTS);
 
 /// W = A'·V for the RBF affinity A'_ij = exp(−γ‖xᵢ − xⱼ‖²), i ≠ j, of the rows of `x`, with
-/// `v` an N x m row-major block on the device; returns W (N x m) read back.
+/// `v` an N x m row-major block on the device; returns W (N x m) read back. One pass over the
+/// pairs per `RBF_COLS` columns (one in all for the eigen-solver's blocks).
 pub(crate) fn rbf_times_block(
     gpu: &Gpu,
     x: &GpuMatrix,
@@ -51,14 +57,27 @@ pub(crate) fn rbf_times_block(
     v: &DeviceBuffer<f32>,
     m: usize,
 ) -> Result<Vec<f32>> {
+    rbf_times_block_sized(gpu, x, gamma, v, m, RBF_QUERIES)
+}
+
+/// [`rbf_times_block`] with `wg` queries per workgroup (a power of two in the shader's
+/// `RBF_WG_MIN..=RBF_WG_MAX`).
+pub(crate) fn rbf_times_block_sized(
+    gpu: &Gpu,
+    x: &GpuMatrix,
+    gamma: f32,
+    v: &DeviceBuffer<f32>,
+    m: usize,
+    wg: u32,
+) -> Result<Vec<f32>> {
     let (n, d) = (x.n_rows(), x.n_features());
     gpu.scoped("RBF affinity product", || {
         let out = DeviceBuffer::<f32>::zeroed(gpu, "affinity product", n * m);
         let mut batch = Batch::new(gpu, "rbf_times_block");
         for q in x.chunks() {
-            let grid = gpu.grid(q.n_rows.div_ceil(TILE) as u64)?;
+            let grid = gpu.grid(q.n_rows.div_ceil(wg as usize) as u64)?;
             for (pass, data) in x.chunks().iter().enumerate() {
-                for col0 in (0..m).step_by(BLOCK_COLS) {
+                for col0 in (0..m).step_by(RBF_COLS) {
                     let params = AffinityParams {
                         n_queries: q.n_rows as u32,
                         q_offset: q.x_offset,
@@ -69,16 +88,16 @@ pub(crate) fn rbf_times_block(
                         x_row0: data.row_start as u32,
                         m: m as u32,
                         col0: col0 as u32,
-                        n_cols: BLOCK_COLS.min(m - col0) as u32,
+                        n_cols: RBF_COLS.min(m - col0) as u32,
                         accumulate: u32::from(pass > 0),
                         gamma,
                         grid_x: grid.x,
                         ..Zeroable::zeroed()
                     };
-                    let cols = BLOCK_COLS.min(m - col0);
+                    let cols = RBF_COLS.min(m - col0);
                     batch.dispatch(
                         wgsl::RBF_TIMES_BLOCK,
-                        &[],
+                        &[(RBF_WG_SIZE, wg)],
                         &params,
                         &[
                             ("queries", q.bind()),
@@ -87,8 +106,8 @@ pub(crate) fn rbf_times_block(
                             ("out", out.bind()),
                         ],
                         grid,
-                        // Per pair: the distance (2 per feature), the exponential, an FMA per
-                        // column.
+                        // Per pair: the distance (2 per feature), the exponential (counted as
+                        // 2), an FMA per column.
                         Work::f32s(
                             (q.n_rows * data.n_rows) as f64 * (2 * d + 2 + 2 * cols) as f64,
                             ((q.n_rows + data.n_rows) * d + data.n_rows * cols) as f64,

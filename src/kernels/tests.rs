@@ -1,6 +1,7 @@
-//! The kernels whose workgroup size the host picks (`FEATURE_WG_SIZE`), run at every value
-//! it may pick and held against sums computed here on the host, for D below, at and above
-//! each size (so invocations both idle and stride), on every path of the centroid update.
+//! The kernels whose workgroup size the host picks (`FEATURE_WG_SIZE`, `RBF_WG_SIZE`), run at
+//! every value it may pick and held against sums computed here on the host, for D below, at
+//! and above each size (so invocations both idle and stride), on every path of the centroid
+//! update; the RBF product also across data chunks and blocks wider than one pass.
 
 use super::centroid_update::{
     accumulate_cluster_partials_at, Assigned, ClusterPartials, Slicing, UpdatePath, UpdateTextures,
@@ -199,6 +200,50 @@ fn column_moments_are_right_at_every_feature_workgroup_size() {
             let what = format!("D = {d}, FEATURE_WG_SIZE = {wg}");
             assert_close(&format!("Σ, {what}"), &back.f32s(h1), &s1);
             assert_close(&format!("Σ², {what}"), &back.f32s(h2), &s2);
+        }
+    }
+}
+
+#[test]
+fn the_rbf_product_is_right_at_every_workgroup_size_chunking_and_block_width() {
+    use super::affinity::rbf_times_block_sized;
+    let gpu = gpu();
+    // 70 rows of 1, 17 (one feature past a staging step) and 3 features; 40 columns take two
+    // passes of RBF_COLS; chunks of 23 rows leave partial tiles and workgroups.
+    for (d, m, chunk) in [(1, 3, None), (17, 40, Some(23)), (3, 32, Some(23))] {
+        let n = 70;
+        let gamma = 0.7 / d as f64;
+        let x = random(n * d, d as u64);
+        let v = random(n * m, 100 + m as u64);
+        let mut host = vec![0.0f64; n * m];
+        for i in 0..n {
+            for j in (0..n).filter(|&j| j != i) {
+                let d2: f64 = (0..d)
+                    .map(|f| (x[i * d + f] as f64 - x[j * d + f] as f64).powi(2))
+                    .sum();
+                let w = (-gamma * d2).exp();
+                for c in 0..m {
+                    host[i * m + c] += w * v[j * m + c] as f64;
+                }
+            }
+        }
+        let chunked = crate::Gpu::new().unwrap();
+        let g = match chunk {
+            Some(rows) => {
+                chunked.set_max_chunk_bytes(rows * d as u64 * 4);
+                &chunked
+            }
+            None => &gpu,
+        };
+        let xg = GpuMatrix::upload(g, &Matrix::new(&x, d).unwrap()).unwrap();
+        let vb = DeviceBuffer::from_slice(g, "block", &v);
+        for wg in [32, 64, 128] {
+            let out = rbf_times_block_sized(g, &xg, gamma as f32, &vb, m, wg).unwrap();
+            assert_close(
+                &format!("D = {d}, m = {m}, RBF_WG_SIZE = {wg}"),
+                &out,
+                &host,
+            );
         }
     }
 }

@@ -1,6 +1,7 @@
-//! The spectral-clustering fit: the affinity operator on the device, the embedding by block
-//! power iteration, K-Means on it (algorithm in the parent module).
+//! The spectral-clustering fit: the affinity operator on the device, the embedding by LOBPCG
+//! (`lobpcg.rs`), K-Means on it (algorithm in the parent module).
 
+use super::lobpcg::lobpcg;
 use super::{Affinity, SpectralClustering};
 use crate::data::Matrix;
 use crate::error::{Error, Result};
@@ -8,11 +9,18 @@ use crate::gpu::device_buffer::DeviceBuffer;
 use crate::gpu::{Gpu, GpuInput, GpuMatrix};
 use crate::kernels::affinity::{self, CsrMatrix};
 use crate::kmeans::KMeans;
-use crate::pca::power::{subspace_iteration, PowerSettings};
+use crate::pca::power::PowerSettings;
 use crate::progress::Algorithm;
 
 /// Largest `n_neighbors` the neighbour search keeps.
 pub(super) const KNN_MAX: usize = affinity::KNN_MAX;
+
+/// Extra vectors the eigen-solver iterates beyond the K wanted: the K-th converges at a rate
+/// set by the gap to the (p + 1)-th eigenvalue, and on the graphs of clustered data the
+/// spectrum's bottom is dense (moons: 2 zeros, then pairs spaced by ~1e-4 at 5000 points).
+fn block_size(k: usize) -> usize {
+    k + k.max(8)
+}
 
 /// A fitted spectral clustering: the labels of the rows it was fitted on and what produced
 /// them. It has no `predict` (a new row is not part of the graph).
@@ -75,7 +83,18 @@ impl Operator<'_> {
 
 /// The symmetrised k-nearest-neighbour graph ½(C + Cᵀ) without its diagonal, in CSR form,
 /// from each row's neighbour list (N x k indices).
-fn knn_graph(neighbours: &[u32], n: usize, k: usize) -> (Vec<u32>, Vec<u32>, Vec<f32>) {
+///
+/// Errors: [`Error::Gpu`] when the device's neighbour search left an entry unfilled (an
+/// index past N; seen on lavapipe at 20 000 rows and more, not yet explained), rather than a
+/// panic or a wrong graph.
+fn knn_graph(neighbours: &[u32], n: usize, k: usize) -> Result<(Vec<u32>, Vec<u32>, Vec<f32>)> {
+    if let Some(at) = neighbours.iter().position(|&j| j as usize >= n) {
+        return Err(Error::Gpu(format!(
+            "the nearest-neighbour search left row {}'s list unfilled (index {} of {n} rows)",
+            at / k,
+            neighbours[at]
+        )));
+    }
     let mut entries: Vec<(u32, u32)> = Vec::with_capacity(2 * n * k);
     for (i, list) in neighbours.chunks(k).enumerate() {
         for &j in list {
@@ -103,7 +122,7 @@ fn knn_graph(neighbours: &[u32], n: usize, k: usize) -> (Vec<u32>, Vec<u32>, Vec
     for i in 0..n {
         row_starts[i + 1] += row_starts[i];
     }
-    (row_starts, cols, values)
+    Ok((row_starts, cols, values))
 }
 
 impl SpectralClustering {
@@ -125,7 +144,7 @@ impl SpectralClustering {
             },
             Affinity::NearestNeighbors { n_neighbors } => {
                 let (neighbours, _) = affinity::nearest_neighbors(gpu, &xg, n_neighbors)?;
-                let (rows, cols, values) = knn_graph(&neighbours, n, n_neighbors);
+                let (rows, cols, values) = knn_graph(&neighbours, n, n_neighbors)?;
                 Operator::Sparse(CsrMatrix::upload(gpu, &rows, &cols, &values)?)
             }
         };
@@ -145,21 +164,22 @@ impl SpectralClustering {
             on_iteration: None,
             what: "spectral clustering's eigen-solver",
         };
-        // S = (M + I)/2 with M = D^{-1/2} A' D^{-1/2}, applied to the p rows of V (p x N).
-        let (theta, vectors, n_iter) = subspace_iteration(n, k, &settings, |v, p| {
-            let block: Vec<f32> = (0..n * p)
-                .map(|e| (inv_sqrt[e / p] * v[(e % p) * n + e / p]) as f32)
+        // The K largest eigenpairs of M = D^{-1/2} A' D^{-1/2} (the K smallest of L = I − M).
+        let pairs = lobpcg(n, k, block_size(k), &settings, |v| {
+            let m = v.ncols();
+            let block: Vec<f32> = (0..n * m)
+                .map(|e| (inv_sqrt[e / m] * v[(e / m, e % m)]) as f32)
                 .collect();
-            let w = operator.times(gpu, &block, p)?;
-            Ok((0..p * n)
-                .map(|e| {
-                    let (r, i) = (e / n, e % n);
-                    0.5 * (inv_sqrt[i] * w[i * p + r] as f64 + v[e])
-                })
-                .collect())
+            let w = operator.times(gpu, &block, m)?;
+            Ok(nalgebra::DMatrix::from_fn(n, m, |i, c| {
+                inv_sqrt[i] * w[i * m + c] as f64
+            }))
         })?;
-        // θ = (1 + μ)/2 for an eigenvalue μ of M, and λ = 1 − μ of L.
-        let eigenvalues = theta.iter().map(|t| (2.0 - 2.0 * t).max(0.0)).collect();
+        let n_iter = pairs.n_iter;
+        // μ, an eigenvalue of M, is λ = 1 − μ of L.
+        let eigenvalues = pairs.values.iter().map(|t| (1.0 - t).max(0.0)).collect();
+        // Column-major: the K eigenvectors one after the other.
+        let vectors: Vec<f64> = pairs.vectors.as_slice().to_vec();
         let mut maps: Vec<Vec<f64>> = vectors
             .chunks(n)
             .map(|u| u.iter().zip(&inv_sqrt).map(|(a, s)| a * s).collect())

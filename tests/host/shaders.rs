@@ -20,12 +20,15 @@ use compose::{compose, ComposeError, Composed};
 /// src/kernels/tiles.rs picks among GemmConfig::ALL, which the GPU tests run).
 const FEATURE_WG_SIZE: &str = "FEATURE_WG_SIZE";
 const GEMM_OVERRIDES: [&str; 4] = ["GEMM_LANES_M", "GEMM_LANES_N", "GEMM_RM", "GEMM_RN"];
+/// The RBF affinity product's queries per workgroup (a power of two from RBF_WG_MIN to
+/// RBF_WG_MAX; src/kernels/affinity.rs).
+const RBF_WG_SIZE: &str = "RBF_WG_SIZE";
 
 /// Whether the workgroup size of an entry point with these overrides is the host's choice.
 fn host_sized(overrides: &[String]) -> bool {
-    overrides
-        .iter()
-        .any(|o| o == FEATURE_WG_SIZE || o == "GEMM_LANES_M" || o == "GEMM_LANES_N")
+    overrides.iter().any(|o| {
+        o == FEATURE_WG_SIZE || o == RBF_WG_SIZE || o == "GEMM_LANES_M" || o == "GEMM_LANES_N"
+    })
 }
 
 fn shader_dir() -> PathBuf {
@@ -69,20 +72,19 @@ fn constant(reflection: &reflect::Reflection, name: &str) -> u32 {
 }
 
 /// The values the host may give `name`: every power of two from FEATURE_WG_MIN to
-/// FEATURE_WG_MAX (kernels::feature_wg_size picks among them).
+/// FEATURE_WG_MAX (kernels::feature_wg_size picks among them), or from RBF_WG_MIN to
+/// RBF_WG_MAX.
 fn host_values(reflection: &reflect::Reflection, name: &str) -> Vec<u32> {
-    match name {
+    let prefix = match name {
         "GEMM_LANES_M" | "GEMM_LANES_N" => return vec![8, 16],
         "GEMM_RM" | "GEMM_RN" => return vec![4, 8],
-        _ => {}
-    }
-    assert_eq!(
-        name, FEATURE_WG_SIZE,
-        "no host choice is known for override {name}"
-    );
+        RBF_WG_SIZE => "RBF_WG",
+        FEATURE_WG_SIZE => "FEATURE_WG",
+        _ => panic!("no host choice is known for override {name}"),
+    };
     let (min, max) = (
-        constant(reflection, "FEATURE_WG_MIN"),
-        constant(reflection, "FEATURE_WG_MAX"),
+        constant(reflection, &format!("{prefix}_MIN")),
+        constant(reflection, &format!("{prefix}_MAX")),
     );
     assert!(min.is_power_of_two() && max.is_power_of_two() && min <= max);
     std::iter::successors(Some(min), |w| Some(w * 2))
@@ -156,7 +158,9 @@ fn only_sizes_the_host_chooses_are_overrides() {
             let shown = format!("{} {}", path.display(), entry.name);
             for name in &entry.overrides {
                 assert!(
-                    name == FEATURE_WG_SIZE || GEMM_OVERRIDES.contains(&name.as_str()),
+                    name == FEATURE_WG_SIZE
+                        || name == RBF_WG_SIZE
+                        || GEMM_OVERRIDES.contains(&name.as_str()),
                     "{shown}: `{name}` is an override the host never sets; make it a const"
                 );
             }
