@@ -201,13 +201,10 @@ pub fn cost(name: &str, n: usize, d: usize, k: usize, it: usize) -> Option<Work>
             bytes: it * read,
         },
         // K − 1 steps of 2 + ⌊ln K⌋ trials and one update, a pass over the rows each.
-        "kmeans-plusplus" => {
-            let passes = k * (3.0 + k.ln().floor());
-            Work {
-                flops: passes * 2.0 * n * d,
-                bytes: passes * read,
-            }
-        }
+        "kmeans-plusplus" => Work {
+            flops: k * (3.0 + k.ln().floor()) * 2.0 * n * d,
+            bytes: k * (3.0 + k.ln().floor()) * read,
+        },
         // Each row against the ≈ 1 + 5·2K candidates once (ℓ = 2K, 5 rounds), 6 passes.
         "kmeans-parallel" => Work {
             flops: (1.0 + 10.0 * k) * 2.0 * n * d,
@@ -563,21 +560,14 @@ pub fn bench_fit(
             FitBench::KMeansParallel => seeding(KMeansInit::PARALLEL)?,
         })
     };
-    match bench {
+    if matches!(bench, FitBench::KMeansPlusPlus | FitBench::KMeansParallel) {
         // The seedings do not iterate: warm their pipelines up on a few rows instead.
-        FitBench::KMeansPlusPlus | FitBench::KMeansParallel => {
-            let rows = first_rows(x, n.min(64))?;
-            let few = GpuMatrix::upload(gpu, &Matrix::new(&rows, d)?)?;
-            KMeans::new(1)
-                .init(KMeansInit::KMeansPlusPlus)
-                .initial_centroids(gpu, &few)?;
-            KMeans::new(1)
-                .init(KMeansInit::PARALLEL)
-                .initial_centroids(gpu, &few)?;
+        let few = GpuMatrix::upload(gpu, &Matrix::new(&first_rows(x, n.min(64))?, d)?)?;
+        for init in [KMeansInit::KMeansPlusPlus, KMeansInit::PARALLEL] {
+            KMeans::new(1).init(init).initial_centroids(gpu, &few)?;
         }
-        _ => {
-            run(1)?;
-        }
+    } else {
+        run(1)?;
     }
     let start = Instant::now();
     let detail = run(it)?;
