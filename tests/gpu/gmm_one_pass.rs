@@ -8,9 +8,7 @@ use crate::common::gmm::{mixture_data, random_model, scaled_err};
 use crate::common::stream::{small_pieces, whole_data};
 use crate::common::{gpu, to_f64};
 use wgpu_unsupervised::reference::gmm as refg;
-use wgpu_unsupervised::{
-    datasets, CovarianceType, GaussianMixture, GaussianMixtureModel, GmmInit, Matrix,
-};
+use wgpu_unsupervised::{CovarianceType, GaussianMixture, GaussianMixtureModel, GmmInit, Matrix};
 
 /// The model against the reference fit: weights, means and covariances scaled by their
 /// largest value, and the lower bound relative (printed with `--nocapture`, so that the
@@ -133,8 +131,10 @@ fn one_pass_em_streamed_in_pieces_agrees_with_the_reference() {
 
 /// The mixtures `pinned.rs` pins (default K-Means start, 30 iterations) against the
 /// reference fit with the same parameters: the figures that justify re-pinning them.
+#[cfg(feature = "datasets")]
 #[test]
 fn pinned_mixtures_agree_with_the_reference() {
+    use wgpu_unsupervised::datasets;
     let gpu = gpu();
     let mut bad = Vec::new();
     let (iris, _) = datasets::iris();
