@@ -177,6 +177,15 @@ fn every_kernel() -> Vec<(&'static EntryPoint, Vec<(&'static str, u32)>)> {
                         all.push((entry, vec![(*name, wg)]));
                     }
                 }
+                [name] if *name == kernels::affinity::RBF_WG_SIZE => {
+                    let (min, max) = (shaders::affinity::RBF_WG_MIN, shaders::affinity::RBF_WG_MAX);
+                    for wg in (0..32)
+                        .map(|p| 1u32 << p)
+                        .filter(|w| (min..=max).contains(w))
+                    {
+                        all.push((entry, vec![(*name, wg)]));
+                    }
+                }
                 names if names.iter().all(|n| n.starts_with("GEMM_")) => {
                     for config in GemmConfig::ALL {
                         let values = config.overrides();
