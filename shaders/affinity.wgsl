@@ -16,6 +16,9 @@
 // index, ascending) in `best_dist` / `best_index`, merged with one run of data rows per
 // dispatch; the row itself is its own nearest neighbour (scikit-learn's include_self=True).
 //
+// rbf_times_block_uniform / knn_update_uniform: the same two products with the data rows
+// in a uniform slice (CPU-like adapters), below.
+//
 // csr_times_block: out[i][c] = Σ_e values[e] · v[cols[e]][c] over the entries e of row i of
 // a sparse matrix in CSR form (the symmetrised k-nearest-neighbour graph).
 
@@ -37,6 +40,7 @@ const RBF_FEATURES: u32 = 16u;
 // Block columns per dispatch of the RBF product and per pass over a row's entries of the
 // sparse product, held in registers (a wider block takes more passes).
 const BLOCK_COLS: u32 = 16u;
+const BLOCK_COLS4: u32 = BLOCK_COLS / 4u;
 
 // Twin: AffinityParams in src/kernels/affinity.rs.
 struct AffinityParams {
@@ -54,7 +58,7 @@ struct AffinityParams {
     k: u32,          // knn: neighbours kept per row
     gamma: f32,
     grid_x: u32,
-    _pad0: u32,
+    v_vec4s: u32,    // *_uniform: vec4s per padded row of the block in v_slice
     _pad1: u32,
 }
 
@@ -92,7 +96,17 @@ fn rbf_times_block(
     }
     // The loops over the columns have the constant bound BLOCK_COLS, so that the compiler
     // can keep `acc` in registers (a runtime index would put it in memory, per lane).
+    // With `accumulate`, the sums go on from what earlier dispatches left in `out`, so a
+    // query's sum over all data rows is one chain in data order however the host splits
+    // the data (and the same bits as rbf_times_block_uniform).
     var acc: array<f32, BLOCK_COLS>;
+    if live && p.accumulate == 1u {
+        for (var c = 0u; c < BLOCK_COLS; c++) {
+            if c < p.n_cols {
+                acc[c] = out[q * p.m + p.col0 + c];
+            }
+        }
+    }
     for (var s = 0u; s < n_steps; s++) {
         let c0 = s * RBF_TILE;
         let rows = min(RBF_TILE, p.n_data - c0);
@@ -147,13 +161,96 @@ fn rbf_times_block(
     if live {
         for (var c = 0u; c < BLOCK_COLS; c++) {
             if c < p.n_cols {
-                let at = q * p.m + p.col0 + c;
-                var start = 0.0;
-                if p.accumulate == 1u {
-                    start = out[at];
-                }
-                out[at] = start + acc[c];
+                out[q * p.m + p.col0 + c] = acc[c];
             }
+        }
+    }
+}
+
+// The *_uniform variants (CPU-like adapters): the data rows come from a uniform slice, read
+// at the same address by every invocation (nearly free there, where a storage load costs
+// about a dozen FMAs), and each invocation keeps its query row in registers
+// (d <= 4 UNIFORM_MAX_D4). The host pads every row to AFFINITY_D4 vec4s (x) and `v_vec4s`
+// vec4s (the block), zeros after the last value (kernels/rows.rs pad_rows), so that each
+// load is a whole vec4: `n_data` data rows from global row `x_row0` are in `x_slice` and,
+// for the RBF product, their rows of the block in `v_slice`. The squared distances are the
+// same fma chains, in the same feature order, as the storage kernels' (a padded feature
+// adds fma(0, 0, d2) = d2), so the results are the same bits.
+const AFFINITY_SLICE_VEC4S: u32 = 4096u; // 64 KiB: the smallest max_uniform_buffer_binding_size
+const UNIFORM_MAX_D4: u32 = 8u;
+// vec4s per padded row of x, fixed per pipeline so that the loops over them unroll: a loop
+// with a runtime bound costs llvmpipe one back-edge of its 65535 per iteration
+// (GpuInfo::loop_back_edge_budget), and the distance loop runs once per pair.
+override AFFINITY_D4: u32 = 1u;
+
+@group(0) @binding(10) var<uniform> x_slice: array<vec4<f32>, AFFINITY_SLICE_VEC4S>;
+@group(0) @binding(11) var<uniform> v_slice: array<vec4<f32>, AFFINITY_SLICE_VEC4S>;
+
+// The query row r of this dispatch, in registers, zero past d. Both loops have constant
+// bounds, so every index is a constant once they unroll: an index known only at run time
+// would put the array in memory, and every pair's distance would load it from there.
+fn query_row(r: u32) -> array<vec4<f32>, UNIFORM_MAX_D4> {
+    var xq: array<vec4<f32>, UNIFORM_MAX_D4>;
+    let base = params.q_offset + r * params.d;
+    for (var f4 = 0u; f4 < AFFINITY_D4; f4++) {
+        var v = vec4<f32>();
+        for (var c = 0u; c < 4u; c++) {
+            if 4u * f4 + c < params.d {
+                v[c] = queries[base + 4u * f4 + c];
+            }
+        }
+        xq[f4] = v;
+    }
+    return xq;
+}
+
+// ‖x_q − x_j‖² for data row j of the slice, in feature order.
+fn slice_sq_distance(xq: array<vec4<f32>, UNIFORM_MAX_D4>, j: u32) -> f32 {
+    var d2 = 0.0;
+    for (var f4 = 0u; f4 < AFFINITY_D4; f4++) {
+        let diff = xq[f4] - x_slice[j * AFFINITY_D4 + f4];
+        d2 = fma(diff.x, diff.x, d2);
+        d2 = fma(diff.y, diff.y, d2);
+        d2 = fma(diff.z, diff.z, d2);
+        d2 = fma(diff.w, diff.w, d2);
+    }
+    return d2;
+}
+
+@compute @workgroup_size(ROW_WG_SIZE)
+fn rbf_times_block_uniform(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+) {
+    let p = params;
+    let r = invocation_index(wid, p.grid_x, ROW_WG_SIZE, lid);
+    if r >= p.n_queries {
+        return;
+    }
+    let q = p.q_row0 + r;
+    let xq = query_row(r);
+    // Four columns per vec4 (a vec4 fma is four scalar fmas: the same sums).
+    var acc: array<vec4<f32>, BLOCK_COLS4>;
+    if p.accumulate == 1u {
+        for (var c = 0u; c < BLOCK_COLS; c++) {
+            if c < p.n_cols {
+                acc[c / 4u][c % 4u] = out[q * p.m + p.col0 + c];
+            }
+        }
+    }
+    let c4_first = p.col0 / 4u;
+    for (var j = 0u; j < p.n_data; j++) {
+        if q != p.x_row0 + j {
+            let w = vec4<f32>(exp(-p.gamma * slice_sq_distance(xq, j)));
+            let base = j * p.v_vec4s + c4_first;
+            for (var c4 = 0u; c4 < BLOCK_COLS4; c4++) {
+                acc[c4] = fma(w, v_slice[min(base + c4, AFFINITY_SLICE_VEC4S - 1u)], acc[c4]);
+            }
+        }
+    }
+    for (var c = 0u; c < BLOCK_COLS; c++) {
+        if c < p.n_cols {
+            out[q * p.m + p.col0 + c] = acc[c / 4u][c % 4u];
         }
     }
 }
@@ -205,6 +302,55 @@ fn knn_update(
     for (var t = 0u; t < p.k; t++) {
         best_dist[q * p.k + t] = dist[t];
         best_index[q * p.k + t] = index[t];
+    }
+}
+
+// knn_update with the data rows from the uniform slice and k fixed per pipeline
+// (KNN_K <= KNN_UNIFORM_MAX_K), so that the lists live in registers: the common case, a pair
+// that does not beat the k-th best, is one compare; an insertion is one unrolled pass that
+// carries the larger entry down the list (compare and select, no indexing by lane).
+override KNN_K: u32 = 10u;
+const KNN_UNIFORM_MAX_K: u32 = 16u;
+
+@compute @workgroup_size(ROW_WG_SIZE)
+fn knn_update_uniform(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+) {
+    let p = params;
+    let r = invocation_index(wid, p.grid_x, ROW_WG_SIZE, lid);
+    if r >= p.n_queries {
+        return;
+    }
+    let q = p.q_row0 + r;
+    let xq = query_row(r);
+    var dist: array<f32, KNN_UNIFORM_MAX_K>;
+    var index: array<u32, KNN_UNIFORM_MAX_K>;
+    for (var t = 0u; t < KNN_K; t++) {
+        dist[t] = best_dist[q * KNN_K + t];
+        index[t] = best_index[q * KNN_K + t];
+    }
+    for (var j = 0u; j < p.n_data; j++) {
+        let d2 = slice_sq_distance(xq, j);
+        let g = p.x_row0 + j;
+        let worst = dist[KNN_K - 1u];
+        if d2 < worst || (d2 == worst && g < index[KNN_K - 1u]) {
+            var cd = d2;
+            var ci = g;
+            for (var t = 0u; t < KNN_K; t++) {
+                let od = dist[t];
+                let oi = index[t];
+                let better = cd < od || (cd == od && ci < oi);
+                dist[t] = select(od, cd, better);
+                index[t] = select(oi, ci, better);
+                cd = select(cd, od, better);
+                ci = select(ci, oi, better);
+            }
+        }
+    }
+    for (var t = 0u; t < KNN_K; t++) {
+        best_dist[q * KNN_K + t] = dist[t];
+        best_index[q * KNN_K + t] = index[t];
     }
 }
 

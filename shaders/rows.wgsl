@@ -4,6 +4,9 @@
 //
 // gather_rows copies rows on the device (k-means++ candidates, random init, empty-cluster
 // repair) so a caller's buffer needs only STORAGE usage, never COPY_SRC.
+// pad_rows copies rows into rows of `stride` values, zero after the d-th, so that kernels
+// reading them as vec4s (the uniform slices of affinity.wgsl) find every row on a vec4
+// boundary.
 // find_non_finite validates data that never passed through the host (GpuMatrix::from_buffer).
 // normalize_rows puts rows on the unit sphere for spherical (cosine) K-Means.
 // max_abs and scale_rows bring data of extreme magnitude into f32's comfortable range: the
@@ -22,7 +25,7 @@ struct RowsParams {
     grid_x: u32,
     row_base: u32,  // normalize: global index of the chunk's first row
     scale: f32,     // scale_rows: the factor (a power of two)
-    _pad2: u32,
+    stride: u32,    // pad_rows: values per output row (>= d)
 }
 
 @group(0) @binding(0) var<uniform> params: RowsParams;
@@ -50,6 +53,25 @@ fn gather_rows(
     let j = e % params.d;
     let pair = indices[i];
     gathered[pair.y * params.d + j] = x[params.x_offset + pair.x * params.d + j];
+}
+
+// One invocation per output value: gathered[i][j] = x[i][j] for j < d, else 0.
+@compute @workgroup_size(ROW_WG_SIZE)
+fn pad_rows(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+) {
+    let e = invocation_index(wid, params.grid_x, ROW_WG_SIZE, lid);
+    let i = e / params.stride;
+    if i >= params.n_rows {
+        return;
+    }
+    let j = e % params.stride;
+    var v = 0.0;
+    if j < params.d {
+        v = x[params.x_offset + i * params.d + j];
+    }
+    gathered[e] = v;
 }
 
 // Records the smallest flat index (within the chunk) holding a NaN or infinity.

@@ -99,6 +99,26 @@ pub struct GpuInfo {
     pub min_storage_buffer_offset_alignment: u32,
 }
 
+impl GpuInfo {
+    /// Loop back-edges one invocation may take in all on this adapter, summed over every
+    /// loop of an entry point, before the driver cuts the loops short; `None` where no such
+    /// cap is known.
+    ///
+    /// Mesa's llvmpipe (lavapipe, the software Vulkan driver of CI machines and of many
+    /// machines without a GPU) keeps one counter per entry point, starting at 65535
+    /// (gallivm's `LP_MAX_TGSI_LOOP_ITERATIONS`), and decrements it at every back-edge of
+    /// every loop whose trip count is not a compile-time constant; once it reaches zero,
+    /// every loop still to run stops after one iteration, without an error. A kernel whose
+    /// invocation walks all N rows therefore returns wrong results past some N (measured:
+    /// the nearest-neighbour search beyond ~14 000 rows). Kernels whose loop length grows
+    /// with the input take at most this many back-edges per dispatch here and split the rest
+    /// into more dispatches ([`crate::kernels::items_within_loop_budget`]). Any CPU adapter
+    /// gets the same cap, to be safe.
+    pub(crate) fn loop_back_edge_budget(&self) -> Option<u64> {
+        (self.device_type == "Cpu" || self.name.contains("llvmpipe")).then_some(65535)
+    }
+}
+
 impl std::fmt::Display for GpuInfo {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(

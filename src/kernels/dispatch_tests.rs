@@ -186,6 +186,22 @@ fn every_kernel() -> Vec<(&'static EntryPoint, Vec<(&'static str, u32)>)> {
                         all.push((entry, vec![(*name, wg)]));
                     }
                 }
+                [name] if *name == kernels::affinity::AFFINITY_D4 => {
+                    // Every padded row width the uniform kernels take.
+                    for d in 1..=shaders::affinity::UNIFORM_MAX_D4 {
+                        all.push((entry, vec![(*name, d)]));
+                    }
+                }
+                [a, b] | [b, a]
+                    if *a == kernels::affinity::AFFINITY_D4 && *b == kernels::affinity::KNN_K =>
+                {
+                    let max_k = kernels::affinity::KNN_UNIFORM_MAX_K as u32;
+                    for d in 1..=shaders::affinity::UNIFORM_MAX_D4 {
+                        for k in [1, 10, max_k] {
+                            all.push((entry, vec![(*a, d), (*b, k)]));
+                        }
+                    }
+                }
                 names if names.iter().all(|n| n.starts_with("GEMM_")) => {
                     for config in GemmConfig::ALL {
                         let values = config.overrides();

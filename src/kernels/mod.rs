@@ -24,6 +24,8 @@ pub(crate) mod silhouette;
 pub(crate) mod tiles;
 
 #[cfg(test)]
+mod affinity_tests;
+#[cfg(test)]
 mod dispatch_tests;
 #[cfg(test)]
 mod tests;
@@ -54,4 +56,24 @@ pub(crate) fn feature_wg_size(d: usize) -> u32 {
 pub(crate) fn feature_wg_sizes() -> impl Iterator<Item = u32> {
     std::iter::successors(Some(constants::FEATURE_WG_MIN), |&w| w.checked_mul(2))
         .take_while(|&w| w <= constants::FEATURE_WG_MAX)
+}
+
+/// How many items (rows, centroids...) one dispatch may hand an invocation whose loops take
+/// `per_item` back-edges per item plus `fixed` in all, on this adapter: all of `total` where
+/// loops are unbounded, else as many as keep the sum within the adapter's budget
+/// ([`GpuInfo::loop_back_edge_budget`](crate::gpu::GpuInfo::loop_back_edge_budget)), with a
+/// tenth of it spare, and at least one.
+pub(crate) fn items_within_loop_budget(
+    gpu: &crate::gpu::Gpu,
+    total: usize,
+    per_item: usize,
+    fixed: usize,
+) -> usize {
+    match gpu.info().loop_back_edge_budget() {
+        None => total.max(1),
+        Some(budget) => {
+            let usable = (budget as usize * 9 / 10).saturating_sub(fixed);
+            (usable / per_item.max(1)).clamp(1, total.max(1))
+        }
+    }
 }

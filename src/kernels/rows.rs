@@ -1,4 +1,4 @@
-//! Row gathering, non-finite detection, normalisation and scaling by powers of two on the
+//! Row gathering and padding, non-finite detection, normalisation and scaling by powers of two on the
 //! device (`shaders/rows.wgsl`).
 
 use std::borrow::Cow;
@@ -25,7 +25,7 @@ pub(crate) struct RowsParams {
     grid_x: u32,
     row_base: u32,
     scale: f32,
-    _pad2: u32,
+    stride: u32,
 }
 
 const _: () = check_params::<RowsParams>(wgsl::ENTRY_POINTS);
@@ -89,6 +89,34 @@ fn gather_chunk_rows(
         ],
         grid,
         Work::f32s(0.0, (2 * n_indices * (d + 1)) as f64),
+    )
+}
+
+/// Records copies of `n_rows` rows of `d` values (from value `x_offset` of `x`) into `out`
+/// as rows of `stride` values, zero after the d-th: the rows start on vec4 boundaries.
+pub(crate) fn pad_rows(
+    gpu: &Gpu,
+    batch: &mut Batch<'_>,
+    (x, x_offset): (Bind<'_>, u32),
+    (n_rows, d, stride): (usize, usize, usize),
+    out: &DeviceBuffer<f32>,
+) -> Result<()> {
+    let grid = element_grid(gpu, (n_rows * stride) as u64)?;
+    let params = RowsParams {
+        n_rows: n_rows as u32,
+        x_offset,
+        d: d as u32,
+        grid_x: grid.x,
+        stride: stride as u32,
+        ..Zeroable::zeroed()
+    };
+    batch.dispatch(
+        wgsl::PAD_ROWS,
+        &[],
+        &params,
+        &[("x", x), ("gathered", out.bind())],
+        grid,
+        Work::f32s(0.0, (n_rows * (d + stride)) as f64),
     )
 }
 

@@ -1,13 +1,13 @@
-//! The spectral-clustering fit: the affinity operator on the device, the embedding by LOBPCG
+//! The spectral-clustering fit: the affinity operator (`graph.rs`), the embedding by LOBPCG
 //! (`lobpcg.rs`), K-Means on it (algorithm in the parent module).
 
+use super::graph::{knn_graph, Operator};
 use super::lobpcg::lobpcg;
 use super::{Affinity, SpectralClustering};
 use crate::data::Matrix;
 use crate::error::{Error, Result};
-use crate::gpu::device_buffer::DeviceBuffer;
-use crate::gpu::{Gpu, GpuInput, GpuMatrix};
-use crate::kernels::affinity::{self, CsrMatrix};
+use crate::gpu::{Gpu, GpuInput};
+use crate::kernels::affinity;
 use crate::kmeans::KMeans;
 use crate::pca::power::PowerSettings;
 use crate::progress::Algorithm;
@@ -62,69 +62,6 @@ impl SpectralModel {
     }
 }
 
-/// The affinity A' (no diagonal) as the device applies it.
-enum Operator<'a> {
-    Rbf { x: &'a GpuMatrix, gamma: f32 },
-    Sparse(CsrMatrix),
-}
-
-impl Operator<'_> {
-    /// A'·B for an N x m row-major block `b`.
-    fn times(&self, gpu: &Gpu, b: &[f32], m: usize) -> Result<Vec<f32>> {
-        let buf = gpu.scoped("uploading a block", || {
-            Ok(DeviceBuffer::from_slice(gpu, "affinity block", b))
-        })?;
-        match self {
-            Operator::Rbf { x, gamma } => affinity::rbf_times_block(gpu, x, *gamma, &buf, m),
-            Operator::Sparse(s) => s.times_block(gpu, &buf, m),
-        }
-    }
-}
-
-/// The symmetrised k-nearest-neighbour graph ½(C + Cᵀ) without its diagonal, in CSR form,
-/// from each row's neighbour list (N x k indices).
-///
-/// Errors: [`Error::Gpu`] when the device's neighbour search left an entry unfilled (an
-/// index past N; seen on lavapipe at 20 000 rows and more, not yet explained), rather than a
-/// panic or a wrong graph.
-fn knn_graph(neighbours: &[u32], n: usize, k: usize) -> Result<(Vec<u32>, Vec<u32>, Vec<f32>)> {
-    if let Some(at) = neighbours.iter().position(|&j| j as usize >= n) {
-        return Err(Error::Gpu(format!(
-            "the nearest-neighbour search left row {}'s list unfilled (index {} of {n} rows)",
-            at / k,
-            neighbours[at]
-        )));
-    }
-    let mut entries: Vec<(u32, u32)> = Vec::with_capacity(2 * n * k);
-    for (i, list) in neighbours.chunks(k).enumerate() {
-        for &j in list {
-            if j as usize != i {
-                entries.push((i as u32, j));
-                entries.push((j, i as u32));
-            }
-        }
-    }
-    entries.sort_unstable();
-    let mut row_starts = vec![0u32; n + 1];
-    let (mut cols, mut values): (Vec<u32>, Vec<f32>) = (Vec::new(), Vec::new());
-    let mut e = 0;
-    while e < entries.len() {
-        let (i, j) = entries[e];
-        let mut weight = 0.0;
-        while e < entries.len() && entries[e] == (i, j) {
-            weight += 0.5;
-            e += 1;
-        }
-        cols.push(j);
-        values.push(weight);
-        row_starts[i as usize + 1] += 1;
-    }
-    for i in 0..n {
-        row_starts[i + 1] += row_starts[i];
-    }
-    Ok((row_starts, cols, values))
-}
-
 impl SpectralClustering {
     /// Clusters the rows of `x` (see the module docs).
     ///
@@ -144,8 +81,7 @@ impl SpectralClustering {
             },
             Affinity::NearestNeighbors { n_neighbors } => {
                 let (neighbours, _) = affinity::nearest_neighbors(gpu, &xg, n_neighbors)?;
-                let (rows, cols, values) = knn_graph(&neighbours, n, n_neighbors)?;
-                Operator::Sparse(CsrMatrix::upload(gpu, &rows, &cols, &values)?)
+                Operator::sparse(gpu, knn_graph(&neighbours, n, n_neighbors)?)?
             }
         };
         let degree = operator.times(gpu, &vec![1.0; n], 1)?;

@@ -50,6 +50,13 @@ pub(crate) struct Eigenpairs {
     pub n_iter: usize,
 }
 
+/// AᵀB for tall A and B (N x a, N x b) through nalgebra's blocked product (matrixmultiply):
+/// its `tr_mul` takes one dot product per entry, several times slower at these shapes, and
+/// was a quarter of a spectral fit's time on a 5000-point graph.
+fn t_mul(a: &DMatrix<f64>, b: &DMatrix<f64>) -> DMatrix<f64> {
+    a.transpose() * b
+}
+
 /// Removes from the columns of `w` their components along the orthonormal columns of each
 /// block in `against` (twice, classical Gram–Schmidt), then makes them orthonormal among
 /// themselves, dropping the dependent ones. Returns the kept columns.
@@ -59,7 +66,7 @@ fn orthonormal_complement(w: &DMatrix<f64>, against: &[&DMatrix<f64>]) -> DMatri
     for _ in 0..2 {
         for b in against {
             if b.ncols() > 0 {
-                let coef = b.tr_mul(&w);
+                let coef = t_mul(b, &w);
                 w -= *b * coef;
             }
         }
@@ -114,8 +121,8 @@ fn rayleigh_ritz(
     p: usize,
 ) -> Result<Option<(Vec<f64>, DMatrix<f64>)>> {
     let m = s.ncols();
-    let gram = s.tr_mul(s);
-    let h = s.tr_mul(a_s);
+    let gram = t_mul(s, s);
+    let h = t_mul(s, a_s);
     let h = (&h + h.transpose()) * 0.5;
     let Some(chol) = nalgebra::Cholesky::new(gram) else {
         return Ok(None);

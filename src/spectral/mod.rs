@@ -10,7 +10,8 @@
 //!    - [`Affinity::NearestNeighbors`]: the `n_neighbors` nearest rows of each row, itself
 //!      included (scikit-learn's `kneighbors_graph(include_self=True)`), found on the device
 //!      (O(N²D) once), symmetrised on the host as A = ½(C + Cᵀ) into a sparse CSR matrix of at
-//!      most 2·N·n_neighbors entries, which a kernel multiplies by V.
+//!      most 2·N·n_neighbors entries, which a kernel multiplies by V (on CPU-like adapters,
+//!      the host: the same processor without a driver round trip per product).
 //! 2. **Normalised Laplacian** L = I − D^{-1/2} A' D^{-1/2}, A' = A without its diagonal (as
 //!    scipy's `laplacian(normed=True)`, which ignores self-loops), D = diag(A'·1). Its K
 //!    smallest eigenvectors are the K largest of M = D^{-1/2} A' D^{-1/2}, whose eigenvalues
@@ -36,6 +37,7 @@
 use crate::error::{Error, Result};
 
 mod fit;
+mod graph;
 mod lobpcg;
 
 pub use fit::SpectralModel;

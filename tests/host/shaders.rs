@@ -23,6 +23,11 @@ const GEMM_OVERRIDES: [&str; 4] = ["GEMM_LANES_M", "GEMM_LANES_N", "GEMM_RM", "G
 /// The RBF affinity product's queries per workgroup (a power of two from RBF_WG_MIN to
 /// RBF_WG_MAX; src/kernels/affinity.rs).
 const RBF_WG_SIZE: &str = "RBF_WG_SIZE";
+/// The uniform affinity kernels' shape, fixed per pipeline so that their loops unroll
+/// (src/kernels/affinity.rs): vec4s per padded row, 1 to UNIFORM_MAX_D4, and the neighbour
+/// lists' length, 1 to KNN_UNIFORM_MAX_K.
+const AFFINITY_D4: &str = "AFFINITY_D4";
+const KNN_K: &str = "KNN_K";
 
 /// Whether the workgroup size of an entry point with these overrides is the host's choice.
 fn host_sized(overrides: &[String]) -> bool {
@@ -73,13 +78,19 @@ fn constant(reflection: &reflect::Reflection, name: &str) -> u32 {
 
 /// The values the host may give `name`: every power of two from FEATURE_WG_MIN to
 /// FEATURE_WG_MAX (kernels::feature_wg_size picks among them), or from RBF_WG_MIN to
-/// RBF_WG_MAX.
+/// RBF_WG_MAX; every padded row width of the uniform affinity kernels, and list lengths at
+/// both ends of their range and between.
 fn host_values(reflection: &reflect::Reflection, name: &str) -> Vec<u32> {
     let prefix = match name {
         "GEMM_LANES_M" | "GEMM_LANES_N" => return vec![8, 16],
         "GEMM_RM" | "GEMM_RN" => return vec![4, 8],
         RBF_WG_SIZE => "RBF_WG",
         FEATURE_WG_SIZE => "FEATURE_WG",
+        AFFINITY_D4 => return (1..=constant(reflection, "UNIFORM_MAX_D4")).collect(),
+        KNN_K => {
+            let max = constant(reflection, "KNN_UNIFORM_MAX_K");
+            return vec![1, 2, 10, max];
+        }
         _ => panic!("no host choice is known for override {name}"),
     };
     let (min, max) = (
@@ -160,6 +171,8 @@ fn only_sizes_the_host_chooses_are_overrides() {
                 assert!(
                     name == FEATURE_WG_SIZE
                         || name == RBF_WG_SIZE
+                        || name == AFFINITY_D4
+                        || name == KNN_K
                         || GEMM_OVERRIDES.contains(&name.as_str()),
                     "{shown}: `{name}` is an override the host never sets; make it a const"
                 );

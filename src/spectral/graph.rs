@@ -1,0 +1,130 @@
+//! The affinity operator A' (no diagonal) of spectral clustering and the graph behind it:
+//! the RBF product on the device, or the symmetrised k-nearest-neighbour graph as a sparse
+//! CSR matrix, multiplied on the device or, on CPU-like adapters, on the host (the same
+//! processor, without a round trip through the driver per product: a product of the
+//! ~2·N·n_neighbors entries by the eigen-solver's block is far smaller than one submission
+//! costs there).
+
+use crate::error::{Error, Result};
+use crate::gpu::device_buffer::DeviceBuffer;
+use crate::gpu::{Gpu, GpuMatrix};
+use crate::kernels::affinity::{self, CsrMatrix};
+use crate::kernels::tiles::cpu_like;
+
+/// A sparse N x N matrix in CSR form on the host.
+pub(super) struct Csr {
+    /// N + 1 offsets into `cols` and `values`.
+    pub row_starts: Vec<u32>,
+    /// The column of each entry, ascending within a row.
+    pub cols: Vec<u32>,
+    /// The value of each entry.
+    pub values: Vec<f32>,
+}
+
+impl Csr {
+    /// S·B for an N x m row-major block `b`, summed in f64 in entry order.
+    fn times(&self, b: &[f32], m: usize) -> Vec<f32> {
+        let n = self.row_starts.len() - 1;
+        let mut out = vec![0.0f32; n * m];
+        let mut acc = vec![0.0f64; m];
+        for (i, row) in out.chunks_mut(m).enumerate() {
+            acc.iter_mut().for_each(|a| *a = 0.0);
+            let (start, end) = (self.row_starts[i] as usize, self.row_starts[i + 1] as usize);
+            for e in start..end {
+                let w = self.values[e] as f64;
+                let at = self.cols[e] as usize * m;
+                for (a, &v) in acc.iter_mut().zip(&b[at..at + m]) {
+                    *a += w * v as f64;
+                }
+            }
+            for (o, a) in row.iter_mut().zip(&acc) {
+                *o = *a as f32;
+            }
+        }
+        out
+    }
+}
+
+/// The affinity A' (no diagonal) as the fit applies it.
+pub(super) enum Operator<'a> {
+    /// exp(−γ‖xᵢ − xⱼ‖²), i ≠ j, on the device.
+    Rbf { x: &'a GpuMatrix, gamma: f32 },
+    /// A sparse graph on the device.
+    Sparse(CsrMatrix),
+    /// A sparse graph on the host (CPU-like adapters).
+    HostSparse(Csr),
+}
+
+impl Operator<'_> {
+    /// The sparse graph `csr`, where this adapter multiplies it fastest.
+    pub(super) fn sparse(gpu: &Gpu, csr: Csr) -> Result<Self> {
+        if cpu_like(gpu) {
+            return Ok(Operator::HostSparse(csr));
+        }
+        let on_device = CsrMatrix::upload(gpu, &csr.row_starts, &csr.cols, &csr.values)?;
+        Ok(Operator::Sparse(on_device))
+    }
+
+    /// A'·B for an N x m row-major block `b`.
+    pub(super) fn times(&self, gpu: &Gpu, b: &[f32], m: usize) -> Result<Vec<f32>> {
+        if let Operator::HostSparse(s) = self {
+            return Ok(s.times(b, m));
+        }
+        let buf = gpu.scoped("uploading a block", || {
+            Ok(DeviceBuffer::from_slice(gpu, "affinity block", b))
+        })?;
+        match self {
+            Operator::Rbf { x, gamma } => affinity::rbf_times_block(gpu, x, *gamma, &buf, m),
+            Operator::Sparse(s) => s.times_block(gpu, &buf, m),
+            Operator::HostSparse(_) => unreachable!("multiplied above"),
+        }
+    }
+}
+
+/// The symmetrised k-nearest-neighbour graph ½(C + Cᵀ) without its diagonal, in CSR form,
+/// from each row's neighbour list (N x k indices).
+///
+/// Errors: [`Error::Gpu`] when the device's neighbour search left an entry unfilled (an
+/// index past N: a driver that cut the search short, as llvmpipe's loop budget once did at
+/// ~14 000 rows), rather than a panic or a wrong graph.
+pub(super) fn knn_graph(neighbours: &[u32], n: usize, k: usize) -> Result<Csr> {
+    if let Some(at) = neighbours.iter().position(|&j| j as usize >= n) {
+        return Err(Error::Gpu(format!(
+            "the nearest-neighbour search left row {}'s list unfilled (index {} of {n} rows)",
+            at / k,
+            neighbours[at]
+        )));
+    }
+    let mut entries: Vec<(u32, u32)> = Vec::with_capacity(2 * n * k);
+    for (i, list) in neighbours.chunks(k).enumerate() {
+        for &j in list {
+            if j as usize != i {
+                entries.push((i as u32, j));
+                entries.push((j, i as u32));
+            }
+        }
+    }
+    entries.sort_unstable();
+    let mut row_starts = vec![0u32; n + 1];
+    let (mut cols, mut values): (Vec<u32>, Vec<f32>) = (Vec::new(), Vec::new());
+    let mut e = 0;
+    while e < entries.len() {
+        let (i, j) = entries[e];
+        let mut weight = 0.0;
+        while e < entries.len() && entries[e] == (i, j) {
+            weight += 0.5;
+            e += 1;
+        }
+        cols.push(j);
+        values.push(weight);
+        row_starts[i as usize + 1] += 1;
+    }
+    for i in 0..n {
+        row_starts[i + 1] += row_starts[i];
+    }
+    Ok(Csr {
+        row_starts,
+        cols,
+        values,
+    })
+}
