@@ -176,8 +176,26 @@ fn candidates(gpu: &Gpu, chunk: &Chunk, d: usize, k: usize) -> Vec<AssignVariant
         AssignVariant::Texture,
     ]
     .into_iter()
-    .filter(|&v| runs(v, chunk, d, k))
+    .filter(|&v| runs(v, chunk, d, k) && within_loop_budget(gpu, v, d, k))
     .collect()
+}
+
+/// Whether one invocation of `variant` stays within the adapter's loop budget
+/// ([`GpuInfo::loop_back_edge_budget`](crate::gpu::GpuInfo::loop_back_edge_budget)) at D x K:
+/// the register and texture kernels walk all K centroids in one dispatch (about
+/// ⌈K/16⌉(D + 19) and ⌈K/8⌉(⌈D/4⌉ + 2) back-edges), where the uniform one takes a slice at a
+/// time. Past the budget llvmpipe would cut the walk short and return wrong labels, which
+/// the autotuner would even time as faster.
+fn within_loop_budget(gpu: &Gpu, variant: AssignVariant, d: usize, k: usize) -> bool {
+    let back_edges = match variant {
+        AssignVariant::Registers => k.div_ceil(SMALL_K) * (d + 19) + 1,
+        AssignVariant::Texture => {
+            let d4 = d.div_ceil(4);
+            k.div_ceil(TEXTURE_ROWS) * (d4 + 2) + TEXTURE_ROWS * (d4 + 1) + 1
+        }
+        AssignVariant::Uniform | AssignVariant::Rows | AssignVariant::Tiled(_) => 0,
+    };
+    super::fits_loop_budget(gpu, back_edges)
 }
 
 /// Rows the autotuner times each variant on.
@@ -351,24 +369,44 @@ pub(super) fn record_assign(
             )?;
         }
     }
-    // The rows the GEMM form could not decide: at most all of them.
+    // The rows the GEMM form could not decide: at most all of them. Each centroid costs an
+    // invocation D + 2 loop back-edges; runs of centroids keep it within the budget.
     let grid = gpu.grid(n_rows.div_ceil(ROW_WG_SIZE as usize) as u64)?;
-    batch.dispatch(
-        wgsl::ASSIGN_RECHECK,
-        &[],
-        &params(chunk, n_rows, d, k, grid.x),
-        &[
-            ("x", chunk.bind()),
-            ("centroids", to.centroids.bind()),
-            ("labels", to.labels.bind()),
-            ("min_sq_dist", to.min_sq_dist.bind()),
-            ("changed", to.changed.bind()),
-            ("recheck", scratch.recheck.bind()),
-        ],
-        grid,
-        // Reads the list's length; the rows on it cost 3·K·D each, unknown when recorded.
-        Work::f32s(0.0, 1.0),
-    )
+    let per_run = super::items_within_loop_budget(gpu, k, d + 2, 16);
+    let n_runs = k.div_ceil(per_run);
+    let running: DeviceBuffer<u32> = DeviceBuffer::zeroed(
+        gpu,
+        "recheck running labels",
+        if n_runs > 1 { n_rows } else { 1 },
+    );
+    for run in 0..n_runs {
+        let first = run * per_run;
+        let p = AssignParams {
+            k: per_run.min(k - first) as u32,
+            k_first: first as u32,
+            slice_flags: (u32::from(run == 0) * wgsl::FIRST_SLICE)
+                | (u32::from(run + 1 == n_runs) * wgsl::LAST_SLICE),
+            ..params(chunk, n_rows, d, k, grid.x)
+        };
+        batch.dispatch(
+            wgsl::ASSIGN_RECHECK,
+            &[],
+            &p,
+            &[
+                ("x", chunk.bind()),
+                ("centroids", to.centroids.bind()),
+                ("labels", to.labels.bind()),
+                ("min_sq_dist", to.min_sq_dist.bind()),
+                ("changed", to.changed.bind()),
+                ("recheck", scratch.recheck.bind()),
+                ("running_labels", running.bind()),
+            ],
+            grid,
+            // Reads the list's length; the rows on it cost 3·K·D each, unknown when recorded.
+            Work::f32s(0.0, 1.0),
+        )?;
+    }
+    Ok(())
 }
 
 /// Records the centroid side of the GEMM form: the shift, then c − s and the norms.

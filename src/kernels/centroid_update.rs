@@ -145,7 +145,11 @@ pub(crate) fn accumulate_cluster_partials(
     if let Some(t) = texels {
         batch.copy_to_texture(rows.old_centroids.raw(), 0, t.centroids);
     }
-    let path = if texels.is_some() && k <= SEGMENT_CLUSTERS {
+    // label_segments walks its block twice and the clusters twice per invocation: within
+    // the adapter's loop budget only (GpuInfo::loop_back_edge_budget), else the sliced walk.
+    let segment_rows = out.block_rows.min(chunk.n_rows);
+    let segments_fit = super::fits_loop_budget(gpu, 2 * segment_rows + 2 * k + 8);
+    let path = if texels.is_some() && k <= SEGMENT_CLUSTERS && segments_fit {
         UpdatePath::Segments
     } else {
         let slicing = Slicing::for_shape(d, k, texels.is_some());

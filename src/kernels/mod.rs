@@ -77,3 +77,11 @@ pub(crate) fn items_within_loop_budget(
         }
     }
 }
+
+/// Whether an invocation taking `back_edges` loop back-edges in all stays within this
+/// adapter's budget (with a tenth of it spare; always, where loops are unbounded).
+pub(crate) fn fits_loop_budget(gpu: &crate::gpu::Gpu, back_edges: usize) -> bool {
+    gpu.info()
+        .loop_back_edge_budget()
+        .is_none_or(|budget| back_edges as u64 <= budget * 9 / 10)
+}
