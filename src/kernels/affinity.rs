@@ -20,6 +20,8 @@ pub(crate) const RBF_WG_SIZE: &str = "RBF_WG_SIZE";
 const RBF_QUERIES: u32 = 64;
 /// Block columns per RBF pass over the pairs.
 const RBF_COLS: usize = wgsl::BLOCK_COLS as usize;
+/// Data rows per step of the storage RBF kernel (`RBF_TILE`).
+const RBF_TILE: usize = wgsl::RBF_TILE as usize;
 /// Largest number of neighbours [`nearest_neighbors`] keeps.
 pub(crate) const KNN_MAX: usize = wgsl::KNN_MAX as usize;
 
@@ -152,8 +154,9 @@ pub(crate) fn rbf_times_block_with(
         let out = DeviceBuffer::<f32>::zeroed(gpu, "affinity product", n * m);
         let mut batch = Batch::new(gpu, "rbf_times_block");
         // Data rows per dispatch: a uniform slice (its rows of x and of v), and within the
-        // loop budget: one back-edge per row there; the storage kernel's per-row loops take
-        // about D + 5 (its distance loop, the staging and the tile's loops).
+        // loop budget: one back-edge per row there; the storage kernel takes, per step of
+        // RBF_TILE rows, about 16 D + 19 ⌈D/16⌉ + 30 (its distance loops, the staging and
+        // the tile's loops), so at most D + 2 ⌈D/16⌉ + 4 per row in whole steps.
         let d4 = d.div_ceil(4);
         let v_pad = match variant {
             AffinityVariant::Uniform => {
@@ -167,9 +170,15 @@ pub(crate) fn rbf_times_block_with(
         };
         let per_row = match variant {
             AffinityVariant::Uniform => 1,
-            AffinityVariant::Storage => d + 5,
+            AffinityVariant::Storage => d + 2 * d.div_ceil(16) + 4,
         };
         let run = super::items_within_loop_budget(gpu, run.min(n), per_row, 2 * RBF_COLS);
+        let run = match variant {
+            AffinityVariant::Uniform => run,
+            // Whole steps, so that no run pays for a step it only partly uses.
+            AffinityVariant::Storage if run >= n => run,
+            AffinityVariant::Storage => (run / RBF_TILE * RBF_TILE).max(RBF_TILE),
+        };
         let slice = gpu.uniform_buffer("affinity slice", 4 * SLICE_VALUES as u64);
         let v_slice = gpu.uniform_buffer("affinity block slice", 4 * SLICE_VALUES as u64);
         let mut first_pass = true;
@@ -299,7 +308,7 @@ pub(crate) fn nearest_neighbors_with(
         let d4 = d.div_ceil(4);
         let (run, per_row) = match variant {
             AffinityVariant::Uniform => (SLICE_VALUES / (4 * d4), 1),
-            AffinityVariant::Storage => (usize::MAX, k + d + 1),
+            AffinityVariant::Storage => (usize::MAX, k + d + 3),
         };
         let run = super::items_within_loop_budget(gpu, run.min(n), per_row, 2 * k + d);
         let slice = gpu.uniform_buffer("neighbour slice", 4 * SLICE_VALUES as u64);
