@@ -44,7 +44,7 @@ struct AssignParams {
     grid_x: u32,    // workgroups along x (2-D grids when one dimension is not enough)
     sqrt_output: u32, // pairwise_distances: 1 = Euclidean, 0 = squared
     k_first: u32,     // assign_nearest_centroid_uniform: global index of the slice's first centroid
-    slice_flags: u32, // assign_nearest_centroid_uniform: FIRST_SLICE | LAST_SLICE
+    slice_flags: u32, // assign_nearest_centroid_uniform, assign_recheck: FIRST_SLICE | LAST_SLICE | RECHECK_ROWS
     d4: u32,          // ceil(D / 4): vec4s per prepared centroid row
     x_vec4: u32,      // 1: x_offset and D are multiples of 4, so rows load as vec4s from x4
     beta: f32,        // the error-bound coefficient β (see above)
@@ -53,6 +53,7 @@ struct AssignParams {
 
 const FIRST_SLICE: u32 = 1u;
 const LAST_SLICE: u32 = 2u;
+const RECHECK_ROWS: u32 = 4u; // assign_nearest_centroid_uniform: the rows on the recheck list
 // vec4s of one centroid slice: 64 KiB, the smallest max_uniform_buffer_binding_size WebGPU
 // allows, so the slice binds on every adapter.
 const SLICE_VEC4S: u32 = 4096u;
@@ -671,8 +672,15 @@ fn assign_nearest_centroid_uniform(
     @builtin(local_invocation_index) lid: u32,
     @builtin(workgroup_id) wid: vec3<u32>,
 ) {
-    let row = invocation_index(wid, params.grid_x, ROW_WG_SIZE, lid);
-    if row >= params.n_rows {
+    var row = invocation_index(wid, params.grid_x, ROW_WG_SIZE, lid);
+    if (params.slice_flags & RECHECK_ROWS) != 0u {
+        // The exact recheck of the GEMM form's undecided rows (CPU-like adapters): the
+        // invocations walk the list instead of the chunk.
+        if row >= atomicLoad(&recheck[0]) {
+            return;
+        }
+        row = atomicLoad(&recheck[1u + row]);
+    } else if row >= params.n_rows {
         return;
     }
     let d4 = (params.d + 3u) / 4u;

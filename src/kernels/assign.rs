@@ -302,7 +302,10 @@ pub(super) fn record_assign(
     );
     let placeholder = vec4_placeholder(gpu, chunk);
     match variant {
-        AssignVariant::Uniform => return record_assign_uniform(gpu, batch, chunk, n_rows, d, to),
+        AssignVariant::Uniform => {
+            let every_row = Rows::All(&scratch.recheck);
+            return record_assign_uniform(gpu, batch, chunk, n_rows, d, to, every_row);
+        }
         AssignVariant::Registers | AssignVariant::Rows => {
             let (entry, per_group) = match variant {
                 AssignVariant::Rows => (wgsl::ASSIGN_ROWS, ROWS_WG),
@@ -369,8 +372,14 @@ pub(super) fn record_assign(
             )?;
         }
     }
-    // The rows the GEMM form could not decide: at most all of them. Each centroid costs an
-    // invocation D + 2 loop back-edges; runs of centroids keep it within the budget.
+    // The rows the GEMM form could not decide: at most all of them. On CPU-like adapters
+    // the uniform kernel compares them with every centroid (the same bits, and about 16x
+    // faster there than storage loads); elsewhere assign_recheck, in runs of centroids
+    // (each costs an invocation D + 2 loop back-edges) that keep within the loop budget.
+    if variant == AssignVariant::Texture {
+        let listed = Rows::Rechecked(&scratch.recheck);
+        return record_assign_uniform(gpu, batch, chunk, n_rows, d, to, listed);
+    }
     let grid = gpu.grid(n_rows.div_ceil(ROW_WG_SIZE as usize) as u64)?;
     let per_run = super::items_within_loop_budget(gpu, k, d + 2, 16);
     let n_runs = k.div_ceil(per_run);
@@ -443,6 +452,15 @@ fn record_prepare(
     )
 }
 
+/// Which rows [`record_assign_uniform`] assigns.
+#[derive(Clone, Copy)]
+enum Rows<'a> {
+    /// Every row of the dispatch (the list is bound but not read).
+    All(&'a DeviceBuffer<u32>),
+    /// The rows on this recheck list (the GEMM form's undecided rows).
+    Rechecked(&'a DeviceBuffer<u32>),
+}
+
 /// Records `assign_nearest_centroid_uniform`: copies the centroids into uniform slices of
 /// whole centroids (each padded to ceil(D / 4) vec4s), then one dispatch per slice.
 fn record_assign_uniform(
@@ -452,6 +470,7 @@ fn record_assign_uniform(
     n_rows: usize,
     d: usize,
     to: &Assignment<'_>,
+    rows: Rows<'_>,
 ) -> Result<()> {
     let k = to.k;
     let d4 = d.div_ceil(4);
@@ -496,9 +515,11 @@ fn record_assign_uniform(
             k: count as u32,
             k_first: first as u32,
             slice_flags: (u32::from(s == 0) * wgsl::FIRST_SLICE)
-                | (u32::from(s + 1 == n_slices) * wgsl::LAST_SLICE),
+                | (u32::from(s + 1 == n_slices) * wgsl::LAST_SLICE)
+                | (u32::from(matches!(rows, Rows::Rechecked(_))) * wgsl::RECHECK_ROWS),
             ..params(chunk, n_rows, d, k, grid.x)
         };
+        let (Rows::All(list) | Rows::Rechecked(list)) = rows;
         batch.dispatch(
             wgsl::ASSIGN_NEAREST_CENTROID_UNIFORM,
             &[],
@@ -513,6 +534,7 @@ fn record_assign_uniform(
                 ("min_sq_dist", to.min_sq_dist.bind()),
                 ("changed", to.changed.bind()),
                 ("running_labels", running.bind()),
+                ("recheck", list.bind()),
             ],
             grid,
             Work::f32s(
