@@ -17,7 +17,9 @@
 // E[x xᵀ] − μ μᵀ. In weighted_deviation_sums and weighted_scatter one invocation owns one
 // output of one block and walks the block's rows in order (deterministic sums; neighbouring
 // invocations share the row and read neighbouring features). For D ≥ 24 the host uses
-// weighted_scatter_tiled instead (below), the same sums as a tiled GEMM.
+// weighted_scatter_tiled instead (below), the same sums as a tiled GEMM. On CPU-like
+// adapters the autotuner may pick the *_uniform twins (at the end), the same sums bit for bit
+// with the rows read from uniform slices.
 
 #import constants
 #import grid
@@ -36,7 +38,10 @@ struct MstepParams {
     power: u32,        // weighted_deviation_sums: 1 or 2
     grid_x: u32,
     augmented: u32,    // the scatters: 1 for the augmented row (x − s, 1), else 0
-    _pad1: u32,
+    slice_first: u32,  // *_uniform: the slice's first row (in the segment)
+    slice_rows: u32,   // *_uniform: rows in the slice
+    slice_block: u32,  // *_uniform: the first block (in the segment) the slice meets
+    slice_blocks: u32, // *_uniform: blocks the slice meets
 }
 
 @group(0) @binding(0) var<uniform> params: MstepParams;
@@ -230,5 +235,199 @@ fn weighted_scatter_tiled(
                 }
             }
         }
+    }
+}
+
+// The *_uniform twins of weighted_scatter(_tiled) and weighted_moments_diag: the same sums,
+// bit for bit, for adapters such as lavapipe that vectorise across invocations, gather
+// storage loads lane by lane, and broadcast a uniform load whose address is the same in every
+// lane almost for free. The host copies up to SLICE_VALUES consecutive values of x (whole
+// rows of the segment, slice_first .. slice_first + slice_rows) into `x_slice` and
+// dispatches once per slice over the blocks the slice meets; every address into the slice
+// depends on the workgroup only, so each load is a broadcast. A block that spans several
+// slices carries its running sums from slice to slice through `partials` (a slice that does
+// not start the block reads them back first), so every output is still its sum over the
+// block's rows in order from zero.
+
+const SLICE_VALUES: u32 = 16384u; // 64 KiB: the smallest max_uniform_buffer_binding_size
+const UNIFORM_COLS: u32 = 16u;    // slice columns per invocation (a multiple of 4)
+const UNIFORM_COLS4: u32 = UNIFORM_COLS / 4u;
+
+@group(0) @binding(5) var<uniform> x_slice: array<vec4<f32>, SLICE_VALUES / 4u>;
+
+// Rows first .. last (segment rows) of segment block `block` that lie in this slice, and
+// whether the slice starts the block (else the sums so far are in `partials`).
+fn slice_rows_of(block: u32) -> vec3<u32> {
+    let p = params;
+    let b_first = block * p.block_rows;
+    let b_last = min(b_first + p.block_rows, p.n_rows);
+    let first = max(b_first, p.slice_first);
+    let last = max(first, min(b_last, p.slice_first + p.slice_rows));
+    return vec3<u32>(first, last, u32(b_first >= p.slice_first));
+}
+
+// Value e of the slice (clamped inside it: columns past the row's end are never written).
+fn slice_value(e: u32) -> f32 {
+    let at = min(e, SLICE_VALUES - 1u);
+    return x_slice[at / 4u][at % 4u];
+}
+
+// weighted_scatter_uniform: a workgroup owns one block, one component and UNIFORM_COLS
+// columns j0 .. j0 + UNIFORM_COLS of the (possibly augmented) scatter, its lanes the rows
+// i of the output (ROW_WG_SIZE of them per group of rows). Per data row a lane loads its
+// w = r (x − s)ᵢ (two storage loads: r at the same address in every lane, x[i] contiguous
+// across lanes) and meets UNIFORM_COLS columns (x − s)ⱼ from the slice (four vec4
+// broadcasts): acc[j] = fma(w, (x − s)ⱼ, acc[j]), the products and order of the other
+// variants. Only the entries j ≥ i are written, as weighted_scatter does (the host reads
+// no others).
+@compute @workgroup_size(ROW_WG_SIZE)
+fn weighted_scatter_uniform(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+) {
+    let p = params;
+    let de = p.d + p.augmented;
+    let n_jgroups = (de + UNIFORM_COLS - 1u) / UNIFORM_COLS;
+    let n_igroups = (de + ROW_WG_SIZE - 1u) / ROW_WG_SIZE;
+    let per_comp = n_jgroups * n_igroups;
+    let g = workgroup_index(wid, p.grid_x);
+    let sblock = g / (p.k * per_comp);
+    let comp = (g / per_comp) % p.k;
+    let j0 = ((g / n_igroups) % n_jgroups) * UNIFORM_COLS;
+    let i = (g % n_igroups) * ROW_WG_SIZE + lid;
+    // Lanes past the scatter's rows, or whose row lies below every column here, write
+    // nothing.
+    if sblock >= p.slice_blocks || i >= de || i >= j0 + UNIFORM_COLS {
+        return;
+    }
+    let block = p.slice_block + sblock;
+    let rows = slice_rows_of(block);
+    let n_j = min(UNIFORM_COLS, de - j0);
+    let s_base = comp * p.d;
+    let out = (p.block_offset + block) * p.n_outputs + (comp * de + i) * de + j0;
+    // Column j0 + 4q + c in lane c of acc[q] and sh[q]; `one` marks the augmented column,
+    // whose deviation is 1 (a vec4 fma is four scalar fmas: the same sums).
+    var acc: array<vec4<f32>, UNIFORM_COLS4>;
+    var sh: array<vec4<f32>, UNIFORM_COLS4>;
+    var one: array<vec4<bool>, UNIFORM_COLS4>;
+    for (var m = 0u; m < UNIFORM_COLS; m++) {
+        let j = j0 + m;
+        sh[m / 4u][m % 4u] = shift[s_base + min(j, p.d - 1u)];
+        one[m / 4u][m % 4u] = j >= p.d;
+        if rows.z == 0u && m < n_j && j >= i {
+            acc[m / 4u][m % 4u] = partials[out + m];
+        }
+    }
+    // The lane's own deviation: x − s below D, 1 in the augmented row.
+    var s_i = 0.0;
+    if i < p.d {
+        s_i = shift[s_base + i];
+    }
+    if p.d % 4u == 0u {
+        // Rows start on a vec4 boundary: one load for four columns.
+        for (var row = rows.x; row < rows.y; row++) {
+            let r = resp[row * p.k + comp];
+            var w = r;
+            if i < p.d {
+                w = r * (x[p.x_offset + row * p.d + i] - s_i);
+            }
+            let q0 = ((row - p.slice_first) * p.d + j0) / 4u;
+            for (var q = 0u; q < UNIFORM_COLS4; q++) {
+                let v = x_slice[min(q0 + q, SLICE_VALUES / 4u - 1u)] - sh[q];
+                acc[q] = fma(vec4<f32>(w), select(v, vec4<f32>(1.0), one[q]), acc[q]);
+            }
+        }
+    } else {
+        for (var row = rows.x; row < rows.y; row++) {
+            let r = resp[row * p.k + comp];
+            var w = r;
+            if i < p.d {
+                w = r * (x[p.x_offset + row * p.d + i] - s_i);
+            }
+            let e0 = (row - p.slice_first) * p.d + j0;
+            for (var m = 0u; m < UNIFORM_COLS; m++) {
+                let v = slice_value(e0 + m) - sh[m / 4u][m % 4u];
+                let dev = select(v, 1.0, one[m / 4u][m % 4u]);
+                acc[m / 4u][m % 4u] = fma(w, dev, acc[m / 4u][m % 4u]);
+            }
+        }
+    }
+    for (var m = 0u; m < n_j; m++) {
+        if j0 + m >= i {
+            partials[out + m] = acc[m / 4u][m % 4u];
+        }
+    }
+}
+
+// weighted_moments_diag_uniform: a workgroup owns one block and UNIFORM_COLS features
+// j0 .. j0 + UNIFORM_COLS, its lanes the components (ROW_WG_SIZE of them per group). Per
+// data row a lane loads its r (one storage load, contiguous across lanes) and meets the
+// features from the slice (four vec4 broadcasts): acc1 = fma(r, v, acc1) and
+// acc2 = fma(r·v, v, acc2) with v = x − s, as weighted_moments_diag; the workgroups of the
+// first features also take Σ r (acc += r).
+@compute @workgroup_size(ROW_WG_SIZE)
+fn weighted_moments_diag_uniform(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+) {
+    let p = params;
+    let n_fgroups = (p.d + UNIFORM_COLS - 1u) / UNIFORM_COLS;
+    let n_cgroups = (p.k + ROW_WG_SIZE - 1u) / ROW_WG_SIZE;
+    let g = workgroup_index(wid, p.grid_x);
+    let sblock = g / (n_fgroups * n_cgroups);
+    let j0 = ((g / n_cgroups) % n_fgroups) * UNIFORM_COLS;
+    let comp = (g % n_cgroups) * ROW_WG_SIZE + lid;
+    if sblock >= p.slice_blocks || comp >= p.k {
+        return;
+    }
+    let block = p.slice_block + sblock;
+    let rows = slice_rows_of(block);
+    let n_j = min(UNIFORM_COLS, p.d - j0);
+    let out = (p.block_offset + block) * p.n_outputs + comp * (2u * p.d + 1u);
+    let with_total = j0 == 0u;
+    var acc1: array<vec4<f32>, UNIFORM_COLS4>;
+    var acc2: array<vec4<f32>, UNIFORM_COLS4>;
+    var sh: array<vec4<f32>, UNIFORM_COLS4>;
+    var total = 0.0;
+    for (var m = 0u; m < UNIFORM_COLS; m++) {
+        sh[m / 4u][m % 4u] = shift[comp * p.d + min(j0 + m, p.d - 1u)];
+        if rows.z == 0u && m < n_j {
+            acc1[m / 4u][m % 4u] = partials[out + j0 + m];
+            acc2[m / 4u][m % 4u] = partials[out + p.d + 1u + j0 + m];
+        }
+    }
+    if rows.z == 0u && with_total {
+        total = partials[out + p.d];
+    }
+    if p.d % 4u == 0u {
+        for (var row = rows.x; row < rows.y; row++) {
+            let r = resp[row * p.k + comp];
+            total += r;
+            let vr = vec4<f32>(r);
+            let q0 = ((row - p.slice_first) * p.d + j0) / 4u;
+            for (var q = 0u; q < UNIFORM_COLS4; q++) {
+                let v = x_slice[min(q0 + q, SLICE_VALUES / 4u - 1u)] - sh[q];
+                acc1[q] = fma(vr, v, acc1[q]);
+                acc2[q] = fma(vr * v, v, acc2[q]);
+            }
+        }
+    } else {
+        for (var row = rows.x; row < rows.y; row++) {
+            let r = resp[row * p.k + comp];
+            total += r;
+            let e0 = (row - p.slice_first) * p.d + j0;
+            for (var m = 0u; m < UNIFORM_COLS; m++) {
+                let v = slice_value(e0 + m) - sh[m / 4u][m % 4u];
+                acc1[m / 4u][m % 4u] = fma(r, v, acc1[m / 4u][m % 4u]);
+                acc2[m / 4u][m % 4u] = fma(r * v, v, acc2[m / 4u][m % 4u]);
+            }
+        }
+    }
+    for (var m = 0u; m < n_j; m++) {
+        partials[out + j0 + m] = acc1[m / 4u][m % 4u];
+        partials[out + p.d + 1u + j0 + m] = acc2[m / 4u][m % 4u];
+    }
+    if with_total {
+        partials[out + p.d] = total;
     }
 }

@@ -26,6 +26,8 @@ pub(crate) mod tiles;
 #[cfg(test)]
 mod dispatch_tests;
 #[cfg(test)]
+mod mstep_variant_tests;
+#[cfg(test)]
 mod tests;
 #[cfg(test)]
 mod tuning_tests;
