@@ -239,21 +239,22 @@ fn weighted_scatter_tiled(
 }
 
 // The *_uniform twins of weighted_scatter(_tiled) and weighted_moments_diag: the same sums,
-// bit for bit, for adapters such as lavapipe that vectorise across invocations, gather
-// storage loads lane by lane, and broadcast a uniform load whose address is the same in every
-// lane almost for free. The host copies up to SLICE_VALUES consecutive values of x (whole
-// rows of the segment, slice_first .. slice_first + slice_rows) into `x_slice` and
-// dispatches once per slice over the blocks the slice meets; every address into the slice
-// depends on the workgroup only, so each load is a broadcast. A block that spans several
-// slices carries its running sums from slice to slice through `partials` (a slice that does
-// not start the block reads them back first), so every output is still its sum over the
-// block's rows in order from zero.
+// bit for bit, for adapters such as lavapipe that vectorise across invocations and charge
+// about a dozen FMAs for a storage load (a loop over the lanes with bounds checks) but little
+// for a uniform-buffer load. The host copies slices of whole rows of the segment,
+// slice_first .. slice_first + slice_rows, into `x_slice` (their values) and `resp_slice`
+// (their responsibilities), and dispatches once per slice over the blocks the slice meets;
+// the loops read nothing else. A block that spans several slices carries its running sums
+// from slice to slice through `partials` (a slice that does not start the block reads them
+// back first), so every output is still its sum over the block's rows in order from zero.
 
 const SLICE_VALUES: u32 = 16384u; // 64 KiB: the smallest max_uniform_buffer_binding_size
-const UNIFORM_COLS: u32 = 16u;    // slice columns per invocation (a multiple of 4)
+const SLICE_VEC4S: u32 = SLICE_VALUES / 4u;
+const UNIFORM_COLS: u32 = 16u;    // slice columns per invocation (four vec4s)
 const UNIFORM_COLS4: u32 = UNIFORM_COLS / 4u;
 
-@group(0) @binding(5) var<uniform> x_slice: array<vec4<f32>, SLICE_VALUES / 4u>;
+@group(0) @binding(5) var<uniform> x_slice: array<vec4<f32>, SLICE_VEC4S>;
+@group(0) @binding(6) var<uniform> resp_slice: array<vec4<f32>, SLICE_VEC4S>;
 
 // Rows first .. last (segment rows) of segment block `block` that lie in this slice, and
 // whether the slice starts the block (else the sums so far are in `partials`).
@@ -266,20 +267,35 @@ fn slice_rows_of(block: u32) -> vec3<u32> {
     return vec3<u32>(first, last, u32(b_first >= p.slice_first));
 }
 
-// Value e of the slice (clamped inside it: columns past the row's end are never written).
-fn slice_value(e: u32) -> f32 {
+// Value e of a slice (clamped inside it).
+fn x_value(e: u32) -> f32 {
     let at = min(e, SLICE_VALUES - 1u);
     return x_slice[at / 4u][at % 4u];
 }
 
+fn resp_value(e: u32) -> f32 {
+    let at = min(e, SLICE_VALUES - 1u);
+    return resp_slice[at / 4u][at % 4u];
+}
+
+// Values 4q + s .. 4q + s + 3 of the slice, from its vec4s q (`lo`) and q + 1 (`hi`): rows
+// of D values start at any offset s = e % 4 when D is not a multiple of 4, and two aligned
+// loads and a swizzle are far cheaper than four scalar ones.
+fn realign(lo: vec4<f32>, hi: vec4<f32>, s: u32) -> vec4<f32> {
+    var v = lo;
+    v = select(v, vec4<f32>(lo.yzw, hi.x), s == 1u);
+    v = select(v, vec4<f32>(lo.zw, hi.xy), s == 2u);
+    v = select(v, vec4<f32>(lo.w, hi.xyz), s == 3u);
+    return v;
+}
+
 // weighted_scatter_uniform: a workgroup owns one block, one component and UNIFORM_COLS
-// columns j0 .. j0 + UNIFORM_COLS of the (possibly augmented) scatter, its lanes the rows
-// i of the output (ROW_WG_SIZE of them per group of rows). Per data row a lane loads its
-// w = r (x − s)ᵢ (two storage loads: r at the same address in every lane, x[i] contiguous
-// across lanes) and meets UNIFORM_COLS columns (x − s)ⱼ from the slice (four vec4
-// broadcasts): acc[j] = fma(w, (x − s)ⱼ, acc[j]), the products and order of the other
-// variants. Only the entries j ≥ i are written, as weighted_scatter does (the host reads
-// no others).
+// columns j0 .. j0 + UNIFORM_COLS of the (possibly augmented) scatter, its lanes the rows i
+// of the output (ROW_WG_SIZE of them per group of rows). Per data row a lane forms its
+// w = r (x − s)ᵢ (r at the same address in every lane) and meets the UNIFORM_COLS deviations
+// (x − s)ⱼ (five vec4s at the same address in every lane): acc[j] = fma(w, (x − s)ⱼ, acc[j]),
+// the products and the order of the other variants. Only the entries j ≥ i are written, as
+// weighted_scatter does (the host reads no others).
 @compute @workgroup_size(ROW_WG_SIZE)
 fn weighted_scatter_uniform(
     @builtin(local_invocation_index) lid: u32,
@@ -319,37 +335,20 @@ fn weighted_scatter_uniform(
         }
     }
     // The lane's own deviation: x − s below D, 1 in the augmented row.
-    var s_i = 0.0;
-    if i < p.d {
-        s_i = shift[s_base + i];
-    }
-    if p.d % 4u == 0u {
-        // Rows start on a vec4 boundary: one load for four columns.
-        for (var row = rows.x; row < rows.y; row++) {
-            let r = resp[row * p.k + comp];
-            var w = r;
-            if i < p.d {
-                w = r * (x[p.x_offset + row * p.d + i] - s_i);
-            }
-            let q0 = ((row - p.slice_first) * p.d + j0) / 4u;
-            for (var q = 0u; q < UNIFORM_COLS4; q++) {
-                let v = x_slice[min(q0 + q, SLICE_VALUES / 4u - 1u)] - sh[q];
-                acc[q] = fma(vec4<f32>(w), select(v, vec4<f32>(1.0), one[q]), acc[q]);
-            }
-        }
-    } else {
-        for (var row = rows.x; row < rows.y; row++) {
-            let r = resp[row * p.k + comp];
-            var w = r;
-            if i < p.d {
-                w = r * (x[p.x_offset + row * p.d + i] - s_i);
-            }
-            let e0 = (row - p.slice_first) * p.d + j0;
-            for (var m = 0u; m < UNIFORM_COLS; m++) {
-                let v = slice_value(e0 + m) - sh[m / 4u][m % 4u];
-                let dev = select(v, 1.0, one[m / 4u][m % 4u]);
-                acc[m / 4u][m % 4u] = fma(w, dev, acc[m / 4u][m % 4u]);
-            }
+    let own = i < p.d;
+    let s_i = shift[s_base + min(i, p.d - 1u)];
+    for (var row = rows.x; row < rows.y; row++) {
+        let sr = row - p.slice_first;
+        let r = resp_value(sr * p.k + comp);
+        let w = select(r, r * (x_value(sr * p.d + i) - s_i), own);
+        let e0 = sr * p.d + j0;
+        let q0 = e0 / 4u;
+        var lo = x_slice[min(q0, SLICE_VEC4S - 1u)];
+        for (var q = 0u; q < UNIFORM_COLS4; q++) {
+            let hi = x_slice[min(q0 + q + 1u, SLICE_VEC4S - 1u)];
+            let v = realign(lo, hi, e0 % 4u) - sh[q];
+            acc[q] = fma(vec4<f32>(w), select(v, vec4<f32>(1.0), one[q]), acc[q]);
+            lo = hi;
         }
     }
     for (var m = 0u; m < n_j; m++) {
@@ -361,10 +360,9 @@ fn weighted_scatter_uniform(
 
 // weighted_moments_diag_uniform: a workgroup owns one block and UNIFORM_COLS features
 // j0 .. j0 + UNIFORM_COLS, its lanes the components (ROW_WG_SIZE of them per group). Per
-// data row a lane loads its r (one storage load, contiguous across lanes) and meets the
-// features from the slice (four vec4 broadcasts): acc1 = fma(r, v, acc1) and
-// acc2 = fma(r·v, v, acc2) with v = x − s, as weighted_moments_diag; the workgroups of the
-// first features also take Σ r (acc += r).
+// data row a lane reads its r and meets the features (five vec4s at the same address in every
+// lane): acc1 = fma(r, v, acc1) and acc2 = fma(r·v, v, acc2) with v = x − s, as
+// weighted_moments_diag; the workgroups of the first features also take Σ r (acc += r).
 @compute @workgroup_size(ROW_WG_SIZE)
 fn weighted_moments_diag_uniform(
     @builtin(local_invocation_index) lid: u32,
@@ -399,28 +397,20 @@ fn weighted_moments_diag_uniform(
     if rows.z == 0u && with_total {
         total = partials[out + p.d];
     }
-    if p.d % 4u == 0u {
-        for (var row = rows.x; row < rows.y; row++) {
-            let r = resp[row * p.k + comp];
-            total += r;
-            let vr = vec4<f32>(r);
-            let q0 = ((row - p.slice_first) * p.d + j0) / 4u;
-            for (var q = 0u; q < UNIFORM_COLS4; q++) {
-                let v = x_slice[min(q0 + q, SLICE_VALUES / 4u - 1u)] - sh[q];
-                acc1[q] = fma(vr, v, acc1[q]);
-                acc2[q] = fma(vr * v, v, acc2[q]);
-            }
-        }
-    } else {
-        for (var row = rows.x; row < rows.y; row++) {
-            let r = resp[row * p.k + comp];
-            total += r;
-            let e0 = (row - p.slice_first) * p.d + j0;
-            for (var m = 0u; m < UNIFORM_COLS; m++) {
-                let v = slice_value(e0 + m) - sh[m / 4u][m % 4u];
-                acc1[m / 4u][m % 4u] = fma(r, v, acc1[m / 4u][m % 4u]);
-                acc2[m / 4u][m % 4u] = fma(r * v, v, acc2[m / 4u][m % 4u]);
-            }
+    for (var row = rows.x; row < rows.y; row++) {
+        let sr = row - p.slice_first;
+        let r = resp_value(sr * p.k + comp);
+        total += r;
+        let vr = vec4<f32>(r);
+        let e0 = sr * p.d + j0;
+        let q0 = e0 / 4u;
+        var lo = x_slice[min(q0, SLICE_VEC4S - 1u)];
+        for (var q = 0u; q < UNIFORM_COLS4; q++) {
+            let hi = x_slice[min(q0 + q + 1u, SLICE_VEC4S - 1u)];
+            let v = realign(lo, hi, e0 % 4u) - sh[q];
+            acc1[q] = fma(vr, v, acc1[q]);
+            acc2[q] = fma(vr * v, v, acc2[q]);
+            lo = hi;
         }
     }
     for (var m = 0u; m < n_j; m++) {

@@ -147,26 +147,35 @@ fn uniform_variant(moment: Moment) -> Option<&'static str> {
 
 /// Every kernel that can take `moment` over `seg` (the tests run each): the native ones
 /// first, then the uniform twin where the rows can be copied into slices.
-pub(super) fn variants(moment: Moment, seg: &Segment<'_>, d: usize) -> Vec<&'static str> {
+#[cfg(test)]
+pub(super) fn variants(
+    moment: Moment,
+    seg: &Segment<'_>,
+    (d, k): (usize, usize),
+) -> Vec<&'static str> {
     let mut v = match moment {
         Moment::Scatter | Moment::AugmentedScatter => {
             vec![wgsl::WEIGHTED_SCATTER.name, wgsl::WEIGHTED_SCATTER_TILED.name]
         }
         _ => vec![native_variant(moment, d)],
     };
-    v.extend(runnable_uniform(moment, seg, d));
+    v.extend(runnable_uniform(moment, seg, (d, k)));
     v
 }
 
 /// The uniform twin of `moment`, where the segment's rows can be copied into slices (a
-/// buffer with `COPY_SRC`, whole rows in one slice).
-fn runnable_uniform(moment: Moment, seg: &Segment<'_>, d: usize) -> Option<&'static str> {
+/// buffer with `COPY_SRC`; a whole row of x and of r in one slice).
+fn runnable_uniform(
+    moment: Moment,
+    seg: &Segment<'_>,
+    (d, k): (usize, usize),
+) -> Option<&'static str> {
     let copyable = seg
         .chunk
         .buffer
         .usage()
         .contains(wgpu::BufferUsages::COPY_SRC);
-    uniform_variant(moment).filter(|_| copyable && d <= SLICE_VALUES)
+    uniform_variant(moment).filter(|_| copyable && d.max(k) <= SLICE_VALUES)
 }
 
 /// The kernel for these sums: on GPUs the native one; on CPU-like adapters the native one or
@@ -180,7 +189,7 @@ fn sums_variant(
     blocks: &Blocks<'_>,
 ) -> Result<&'static str> {
     let native = native_variant(sums.moment, d);
-    let uniform = runnable_uniform(sums.moment, seg, d);
+    let uniform = runnable_uniform(sums.moment, seg, (d, k));
     let Some(uniform) = uniform.filter(|_| cpu_like(gpu) && seg.n_rows > 0) else {
         return Ok(native);
     };
@@ -285,9 +294,10 @@ pub(super) fn record_sums(
     )
 }
 
-/// Records a uniform twin: slices of whole rows of the segment copied into one uniform
-/// buffer, one dispatch per slice over the blocks it meets (copies and dispatches alternate
-/// in order, so one slice buffer serves them all).
+/// Records a uniform twin: slices of whole rows of the segment (their values and their
+/// responsibilities) copied into two uniform buffers, one dispatch per slice over the blocks
+/// it meets (copies and dispatches alternate in order, so one pair of buffers serves them
+/// all).
 fn record_uniform(
     gpu: &Gpu,
     batch: &mut Batch<'_>,
@@ -299,25 +309,27 @@ fn record_uniform(
 ) -> Result<()> {
     let (d, k, n_rows) = (params.d as usize, params.k as usize, seg.n_rows);
     let block_rows = params.block_rows as usize;
-    let (entry, groups_per_block, binds) = if variant == wgsl::WEIGHTED_SCATTER_UNIFORM.name {
+    let (entry, groups_per_block) = if variant == wgsl::WEIGHTED_SCATTER_UNIFORM.name {
         let de = moment.scatter_dim(d);
         let groups = k * de.div_ceil(UNIFORM_COLS) * de.div_ceil(ROW_WG_SIZE as usize);
-        (wgsl::WEIGHTED_SCATTER_UNIFORM, groups, binds)
+        (wgsl::WEIGHTED_SCATTER_UNIFORM, groups)
     } else {
         let groups = d.div_ceil(UNIFORM_COLS) * k.div_ceil(ROW_WG_SIZE as usize);
-        // The moments read x only from the slices.
-        (wgsl::WEIGHTED_MOMENTS_DIAG_UNIFORM, groups, &binds[1..])
+        (wgsl::WEIGHTED_MOMENTS_DIAG_UNIFORM, groups)
     };
-    let slice_rows = (SLICE_VALUES / d.max(1)).max(1);
+    let slice_rows = (SLICE_VALUES / d.max(k).max(1)).max(1);
     let slice_bytes = 4 * SLICE_VALUES as u64;
-    let slice = gpu.uniform_buffer("mixture rows slice", slice_bytes);
+    let x_slice = gpu.uniform_buffer("mixture rows slice", slice_bytes);
+    let resp_slice = gpu.uniform_buffer("mixture responsibilities slice", slice_bytes);
     let chunk = seg.chunk;
     let mut first = 0;
     while first < n_rows {
         let rows = slice_rows.min(n_rows - first);
         let (b0, b1) = (first / block_rows, (first + rows - 1) / block_rows + 1);
         let src = chunk.bind_offset + 4 * (params.x_offset as u64 + (first * d) as u64);
-        batch.copy(&chunk.buffer, src, &slice, 0, 4 * (rows * d) as u64);
+        batch.copy(&chunk.buffer, src, &x_slice, 0, 4 * (rows * d) as u64);
+        let src = 4 * (first * k) as u64;
+        batch.copy(seg.resp.raw(), src, &resp_slice, 0, 4 * (rows * k) as u64);
         let grid = gpu.grid(((b1 - b0) * groups_per_block) as u64)?;
         let params = MstepParams {
             grid_x: grid.x,
@@ -327,8 +339,14 @@ fn record_uniform(
             slice_blocks: (b1 - b0) as u32,
             ..params
         };
-        let mut all = binds.to_vec();
-        all.push(("x_slice", Bind::Range(&slice, 0, slice_bytes)));
+        // The loops read x and r only from the slices.
+        let mut all: Vec<_> = binds
+            .iter()
+            .filter(|(name, _)| !matches!(*name, "x" | "resp"))
+            .copied()
+            .collect();
+        all.push(("x_slice", Bind::Range(&x_slice, 0, slice_bytes)));
+        all.push(("resp_slice", Bind::Range(&resp_slice, 0, slice_bytes)));
         batch.dispatch(
             entry,
             &[],

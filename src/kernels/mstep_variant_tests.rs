@@ -179,7 +179,7 @@ fn mstep_variants_give_identical_bits_and_the_sums() {
                 n_rows: s.n,
                 resp: &c.segments[0].4,
             };
-            let names = variants(moment, &seg, s.d);
+            let names = variants(moment, &seg, (s.d, s.k));
             assert!(names.iter().any(|v| v.ends_with("_uniform")), "{names:?}");
             let per = moment.outputs(s.k, s.d);
             let results: Vec<Vec<f32>> = names.iter().map(|v| run(&gpu, &c, s, moment, v)).collect();
