@@ -294,7 +294,9 @@ fn realign(lo: vec4<f32>, hi: vec4<f32>, s: u32) -> vec4<f32> {
 // of the output (ROW_WG_SIZE of them per group of rows). Per data row a lane forms its
 // w = r (x − s)ᵢ (r at the same address in every lane) and meets the UNIFORM_COLS deviations
 // (x − s)ⱼ (five vec4s at the same address in every lane): acc[j] = fma(w, (x − s)ⱼ, acc[j]),
-// the products and the order of the other variants. Only the entries j ≥ i are written, as
+// the products and the order of the other variants. The accumulators, shifts and masks are
+// named vec4s rather than arrays: an array indexed in a loop the driver does not unroll is
+// memory, read and written lane by lane. Only the entries j ≥ i are written, as
 // weighted_scatter does (the host reads no others).
 @compute @workgroup_size(ROW_WG_SIZE)
 fn weighted_scatter_uniform(
@@ -321,8 +323,8 @@ fn weighted_scatter_uniform(
     let n_j = min(UNIFORM_COLS, de - j0);
     let s_base = comp * p.d;
     let out = (p.block_offset + block) * p.n_outputs + (comp * de + i) * de + j0;
-    // Column j0 + 4q + c in lane c of acc[q] and sh[q]; `one` marks the augmented column,
-    // whose deviation is 1 (a vec4 fma is four scalar fmas: the same sums).
+    // Column j0 + 4q + c in lane c of acc_q and sh_q; one_q marks the augmented column, whose
+    // deviation is 1 (a vec4 fma is four scalar fmas: the same sums).
     var acc: array<vec4<f32>, UNIFORM_COLS4>;
     var sh: array<vec4<f32>, UNIFORM_COLS4>;
     var one: array<vec4<bool>, UNIFORM_COLS4>;
@@ -334,23 +336,44 @@ fn weighted_scatter_uniform(
             acc[m / 4u][m % 4u] = partials[out + m];
         }
     }
+    var acc0 = acc[0];
+    var acc1 = acc[1];
+    var acc2 = acc[2];
+    var acc3 = acc[3];
+    let sh0 = sh[0];
+    let sh1 = sh[1];
+    let sh2 = sh[2];
+    let sh3 = sh[3];
+    let one0 = one[0];
+    let one1 = one[1];
+    let one2 = one[2];
+    let one3 = one[3];
+    let unit = vec4<f32>(1.0);
     // The lane's own deviation: x − s below D, 1 in the augmented row.
     let own = i < p.d;
     let s_i = shift[s_base + min(i, p.d - 1u)];
+    let last = SLICE_VEC4S - 1u;
     for (var row = rows.x; row < rows.y; row++) {
         let sr = row - p.slice_first;
         let r = resp_value(sr * p.k + comp);
-        let w = select(r, r * (x_value(sr * p.d + i) - s_i), own);
+        let w = vec4<f32>(select(r, r * (x_value(sr * p.d + i) - s_i), own));
         let e0 = sr * p.d + j0;
         let q0 = e0 / 4u;
-        var lo = x_slice[min(q0, SLICE_VEC4S - 1u)];
-        for (var q = 0u; q < UNIFORM_COLS4; q++) {
-            let hi = x_slice[min(q0 + q + 1u, SLICE_VEC4S - 1u)];
-            let v = realign(lo, hi, e0 % 4u) - sh[q];
-            acc[q] = fma(vec4<f32>(w), select(v, vec4<f32>(1.0), one[q]), acc[q]);
-            lo = hi;
-        }
+        let al = e0 % 4u;
+        let l0 = x_slice[min(q0, last)];
+        let l1 = x_slice[min(q0 + 1u, last)];
+        let l2 = x_slice[min(q0 + 2u, last)];
+        let l3 = x_slice[min(q0 + 3u, last)];
+        let l4 = x_slice[min(q0 + 4u, last)];
+        acc0 = fma(w, select(realign(l0, l1, al) - sh0, unit, one0), acc0);
+        acc1 = fma(w, select(realign(l1, l2, al) - sh1, unit, one1), acc1);
+        acc2 = fma(w, select(realign(l2, l3, al) - sh2, unit, one2), acc2);
+        acc3 = fma(w, select(realign(l3, l4, al) - sh3, unit, one3), acc3);
     }
+    acc[0] = acc0;
+    acc[1] = acc1;
+    acc[2] = acc2;
+    acc[3] = acc3;
     for (var m = 0u; m < n_j; m++) {
         if j0 + m >= i {
             partials[out + m] = acc[m / 4u][m % 4u];
@@ -397,6 +420,20 @@ fn weighted_moments_diag_uniform(
     if rows.z == 0u && with_total {
         total = partials[out + p.d];
     }
+    // Named vec4s rather than arrays in the loop (see weighted_scatter_uniform).
+    var a10 = acc1[0];
+    var a11 = acc1[1];
+    var a12 = acc1[2];
+    var a13 = acc1[3];
+    var a20 = acc2[0];
+    var a21 = acc2[1];
+    var a22 = acc2[2];
+    var a23 = acc2[3];
+    let sh0 = sh[0];
+    let sh1 = sh[1];
+    let sh2 = sh[2];
+    let sh3 = sh[3];
+    let last = SLICE_VEC4S - 1u;
     for (var row = rows.x; row < rows.y; row++) {
         let sr = row - p.slice_first;
         let r = resp_value(sr * p.k + comp);
@@ -404,15 +441,27 @@ fn weighted_moments_diag_uniform(
         let vr = vec4<f32>(r);
         let e0 = sr * p.d + j0;
         let q0 = e0 / 4u;
-        var lo = x_slice[min(q0, SLICE_VEC4S - 1u)];
-        for (var q = 0u; q < UNIFORM_COLS4; q++) {
-            let hi = x_slice[min(q0 + q + 1u, SLICE_VEC4S - 1u)];
-            let v = realign(lo, hi, e0 % 4u) - sh[q];
-            acc1[q] = fma(vr, v, acc1[q]);
-            acc2[q] = fma(vr * v, v, acc2[q]);
-            lo = hi;
-        }
+        let al = e0 % 4u;
+        let l0 = x_slice[min(q0, last)];
+        let l1 = x_slice[min(q0 + 1u, last)];
+        let l2 = x_slice[min(q0 + 2u, last)];
+        let l3 = x_slice[min(q0 + 3u, last)];
+        let l4 = x_slice[min(q0 + 4u, last)];
+        let v0 = realign(l0, l1, al) - sh0;
+        let v1 = realign(l1, l2, al) - sh1;
+        let v2 = realign(l2, l3, al) - sh2;
+        let v3 = realign(l3, l4, al) - sh3;
+        a10 = fma(vr, v0, a10);
+        a11 = fma(vr, v1, a11);
+        a12 = fma(vr, v2, a12);
+        a13 = fma(vr, v3, a13);
+        a20 = fma(vr * v0, v0, a20);
+        a21 = fma(vr * v1, v1, a21);
+        a22 = fma(vr * v2, v2, a22);
+        a23 = fma(vr * v3, v3, a23);
     }
+    acc1 = array<vec4<f32>, UNIFORM_COLS4>(a10, a11, a12, a13);
+    acc2 = array<vec4<f32>, UNIFORM_COLS4>(a20, a21, a22, a23);
     for (var m = 0u; m < n_j; m++) {
         partials[out + j0 + m] = acc1[m / 4u][m % 4u];
         partials[out + p.d + 1u + j0 + m] = acc2[m / 4u][m % 4u];
