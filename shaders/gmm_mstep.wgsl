@@ -381,10 +381,9 @@ fn weighted_scatter_uniform(
     }
 }
 
-// weighted_moments_diag_uniform: a workgroup owns one block and UNIFORM_COLS features
-// j0 .. j0 + UNIFORM_COLS, its lanes the components (ROW_WG_SIZE of them per group). Per
-// data row a lane reads its r and meets the features (five vec4s at the same address in every
-// lane): acc1 = fma(r, v, acc1) and acc2 = fma(r·v, v, acc2) with v = x − s, as
+// weighted_moments_diag_uniform: an invocation owns one block, one component and
+// UNIFORM_COLS features j0 .. j0 + UNIFORM_COLS. Per data row it reads its r and meets the
+// features (five vec4s): acc1 = fma(r, v, acc1) and acc2 = fma(r·v, v, acc2) with v = x − s, as
 // weighted_moments_diag; the workgroups of the first features also take Σ r (acc += r).
 @compute @workgroup_size(ROW_WG_SIZE)
 fn weighted_moments_diag_uniform(
@@ -393,12 +392,13 @@ fn weighted_moments_diag_uniform(
 ) {
     let p = params;
     let n_fgroups = (p.d + UNIFORM_COLS - 1u) / UNIFORM_COLS;
-    let n_cgroups = (p.k + ROW_WG_SIZE - 1u) / ROW_WG_SIZE;
-    let g = workgroup_index(wid, p.grid_x);
-    let sblock = g / (n_fgroups * n_cgroups);
-    let j0 = ((g / n_cgroups) % n_fgroups) * UNIFORM_COLS;
-    let comp = (g % n_cgroups) * ROW_WG_SIZE + lid;
-    if sblock >= p.slice_blocks || comp >= p.k {
+    // Invocations numbered over (block, feature group, component), so that a few
+    // components still fill the lanes.
+    let flat = invocation_index(wid, p.grid_x, ROW_WG_SIZE, lid);
+    let comp = flat % p.k;
+    let j0 = ((flat / p.k) % n_fgroups) * UNIFORM_COLS;
+    let sblock = flat / (p.k * n_fgroups);
+    if sblock >= p.slice_blocks {
         return;
     }
     let block = p.slice_block + sblock;

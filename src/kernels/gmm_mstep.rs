@@ -309,13 +309,22 @@ fn record_uniform(
 ) -> Result<()> {
     let (d, k, n_rows) = (params.d as usize, params.k as usize, seg.n_rows);
     let block_rows = params.block_rows as usize;
-    let (entry, groups_per_block) = if variant == wgsl::WEIGHTED_SCATTER_UNIFORM.name {
+    let scatter = variant == wgsl::WEIGHTED_SCATTER_UNIFORM.name;
+    let (entry, groups) = if scatter {
+        // A workgroup per (block, component, column group, group of output rows).
         let de = moment.scatter_dim(d);
-        let groups = k * de.div_ceil(UNIFORM_COLS) * de.div_ceil(ROW_WG_SIZE as usize);
-        (wgsl::WEIGHTED_SCATTER_UNIFORM, groups)
+        let per_block = k * de.div_ceil(UNIFORM_COLS) * de.div_ceil(ROW_WG_SIZE as usize);
+        (wgsl::WEIGHTED_SCATTER_UNIFORM, per_block)
     } else {
-        let groups = d.div_ceil(UNIFORM_COLS) * k.div_ceil(ROW_WG_SIZE as usize);
-        (wgsl::WEIGHTED_MOMENTS_DIAG_UNIFORM, groups)
+        // An invocation per (block, feature group, component).
+        (wgsl::WEIGHTED_MOMENTS_DIAG_UNIFORM, d.div_ceil(UNIFORM_COLS) * k)
+    };
+    let groups = |blocks: usize| {
+        if scatter {
+            (blocks * groups) as u64
+        } else {
+            ((blocks * groups) as u64).div_ceil(ROW_WG_SIZE as u64)
+        }
     };
     let slice_rows = (SLICE_VALUES / d.max(k).max(1)).max(1);
     let slice_bytes = 4 * SLICE_VALUES as u64;
@@ -330,7 +339,7 @@ fn record_uniform(
         batch.copy(&chunk.buffer, src, &x_slice, 0, 4 * (rows * d) as u64);
         let src = 4 * (first * k) as u64;
         batch.copy(seg.resp.raw(), src, &resp_slice, 0, 4 * (rows * k) as u64);
-        let grid = gpu.grid(((b1 - b0) * groups_per_block) as u64)?;
+        let grid = gpu.grid(groups(b1 - b0))?;
         let params = MstepParams {
             grid_x: grid.x,
             slice_first: first as u32,
