@@ -155,7 +155,10 @@ pub(super) fn variants(
 ) -> Vec<&'static str> {
     let mut v = match moment {
         Moment::Scatter | Moment::AugmentedScatter => {
-            vec![wgsl::WEIGHTED_SCATTER.name, wgsl::WEIGHTED_SCATTER_TILED.name]
+            vec![
+                wgsl::WEIGHTED_SCATTER.name,
+                wgsl::WEIGHTED_SCATTER_TILED.name,
+            ]
         }
         _ => vec![native_variant(moment, d)],
     };
@@ -317,7 +320,10 @@ fn record_uniform(
         (wgsl::WEIGHTED_SCATTER_UNIFORM, per_block)
     } else {
         // An invocation per (block, feature group, component).
-        (wgsl::WEIGHTED_MOMENTS_DIAG_UNIFORM, d.div_ceil(UNIFORM_COLS) * k)
+        (
+            wgsl::WEIGHTED_MOMENTS_DIAG_UNIFORM,
+            d.div_ceil(UNIFORM_COLS) * k,
+        )
     };
     let groups = |blocks: usize| {
         if scatter {

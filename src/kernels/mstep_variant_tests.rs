@@ -38,7 +38,10 @@ struct Case {
 fn case(gpu: &Gpu, s: &Shape) -> Case {
     let (n, d, k) = (s.n, s.d, s.k);
     // Values around 1 with a spread, so that x − s is not small and cancellation is mild.
-    let x: Vec<f32> = random(n * d, s.seed).iter().map(|v| 4.0 * v - 1.0).collect();
+    let x: Vec<f32> = random(n * d, s.seed)
+        .iter()
+        .map(|v| 4.0 * v - 1.0)
+        .collect();
     let resp = random(n * k, s.seed + 1);
     let shift: Vec<f32> = random(k * d, s.seed + 2).iter().map(|v| v + 0.5).collect();
     let mut padded = random(s.pad, s.seed + 3);
@@ -136,7 +139,9 @@ fn exact(c: &Case, s: &Shape, moment: Moment, o: usize) -> (f64, f64) {
             }
         }
     };
-    (0..s.n).map(term).fold((0.0, 0.0), |(a, b), t| (a + t, b + t.abs()))
+    (0..s.n)
+        .map(term)
+        .fold((0.0, 0.0), |(a, b), t| (a + t, b + t.abs()))
 }
 
 #[test]
@@ -182,7 +187,8 @@ fn mstep_variants_give_identical_bits_and_the_sums() {
             let names = variants(moment, &seg, (s.d, s.k));
             assert!(names.iter().any(|v| v.ends_with("_uniform")), "{names:?}");
             let per = moment.outputs(s.k, s.d);
-            let results: Vec<Vec<f32>> = names.iter().map(|v| run(&gpu, &c, s, moment, v)).collect();
+            let results: Vec<Vec<f32>> =
+                names.iter().map(|v| run(&gpu, &c, s, moment, v)).collect();
             let shown = format!("{moment:?} n {} d {} k {}", s.n, s.d, s.k);
             for (name, r) in names.iter().zip(&results).skip(1) {
                 for (e, (a, b)) in results[0].iter().zip(r).enumerate() {
@@ -200,7 +206,9 @@ fn mstep_variants_give_identical_bits_and_the_sums() {
             }
             // The blocks folded in f64 are the sums, to the f32 rounding of each block.
             for o in (0..per).filter(|&o| read_by_host(moment, s.d, o % (per / s.k))) {
-                let got: f64 = (0..c.n_blocks).map(|b| results[0][b * per + o] as f64).sum();
+                let got: f64 = (0..c.n_blocks)
+                    .map(|b| results[0][b * per + o] as f64)
+                    .sum();
                 let (want, scale) = exact(&c, s, moment, o);
                 assert!(
                     (got - want).abs() <= 1e-5 * scale.max(1e-30),
