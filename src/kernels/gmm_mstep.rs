@@ -225,7 +225,7 @@ fn sums_variant(
     })
 }
 
-/// Records `variant` (one of [`variants`]) of the per-block sums.
+/// Records `variant` (a native kernel of `moment` or its uniform twin) of the per-block sums.
 pub(super) fn record_sums(
     gpu: &Gpu,
     batch: &mut Batch<'_>,
