@@ -3,6 +3,11 @@
 //! Σ r (x − s)(x − s)ᵀ (upper triangle); or, in one pass over x and r, both moments at
 //! once (`DiagonalMoments`, and `AugmentedScatter`, the scatter of the row (x − s, 1), whose
 //! last column is Σ r (x − s) and whose corner is Σ r).
+//!
+//! The scatters and the diagonal moments have uniform-slice twins (`*_uniform`: rows of x
+//! and r copied into 64 KiB uniform buffers, register accumulators per invocation) that give
+//! the same bits; on CPU-like adapters the autotuner times them against the storage-buffer
+//! kernels per (kernel, D, K) class, on GPUs the storage-buffer kernels run.
 
 use bytemuck::{Pod, Zeroable};
 
