@@ -3,16 +3,23 @@
 //! Σ r (x − s)(x − s)ᵀ (upper triangle); or, in one pass over x and r, both moments at
 //! once (`DiagonalMoments`, and `AugmentedScatter`, the scatter of the row (x − s, 1), whose
 //! last column is Σ r (x − s) and whose corner is Σ r).
+//!
+//! The scatters and the diagonal moments have uniform-slice twins (`*_uniform`: rows of x
+//! and r copied into 64 KiB uniform buffers, register accumulators per invocation) that give
+//! the same bits; on CPU-like adapters the autotuner times them against the storage-buffer
+//! kernels per (kernel, D, K) class, on GPUs the storage-buffer kernels run.
 
 use bytemuck::{Pod, Zeroable};
 
 use super::gmm_estep::Segment;
+use super::tiles::cpu_like;
 use super::ROW_WG_SIZE;
 use crate::error::Result;
-use crate::gpu::batch::Batch;
+use crate::gpu::batch::{Batch, Bind};
 use crate::gpu::device_buffer::DeviceBuffer;
 use crate::gpu::profile::Work;
 use crate::gpu::shaders::{check_params, gmm_mstep as wgsl};
+use crate::gpu::tuning::TuneKey;
 use crate::gpu::Gpu;
 
 /// From this many features on, the scatter runs as a tiled GEMM (`weighted_scatter_tiled`):
@@ -20,6 +27,12 @@ use crate::gpu::Gpu;
 pub(crate) const TILED_SCATTER_MIN_D: usize = 24;
 /// Output tile edge of `weighted_scatter_tiled` (`TILE` in the shader).
 const TILE: usize = wgsl::TILE as usize;
+/// Values of x in one uniform slice (`SLICE_VALUES` in the shader).
+const SLICE_VALUES: usize = wgsl::SLICE_VALUES as usize;
+/// Columns per invocation of the uniform twins (`UNIFORM_COLS` in the shader).
+const UNIFORM_COLS: usize = wgsl::UNIFORM_COLS as usize;
+/// Rows the autotuner times each variant on.
+const TRIAL_ROWS: usize = 4096;
 
 /// Twin of `MstepParams` in shaders/gmm_mstep.wgsl.
 #[repr(C)]
@@ -36,7 +49,10 @@ pub(crate) struct MstepParams {
     power: u32,
     grid_x: u32,
     augmented: u32,
-    _pad1: u32,
+    slice_first: u32,
+    slice_rows: u32,
+    slice_block: u32,
+    slice_blocks: u32,
 }
 
 const _: () = check_params::<MstepParams>(wgsl::ENTRY_POINTS);
@@ -98,10 +114,127 @@ pub(crate) struct Sums<'a> {
     pub shift: &'a DeviceBuffer<f32>,
 }
 
-/// Records the per-block sums of `sums` over the rows of `seg` into `blocks`.
+/// Records the per-block sums of `sums` over the rows of `seg` into `blocks`: with the kernel
+/// for this shape, or on CPU-like adapters its uniform-slice twin (the same bits) where the
+/// autotuner timed it faster.
 pub(crate) fn weighted_sums(
     gpu: &Gpu,
     batch: &mut Batch<'_>,
+    seg: &Segment<'_>,
+    (d, k): (usize, usize),
+    sums: &Sums<'_>,
+    blocks: &Blocks<'_>,
+) -> Result<()> {
+    let variant = sums_variant(gpu, seg, (d, k), sums, blocks)?;
+    record_sums(gpu, batch, variant, seg, (d, k), sums, blocks)
+}
+
+/// The storage-buffer kernel of `moment` for D features (the GPU design).
+fn native_variant(moment: Moment, d: usize) -> &'static str {
+    match moment {
+        Moment::First | Moment::SecondDiagonal => wgsl::WEIGHTED_DEVIATION_SUMS.name,
+        Moment::DiagonalMoments => wgsl::WEIGHTED_MOMENTS_DIAG.name,
+        Moment::Scatter | Moment::AugmentedScatter if d >= TILED_SCATTER_MIN_D => {
+            wgsl::WEIGHTED_SCATTER_TILED.name
+        }
+        Moment::Scatter | Moment::AugmentedScatter => wgsl::WEIGHTED_SCATTER.name,
+    }
+}
+
+/// The uniform-slice twin of `moment`'s kernels, if it has one.
+fn uniform_variant(moment: Moment) -> Option<&'static str> {
+    match moment {
+        Moment::First | Moment::SecondDiagonal => None,
+        Moment::DiagonalMoments => Some(wgsl::WEIGHTED_MOMENTS_DIAG_UNIFORM.name),
+        Moment::Scatter | Moment::AugmentedScatter => Some(wgsl::WEIGHTED_SCATTER_UNIFORM.name),
+    }
+}
+
+/// Every kernel that can take `moment` over `seg` (the tests run each): the native ones
+/// first, then the uniform twin where the rows can be copied into slices.
+#[cfg(test)]
+pub(super) fn variants(
+    moment: Moment,
+    seg: &Segment<'_>,
+    (d, k): (usize, usize),
+) -> Vec<&'static str> {
+    let mut v = match moment {
+        Moment::Scatter | Moment::AugmentedScatter => {
+            vec![
+                wgsl::WEIGHTED_SCATTER.name,
+                wgsl::WEIGHTED_SCATTER_TILED.name,
+            ]
+        }
+        _ => vec![native_variant(moment, d)],
+    };
+    v.extend(runnable_uniform(moment, seg, (d, k)));
+    v
+}
+
+/// The uniform twin of `moment`, where the segment's rows can be copied into slices (a
+/// buffer with `COPY_SRC`; a whole row of x and of r in one slice).
+fn runnable_uniform(
+    moment: Moment,
+    seg: &Segment<'_>,
+    (d, k): (usize, usize),
+) -> Option<&'static str> {
+    let copyable = seg
+        .chunk
+        .buffer
+        .usage()
+        .contains(wgpu::BufferUsages::COPY_SRC);
+    uniform_variant(moment).filter(|_| copyable && d.max(k) <= SLICE_VALUES)
+}
+
+/// The kernel for these sums: on GPUs the native one; on CPU-like adapters the native one or
+/// its uniform twin, whichever the autotuner timed faster on the first rows (scratch
+/// partials). The two give the same bits, so the choice changes only the time.
+fn sums_variant(
+    gpu: &Gpu,
+    seg: &Segment<'_>,
+    (d, k): (usize, usize),
+    sums: &Sums<'_>,
+    blocks: &Blocks<'_>,
+) -> Result<&'static str> {
+    let native = native_variant(sums.moment, d);
+    let uniform = runnable_uniform(sums.moment, seg, (d, k));
+    let Some(uniform) = uniform.filter(|_| cpu_like(gpu) && seg.n_rows > 0) else {
+        return Ok(native);
+    };
+    let candidates = [native, uniform];
+    let key = TuneKey::new(native, d, k);
+    if let Some(v) = gpu.tuned_choice(&key, &candidates) {
+        return Ok(v);
+    }
+    let trial = Segment {
+        chunk: seg.chunk,
+        first: seg.first,
+        n_rows: seg.n_rows.min(TRIAL_ROWS),
+        resp: seg.resp,
+    };
+    let scratch = DeviceBuffer::zeroed(
+        gpu,
+        "mixture trial partials",
+        trial.n_rows.div_ceil(blocks.block_rows) * sums.moment.outputs(k, d),
+    );
+    let out = Blocks {
+        block_rows: blocks.block_rows,
+        block_offset: 0,
+        partials: &scratch,
+    };
+    gpu.tuned(key, &candidates, |v| {
+        gpu.time_trial(
+            |b| record_sums(gpu, b, v, &trial, (d, k), sums, &out),
+            &scratch,
+        )
+    })
+}
+
+/// Records `variant` (a native kernel of `moment` or its uniform twin) of the per-block sums.
+pub(super) fn record_sums(
+    gpu: &Gpu,
+    batch: &mut Batch<'_>,
+    variant: &str,
     seg: &Segment<'_>,
     (d, k): (usize, usize),
     sums: &Sums<'_>,
@@ -111,22 +244,6 @@ pub(crate) fn weighted_sums(
     let n_blocks = seg.n_rows.div_ceil(blocks.block_rows);
     let n_outputs = moment.outputs(k, d);
     let de = moment.scatter_dim(d);
-    let per_output = ((n_blocks * n_outputs) as u64).div_ceil(ROW_WG_SIZE as u64);
-    let (entry, groups) = match moment {
-        Moment::First | Moment::SecondDiagonal => (wgsl::WEIGHTED_DEVIATION_SUMS, per_output),
-        // One invocation per feature writes both of its moments.
-        Moment::DiagonalMoments => (
-            wgsl::WEIGHTED_MOMENTS_DIAG,
-            ((n_blocks * k * (d + 1)) as u64).div_ceil(ROW_WG_SIZE as u64),
-        ),
-        Moment::Scatter | Moment::AugmentedScatter if d >= TILED_SCATTER_MIN_D => {
-            let tiles = de.div_ceil(TILE);
-            let pairs = tiles * (tiles + 1) / 2;
-            (wgsl::WEIGHTED_SCATTER_TILED, (n_blocks * k * pairs) as u64)
-        }
-        Moment::Scatter | Moment::AugmentedScatter => (wgsl::WEIGHTED_SCATTER, per_output),
-    };
-    let grid = gpu.grid(groups)?;
     let params = MstepParams {
         n_rows: seg.n_rows as u32,
         x_offset: seg.chunk.x_offset + (seg.first * d) as u32,
@@ -141,32 +258,141 @@ pub(crate) fn weighted_sums(
         } else {
             1
         },
-        grid_x: grid.x,
         augmented: u32::from(moment == Moment::AugmentedScatter),
         ..Zeroable::zeroed()
+    };
+    let binds = [
+        ("x", seg.chunk.bind()),
+        ("resp", seg.resp.bind()),
+        ("shift", shift.bind()),
+        ("partials", blocks.partials.bind()),
+    ];
+    if Some(variant) == uniform_variant(moment) {
+        return record_uniform(gpu, batch, variant, seg, params, &binds, moment);
+    }
+    let per_output = ((n_blocks * n_outputs) as u64).div_ceil(ROW_WG_SIZE as u64);
+    let (entry, groups) = if variant == wgsl::WEIGHTED_DEVIATION_SUMS.name {
+        (wgsl::WEIGHTED_DEVIATION_SUMS, per_output)
+    } else if variant == wgsl::WEIGHTED_MOMENTS_DIAG.name {
+        // One invocation per feature writes both of its moments.
+        let walkers = (n_blocks * k * (d + 1)) as u64;
+        (
+            wgsl::WEIGHTED_MOMENTS_DIAG,
+            walkers.div_ceil(ROW_WG_SIZE as u64),
+        )
+    } else if variant == wgsl::WEIGHTED_SCATTER_TILED.name {
+        let tiles = de.div_ceil(TILE);
+        let pairs = tiles * (tiles + 1) / 2;
+        (wgsl::WEIGHTED_SCATTER_TILED, (n_blocks * k * pairs) as u64)
+    } else {
+        (wgsl::WEIGHTED_SCATTER, per_output)
+    };
+    let grid = gpu.grid(groups)?;
+    let params = MstepParams {
+        grid_x: grid.x,
+        ..params
     };
     batch.dispatch(
         entry,
         &[],
         &params,
-        &[
-            ("x", seg.chunk.bind()),
-            ("resp", seg.resp.bind()),
-            ("shift", shift.bind()),
-            ("partials", blocks.partials.bind()),
-        ],
+        &binds,
         grid,
-        Work::f32s(
-            (seg.n_rows * k) as f64
-                * match moment {
-                    // (x − s) and an FMA per feature, or its square too.
-                    Moment::First => 3.0 * d as f64,
-                    Moment::SecondDiagonal => 4.0 * d as f64,
-                    Moment::DiagonalMoments => 5.0 * d as f64,
-                    // (x − s), then the upper triangle of r·(x − s)(x − s)ᵀ.
-                    Moment::Scatter | Moment::AugmentedScatter => (de * de + 2 * de) as f64,
-                },
-            (seg.n_rows * (d + k) + k * d + n_blocks * n_outputs) as f64,
-        ),
+        sums_work(moment, seg.n_rows, (d, k), n_blocks),
+    )
+}
+
+/// Records a uniform twin: slices of whole rows of the segment (their values and their
+/// responsibilities) copied into two uniform buffers, one dispatch per slice over the blocks
+/// it meets (copies and dispatches alternate in order, so one pair of buffers serves them
+/// all).
+fn record_uniform(
+    gpu: &Gpu,
+    batch: &mut Batch<'_>,
+    variant: &str,
+    seg: &Segment<'_>,
+    params: MstepParams,
+    binds: &[(&str, Bind<'_>)],
+    moment: Moment,
+) -> Result<()> {
+    let (d, k, n_rows) = (params.d as usize, params.k as usize, seg.n_rows);
+    let block_rows = params.block_rows as usize;
+    let scatter = variant == wgsl::WEIGHTED_SCATTER_UNIFORM.name;
+    let (entry, groups) = if scatter {
+        // A workgroup per (block, component, column group, group of output rows).
+        let de = moment.scatter_dim(d);
+        let per_block = k * de.div_ceil(UNIFORM_COLS) * de.div_ceil(ROW_WG_SIZE as usize);
+        (wgsl::WEIGHTED_SCATTER_UNIFORM, per_block)
+    } else {
+        // An invocation per (block, feature group, component).
+        (
+            wgsl::WEIGHTED_MOMENTS_DIAG_UNIFORM,
+            d.div_ceil(UNIFORM_COLS) * k,
+        )
+    };
+    let groups = |blocks: usize| {
+        if scatter {
+            (blocks * groups) as u64
+        } else {
+            ((blocks * groups) as u64).div_ceil(ROW_WG_SIZE as u64)
+        }
+    };
+    let slice_rows = (SLICE_VALUES / d.max(k).max(1)).max(1);
+    let slice_bytes = 4 * SLICE_VALUES as u64;
+    let x_slice = gpu.uniform_buffer("mixture rows slice", slice_bytes);
+    let resp_slice = gpu.uniform_buffer("mixture responsibilities slice", slice_bytes);
+    let chunk = seg.chunk;
+    let mut first = 0;
+    while first < n_rows {
+        let rows = slice_rows.min(n_rows - first);
+        let (b0, b1) = (first / block_rows, (first + rows - 1) / block_rows + 1);
+        let src = chunk.bind_offset + 4 * (params.x_offset as u64 + (first * d) as u64);
+        batch.copy(&chunk.buffer, src, &x_slice, 0, 4 * (rows * d) as u64);
+        let src = 4 * (first * k) as u64;
+        batch.copy(seg.resp.raw(), src, &resp_slice, 0, 4 * (rows * k) as u64);
+        let grid = gpu.grid(groups(b1 - b0))?;
+        let params = MstepParams {
+            grid_x: grid.x,
+            slice_first: first as u32,
+            slice_rows: rows as u32,
+            slice_block: b0 as u32,
+            slice_blocks: (b1 - b0) as u32,
+            ..params
+        };
+        // The loops read x and r only from the slices.
+        let mut all: Vec<_> = binds
+            .iter()
+            .filter(|(name, _)| !matches!(*name, "x" | "resp"))
+            .copied()
+            .collect();
+        all.push(("x_slice", Bind::Range(&x_slice, 0, slice_bytes)));
+        all.push(("resp_slice", Bind::Range(&resp_slice, 0, slice_bytes)));
+        batch.dispatch(
+            entry,
+            &[],
+            &params,
+            &all,
+            grid,
+            sums_work(moment, rows, (d, k), b1 - b0),
+        )?;
+        first += rows;
+    }
+    Ok(())
+}
+
+/// The least work of `moment` over `n_rows` rows, writing `n_blocks` blocks of partials.
+fn sums_work(moment: Moment, n_rows: usize, (d, k): (usize, usize), n_blocks: usize) -> Work {
+    let de = moment.scatter_dim(d);
+    Work::f32s(
+        (n_rows * k) as f64
+            * match moment {
+                // (x − s) and an FMA per feature, or its square too.
+                Moment::First => 3.0 * d as f64,
+                Moment::SecondDiagonal => 4.0 * d as f64,
+                Moment::DiagonalMoments => 5.0 * d as f64,
+                // (x − s), then the upper triangle of r·(x − s)(x − s)ᵀ.
+                Moment::Scatter | Moment::AugmentedScatter => (de * de + 2 * de) as f64,
+            },
+        (n_rows * (d + k) + k * d + n_blocks * moment.outputs(k, d)) as f64,
     )
 }

@@ -28,6 +28,8 @@ mod affinity_tests;
 #[cfg(test)]
 mod dispatch_tests;
 #[cfg(test)]
+mod mstep_variant_tests;
+#[cfg(test)]
 mod tests;
 #[cfg(test)]
 mod tuning_tests;
