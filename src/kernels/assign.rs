@@ -10,6 +10,7 @@ use bytemuck::{Pod, Zeroable};
 
 use super::assign_bound::beta;
 pub(crate) use super::assign_scratch::AssignScratch;
+use super::assign_uniform::{record_assign_uniform, Rows};
 use super::tiles::{cpu_like, GemmConfig};
 use super::ROW_WG_SIZE;
 use crate::error::Result;
@@ -45,6 +46,19 @@ pub(crate) struct AssignParams {
 }
 
 const _: () = check_params::<AssignParams>(wgsl::ENTRY_POINTS);
+
+impl AssignParams {
+    /// These parameters for `count` centroids from `k_first`, with the slice flags
+    /// (`FIRST_SLICE`, `LAST_SLICE`, `RECHECK_ROWS` of the shader).
+    pub(super) fn slice(self, k_first: usize, count: usize, slice_flags: u32) -> Self {
+        Self {
+            k: count as u32,
+            k_first: k_first as u32,
+            slice_flags,
+            ..self
+        }
+    }
+}
 
 /// The centroids an assignment reads and the per-row results it writes.
 pub(crate) struct Assignment<'a> {
@@ -110,10 +124,10 @@ impl AssignVariant {
 }
 
 /// vec4s in one uniform slice of centroids (`SLICE_VEC4S` in the shader).
-const SLICE_VEC4S: usize = wgsl::SLICE_VEC4S as usize;
+pub(super) const SLICE_VEC4S: usize = wgsl::SLICE_VEC4S as usize;
 
 /// Bytes of one slice (the binding size of `centroid_slice`).
-const SLICE_BYTES: u64 = 16 * SLICE_VEC4S as u64;
+pub(super) const SLICE_BYTES: u64 = 16 * SLICE_VEC4S as u64;
 
 /// Rows per invocation of `assign_texture`.
 const TEXTURE_ROWS: usize = wgsl::TEXTURE_ROWS as usize;
@@ -246,7 +260,13 @@ fn assign_variant(
 }
 
 /// The parameters every entry point of the file shares, for `n_rows` rows of `chunk`.
-fn params(chunk: &Chunk, n_rows: usize, d: usize, k: usize, grid_x: u32) -> AssignParams {
+pub(super) fn params(
+    chunk: &Chunk,
+    n_rows: usize,
+    d: usize,
+    k: usize,
+    grid_x: u32,
+) -> AssignParams {
     AssignParams {
         n_rows: n_rows as u32,
         x_offset: chunk.x_offset,
@@ -450,100 +470,6 @@ fn record_prepare(
         grid,
         Work::f32s((3 * k * d) as f64, (2 * k * d + d + 2 * k) as f64),
     )
-}
-
-/// Which rows [`record_assign_uniform`] assigns.
-#[derive(Clone, Copy)]
-enum Rows<'a> {
-    /// Every row of the dispatch (the list is bound but not read).
-    All(&'a DeviceBuffer<u32>),
-    /// The rows on this recheck list (the GEMM form's undecided rows).
-    Rechecked(&'a DeviceBuffer<u32>),
-}
-
-/// Records `assign_nearest_centroid_uniform`: copies the centroids into uniform slices of
-/// whole centroids (each padded to ceil(D / 4) vec4s), then one dispatch per slice.
-fn record_assign_uniform(
-    gpu: &Gpu,
-    batch: &mut Batch<'_>,
-    chunk: &Chunk,
-    n_rows: usize,
-    d: usize,
-    to: &Assignment<'_>,
-    rows: Rows<'_>,
-) -> Result<()> {
-    let k = to.k;
-    let d4 = d.div_ceil(4);
-    let per_slice = SLICE_VEC4S / d4;
-    let n_slices = k.div_ceil(per_slice);
-    let slices = gpu.uniform_buffer("centroid slices", SLICE_BYTES * n_slices as u64);
-    let row_bytes = 4 * d as u64;
-    for s in 0..n_slices {
-        let first = s * per_slice;
-        let count = per_slice.min(k - first);
-        let at = SLICE_BYTES * s as u64;
-        if d.is_multiple_of(4) {
-            // Padding is empty: the slice is one contiguous run of centroids.
-            batch.copy(
-                to.centroids.raw(),
-                first as u64 * row_bytes,
-                &slices,
-                at,
-                count as u64 * row_bytes,
-            );
-        } else {
-            for c in 0..count {
-                let src = (first + c) as u64 * row_bytes;
-                batch.copy(
-                    to.centroids.raw(),
-                    src,
-                    &slices,
-                    at + 16 * (c * d4) as u64,
-                    row_bytes,
-                );
-            }
-        }
-    }
-    // The running best between slices (one slice needs none: bind a placeholder).
-    let running: DeviceBuffer<u32> =
-        DeviceBuffer::zeroed(gpu, "running labels", if n_slices > 1 { n_rows } else { 1 });
-    let grid = gpu.grid((n_rows as u64).div_ceil(ROW_WG_SIZE as u64))?;
-    for s in 0..n_slices {
-        let first = s * per_slice;
-        let count = per_slice.min(k - first);
-        let params = AssignParams {
-            k: count as u32,
-            k_first: first as u32,
-            slice_flags: (u32::from(s == 0) * wgsl::FIRST_SLICE)
-                | (u32::from(s + 1 == n_slices) * wgsl::LAST_SLICE)
-                | (u32::from(matches!(rows, Rows::Rechecked(_))) * wgsl::RECHECK_ROWS),
-            ..params(chunk, n_rows, d, k, grid.x)
-        };
-        let (Rows::All(list) | Rows::Rechecked(list)) = rows;
-        batch.dispatch(
-            wgsl::ASSIGN_NEAREST_CENTROID_UNIFORM,
-            &[],
-            &params,
-            &[
-                ("x", chunk.bind()),
-                (
-                    "centroid_slice",
-                    Bind::Range(&slices, SLICE_BYTES * s as u64, SLICE_BYTES),
-                ),
-                ("labels", to.labels.bind()),
-                ("min_sq_dist", to.min_sq_dist.bind()),
-                ("changed", to.changed.bind()),
-                ("running_labels", running.bind()),
-                ("recheck", list.bind()),
-            ],
-            grid,
-            Work::f32s(
-                2.0 * (n_rows * d * count) as f64,
-                (n_rows * (d + 2) + count * d) as f64,
-            ),
-        )?;
-    }
-    Ok(())
 }
 
 /// The centroids a distance table is taken to and where it is written.

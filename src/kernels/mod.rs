@@ -10,6 +10,7 @@ pub(crate) mod affinity;
 pub(crate) mod assign;
 pub(crate) mod assign_bound;
 pub(crate) mod assign_scratch;
+pub(crate) mod assign_uniform;
 pub(crate) mod ceilings;
 pub(crate) mod centroid_update;
 pub(crate) mod covariance;
