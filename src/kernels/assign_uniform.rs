@@ -94,10 +94,14 @@ pub(super) fn record_assign_uniform(
                 ("recheck", list.bind()),
             ],
             grid,
-            Work::f32s(
-                2.0 * (n_rows * d * count) as f64,
-                (n_rows * (d + 2) + count * d) as f64,
-            ),
+            match rows {
+                Rows::All(_) => Work::f32s(
+                    2.0 * (n_rows * d * count) as f64,
+                    (n_rows * (d + 2) + count * d) as f64,
+                ),
+                // The list's rows cost 2·D per centroid each, unknown when recorded.
+                Rows::Rechecked(_) => Work::f32s(0.0, 1.0),
+            },
         )?;
     }
     Ok(())
