@@ -104,6 +104,21 @@ impl PaddedRows {
         Ok(Self { rows, vec4s })
     }
 
+    /// The rows of a data chunk padded for the uniform variant (none for the storage one).
+    fn of_chunk(
+        gpu: &Gpu,
+        batch: &mut Batch<'_>,
+        variant: AffinityVariant,
+        data: &crate::gpu::buffer::Chunk,
+        d: usize,
+    ) -> Result<Option<Self>> {
+        if variant == AffinityVariant::Storage {
+            return Ok(None);
+        }
+        let at = (data.bind(), data.x_offset);
+        Self::record(gpu, batch, at, data.n_rows, d).map(Some)
+    }
+
     /// Records the copy of `n` rows from row `first` into the uniform `slice`.
     fn copy_to_slice(&self, batch: &mut Batch<'_>, slice: &wgpu::Buffer, first: usize, n: usize) {
         let bytes = 16 * self.vec4s as u64;
@@ -183,16 +198,7 @@ pub(crate) fn rbf_times_block_with(
         let v_slice = gpu.uniform_buffer("affinity block slice", 4 * SLICE_VALUES as u64);
         let mut first_pass = true;
         for data in x.chunks() {
-            let x_pad = match variant {
-                AffinityVariant::Uniform => Some(PaddedRows::record(
-                    gpu,
-                    &mut batch,
-                    (data.bind(), data.x_offset),
-                    data.n_rows,
-                    d,
-                )?),
-                AffinityVariant::Storage => None,
-            };
+            let x_pad = PaddedRows::of_chunk(gpu, &mut batch, variant, data, d)?;
             for first in (0..data.n_rows).step_by(run) {
                 let rows = run.min(data.n_rows - first);
                 if let (Some(x_pad), Some(v_pad)) = (&x_pad, &v_pad) {
@@ -313,16 +319,7 @@ pub(crate) fn nearest_neighbors_with(
         let run = super::items_within_loop_budget(gpu, run.min(n), per_row, 2 * k + d);
         let slice = gpu.uniform_buffer("neighbour slice", 4 * SLICE_VALUES as u64);
         for data in x.chunks() {
-            let x_pad = match variant {
-                AffinityVariant::Uniform => Some(PaddedRows::record(
-                    gpu,
-                    &mut batch,
-                    (data.bind(), data.x_offset),
-                    data.n_rows,
-                    d,
-                )?),
-                AffinityVariant::Storage => None,
-            };
+            let x_pad = PaddedRows::of_chunk(gpu, &mut batch, variant, data, d)?;
             for first in (0..data.n_rows).step_by(run) {
                 let rows = run.min(data.n_rows - first);
                 if let Some(x_pad) = &x_pad {
