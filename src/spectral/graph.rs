@@ -22,8 +22,35 @@ pub(super) struct Csr {
 }
 
 impl Csr {
+    /// The connected components of the graph, as (component of each row, number of
+    /// components), numbered in order of their smallest row.
+    pub(super) fn components(&self) -> (Vec<u32>, usize) {
+        let n = self.row_starts.len() - 1;
+        let mut label = vec![u32::MAX; n];
+        let mut count = 0u32;
+        let mut stack = Vec::new();
+        for seed in 0..n {
+            if label[seed] != u32::MAX {
+                continue;
+            }
+            label[seed] = count;
+            stack.push(seed);
+            while let Some(i) = stack.pop() {
+                let (start, end) = (self.row_starts[i] as usize, self.row_starts[i + 1] as usize);
+                for &j in &self.cols[start..end] {
+                    if label[j as usize] == u32::MAX {
+                        label[j as usize] = count;
+                        stack.push(j as usize);
+                    }
+                }
+            }
+            count += 1;
+        }
+        (label, count as usize)
+    }
+
     /// S·B for an N x m row-major block `b`, summed in f64 in entry order.
-    fn times(&self, b: &[f32], m: usize) -> Vec<f32> {
+    pub(super) fn times(&self, b: &[f32], m: usize) -> Vec<f32> {
         let n = self.row_starts.len() - 1;
         let mut out = vec![0.0f32; n * m];
         let mut acc = vec![0.0f64; m];
@@ -127,4 +154,45 @@ pub(super) fn knn_graph(neighbours: &[u32], n: usize, k: usize) -> Result<Csr> {
         cols,
         values,
     })
+}
+
+#[cfg(test)]
+pub(super) mod tests {
+    use super::*;
+
+    /// Two disjoint cycles of `a` and `b` rows (weights 1), in CSR form.
+    pub(in crate::spectral) fn two_cycles(a: usize, b: usize) -> Csr {
+        let n = a + b;
+        let mut rows: Vec<Vec<u32>> = vec![Vec::new(); n];
+        for (first, len) in [(0, a), (a, b)] {
+            for i in 0..len {
+                let (u, v) = (first + i, first + (i + 1) % len);
+                rows[u].push(v as u32);
+                rows[v].push(u as u32);
+            }
+        }
+        let mut csr = Csr {
+            row_starts: vec![0],
+            cols: Vec::new(),
+            values: Vec::new(),
+        };
+        for mut r in rows {
+            r.sort_unstable();
+            csr.values.extend(r.iter().map(|_| 1.0f32));
+            csr.cols.extend(r);
+            csr.row_starts.push(csr.cols.len() as u32);
+        }
+        csr
+    }
+
+    #[test]
+    fn components_are_numbered_by_their_first_row() {
+        let (label, count) = two_cycles(30, 20).components();
+        assert_eq!(count, 2);
+        assert!(label[..30].iter().all(|&c| c == 0));
+        assert!(label[30..].iter().all(|&c| c == 1));
+        // Small cycles: the second component starts at row 3.
+        let (label, count) = two_cycles(3, 4).components();
+        assert_eq!((label[0], label[3], count), (0, 1, 2));
+    }
 }

@@ -164,16 +164,38 @@ fn residual_norms(x: &DMatrix<f64>, ax: &DMatrix<f64>, theta: &[f64]) -> (DMatri
 ///
 /// Errors: [`Error::NotConverged`] after `max_iter` iterations (or when the basis cannot be
 /// repaired); whatever `apply` returns.
+#[cfg(test)]
 pub(crate) fn lobpcg(
     n: usize,
     k: usize,
     p: usize,
     settings: &PowerSettings<'_>,
+    apply: impl FnMut(&DMatrix<f64>) -> Result<DMatrix<f64>>,
+) -> Result<Eigenpairs> {
+    lobpcg_from(n, k, p, settings, &DMatrix::zeros(n, 0), apply)
+}
+
+/// [`lobpcg`] starting from the columns of `known` (N x c, vectors believed to be
+/// eigenvectors or near them; at most p are used), completed with random columns from the
+/// seed. With no known columns the start is the random block alone.
+pub(crate) fn lobpcg_from(
+    n: usize,
+    k: usize,
+    p: usize,
+    settings: &PowerSettings<'_>,
+    known: &DMatrix<f64>,
     mut apply: impl FnMut(&DMatrix<f64>) -> Result<DMatrix<f64>>,
 ) -> Result<Eigenpairs> {
     let p = p.clamp(k, n);
     let mut rng = ChaCha8Rng::seed_from_u64(settings.seed);
-    let start = DMatrix::from_fn(n, p, |_, _| rng.random_range(-1.0..1.0));
+    let given = known.ncols().min(p);
+    let start = DMatrix::from_fn(n, p, |i, j| {
+        if j < given {
+            known[(i, j)]
+        } else {
+            rng.random_range(-1.0..1.0)
+        }
+    });
     let empty = DMatrix::<f64>::zeros(n, 0);
     let mut x = orthonormal_complement(&start, &[]);
     if x.ncols() < p {

@@ -20,7 +20,9 @@
 //!    vectors, which converges at a conjugate-gradient rate, about the square root of the
 //!    gap that limited the block power iteration used before (that one failed on two moons
 //!    at 5000 points); a graph of several components has eigenvalue 1 of M more than once,
-//!    which still spans the right subspace.
+//!    which still spans the right subspace. The block starts from the eigenvectors known
+//!    exactly, D^{1/2}·1_C for each connected component C (the largest first), so a graph of
+//!    K or more components (the 10-NN graphs of two moons or circles) converges at once.
 //! 3. **Embedding**: each eigenvector divided elementwise by √D, its largest entry made
 //!    positive (`spectral_embedding`, `drop_first=False`); row i of the N x K result embeds row
 //!    i. By default the rows are clustered as they are, as scikit-learn's
