@@ -7,6 +7,7 @@ use bytemuck::{Pod, Zeroable};
 
 use crate::error::Result;
 use crate::gpu::batch::{Batch, Bind};
+use crate::gpu::buffer::Chunk;
 use crate::gpu::device_buffer::DeviceBuffer;
 use crate::gpu::profile::Work;
 use crate::gpu::shaders::{affinity as wgsl, check_params};
@@ -48,6 +49,29 @@ struct AffinityParams {
 }
 
 const _: () = check_params::<AffinityParams>(wgsl::ENTRY_POINTS);
+
+impl AffinityParams {
+    /// The pairs of the query chunk `q` and `rows` data rows of `data` from its row `first`
+    /// (the other fields zero).
+    fn pairs(
+        (q, data): (&Chunk, &Chunk),
+        (first, rows): (usize, usize),
+        d: usize,
+        grid_x: u32,
+    ) -> Self {
+        Self {
+            n_queries: q.n_rows as u32,
+            q_offset: q.x_offset,
+            n_data: rows as u32,
+            x_offset: data.x_offset + (first * d) as u32,
+            d: d as u32,
+            q_row0: q.row_start as u32,
+            x_row0: (data.row_start + first) as u32,
+            grid_x,
+            ..Zeroable::zeroed()
+        }
+    }
+}
 
 /// The override that fixes the uniform kernels' vec4s per padded row (`AFFINITY_D4`).
 pub(crate) const AFFINITY_D4: &str = "AFFINITY_D4";
@@ -109,7 +133,7 @@ impl PaddedRows {
         gpu: &Gpu,
         batch: &mut Batch<'_>,
         variant: AffinityVariant,
-        data: &crate::gpu::buffer::Chunk,
+        data: &Chunk,
         d: usize,
     ) -> Result<Option<Self>> {
         if variant == AffinityVariant::Storage {
@@ -214,21 +238,13 @@ pub(crate) fn rbf_times_block_with(
                     for col0 in (0..m).step_by(RBF_COLS) {
                         let cols = RBF_COLS.min(m - col0);
                         let params = AffinityParams {
-                            n_queries: q.n_rows as u32,
-                            q_offset: q.x_offset,
-                            n_data: rows as u32,
-                            x_offset: data.x_offset + (first * d) as u32,
-                            d: d as u32,
-                            q_row0: q.row_start as u32,
-                            x_row0: (data.row_start + first) as u32,
                             m: m as u32,
                             col0: col0 as u32,
                             n_cols: cols as u32,
                             accumulate: u32::from(!first_pass),
                             gamma,
-                            grid_x: grid.x,
                             v_vec4s: v_pad.as_ref().map_or(0, |v| v.vec4s as u32),
-                            ..Zeroable::zeroed()
+                            ..AffinityParams::pairs((q, data), (first, rows), d, grid.x)
                         };
                         // Per pair: the distance (2 per feature), the exponential (counted
                         // as 2), an FMA per column.
@@ -328,16 +344,8 @@ pub(crate) fn nearest_neighbors_with(
                 for q in x.chunks() {
                     let grid = gpu.grid(q.n_rows.div_ceil(super::ROW_WG_SIZE as usize) as u64)?;
                     let params = AffinityParams {
-                        n_queries: q.n_rows as u32,
-                        q_offset: q.x_offset,
-                        n_data: rows as u32,
-                        x_offset: data.x_offset + (first * d) as u32,
-                        d: d as u32,
-                        q_row0: q.row_start as u32,
-                        x_row0: (data.row_start + first) as u32,
                         k: k as u32,
-                        grid_x: grid.x,
-                        ..Zeroable::zeroed()
+                        ..AffinityParams::pairs((q, data), (first, rows), d, grid.x)
                     };
                     let work = Work::f32s(
                         (q.n_rows * rows * 3 * d) as f64,
