@@ -396,7 +396,7 @@ pub(super) fn record_assign(
     // the uniform kernel compares them with every centroid (the same bits, and about 16x
     // faster there than storage loads); elsewhere assign_recheck, in runs of centroids
     // (each costs an invocation D + 2 loop back-edges) that keep within the loop budget.
-    if variant == AssignVariant::Texture {
+    if variant == AssignVariant::Texture && runs(AssignVariant::Uniform, chunk, d, k) {
         let listed = Rows::Rechecked(&scratch.recheck);
         return record_assign_uniform(gpu, batch, chunk, n_rows, d, to, listed);
     }

@@ -105,7 +105,8 @@ impl SpectralClustering {
         self.validate(n)?;
         let k = self.k;
         let xg = x.on_gpu(gpu)?;
-        // Every RBF weight is positive: one component (the degree check below holds it).
+        // The RBF graph counts as one component: D^{1/2}·1 is an exact eigenvector of M
+        // whatever its weights (A'·1 = D·1), even where some underflow to zero.
         let mut components = (vec![0u32; n], 1);
         let operator = match self.affinity {
             Affinity::Rbf { gamma } => Operator::Rbf {

@@ -264,3 +264,25 @@ fn bad_parameters_are_errors() {
         other => panic!("expected a degree-0 error, got {other:?}"),
     }
 }
+
+#[test]
+fn a_graph_of_k_components_converges_in_one_iteration_to_its_components() {
+    // Three blobs far apart: their 10-NN graph has three components, so the components'
+    // vectors D^{1/2}·1_C are the exact top eigenvectors and the solver stops at once.
+    let gpu = gpu();
+    for seed in [5, 6] {
+        let (x, truth, _) = datasets::make_blobs(900, 2, 3, 0.3, (-50.0, 50.0), seed).unwrap();
+        let model = SpectralClustering::new(3)
+            .affinity(Affinity::NearestNeighbors { n_neighbors: 10 })
+            .seed(seed)
+            .fit(&gpu, &Matrix::new(&x, 2).unwrap())
+            .unwrap();
+        assert_eq!(model.n_iter(), 1, "seed {seed}");
+        assert!(
+            model.eigenvalues().iter().all(|&l| l < 1e-5),
+            "{:?}",
+            model.eigenvalues()
+        );
+        assert_eq!(adjusted_rand_index(model.labels(), &truth).unwrap(), 1.0);
+    }
+}
