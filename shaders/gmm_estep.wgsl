@@ -282,34 +282,63 @@ fn mahalanobis_full_uniform(
     }
 }
 
-// mahalanobis_diag with the means and factors from a uniform slice.
+// mahalanobis_diag with the means and factors from a uniform slice, each padded to whole
+// vec4s: component c of the slice is its mean at vec4s 2c·ESTEP_D4 .. and its factors pₖⱼ at
+// (2c + 1)·ESTEP_D4 .., zero past D. An invocation takes ESTEP_ROWS rows, in registers (zero
+// past D), and meets each parameter vec4 once for all of them: on llvmpipe every load, even
+// at an address the same in every lane, is a gather of one value per lane, many times the
+// cost of the arithmetic it feeds. Per row the fma chain runs over j in order, as
+// mahalanobis_diag's (a padded feature adds fma(0, 0, q) = q), so the results are the same
+// bits.
+const ESTEP_MAX_D4: u32 = 32u;
+const ESTEP_ROWS: u32 = 8u;
+// vec4s per padded row, fixed per pipeline so that the loops over the features unroll (their
+// indices into the rows become constants, which keeps the rows in registers).
+override ESTEP_D4: u32 = 1u;
+
 @compute @workgroup_size(ROW_WG_SIZE)
 fn mahalanobis_diag_uniform(
     @builtin(local_invocation_index) lid: u32,
     @builtin(workgroup_id) wid: vec3<u32>,
 ) {
     let p = params;
-    let row = invocation_index(wid, p.grid_x, ROW_WG_SIZE, lid);
-    if row >= p.n_rows {
+    let first = invocation_index(wid, p.grid_x, ROW_WG_SIZE, lid) * ESTEP_ROWS;
+    if first >= p.n_rows {
         return;
     }
-    let base = p.x_offset + row * p.d;
-    for (var k0 = 0u; k0 < p.slice_k; k0 += COMPONENTS_PER_PASS) {
-        var acc: array<f32, COMPONENTS_PER_PASS>;
-        var cbase: array<u32, COMPONENTS_PER_PASS>;
-        for (var c = 0u; c < COMPONENTS_PER_PASS; c++) {
-            cbase[c] = min(k0 + c, p.slice_k - 1u) * 2u * p.d;
+    // Rows past the end repeat the last row; their norms are not written.
+    var xr: array<vec4<f32>, ESTEP_ROWS * ESTEP_MAX_D4>;
+    for (var r = 0u; r < ESTEP_ROWS; r++) {
+        let base = p.x_offset + min(first + r, p.n_rows - 1u) * p.d;
+        for (var j4 = 0u; j4 < ESTEP_D4; j4++) {
+            var v = vec4<f32>();
+            for (var c = 0u; c < 4u; c++) {
+                if 4u * j4 + c < p.d {
+                    v[c] = x[base + 4u * j4 + c];
+                }
+            }
+            xr[r * ESTEP_MAX_D4 + j4] = v;
         }
-        for (var j = 0u; j < p.d; j++) {
-            let xv = x[base + j];
-            for (var c = 0u; c < COMPONENTS_PER_PASS; c++) {
-                let t = (xv - slice_value(cbase[c] + j)) * slice_value(cbase[c] + p.d + j);
-                acc[c] = fma(t, t, acc[c]);
+    }
+    for (var c = 0u; c < p.slice_k; c++) {
+        let m0 = 2u * c * ESTEP_D4;
+        var q: array<f32, ESTEP_ROWS>; // one norm per row
+        for (var j4 = 0u; j4 < ESTEP_D4; j4++) {
+            let mean = component_slice[m0 + j4];
+            let factor = component_slice[m0 + ESTEP_D4 + j4];
+            for (var r = 0u; r < ESTEP_ROWS; r++) {
+                let t = (xr[r * ESTEP_MAX_D4 + j4] - mean) * factor;
+                var acc = q[r];
+                acc = fma(t.x, t.x, acc);
+                acc = fma(t.y, t.y, acc);
+                acc = fma(t.z, t.z, acc);
+                acc = fma(t.w, t.w, acc);
+                q[r] = acc;
             }
         }
-        for (var c = 0u; c < COMPONENTS_PER_PASS; c++) {
-            if k0 + c < p.slice_k {
-                resp[row * p.k + p.comp_first + k0 + c] = acc[c];
+        for (var r = 0u; r < ESTEP_ROWS; r++) {
+            if first + r < p.n_rows {
+                resp[(first + r) * p.k + p.comp_first + c] = q[r];
             }
         }
     }

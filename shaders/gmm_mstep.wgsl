@@ -252,6 +252,10 @@ const SLICE_VALUES: u32 = 16384u; // 64 KiB: the smallest max_uniform_buffer_bin
 const SLICE_VEC4S: u32 = SLICE_VALUES / 4u;
 const UNIFORM_COLS: u32 = 16u;    // slice columns per invocation (four vec4s)
 const UNIFORM_COLS4: u32 = UNIFORM_COLS / 4u;
+// weighted_moments_diag_uniform's workgroup: one SIMD row of a CPU-like adapter. A slice meets
+// only a few blocks, hence K x ⌈D/16⌉ x (2 or 3) invocations: in workgroups of ROW_WG_SIZE they
+// would keep one of the adapter's threads busy.
+const MOMENTS_UNIFORM_WG_SIZE: u32 = 8u;
 
 @group(0) @binding(5) var<uniform> x_slice: array<vec4<f32>, SLICE_VEC4S>;
 @group(0) @binding(6) var<uniform> resp_slice: array<vec4<f32>, SLICE_VEC4S>;
@@ -385,7 +389,7 @@ fn weighted_scatter_uniform(
 // UNIFORM_COLS features j0 .. j0 + UNIFORM_COLS. Per data row it reads its r and meets the
 // features (five vec4s): acc1 = fma(r, v, acc1) and acc2 = fma(r·v, v, acc2) with v = x − s, as
 // weighted_moments_diag; the workgroups of the first features also take Σ r (acc += r).
-@compute @workgroup_size(ROW_WG_SIZE)
+@compute @workgroup_size(MOMENTS_UNIFORM_WG_SIZE)
 fn weighted_moments_diag_uniform(
     @builtin(local_invocation_index) lid: u32,
     @builtin(workgroup_id) wid: vec3<u32>,
@@ -394,7 +398,7 @@ fn weighted_moments_diag_uniform(
     let n_fgroups = (p.d + UNIFORM_COLS - 1u) / UNIFORM_COLS;
     // Invocations numbered over (block, feature group, component), so that a few
     // components still fill the lanes.
-    let flat = invocation_index(wid, p.grid_x, ROW_WG_SIZE, lid);
+    let flat = invocation_index(wid, p.grid_x, MOMENTS_UNIFORM_WG_SIZE, lid);
     let comp = flat % p.k;
     let j0 = ((flat / p.k) % n_fgroups) * UNIFORM_COLS;
     let sblock = flat / (p.k * n_fgroups);

@@ -192,6 +192,12 @@ fn every_kernel() -> Vec<(&'static EntryPoint, Vec<(&'static str, u32)>)> {
                         all.push((entry, vec![(*name, d)]));
                     }
                 }
+                [name] if *name == kernels::gmm_estep::ESTEP_D4 => {
+                    // Every padded row width the uniform diagonal E-step takes.
+                    for d in 1..=shaders::gmm_estep::ESTEP_MAX_D4 {
+                        all.push((entry, vec![(*name, d)]));
+                    }
+                }
                 [a, b] | [b, a]
                     if *a == kernels::affinity::AFFINITY_D4 && *b == kernels::affinity::KNN_K =>
                 {

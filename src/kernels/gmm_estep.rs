@@ -45,6 +45,10 @@ pub(crate) struct EstepParams {
 const SLICE_VALUES: usize = 4 * wgsl::SLICE_VEC4S as usize;
 /// Largest D of the uniform Full/Tied variant (`UNIFORM_MAX_D` in the shader).
 const UNIFORM_MAX_D: usize = wgsl::UNIFORM_MAX_D as usize;
+/// Most vec4s per padded row of the uniform Diag/Spherical variant (`ESTEP_MAX_D4`).
+const DIAG_UNIFORM_MAX_D4: usize = wgsl::ESTEP_MAX_D4 as usize;
+/// The override that fixes the uniform Diag/Spherical variant's vec4s per padded row.
+pub(crate) const ESTEP_D4: &str = "ESTEP_D4";
 
 const _: () = check_params::<EstepParams>(wgsl::ENTRY_POINTS);
 
@@ -111,7 +115,7 @@ pub(crate) fn squared_mahalanobis(
     let fits = if comps.full {
         d <= UNIFORM_MAX_D
     } else {
-        2 * d <= SLICE_VALUES
+        d.div_ceil(4) <= DIAG_UNIFORM_MAX_D4
     };
     if !fits {
         return record_mahalanobis(gpu, batch, native, seg, d, k, comps);
@@ -201,7 +205,8 @@ pub(super) fn record_mahalanobis(
 }
 
 /// Records the uniform-slice twin: each component's mean and factor copied into 64 KiB
-/// uniform slices (whole components), one dispatch per slice.
+/// uniform slices (whole components; for diagonal factors each padded to whole vec4s, the
+/// padding left zero), one dispatch per slice.
 fn record_mahalanobis_uniform(
     gpu: &Gpu,
     batch: &mut Batch<'_>,
@@ -210,15 +215,25 @@ fn record_mahalanobis_uniform(
     k: usize,
     comps: &Components<'_>,
 ) -> Result<()> {
-    let (entry, factor) = if comps.full {
-        (wgsl::MAHALANOBIS_FULL_UNIFORM, d * d)
+    let d4 = d.div_ceil(4);
+    if !comps.full && d4 > DIAG_UNIFORM_MAX_D4 {
+        return Err(crate::Error::Gpu(format!(
+            "mahalanobis_diag_uniform takes D <= {}, not {d}",
+            4 * DIAG_UNIFORM_MAX_D4
+        )));
+    }
+    // Values from a component's start to its factor, and between two components.
+    let (entry, factor, mean_span, stride, overrides) = if comps.full {
+        let stride = d + d * d;
+        (wgsl::MAHALANOBIS_FULL_UNIFORM, d * d, d, stride, vec![])
     } else {
-        (wgsl::MAHALANOBIS_DIAG_UNIFORM, d)
+        let overrides = vec![(ESTEP_D4, d4 as u32)];
+        (wgsl::MAHALANOBIS_DIAG_UNIFORM, d, 4 * d4, 8 * d4, overrides)
     };
-    let stride = d + factor;
     let per_slice = SLICE_VALUES / stride;
     let n_slices = k.div_ceil(per_slice);
     let slice_bytes = 4 * SLICE_VALUES as u64;
+    // A new buffer, so zero wherever no copy writes (the padding).
     let slices = gpu.uniform_buffer("component slices", slice_bytes * n_slices as u64);
     for c in 0..k {
         let at = slice_bytes * (c / per_slice) as u64 + 4 * ((c % per_slice) * stride) as u64;
@@ -234,11 +249,16 @@ fn record_mahalanobis_uniform(
             comps.precisions.raw(),
             src,
             &slices,
-            at + 4 * d as u64,
+            at + 4 * mean_span as u64,
             4 * factor as u64,
         );
     }
-    let grid = gpu.grid((seg.n_rows as u64).div_ceil(ROW_WG_SIZE as u64))?;
+    let rows_per_group = if comps.full {
+        ROW_WG_SIZE as u64
+    } else {
+        (ROW_WG_SIZE * wgsl::ESTEP_ROWS) as u64
+    };
+    let grid = gpu.grid((seg.n_rows as u64).div_ceil(rows_per_group))?;
     for s in 0..n_slices {
         let first = s * per_slice;
         let count = per_slice.min(k - first);
@@ -255,7 +275,7 @@ fn record_mahalanobis_uniform(
         };
         batch.dispatch(
             entry,
-            &[],
+            &overrides,
             &params,
             &[
                 ("x", seg.chunk.bind()),

@@ -334,7 +334,7 @@ fn record_uniform(
         if scatter {
             (blocks * groups) as u64
         } else {
-            ((blocks * groups) as u64).div_ceil(ROW_WG_SIZE as u64)
+            ((blocks * groups) as u64).div_ceil(wgsl::MOMENTS_UNIFORM_WG_SIZE as u64)
         }
     };
     let slice_rows = (SLICE_VALUES / d.max(k).max(1)).max(1);

@@ -244,13 +244,16 @@ fn mahalanobis_variants_give_identical_bits() {
     use super::gmm_estep::{record_mahalanobis, Components, Segment};
     let gpu = gpu();
     // (rows, D, K, factor): the one-row kernel (D <= 16) and the tiled one (D > 16) for Full,
-    // Tied (one shared factor), Diag; K past one slice for the diagonal twin at D = 3000.
+    // Tied (one shared factor), Diag: rows not a multiple of the diagonal twin's rows per
+    // invocation, D not a multiple of 4, its largest D, and K past one slice (D = 128: 16
+    // components a slice; D = 1: 2048).
     for (n, d, k, kind, seed) in [
         (300, 5, 3, "full", 21),
         (260, 40, 13, "full", 22),
         (200, 64, 4, "tied", 23),
         (333, 30, 11, "diag", 24),
-        (70, 3000, 6, "diag", 25),
+        (70, 128, 37, "diag", 25),
+        (45, 1, 2100, "diag", 26),
     ] {
         let x = random(n * d, seed);
         let xg = GpuMatrix::upload(&gpu, &Matrix::new(&x, d).unwrap()).unwrap();
