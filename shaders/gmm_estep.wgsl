@@ -28,6 +28,7 @@
 #import constants
 #import grid
 #import tile
+#import vec4s
 
 const COMPONENTS_PER_PASS: u32 = 8u; // mahalanobis_diag register accumulators
 const SMALL_D: u32 = 16u;            // mahalanobis_full_small_d: largest D (registers per row)
@@ -68,6 +69,8 @@ const UNIFORM_MAX_D: u32 = 64u;
 @group(0) @binding(8) var<storage, read_write> block_log_density: array<f32>;
 @group(0) @binding(9) var<storage, read> given_labels: array<u32>; // n_rows values
 @group(0) @binding(11) var<storage, read> sample_weights: array<f32>; // per row of the chunk
+// x again as vec4s (mahalanobis_diag_uniform): four values a load.
+@group(0) @binding(12) var<storage, read> x4: array<vec4<f32>>;
 // *_uniform: components comp_first .. comp_first + slice_k, each its mean then its factor
 // (D x D for Full and Tied, D values for Diag and Spherical), packed without padding.
 @group(0) @binding(10) var<uniform> component_slice: array<vec4<f32>, SLICE_VEC4S>;
@@ -291,10 +294,17 @@ fn mahalanobis_full_uniform(
 // mahalanobis_diag's (a padded feature adds fma(0, 0, q) = q), so the results are the same
 // bits.
 const ESTEP_MAX_D4: u32 = 32u;
-const ESTEP_ROWS: u32 = 8u;
-// vec4s per padded row, fixed per pipeline so that the loops over the features unroll (their
-// indices into the rows become constants, which keeps the rows in registers).
+const ESTEP_MAX_ROWS: u32 = 8u;
+// Most vec4s of rows an invocation holds (rows x vec4s per row): LLVM's time to compile the
+// unrolled loops grows much faster than their length (measured on llvmpipe at D = 50: 4 s
+// for 2 rows, 13 s for 4, 40 s for 8; the arrays too count, even where unused).
+const ESTEP_ROW_VEC4S: u32 = 32u;
+// vec4s per padded row, and rows per invocation (1 to ESTEP_MAX_ROWS, at most
+// ESTEP_ROW_VEC4S / ESTEP_D4), fixed per pipeline so that the loops over the features and
+// rows unroll (their indices into the rows become constants, which keeps the rows in
+// registers).
 override ESTEP_D4: u32 = 1u;
+override ESTEP_ROWS: u32 = 1u;
 
 @compute @workgroup_size(ROW_WG_SIZE)
 fn mahalanobis_diag_uniform(
@@ -306,28 +316,42 @@ fn mahalanobis_diag_uniform(
     if first >= p.n_rows {
         return;
     }
-    // Rows past the end repeat the last row; their norms are not written.
-    var xr: array<vec4<f32>, ESTEP_ROWS * ESTEP_MAX_D4>;
+    // Rows past the end repeat the last row; their norms are not written. A row is read as
+    // aligned vec4s (ESTEP_D4 + 1 of them, realigned) unless that would pass the end of the
+    // binding; values past D are zero.
+    var xr: array<vec4<f32>, ESTEP_ROW_VEC4S>;
+    let n4 = arrayLength(&x4);
     for (var r = 0u; r < ESTEP_ROWS; r++) {
         let base = p.x_offset + min(first + r, p.n_rows - 1u) * p.d;
-        for (var j4 = 0u; j4 < ESTEP_D4; j4++) {
-            var v = vec4<f32>();
-            for (var c = 0u; c < 4u; c++) {
-                if 4u * j4 + c < p.d {
-                    v[c] = x[base + 4u * j4 + c];
-                }
+        let q = base / 4u;
+        if q + ESTEP_D4 < n4 {
+            var lo = x4[q];
+            for (var j4 = 0u; j4 < ESTEP_D4; j4++) {
+                let hi = x4[q + j4 + 1u];
+                let keep = vec4<u32>(4u * j4) + vec4<u32>(0u, 1u, 2u, 3u) < vec4<u32>(p.d);
+                xr[r * ESTEP_D4 + j4] = select(vec4<f32>(), realign(lo, hi, base % 4u), keep);
+                lo = hi;
             }
-            xr[r * ESTEP_MAX_D4 + j4] = v;
+        } else {
+            for (var j4 = 0u; j4 < ESTEP_D4; j4++) {
+                var v = vec4<f32>();
+                for (var c = 0u; c < 4u; c++) {
+                    if 4u * j4 + c < p.d {
+                        v[c] = x[base + 4u * j4 + c];
+                    }
+                }
+                xr[r * ESTEP_D4 + j4] = v;
+            }
         }
     }
     for (var c = 0u; c < p.slice_k; c++) {
         let m0 = 2u * c * ESTEP_D4;
-        var q: array<f32, ESTEP_ROWS>; // one norm per row
+        var q: array<f32, ESTEP_MAX_ROWS>; // one norm per row
         for (var j4 = 0u; j4 < ESTEP_D4; j4++) {
             let mean = component_slice[m0 + j4];
             let factor = component_slice[m0 + ESTEP_D4 + j4];
             for (var r = 0u; r < ESTEP_ROWS; r++) {
-                let t = (xr[r * ESTEP_MAX_D4 + j4] - mean) * factor;
+                let t = (xr[r * ESTEP_D4 + j4] - mean) * factor;
                 var acc = q[r];
                 acc = fma(t.x, t.x, acc);
                 acc = fma(t.y, t.y, acc);

@@ -24,6 +24,7 @@
 #import constants
 #import grid
 #import tile
+#import vec4s
 
 // Twin: MstepParams in src/kernels/gmm_mstep.rs.
 struct MstepParams {
@@ -280,17 +281,6 @@ fn x_value(e: u32) -> f32 {
 fn resp_value(e: u32) -> f32 {
     let at = min(e, SLICE_VALUES - 1u);
     return resp_slice[at / 4u][at % 4u];
-}
-
-// Values 4q + s .. 4q + s + 3 of the slice, from its vec4s q (`lo`) and q + 1 (`hi`): rows
-// of D values start at any offset s = e % 4 when D is not a multiple of 4, and two aligned
-// loads and a swizzle are far cheaper than four scalar ones.
-fn realign(lo: vec4<f32>, hi: vec4<f32>, s: u32) -> vec4<f32> {
-    var v = lo;
-    v = select(v, vec4<f32>(lo.yzw, hi.x), s == 1u);
-    v = select(v, vec4<f32>(lo.zw, hi.xy), s == 2u);
-    v = select(v, vec4<f32>(lo.w, hi.xyz), s == 3u);
-    return v;
 }
 
 // weighted_scatter_uniform: a workgroup owns one block, one component and UNIFORM_COLS

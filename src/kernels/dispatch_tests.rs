@@ -192,10 +192,15 @@ fn every_kernel() -> Vec<(&'static EntryPoint, Vec<(&'static str, u32)>)> {
                         all.push((entry, vec![(*name, d)]));
                     }
                 }
-                [name] if *name == kernels::gmm_estep::ESTEP_D4 => {
-                    // Every padded row width the uniform diagonal E-step takes.
-                    for d in 1..=shaders::gmm_estep::ESTEP_MAX_D4 {
-                        all.push((entry, vec![(*name, d)]));
+                [a, b] | [b, a]
+                    if *a == kernels::gmm_estep::ESTEP_D4
+                        && *b == kernels::gmm_estep::ESTEP_ROWS =>
+                {
+                    // Every padded row width the uniform diagonal E-step takes, at the rows
+                    // per invocation the host gives it.
+                    for d4 in 1..=shaders::gmm_estep::ESTEP_MAX_D4 {
+                        let rows = kernels::gmm_estep::diag_uniform_rows(d4 as usize) as u32;
+                        all.push((entry, vec![(*a, d4), (*b, rows)]));
                     }
                 }
                 [a, b] | [b, a]

@@ -49,6 +49,21 @@ const UNIFORM_MAX_D: usize = wgsl::UNIFORM_MAX_D as usize;
 const DIAG_UNIFORM_MAX_D4: usize = wgsl::ESTEP_MAX_D4 as usize;
 /// The override that fixes the uniform Diag/Spherical variant's vec4s per padded row.
 pub(crate) const ESTEP_D4: &str = "ESTEP_D4";
+/// The override that fixes the uniform Diag/Spherical variant's rows per invocation.
+pub(crate) const ESTEP_ROWS: &str = "ESTEP_ROWS";
+/// Most rows per invocation of the uniform Diag/Spherical variant (`ESTEP_MAX_ROWS`).
+const DIAG_UNIFORM_MAX_ROWS: usize = wgsl::ESTEP_MAX_ROWS as usize;
+/// Most vec4s of rows an invocation of the uniform Diag/Spherical variant holds (rows x
+/// vec4s per row, `ESTEP_ROW_VEC4S`): the loops over them unroll, and LLVM's compile time
+/// grows much faster than their length (on llvmpipe at D = 50, 2 rows compile in 4 s, 8
+/// rows in 40 s).
+const DIAG_UNIFORM_ROW_VEC4S: usize = wgsl::ESTEP_ROW_VEC4S as usize;
+
+/// Rows per invocation of the uniform Diag/Spherical variant for padded rows of `d4` vec4s:
+/// as many as the compile budget allows, each parameter load then feeding that many rows.
+pub(crate) fn diag_uniform_rows(d4: usize) -> usize {
+    (DIAG_UNIFORM_ROW_VEC4S / d4.max(1)).clamp(1, DIAG_UNIFORM_MAX_ROWS)
+}
 
 const _: () = check_params::<EstepParams>(wgsl::ENTRY_POINTS);
 
@@ -216,6 +231,7 @@ fn record_mahalanobis_uniform(
     comps: &Components<'_>,
 ) -> Result<()> {
     let d4 = d.div_ceil(4);
+    let rows = diag_uniform_rows(d4);
     if !comps.full && d4 > DIAG_UNIFORM_MAX_D4 {
         return Err(crate::Error::Gpu(format!(
             "mahalanobis_diag_uniform takes D <= {}, not {d}",
@@ -227,7 +243,7 @@ fn record_mahalanobis_uniform(
         let stride = d + d * d;
         (wgsl::MAHALANOBIS_FULL_UNIFORM, d * d, d, stride, vec![])
     } else {
-        let overrides = vec![(ESTEP_D4, d4 as u32)];
+        let overrides = vec![(ESTEP_D4, d4 as u32), (ESTEP_ROWS, rows as u32)];
         (wgsl::MAHALANOBIS_DIAG_UNIFORM, d, 4 * d4, 8 * d4, overrides)
     };
     let per_slice = SLICE_VALUES / stride;
@@ -256,7 +272,7 @@ fn record_mahalanobis_uniform(
     let rows_per_group = if comps.full {
         ROW_WG_SIZE as u64
     } else {
-        (ROW_WG_SIZE * wgsl::ESTEP_ROWS) as u64
+        ROW_WG_SIZE as u64 * rows as u64
     };
     let grid = gpu.grid((seg.n_rows as u64).div_ceil(rows_per_group))?;
     for s in 0..n_slices {
@@ -273,18 +289,23 @@ fn record_mahalanobis_uniform(
             slice_k: count as u32,
             ..Zeroable::zeroed()
         };
+        let mut binds = vec![
+            ("x", seg.chunk.bind()),
+            (
+                "component_slice",
+                Bind::Range(&slices, slice_bytes * s as u64, slice_bytes),
+            ),
+            ("resp", seg.resp.bind()),
+        ];
+        if !comps.full {
+            // The rows again, read four values a load.
+            binds.push(("x4", seg.chunk.bind()));
+        }
         batch.dispatch(
             entry,
             &overrides,
             &params,
-            &[
-                ("x", seg.chunk.bind()),
-                (
-                    "component_slice",
-                    Bind::Range(&slices, slice_bytes * s as u64, slice_bytes),
-                ),
-                ("resp", seg.resp.bind()),
-            ],
+            &binds,
             grid,
             mahalanobis_work(seg.n_rows, d, count, comps.full, comps.prec_stride),
         )?;

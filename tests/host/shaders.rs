@@ -28,9 +28,10 @@ const RBF_WG_SIZE: &str = "RBF_WG_SIZE";
 /// lists' length, 1 to KNN_UNIFORM_MAX_K.
 const AFFINITY_D4: &str = "AFFINITY_D4";
 const KNN_K: &str = "KNN_K";
-/// The uniform diagonal E-step's vec4s per padded row, 1 to ESTEP_MAX_D4
-/// (src/kernels/gmm_estep.rs).
+/// The uniform diagonal E-step's vec4s per padded row, 1 to ESTEP_MAX_D4, and rows per
+/// invocation, 1 to ESTEP_MAX_ROWS (src/kernels/gmm_estep.rs).
 const ESTEP_D4: &str = "ESTEP_D4";
+const ESTEP_ROWS: &str = "ESTEP_ROWS";
 
 /// Whether the workgroup size of an entry point with these overrides is the host's choice.
 fn host_sized(overrides: &[String]) -> bool {
@@ -91,6 +92,7 @@ fn host_values(reflection: &reflect::Reflection, name: &str) -> Vec<u32> {
         FEATURE_WG_SIZE => "FEATURE_WG",
         AFFINITY_D4 => return (1..=constant(reflection, "UNIFORM_MAX_D4")).collect(),
         ESTEP_D4 => return (1..=constant(reflection, "ESTEP_MAX_D4")).collect(),
+        ESTEP_ROWS => return (1..=constant(reflection, "ESTEP_MAX_ROWS")).collect(),
         KNN_K => {
             let max = constant(reflection, "KNN_UNIFORM_MAX_K");
             return vec![1, 2, 10, max];
@@ -178,6 +180,7 @@ fn only_sizes_the_host_chooses_are_overrides() {
                         || name == AFFINITY_D4
                         || name == KNN_K
                         || name == ESTEP_D4
+                        || name == ESTEP_ROWS
                         || GEMM_OVERRIDES.contains(&name.as_str()),
                     "{shown}: `{name}` is an override the host never sets; make it a const"
                 );
