@@ -24,6 +24,7 @@
 
 #import constants
 #import grid
+#import vec4s
 
 // Largest n_neighbors (the private lists of knn_update).
 const KNN_MAX: u32 = 64u;
@@ -208,11 +209,7 @@ fn query_row(r: u32) -> array<vec4<f32>, UNIFORM_MAX_D4> {
 fn slice_sq_distance(xq: array<vec4<f32>, UNIFORM_MAX_D4>, j: u32) -> f32 {
     var d2 = 0.0;
     for (var f4 = 0u; f4 < AFFINITY_D4; f4++) {
-        let diff = xq[f4] - x_slice[j * AFFINITY_D4 + f4];
-        d2 = fma(diff.x, diff.x, d2);
-        d2 = fma(diff.y, diff.y, d2);
-        d2 = fma(diff.z, diff.z, d2);
-        d2 = fma(diff.w, diff.w, d2);
+        d2 = fma_squares(xq[f4] - x_slice[j * AFFINITY_D4 + f4], d2);
     }
     return d2;
 }

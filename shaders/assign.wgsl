@@ -32,6 +32,7 @@
 #import grid
 #import gemm
 #import texels
+#import vec4s
 
 const SMALL_K: u32 = 16u; // register accumulators of the one-row-per-invocation kernels
 
@@ -702,13 +703,7 @@ fn assign_nearest_centroid_uniform(
             let b = base + 4u * j;
             let xv = vec4<f32>(x[b], x[b + 1u], x[b + 2u], x[b + 3u]);
             for (var c = 0u; c < SMALL_K; c++) {
-                let diff = xv - centroid_slice[cbase[c] + j];
-                var a = acc[c];
-                a = fma(diff.x, diff.x, a);
-                a = fma(diff.y, diff.y, a);
-                a = fma(diff.z, diff.z, a);
-                a = fma(diff.w, diff.w, a);
-                acc[c] = a;
+                acc[c] = fma_squares(xv - centroid_slice[cbase[c] + j], acc[c]);
             }
         }
         for (var t = 4u * full; t < params.d; t++) {

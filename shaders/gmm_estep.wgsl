@@ -351,13 +351,7 @@ fn mahalanobis_diag_uniform(
             let mean = component_slice[m0 + j4];
             let factor = component_slice[m0 + ESTEP_D4 + j4];
             for (var r = 0u; r < ESTEP_ROWS; r++) {
-                let t = (xr[r * ESTEP_D4 + j4] - mean) * factor;
-                var acc = q[r];
-                acc = fma(t.x, t.x, acc);
-                acc = fma(t.y, t.y, acc);
-                acc = fma(t.z, t.z, acc);
-                acc = fma(t.w, t.w, acc);
-                q[r] = acc;
+                q[r] = fma_squares((xr[r * ESTEP_D4 + j4] - mean) * factor, q[r]);
             }
         }
         for (var r = 0u; r < ESTEP_ROWS; r++) {
