@@ -426,6 +426,63 @@ fn normalize_responsibilities(
     }
 }
 
+// normalize_responsibilities for K <= NORMALIZE_MAX_K, K fixed per pipeline: a row's K
+// values aᵢₖ are read once into registers (the loops over them unroll) instead of once per
+// pass, and cₖ once per row instead of three times. Every value is computed by the same
+// expressions in the same order, so the results are the same bits.
+const NORMALIZE_MAX_K: u32 = 16u;
+override NORMALIZE_K: u32 = 1u;
+
+@compute @workgroup_size(NORMALIZE_WG_SIZE)
+fn normalize_responsibilities_small_k(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+) {
+    let p = params;
+    let g = workgroup_index(wid, p.grid_x);
+    let row = g * NORMALIZE_WG_SIZE + lid;
+    var lse = 0.0;
+    if row < p.n_rows {
+        let base = row * NORMALIZE_K;
+        var a: array<f32, NORMALIZE_MAX_K>;
+        for (var c = 0u; c < NORMALIZE_K; c++) {
+            a[c] = log_const[c] - 0.5 * resp[base + c];
+        }
+        var best = 0u;
+        var top = a[0];
+        for (var c = 1u; c < NORMALIZE_K; c++) {
+            if a[c] > top {
+                top = a[c];
+                best = c;
+            }
+        }
+        if top < -F32_MAX {
+            lse = top;
+            for (var c = 0u; c < NORMALIZE_K; c++) {
+                resp[base + c] = 1.0 / f32(NORMALIZE_K);
+            }
+        } else {
+            var e: array<f32, NORMALIZE_MAX_K>;
+            var s = 0.0;
+            for (var c = 0u; c < NORMALIZE_K; c++) {
+                e[c] = exp(a[c] - top);
+                s += e[c];
+            }
+            lse = top + log(s);
+            let inv = 1.0 / s;
+            for (var c = 0u; c < NORMALIZE_K; c++) {
+                resp[base + c] = e[c] * inv;
+            }
+        }
+        log_density[p.row_offset + row] = lse;
+        labels[p.row_offset + row] = best;
+    }
+    tree_sum(lid, lse);
+    if lid == 0u && g * NORMALIZE_WG_SIZE < p.n_rows {
+        block_log_density[p.block_offset + g] = block_sum[0];
+    }
+}
+
 // One-hot responsibilities from given labels (the K-Means initialisation).
 @compute @workgroup_size(ROW_WG_SIZE)
 fn responsibilities_from_labels(

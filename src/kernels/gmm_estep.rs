@@ -328,8 +328,15 @@ fn mahalanobis_work(n_rows: usize, d: usize, k: usize, full: bool, prec_stride: 
     )
 }
 
+/// The override that fixes `normalize_responsibilities_small_k`'s K.
+pub(crate) const NORMALIZE_K: &str = "NORMALIZE_K";
+/// Largest K of `normalize_responsibilities_small_k` (`NORMALIZE_MAX_K` in the shader).
+pub(crate) const NORMALIZE_MAX_K: usize = wgsl::NORMALIZE_MAX_K as usize;
+
 /// Records the log-sum-exp normalisation of `seg.resp` (squared norms in, responsibilities
-/// out) with log p, labels and block sums of log p.
+/// out) with log p, labels and block sums of log p: for K <= [`NORMALIZE_MAX_K`] the kernel
+/// that holds a row's values in registers (K fixed per pipeline), else the general one; the
+/// same bits.
 pub(crate) fn normalize_responsibilities(
     gpu: &Gpu,
     batch: &mut Batch<'_>,
@@ -338,6 +345,28 @@ pub(crate) fn normalize_responsibilities(
     log_const: &DeviceBuffer<f32>,
     out: &RowOutputs<'_>,
 ) -> Result<()> {
+    record_normalize(gpu, batch, seg, k, log_const, out, k <= NORMALIZE_MAX_K)
+}
+
+/// Records the normalisation with the small-K kernel (`small_k`, K <= [`NORMALIZE_MAX_K`])
+/// or the general one.
+pub(super) fn record_normalize(
+    gpu: &Gpu,
+    batch: &mut Batch<'_>,
+    seg: &Segment<'_>,
+    k: usize,
+    log_const: &DeviceBuffer<f32>,
+    out: &RowOutputs<'_>,
+    small_k: bool,
+) -> Result<()> {
+    let (entry, overrides) = if small_k && k <= NORMALIZE_MAX_K {
+        (
+            wgsl::NORMALIZE_RESPONSIBILITIES_SMALL_K,
+            vec![(NORMALIZE_K, k as u32)],
+        )
+    } else {
+        (wgsl::NORMALIZE_RESPONSIBILITIES, vec![])
+    };
     let grid = gpu.grid((seg.n_rows as u64).div_ceil(NORMALIZE_ROWS as u64))?;
     let params = EstepParams {
         n_rows: seg.n_rows as u32,
@@ -348,8 +377,8 @@ pub(crate) fn normalize_responsibilities(
         ..Zeroable::zeroed()
     };
     batch.dispatch(
-        wgsl::NORMALIZE_RESPONSIBILITIES,
-        &[],
+        entry,
+        &overrides,
         &params,
         &[
             ("resp", seg.resp.bind()),

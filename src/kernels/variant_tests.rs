@@ -312,3 +312,75 @@ fn mahalanobis_variants_give_identical_bits() {
         );
     }
 }
+
+#[test]
+fn normalize_variants_give_identical_bits() {
+    use super::gmm_estep::{
+        record_normalize, RowOutputs, Segment, NORMALIZE_MAX_K, NORMALIZE_ROWS,
+    };
+    let gpu = gpu();
+    // K = 1, between, and the small-K kernel's largest; rows past one block; a component of
+    // weight zero (cₖ = −∞), and every component of weight zero (log p = −∞).
+    for (n, k, zero_weights, seed) in [
+        (300, 1, 0, 31),
+        (700, 7, 1, 32),
+        (257, NORMALIZE_MAX_K, 0, 33),
+        (40, 3, 3, 34),
+    ] {
+        // Squared norms of the size EM meets (a few to a few hundred).
+        let q: Vec<f32> = random(n * k, seed)
+            .iter()
+            .map(|v| 200.0 * v.abs())
+            .collect();
+        let mut log_const = random(k, seed + 1);
+        for c in log_const.iter_mut().take(zero_weights) {
+            *c = f32::NEG_INFINITY;
+        }
+        let log_const = DeviceBuffer::from_slice(&gpu, "log_const", &log_const);
+        let xg = GpuMatrix::upload(&gpu, &Matrix::new(&vec![0.0; n], 1).unwrap()).unwrap();
+        let mut results = Vec::new();
+        for small_k in [false, true] {
+            let resp = DeviceBuffer::from_slice(&gpu, "resp", &q);
+            let log_density = DeviceBuffer::<f32>::zeroed(&gpu, "log p", n);
+            let labels = DeviceBuffer::<u32>::zeroed(&gpu, "labels", n);
+            let blocks = DeviceBuffer::<f32>::zeroed(&gpu, "blocks", n.div_ceil(NORMALIZE_ROWS));
+            let seg = Segment {
+                chunk: &xg.chunks()[0],
+                first: 0,
+                n_rows: n,
+                resp: &resp,
+            };
+            let out = RowOutputs {
+                log_density: &log_density,
+                labels: &labels,
+                block_log_density: &blocks,
+                block_offset: 0,
+            };
+            let mut batch = Batch::new(&gpu, "normalize variant");
+            record_normalize(&gpu, &mut batch, &seg, k, &log_const, &out, small_k).unwrap();
+            let h = [
+                batch.read_all(&resp),
+                batch.read_all(&log_density),
+                batch.read_all(&labels),
+                batch.read_all(&blocks),
+            ];
+            let back = batch.finish().unwrap();
+            results.push(h.map(|h| back.u32s(h)));
+        }
+        // Responsibilities that sum to one, so the inputs exercised the exp path.
+        if zero_weights < k {
+            let r = &results[0][0];
+            assert!((0..n).all(|i| {
+                let s: f32 = r[i * k..(i + 1) * k]
+                    .iter()
+                    .map(|&v| f32::from_bits(v))
+                    .sum();
+                (s - 1.0).abs() < 1e-5
+            }));
+        }
+        assert!(
+            results[0] == results[1],
+            "n {n} k {k} zero weights {zero_weights}"
+        );
+    }
+}

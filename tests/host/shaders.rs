@@ -32,6 +32,8 @@ const KNN_K: &str = "KNN_K";
 /// invocation, 1 to ESTEP_MAX_ROWS (src/kernels/gmm_estep.rs).
 const ESTEP_D4: &str = "ESTEP_D4";
 const ESTEP_ROWS: &str = "ESTEP_ROWS";
+/// The small-K normalisation's K, 1 to NORMALIZE_MAX_K (src/kernels/gmm_estep.rs).
+const NORMALIZE_K: &str = "NORMALIZE_K";
 
 /// Whether the workgroup size of an entry point with these overrides is the host's choice.
 fn host_sized(overrides: &[String]) -> bool {
@@ -93,6 +95,7 @@ fn host_values(reflection: &reflect::Reflection, name: &str) -> Vec<u32> {
         AFFINITY_D4 => return (1..=constant(reflection, "UNIFORM_MAX_D4")).collect(),
         ESTEP_D4 => return (1..=constant(reflection, "ESTEP_MAX_D4")).collect(),
         ESTEP_ROWS => return (1..=constant(reflection, "ESTEP_MAX_ROWS")).collect(),
+        NORMALIZE_K => return (1..=constant(reflection, "NORMALIZE_MAX_K")).collect(),
         KNN_K => {
             let max = constant(reflection, "KNN_UNIFORM_MAX_K");
             return vec![1, 2, 10, max];
@@ -181,6 +184,7 @@ fn only_sizes_the_host_chooses_are_overrides() {
                         || name == KNN_K
                         || name == ESTEP_D4
                         || name == ESTEP_ROWS
+                        || name == NORMALIZE_K
                         || GEMM_OVERRIDES.contains(&name.as_str()),
                     "{shown}: `{name}` is an override the host never sets; make it a const"
                 );
