@@ -362,15 +362,18 @@ fn mahalanobis_diag_uniform(
     }
 }
 
-// Sums `value` over the workgroup into block_sum[0] (for invocation 0) by a tree in a fixed
-// order, so block sums are reproducible.
-fn tree_sum(lid: u32, value: f32) {
+// Sums `value` over the workgroup g by a tree in a fixed order (so block sums are
+// reproducible) and writes the sum as the workgroup's block of log p sums.
+fn write_block_sum(lid: u32, g: u32, value: f32) {
     block_sum[lid] = value;
     for (var half = NORMALIZE_WG_SIZE / 2u; half > 0u; half = half / 2u) {
         workgroupBarrier();
         if lid < half {
             block_sum[lid] += block_sum[lid + half];
         }
+    }
+    if lid == 0u && g * NORMALIZE_WG_SIZE < params.n_rows {
+        block_log_density[params.block_offset + g] = block_sum[0];
     }
 }
 
@@ -420,10 +423,7 @@ fn normalize_responsibilities(
         log_density[p.row_offset + row] = lse;
         labels[p.row_offset + row] = best;
     }
-    tree_sum(lid, lse);
-    if lid == 0u && g * NORMALIZE_WG_SIZE < p.n_rows {
-        block_log_density[p.block_offset + g] = block_sum[0];
-    }
+    write_block_sum(lid, g, lse);
 }
 
 // normalize_responsibilities for K <= NORMALIZE_MAX_K, K fixed per pipeline: a row's K
@@ -477,10 +477,7 @@ fn normalize_responsibilities_small_k(
         log_density[p.row_offset + row] = lse;
         labels[p.row_offset + row] = best;
     }
-    tree_sum(lid, lse);
-    if lid == 0u && g * NORMALIZE_WG_SIZE < p.n_rows {
-        block_log_density[p.block_offset + g] = block_sum[0];
-    }
+    write_block_sum(lid, g, lse);
 }
 
 // One-hot responsibilities from given labels (the K-Means initialisation).
@@ -521,8 +518,5 @@ fn weigh_responsibilities(
             v = w * log_density[p.row_offset + row];
         }
     }
-    tree_sum(lid, v);
-    if lid == 0u && g * NORMALIZE_WG_SIZE < p.n_rows {
-        block_log_density[p.block_offset + g] = block_sum[0];
-    }
+    write_block_sum(lid, g, v);
 }
