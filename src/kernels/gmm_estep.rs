@@ -130,7 +130,7 @@ pub(crate) fn squared_mahalanobis(
     let fits = if comps.full {
         d <= UNIFORM_MAX_D
     } else {
-        d.div_ceil(4) <= DIAG_UNIFORM_MAX_D4
+        d.div_ceil(4) <= DIAG_UNIFORM_MAX_D4 && vec4_bindable(seg)
     };
     if !fits {
         return record_mahalanobis(gpu, batch, native, seg, d, k, comps);
@@ -219,6 +219,12 @@ pub(super) fn record_mahalanobis(
     )
 }
 
+/// Whether the segment's chunk can also be bound as vec4s (`x4`): a binding of at least one
+/// vec4 (data of fewer than 4 values cannot be).
+fn vec4_bindable(seg: &Segment<'_>) -> bool {
+    seg.chunk.bind_size >= 16
+}
+
 /// Records the uniform-slice twin: each component's mean and factor copied into 64 KiB
 /// uniform slices (whole components; for diagonal factors each padded to whole vec4s, the
 /// padding left zero), one dispatch per slice.
@@ -232,10 +238,11 @@ fn record_mahalanobis_uniform(
 ) -> Result<()> {
     let d4 = d.div_ceil(4);
     let rows = diag_uniform_rows(d4);
-    if !comps.full && d4 > DIAG_UNIFORM_MAX_D4 {
+    if !comps.full && (d4 > DIAG_UNIFORM_MAX_D4 || !vec4_bindable(seg)) {
         return Err(crate::Error::Gpu(format!(
-            "mahalanobis_diag_uniform takes D <= {}, not {d}",
-            4 * DIAG_UNIFORM_MAX_D4
+            "mahalanobis_diag_uniform takes D <= {} and 4 values or more, not D = {d} in {} bytes",
+            4 * DIAG_UNIFORM_MAX_D4,
+            seg.chunk.bind_size
         )));
     }
     // Values from a component's start to its factor, and between two components.
@@ -269,11 +276,8 @@ fn record_mahalanobis_uniform(
             4 * factor as u64,
         );
     }
-    let rows_per_group = if comps.full {
-        ROW_WG_SIZE as u64
-    } else {
-        ROW_WG_SIZE as u64 * rows as u64
-    };
+    // Rows per workgroup: one per invocation for Full/Tied.
+    let rows_per_group = ROW_WG_SIZE as u64 * if comps.full { 1 } else { rows as u64 };
     let grid = gpu.grid((seg.n_rows as u64).div_ceil(rows_per_group))?;
     for s in 0..n_slices {
         let first = s * per_slice;

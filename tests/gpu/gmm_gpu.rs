@@ -18,7 +18,8 @@ fn estep_matches_reference_for_random_parameters() {
     // Awkward sizes: N not a multiple of any workgroup, D = 1, D > 64 (several column tiles),
     // K = 1, K > 64 (and not a multiple of the diag kernel's 8 components per pass). Full and
     // Tied take the one-row-per-invocation kernel up to D = 16, the tiles above (D = 20: one
-    // column tile, D = 67: two).
+    // column tile, D = 67: two). Fewer than 4 values in all (3 x 1, 1 x 3): too few for the
+    // diagonal twin's vec4 view of the rows, which must not be offered.
     let cases = [
         (1037, 3, 5),
         (300, 1, 1),
@@ -26,6 +27,8 @@ fn estep_matches_reference_for_random_parameters() {
         (700, 5, 70),
         (400, 20, 6),
         (333, 16, 2),
+        (3, 1, 2),
+        (1, 3, 1),
     ];
     for (seed, &(n, d, k)) in cases.iter().enumerate() {
         for t in TYPES {
