@@ -256,8 +256,9 @@ class KMeans(ClusterMixin, _Distributed):
     ----------
     n_clusters : int, default=8
     init : {"k-means||", "k-means++", "random"} or array (n_clusters, n_features)
-        k-means‖ takes ``init_max_iter`` rounds of two map tasks each, one more weighting
-        the candidates, and greedy k-means++ among them (one task); k-means++ runs on a
+        k-means‖ takes ``init_max_iter`` rounds of two map tasks each (a worker measures
+        its rows against each round's new candidates only), one more weighting the
+        candidates, and greedy k-means++ among them (one task); k-means++ runs on a
         sample of max(10 000, 256 k) rows.
     n_init : int, default=1
     max_iter : int, default=300

@@ -24,7 +24,9 @@
 //! [`KMeans::fit_partitions`]); k-means‖ (Bahmani et al. 2012) with `rounds` sampling rounds
 //! of two requests each (the cost φ, then the Bernoulli draws, one uniform per row in row
 //! order from the ChaCha8 stream numbered by the round and the partition, seeded once per
-//! restart from the fit's stream), one pass weighting the candidates, and greedy weighted
+//! restart from the fit's stream), each partition measuring its rows against each round's
+//! new candidates only and keeping the running minimum, so the candidates' weights come
+//! from that state with no further pass ([`KMeansPartition`]), and greedy weighted
 //! k-means++ among them ([`RemoteKMeans::seed_candidates`], [`seed_candidates`]). The streams
 //! differ from a single-device fit's, so k-means‖ and k-means++ start elsewhere than
 //! [`KMeans::fit`] does; from given centroids both fits take the same steps.
@@ -153,10 +155,12 @@ impl<'p, R: RemoteKMeans + ?Sized> Driven<'p, R> {
         Ok(merged)
     }
 
-    /// Σ over partitions, in order, of the k-means‖ cost.
-    fn cost(&mut self, candidates: &[f32]) -> Result<f64> {
+    /// Σ over partitions, in order, of the k-means‖ cost of the candidates that the rounds
+    /// ending at `ends` brought.
+    fn cost(&mut self, candidates: &[f32], ends: &[usize]) -> Result<f64> {
         let replies = self.broadcast(KMeansRequest::Cost {
             candidates: candidates.to_vec(),
+            ends: ends.to_vec(),
         })?;
         let mut phi = 0.0;
         for reply in replies {
@@ -171,7 +175,7 @@ impl<'p, R: RemoteKMeans + ?Sized> Driven<'p, R> {
     /// Global indices drawn by one k-means‖ round, ascending.
     fn sample(
         &mut self,
-        candidates: &[f32],
+        (candidates, ends): (&[f32], &[usize]),
         ell: f64,
         phi: f64,
         seed: u64,
@@ -181,6 +185,7 @@ impl<'p, R: RemoteKMeans + ?Sized> Driven<'p, R> {
             .map(|p| {
                 let request = KMeansRequest::Sample {
                     candidates: candidates.to_vec(),
+                    ends: ends.to_vec(),
                     ell,
                     phi,
                     seed,
@@ -203,6 +208,24 @@ impl<'p, R: RemoteKMeans + ?Sized> Driven<'p, R> {
         Ok(picked)
     }
 
+    /// Σ over partitions, in order, of each candidate's nearest rows.
+    fn candidate_weights(&mut self, candidates: &[f32], ends: &[usize]) -> Result<Vec<f32>> {
+        let replies = self.broadcast(KMeansRequest::Weights {
+            candidates: candidates.to_vec(),
+            ends: ends.to_vec(),
+        })?;
+        let mut weights = vec![0f64; candidates.len() / self.d];
+        for reply in replies {
+            match reply {
+                KMeansReply::Weights(w) if w.len() == weights.len() => {
+                    weights.iter_mut().zip(w).for_each(|(sum, v)| *sum += v);
+                }
+                _ => return Err(mismatch("something other than one weight per candidate")),
+            }
+        }
+        Ok(weights.iter().map(|&w| w as f32).collect())
+    }
+
     /// k-means‖ over the partitions (module docs).
     fn parallel_seeds(
         &mut self,
@@ -216,14 +239,18 @@ impl<'p, R: RemoteKMeans + ?Sized> Driven<'p, R> {
         let mut chosen = vec![first];
         let mut in_c: HashSet<usize> = chosen.iter().copied().collect();
         let mut centres = self.rows(&chosen)?;
+        // The candidates after each round that brought some: the partitions measure each
+        // round's once (partition docs).
+        let mut ends = vec![1];
         let ell = oversampling * k as f64;
         let stream_seed = rng.random::<u64>();
         for round in 0..rounds {
-            let phi = self.cost(&centres)?;
+            let phi = self.cost(&centres, &ends)?;
             if phi <= 0.0 {
                 break; // every row sits on a candidate
             }
-            let mut picked = self.sample(&centres, ell, phi, stream_seed, round as u32)?;
+            let drawn = (&centres[..], &ends[..]);
+            let mut picked = self.sample(drawn, ell, phi, stream_seed, round as u32)?;
             picked.retain(|i| !in_c.contains(i));
             if picked.is_empty() {
                 continue;
@@ -231,6 +258,7 @@ impl<'p, R: RemoteKMeans + ?Sized> Driven<'p, R> {
             in_c.extend(picked.iter().copied());
             centres.extend(self.rows(&picked)?);
             chosen.extend(picked);
+            ends.push(chosen.len());
         }
         if chosen.len() < k {
             // Top up with distinct rows not chosen yet (as the single-device k-means‖).
@@ -243,12 +271,7 @@ impl<'p, R: RemoteKMeans + ?Sized> Driven<'p, R> {
         if chosen.len() == k {
             return Ok(centres);
         }
-        let weights: Vec<f32> = self
-            .merged_pass(&centres, None)?
-            .weights
-            .iter()
-            .map(|&w| w as f32)
-            .collect();
+        let weights = self.candidate_weights(&centres, &ends)?;
         let seed = rng.random::<u64>();
         let seeds = self
             .remote

@@ -364,13 +364,61 @@ fn nearest_centres(gpu: &Gpu, x: &GpuMatrix, centres: &[f32]) -> Result<(Vec<u32
     })
 }
 
+/// Every row's nearest k-means‖ candidate so far and its squared distance, measured round
+/// by round against each round's new candidates only (N·C·D work for C candidates in all):
+/// the state k-means‖ keeps per row, on one device and on each remote partition.
+pub(super) struct RunningNearest {
+    /// Per row: the index of its nearest candidate, in the order the candidates came.
+    pub(super) nearest: Vec<u32>,
+    /// Per row: its squared distance to that candidate.
+    pub(super) d2: Vec<f32>,
+    /// Candidates measured so far.
+    pub(super) candidates: usize,
+}
+
+impl RunningNearest {
+    /// The rows of `x` measured against the first candidates `centres` (m x D).
+    pub(super) fn new(gpu: &Gpu, x: &GpuMatrix, centres: &[f32]) -> Result<Self> {
+        let (nearest, d2) = nearest_centres(gpu, x, centres)?;
+        Ok(Self {
+            nearest,
+            d2,
+            candidates: centres.len() / x.n_features(),
+        })
+    }
+
+    /// Folds in the distances to the next candidates `centres` (numbered after those
+    /// measured); an equal distance keeps the earlier candidate, as one assignment over all
+    /// of them would.
+    pub(super) fn add(&mut self, gpu: &Gpu, x: &GpuMatrix, centres: &[f32]) -> Result<()> {
+        let (new_nearest, new_d2) = nearest_centres(gpu, x, centres)?;
+        let first = self.candidates as u32;
+        for (i, (&c, &v)) in new_nearest.iter().zip(&new_d2).enumerate() {
+            if v < self.d2[i] {
+                self.d2[i] = v;
+                self.nearest[i] = first + c;
+            }
+        }
+        self.candidates += centres.len() / x.n_features();
+        Ok(())
+    }
+
+    /// Each candidate's weight: the summed `weight` of the rows nearest to it.
+    pub(super) fn weights(&self, weight: impl Fn(usize) -> f64) -> Vec<f64> {
+        let mut sums = vec![0f64; self.candidates];
+        for (i, &c) in self.nearest.iter().enumerate() {
+            sums[c as usize] += weight(i);
+        }
+        sums
+    }
+}
+
 /// k-means‖ on the device rows `x` (see the module docs): K seeds of rows carrying optional
 /// weights, from `rounds` rounds of ℓ = `oversampling`·K expected candidates.
 ///
-/// Each round measures the rows against the round's new candidates only and keeps, per row,
-/// the smaller distance and the candidate it belongs to: N·C·D work for C candidates in all,
-/// and the candidates' weights (the weight of the rows nearest to each) fall out of the last
-/// round without another pass.
+/// Each round measures the rows against the round's new candidates only
+/// ([`RunningNearest`]), and the candidates' weights (the weight of the rows nearest to each)
+/// fall out of the last round without another pass.
 fn kmeans_parallel(
     gpu: &Gpu,
     x: &GpuMatrix,
@@ -385,10 +433,10 @@ fn kmeans_parallel(
     let mut in_c = vec![false; n];
     in_c[first] = true;
     let mut centres = rows::read_rows(gpu, x, &chosen)?;
-    // Per row: D² to the nearest candidate so far, and that candidate's index in `chosen`.
-    let (mut nearest, mut d2) = nearest_centres(gpu, x, &centres)?;
+    let mut running = RunningNearest::new(gpu, x, &centres)?;
     let ell = oversampling * k as f64;
     for _ in 0..rounds {
+        let d2 = &running.d2;
         let phi: f64 = (0..n).map(|i| weight(i) * d2[i].max(0.0) as f64).sum();
         if phi <= 0.0 {
             break; // every row sits on a candidate
@@ -408,11 +456,7 @@ fn kmeans_parallel(
             in_c[i] = true;
         }
         let new_centres = rows::read_rows(gpu, x, &picked)?;
-        merge_nearest(
-            (&mut nearest, &mut d2),
-            nearest_centres(gpu, x, &new_centres)?,
-            chosen.len(),
-        );
+        running.add(gpu, x, &new_centres)?;
         centres.extend(new_centres);
         chosen.extend(picked);
     }
@@ -428,29 +472,9 @@ fn kmeans_parallel(
         return Ok(centres);
     }
     // Weight every candidate by the rows nearest to it, then seed among them on the device.
-    let mut candidate_weights = vec![0f64; chosen.len()];
-    for (i, &c) in nearest.iter().enumerate() {
-        candidate_weights[c as usize] += weight(i);
-    }
-    let candidate_weights: Vec<f32> = candidate_weights.iter().map(|&w| w as f32).collect();
+    let candidate_weights: Vec<f32> = running.weights(weight).iter().map(|&w| w as f32).collect();
     let candidates = GpuMatrix::upload(gpu, &Matrix::new(&centres, d)?)?;
     weighted_plus_plus_seeds(gpu, &candidates, k, Some(&candidate_weights), rng)
-}
-
-/// Folds a round's distances to its new candidates (numbered from `first` on) into the
-/// running nearest candidate and D² of every row; an equal distance keeps the earlier
-/// candidate, as one assignment over all of them would.
-fn merge_nearest(
-    (nearest, d2): (&mut [u32], &mut [f32]),
-    (new_nearest, new_d2): (Vec<u32>, Vec<f32>),
-    first: usize,
-) {
-    for (i, (&c, &v)) in new_nearest.iter().zip(&new_d2).enumerate() {
-        if v < d2[i] {
-            d2[i] = v;
-            nearest[i] = (first + c as usize) as u32;
-        }
-    }
 }
 
 /// K distinct rows drawn uniformly, or with probability ∝ weight (without replacement,

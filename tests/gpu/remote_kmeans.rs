@@ -4,10 +4,11 @@
 
 use crate::common::gpu;
 use wgpu_unsupervised::datasets::make_blobs;
+use wgpu_unsupervised::gpu::profile::Profile;
 use wgpu_unsupervised::kmeans::{seed_candidates, KMeansReply, KMeansRequest};
 use wgpu_unsupervised::metrics::adjusted_rand_index;
 use wgpu_unsupervised::{
-    Gpu, KMeans, KMeansInit, KMeansPartition, Matrix, Metric, RemoteKMeans, Result,
+    Gpu, KMeans, KMeansInit, KMeansPartition, Matrix, Metric, ProfileClock, RemoteKMeans, Result,
 };
 
 /// Partitions of `rows` answered in process; after `restart_after` rounds of requests every
@@ -187,6 +188,7 @@ fn requests_that_do_not_fit_are_errors() {
         KMeansRequest::Rows { indices: vec![50] },
         KMeansRequest::Sample {
             candidates: vec![0.0; 3],
+            ends: vec![1],
             ell: 2.0,
             phi: 0.0,
             seed: 1,
@@ -194,12 +196,21 @@ fn requests_that_do_not_fit_are_errors() {
             partition: 0,
         },
     ];
+    // Rounds' ends that do not rise from above 0 to the candidates.
+    let cost = |ends: Vec<usize>| KMeansRequest::Cost {
+        candidates: rows[..9].to_vec(),
+        ends,
+    };
+    let bad = bad
+        .into_iter()
+        .chain([vec![], vec![0, 3], vec![2, 2, 3], vec![1, 2], vec![1, 4]].map(cost));
     for request in bad {
         assert!(part.answer(&request).is_err(), "{request:?}");
     }
     // The same draw request gives the same rows; another round, others.
     let sample = |round| KMeansRequest::Sample {
         candidates: rows[..3].to_vec(),
+        ends: vec![1],
         ell: 10.0,
         phi: 5.0,
         seed: 7,
@@ -213,4 +224,120 @@ fn requests_that_do_not_fit_are_errors() {
         .metric(Metric::Cosine)
         .fit_remote(&mut InProcess::new(&gpu, &rows, 3, &[50]))
         .is_err());
+}
+
+/// FLOPs of the assignment kernels a profile counted (2·N·D per row and candidate; the exact
+/// rechecks of undecided rows count none).
+fn assignment_flops(profile: &Profile) -> f64 {
+    profile
+        .kernels()
+        .iter()
+        .filter(|s| s.kernel.starts_with("assign_") && s.kernel != "assign_recheck")
+        .map(|s| s.work.flops)
+        .sum()
+}
+
+#[test]
+fn kmeans_parallel_requests_measure_each_round_once() {
+    let gpu = gpu();
+    for (n, d, seed) in [(700, 3, 1), (1500, 17, 2)] {
+        let rows = wgpu_unsupervised::datasets::uniform(n, d, seed);
+        let x = Matrix::new(&rows, d).unwrap();
+        // Candidates from elsewhere in the space than the rows, rounds of 1, 4 and 6.
+        let candidates: Vec<f32> = wgpu_unsupervised::datasets::uniform(11, d, seed + 10)
+            .iter()
+            .map(|v| 1.5 * v - 0.2)
+            .collect();
+        let upto = |c: usize| candidates[..c * d].to_vec();
+        let cost = |ends: &[usize]| KMeansRequest::Cost {
+            candidates: upto(*ends.last().unwrap()),
+            ends: ends.to_vec(),
+        };
+        let all = [1, 5, 11];
+        let per_candidate = 2.0 * (n * d) as f64;
+
+        let mut warm = KMeansPartition::upload(&gpu, &x).unwrap();
+        warm.answer(&cost(&all[..1])).unwrap();
+        warm.answer(&cost(&all[..2])).unwrap();
+        let (warm_cost, profile) = gpu
+            .profile(ProfileClock::WallClock, || warm.answer(&cost(&all)))
+            .unwrap();
+        assert_eq!(
+            assignment_flops(&profile),
+            6.0 * per_candidate,
+            "the last round only"
+        );
+        // Drawing and weighting after the cost measure nothing again.
+        let sample = KMeansRequest::Sample {
+            candidates: upto(11),
+            ends: all.to_vec(),
+            ell: 20.0,
+            phi: 1.0,
+            seed,
+            round: 2,
+            partition: 0,
+        };
+        let weights = KMeansRequest::Weights {
+            candidates: upto(11),
+            ends: all.to_vec(),
+        };
+        let ((warm_sample, warm_weights), profile) = gpu
+            .profile(ProfileClock::WallClock, || {
+                Ok((warm.answer(&sample)?, warm.answer(&weights)?))
+            })
+            .unwrap();
+        assert_eq!(assignment_flops(&profile), 0.0);
+
+        // A fresh partition, and one that measured other rounds, measure every round and
+        // reply the same bits.
+        let mut fresh = KMeansPartition::upload(&gpu, &x).unwrap();
+        let mut other = KMeansPartition::upload(&gpu, &x).unwrap();
+        other.answer(&cost(&[2, 5])).unwrap();
+        for part in [&mut fresh, &mut other] {
+            let (reply, profile) = gpu
+                .profile(ProfileClock::WallClock, || part.answer(&cost(&all)))
+                .unwrap();
+            assert_eq!(assignment_flops(&profile), 11.0 * per_candidate);
+            assert_eq!(reply, warm_cost);
+            assert_eq!(part.answer(&sample).unwrap(), warm_sample);
+            assert_eq!(part.answer(&weights).unwrap(), warm_weights);
+        }
+
+        // The reply is the running minimum: D² to the nearest candidate, and each
+        // candidate weighted by the rows nearest to it (ties to the earlier), as one
+        // assignment over all candidates gives within f32 rounding.
+        let nearest: Vec<(usize, f64)> = rows
+            .chunks(d)
+            .map(|r| {
+                (0..11)
+                    .map(|c| {
+                        let dist: f64 = r
+                            .iter()
+                            .zip(&candidates[c * d..(c + 1) * d])
+                            .map(|(&a, &b)| (a as f64 - b as f64).powi(2))
+                            .sum();
+                        (c, dist)
+                    })
+                    .fold(
+                        (0, f64::INFINITY),
+                        |best, e| if e.1 < best.1 { e } else { best },
+                    )
+            })
+            .collect();
+        let phi: f64 = nearest.iter().map(|&(_, v)| v).sum();
+        match warm_cost {
+            KMeansReply::Cost(c) => assert!((c - phi).abs() <= 1e-5 * phi, "{c} vs {phi}"),
+            other => panic!("{other:?}"),
+        }
+        let mut counts = vec![0f64; 11];
+        nearest.iter().for_each(|&(c, _)| counts[c] += 1.0);
+        match warm_weights {
+            KMeansReply::Weights(w) => {
+                assert_eq!(w.iter().sum::<f64>(), n as f64);
+                let moved: f64 = w.iter().zip(&counts).map(|(a, b)| (a - b).abs()).sum();
+                assert!(moved <= 2.0, "{w:?} vs {counts:?}");
+            }
+            other => panic!("{other:?}"),
+        }
+    }
 }

@@ -9,6 +9,7 @@ use crate::error::{Error, Result};
 use crate::gpu::{Gpu, GpuMatrix};
 use crate::kernels::rows;
 use crate::kmeans::lloyd::LloydData;
+use crate::kmeans::seeding::RunningNearest;
 use crate::kmeans::workspace::Workspace;
 use crate::kmeans::{KMeans, KMeansStats};
 
@@ -40,6 +41,9 @@ pub enum KMeansRequest {
     Cost {
         /// The candidates so far, row-major.
         candidates: Vec<f32>,
+        /// The rounds that brought them: the number of candidates after each (see
+        /// [`KMeansPartition`]).
+        ends: Vec<usize>,
     },
     /// k-means‖: the rows drawn with probability min(1, ℓ·D²/φ), one uniform draw per row
     /// in row order from ChaCha8 seeded with `seed` on stream `round · 2³² + partition`:
@@ -47,6 +51,8 @@ pub enum KMeansRequest {
     Sample {
         /// The candidates so far, row-major.
         candidates: Vec<f32>,
+        /// The rounds that brought them, as for [`KMeansRequest::Cost`].
+        ends: Vec<usize>,
         /// ℓ: the expected number of rows drawn over all partitions.
         ell: f64,
         /// φ: the cost of all partitions against `candidates`.
@@ -57,6 +63,14 @@ pub enum KMeansRequest {
         round: u32,
         /// This partition's position among the fit's partitions.
         partition: u32,
+    },
+    /// k-means‖: the number of rows nearest to each candidate, in candidate order:
+    /// [`KMeansReply::Weights`].
+    Weights {
+        /// The candidates, row-major.
+        candidates: Vec<f32>,
+        /// The rounds that brought them, as for [`KMeansRequest::Cost`].
+        ends: Vec<usize>,
     },
 }
 
@@ -79,6 +93,8 @@ pub enum KMeansReply {
     Cost(f64),
     /// Local indices of the rows drawn, ascending.
     Sample(Vec<usize>),
+    /// Per candidate, the rows nearest to it.
+    Weights(Vec<f64>),
 }
 
 /// One partition's rows on a device, kept across the passes of remote fits (the worker
@@ -86,8 +102,17 @@ pub enum KMeansReply {
 ///
 /// The rows are uploaded once; the device workspace (labels, distances, per-block sums) is
 /// kept between requests, made again when a request brings more centroids than it holds
-/// (or far fewer). The partition remembers which centroids its labels on the device belong to, so the
-/// changed-label count of [`KMeansRequest::Pass`] is exact whatever ran before.
+/// (or far fewer). The partition remembers which centroids its labels on the device belong
+/// to, so the changed-label count of [`KMeansRequest::Pass`] is exact whatever ran before.
+///
+/// The k-means‖ requests carry every candidate so far and `ends`, the number of candidates
+/// after each round. Their replies are defined round by round: each row's D² and nearest
+/// candidate are the running minimum over the rounds, each round measured against its own
+/// candidates only (ties keep the earlier candidate), as [`KMeans::fit`]'s k-means‖ does on
+/// one device. A partition keeps that state between requests, so a round whose earlier
+/// rounds it has measured costs N·(new candidates)·D, and all of k-means‖ one pass over
+/// the candidates; a partition that lacks them (rebuilt, or asked out of order) measures
+/// them first, round by round, and replies the same bits.
 pub struct KMeansPartition<'g> {
     gpu: &'g Gpu,
     x: GpuMatrix,
@@ -96,8 +121,9 @@ pub struct KMeansPartition<'g> {
     capacity: usize,
     /// The centroids of the pass whose labels and distances the workspace holds.
     labels_for: Option<Vec<f32>>,
-    /// The candidates of the last k-means‖ cost and every row's D² against them.
-    cost_cache: Option<(Vec<f32>, Vec<f32>)>,
+    /// The k-means‖ candidates measured, their rounds' ends, and every row's running
+    /// nearest candidate and D².
+    seeding: Option<(Vec<f32>, Vec<usize>, RunningNearest)>,
 }
 
 impl<'g> KMeansPartition<'g> {
@@ -109,7 +135,7 @@ impl<'g> KMeansPartition<'g> {
             ws: None,
             capacity: 0,
             labels_for: None,
-            cost_cache: None,
+            seeding: None,
         }
     }
 
@@ -160,14 +186,18 @@ impl<'g> KMeansPartition<'g> {
                     self.gpu, &self.x, indices,
                 )?))
             }
-            KMeansRequest::Cost { candidates } => {
-                let d2 = self.candidate_distances(candidates)?;
+            KMeansRequest::Cost { candidates, ends } => {
+                let d2 = &self.running_nearest(candidates, ends)?.d2;
                 Ok(KMeansReply::Cost(
                     d2.iter().map(|&v| v.max(0.0) as f64).sum(),
                 ))
             }
+            KMeansRequest::Weights { candidates, ends } => Ok(KMeansReply::Weights(
+                self.running_nearest(candidates, ends)?.weights(|_| 1.0),
+            )),
             KMeansRequest::Sample {
                 candidates,
+                ends,
                 ell,
                 phi,
                 seed,
@@ -180,7 +210,7 @@ impl<'g> KMeansPartition<'g> {
                         format!("k-means|| sampling needs a finite φ > 0 and ℓ > 0, got φ = {phi}, ℓ = {ell}"),
                     ));
                 }
-                let d2 = self.candidate_distances(candidates)?;
+                let d2 = &self.running_nearest(candidates, ends)?.d2;
                 let mut rng = round_stream(*seed, *round, *partition);
                 let picked = d2
                     .iter()
@@ -260,17 +290,46 @@ impl<'g> KMeansPartition<'g> {
         self.workspace(k)?.labels_and_distances()
     }
 
-    /// Every row's D² to the nearest of `candidates` (cached for the sampling request that
-    /// follows the cost request of a round).
-    fn candidate_distances(&mut self, candidates: &[f32]) -> Result<Vec<f32>> {
-        if let Some((c, d2)) = &self.cost_cache {
-            if c == candidates {
-                return Ok(d2.clone());
-            }
+    /// Every row's running nearest among `candidates` over the rounds that `ends` closes
+    /// (the type's docs): the rounds this partition has not measured yet, measured.
+    fn running_nearest(&mut self, candidates: &[f32], ends: &[usize]) -> Result<&RunningNearest> {
+        let c = self.count(candidates)?;
+        if ends.is_empty()
+            || ends[0] == 0
+            || ends.windows(2).any(|w| w[0] >= w[1])
+            || ends[ends.len() - 1] != c
+        {
+            return Err(Error::invalid(
+                "ends",
+                format!(
+                    "the rounds' ends must rise from above 0 to the {c} candidates, got {ends:?}"
+                ),
+            ));
         }
-        let (_, d2) = self.labels_and_distances(candidates)?;
-        self.cost_cache = Some((candidates.to_vec(), d2.clone()));
-        Ok(d2)
+        let d = self.x.n_features();
+        // The rounds already measured, when this partition measured a prefix of them.
+        let measured = match &self.seeding {
+            Some((had, had_ends, _))
+                if had_ends.len() <= ends.len()
+                    && ends[..had_ends.len()] == had_ends[..]
+                    && candidates[..had.len()] == had[..] =>
+            {
+                had_ends.len()
+            }
+            _ => 0,
+        };
+        let mut running = match self.seeding.take() {
+            Some((_, _, running)) if measured > 0 => running,
+            _ => RunningNearest::new(self.gpu, &self.x, &candidates[..ends[0] * d])?,
+        };
+        for round in measured.max(1)..ends.len() {
+            let new = &candidates[ends[round - 1] * d..ends[round] * d];
+            running.add(self.gpu, &self.x, new)?;
+        }
+        let (_, _, running) = self
+            .seeding
+            .insert((candidates.to_vec(), ends.to_vec(), running));
+        Ok(running)
     }
 }
 
