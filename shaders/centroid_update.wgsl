@@ -236,6 +236,10 @@ fn accumulate_cluster_partials_texture(
 // same order as above, so the same bits, with no workgroup-memory traffic per value (costly
 // on lavapipe, where every such load and store is a loop over the SIMD lanes).
 
+// accumulate_segments_storage is the same with the rows and old centroids read from the
+// storage buffers, one feature per invocation: any D, and no textures needed (the small-K
+// assignment kernels keep no texture mirror of the rows).
+
 // Largest K of label_segments (its per-cluster cursors live in workgroup memory).
 const SEGMENT_CLUSTERS: u32 = 4096u;
 
@@ -313,6 +317,42 @@ fn accumulate_segments(
     partial_sums[out + 2u] = sum.z;
     partial_sums[out + 3u] = sum.w;
     if q == 0u {
+        partial_sq_dist[2u * at] = sq;
+        partial_sq_dist[2u * at + 1u] = ws;
+    }
+}
+
+@compute @workgroup_size(ROW_WG_SIZE)
+fn accumulate_segments_storage(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+) {
+    let d = params.d;
+    let e = invocation_index(wid, params.grid_x, ROW_WG_SIZE, lid);
+    let n_blocks = (params.n_rows + params.block_rows - 1u) / params.block_rows;
+    if e >= n_blocks * params.k * d {
+        return;
+    }
+    let f = e % d;
+    let c = (e / d) % params.k;
+    let block = e / (d * params.k);
+    let seg = block * (params.k + 1u) + c;
+    let old = old_centroids[c * d + f];
+    var sum = 0.0;
+    var sq = 0.0;
+    var ws = 0.0;
+    for (var i = segments[seg]; i < segments[seg + 1u]; i++) {
+        let r = order[i];
+        let w = weight_of(r);
+        sum += w * (x[params.x_offset + r * d + f] - old);
+        // Every feature's invocation sums these too (the same values): a branch on f would
+        // cost llvmpipe as much, since it runs both sides of a divergent branch.
+        sq += w * min_sq_dist[r];
+        ws += w;
+    }
+    let at = params.block_offset * params.k + block * params.k + c;
+    partial_sums[at * d + f] = sum;
+    if f == 0u {
         partial_sq_dist[2u * at] = sq;
         partial_sq_dist[2u * at + 1u] = ws;
     }

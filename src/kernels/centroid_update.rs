@@ -149,7 +149,7 @@ pub(crate) fn accumulate_cluster_partials(
     // the adapter's loop budget only (GpuInfo::loop_back_edge_budget), else the sliced walk.
     let segment_rows = out.block_rows.min(chunk.n_rows);
     let segments_fit = super::fits_loop_budget(gpu, 2 * segment_rows + 2 * k + 8);
-    let path = if texels.is_some() && k <= SEGMENT_CLUSTERS && segments_fit {
+    let path = if cpu_like(gpu) && k <= SEGMENT_CLUSTERS && segments_fit {
         UpdatePath::Segments
     } else {
         let slicing = Slicing::for_shape(d, k, texels.is_some());
@@ -171,7 +171,9 @@ pub(crate) enum UpdatePath {
     /// [`feature_wg_sizes`](super::feature_wg_sizes)).
     Sliced(Slicing, u32),
     /// `label_segments` then `accumulate_segments`: the rows grouped by label, each segment
-    /// summed in registers from the textures (CPU-like adapters, K <= `SEGMENT_CLUSTERS`).
+    /// summed in registers (CPU-like adapters, K <= `SEGMENT_CLUSTERS`), a texel per
+    /// invocation from the textures when given, else a feature per invocation from the
+    /// storage buffers (`accumulate_segments_storage`).
     Segments,
 }
 
@@ -188,8 +190,7 @@ pub(super) fn accumulate_cluster_partials_at(
 ) -> Result<()> {
     let (slicing, wg_size) = match (path, textures) {
         (UpdatePath::Sliced(slicing, wg_size), _) => (slicing, wg_size),
-        (UpdatePath::Segments, Some(t)) => return record_segments(gpu, batch, chunk, rows, out, t),
-        (UpdatePath::Segments, None) => panic!("the segments path reads the textures"),
+        (UpdatePath::Segments, t) => return record_segments(gpu, batch, chunk, rows, out, t),
     };
     let (d, k, block_rows) = (rows.d, rows.k, out.block_rows);
     assert!(slicing.fits(), "{slicing:?} exceeds the workgroup memory");
@@ -249,18 +250,23 @@ pub(super) fn accumulate_cluster_partials_at(
 }
 
 /// Records [`UpdatePath::Segments`]: `label_segments` (one invocation per block) groups the
-/// rows by label, `accumulate_segments` (one invocation per block, cluster and texel) sums
-/// each segment in registers.
+/// rows by label, `accumulate_segments` (one invocation per block, cluster and texel of the
+/// textures) or `accumulate_segments_storage` (per block, cluster and feature, without
+/// them) sums each segment in registers.
 fn record_segments(
     gpu: &Gpu,
     batch: &mut Batch<'_>,
     chunk: &Chunk,
     rows: &Assigned<'_>,
     out: &ClusterPartials<'_>,
-    textures: &UpdateTextures<'_>,
+    textures: Option<&UpdateTextures<'_>>,
 ) -> Result<()> {
     let (d, k, block_rows) = (rows.d, rows.k, out.block_rows);
-    assert!(d.is_multiple_of(4) && k <= SEGMENT_CLUSTERS);
+    assert!(k <= SEGMENT_CLUSTERS);
+    assert!(
+        textures.is_none() || d.is_multiple_of(4),
+        "texels hold 4 features"
+    );
     let weights = rows.weights;
     let n_blocks = chunk.n_rows.div_ceil(block_rows);
     let order = DeviceBuffer::<u32>::zeroed(gpu, "rows by label", chunk.n_rows.max(1));
@@ -296,22 +302,33 @@ fn record_segments(
         // Two passes over the labels; the counts, segments and order written once.
         Work::f32s(0.0, (3 * chunk.n_rows + n_blocks * (2 * k + 1)) as f64),
     )?;
-    let invocations = n_blocks * k * (d / 4);
+    let mut binds = vec![
+        ("min_sq_dist", rows.min_sq_dist.bind()),
+        ("weights", weights_bind),
+        ("order", order.bind()),
+        ("segments", segments.bind()),
+        ("partial_sums", out.sums.bind()),
+        ("partial_sq_dist", out.sq_dist.bind()),
+    ];
+    let (entry, per_segment) = match textures {
+        Some(t) => {
+            binds.push(("x_texels", t.rows.bind()));
+            binds.push(("centroid_texels", t.centroids.bind()));
+            (wgsl::ACCUMULATE_SEGMENTS, d / 4)
+        }
+        None => {
+            binds.push(("x", chunk.bind()));
+            binds.push(("old_centroids", rows.old_centroids.bind()));
+            (wgsl::ACCUMULATE_SEGMENTS_STORAGE, d)
+        }
+    };
+    let invocations = n_blocks * k * per_segment;
     let grid = gpu.grid(invocations.div_ceil(ROW_WG_SIZE as usize) as u64)?;
     batch.dispatch(
-        wgsl::ACCUMULATE_SEGMENTS,
+        entry,
         &[],
         &params(grid.x),
-        &[
-            ("min_sq_dist", rows.min_sq_dist.bind()),
-            ("weights", weights_bind),
-            ("order", order.bind()),
-            ("segments", segments.bind()),
-            ("x_texels", textures.rows.bind()),
-            ("centroid_texels", textures.centroids.bind()),
-            ("partial_sums", out.sums.bind()),
-            ("partial_sq_dist", out.sq_dist.bind()),
-        ],
+        &binds,
         grid,
         // x − old centroid and a sum per value; rows, distances and order read once, every
         // block's partials written once.

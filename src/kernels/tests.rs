@@ -90,6 +90,7 @@ fn centroid_partials_are_right_at_every_feature_workgroup_size() {
                 range_k: 2,
             };
             runs.push((UpdatePath::Sliced(narrow(3), 32), false));
+            runs.push((UpdatePath::Segments, false));
             if d.is_multiple_of(4) {
                 for wg in feature_wg_sizes() {
                     runs.push((UpdatePath::Sliced(Slicing::for_shape(d, k, true), wg), true));
