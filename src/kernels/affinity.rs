@@ -296,14 +296,79 @@ fn slice_bind(slice: &wgpu::Buffer) -> Bind<'_> {
 }
 
 /// The `k` nearest rows of every row of `x` (itself first, ties by index), N x k indices and
-/// squared distances, row-major.
+/// squared distances, row-major. On CPU-like adapters the search runs on the host's threads
+/// ([`nearest_neighbors_host`]), elsewhere on the device.
 pub(crate) fn nearest_neighbors(
     gpu: &Gpu,
     x: &GpuMatrix,
     k: usize,
 ) -> Result<(Vec<u32>, Vec<f32>)> {
+    if super::tiles::cpu_like(gpu) {
+        let rows = gpu.scoped("k nearest neighbours", || x.to_host(gpu))?;
+        return Ok(nearest_neighbors_host(&rows, x.n_features(), k));
+    }
     let variant = AffinityVariant::for_adapter(gpu, x.n_features(), k);
     nearest_neighbors_with(gpu, x, k, variant)
+}
+
+/// The host twin of `knn_update`: each row's `k` nearest among the rows (row-major, `d`
+/// features), ordered by (squared distance, index), the distance summed in feature order as
+/// the kernels' fma chain. llvmpipe computes WGSL's `fma` as a multiply then an add (the
+/// unit test finds its bits so), and so does this loop: on llvmpipe the same lists and the
+/// same bits as the kernels.
+///
+/// For CPU-like adapters, whose "device" is these same cores: llvmpipe runs both sides of
+/// every branch (the insertion into the list at every pair, ~10x the pair's distance) and
+/// loads each value lane by lane, where a host loop skips the insertion for all but the
+/// ~k·ln(N/k) rows that improve a list and reads rows from cache. Rows are split over the
+/// available threads; each list depends on its row only, so the split changes nothing.
+pub(crate) fn nearest_neighbors_host(rows: &[f32], d: usize, k: usize) -> (Vec<u32>, Vec<f32>) {
+    let n = rows.len() / d;
+    let mut index = vec![u32::MAX; n * k];
+    let mut dist = vec![f32::MAX; n * k];
+    if n == 0 || k == 0 {
+        return (index, dist);
+    }
+    let threads = std::thread::available_parallelism().map_or(1, |t| t.get());
+    let per_thread = n.div_ceil(threads.min(n));
+    std::thread::scope(|s| {
+        let lists = index
+            .chunks_mut(per_thread * k)
+            .zip(dist.chunks_mut(per_thread * k));
+        for (part, (index, dist)) in lists.enumerate() {
+            s.spawn(move || {
+                let queries = rows[part * per_thread * d..].chunks_exact(d);
+                let lists = index.chunks_mut(k).zip(dist.chunks_mut(k));
+                for (q, (index, dist)) in queries.zip(lists) {
+                    for (j, x) in rows.chunks_exact(d).enumerate() {
+                        let d2 = q.iter().zip(x).fold(0.0f32, |acc, (a, b)| {
+                            let diff = a - b;
+                            acc + diff * diff
+                        });
+                        insert_neighbour(index, dist, j as u32, d2);
+                    }
+                }
+            });
+        }
+    });
+    (index, dist)
+}
+
+/// Inserts row `g` at squared distance `d2` into the sorted list (`index`, `dist`) when it
+/// beats the last entry, as `knn_update` does.
+fn insert_neighbour(index: &mut [u32], dist: &mut [f32], g: u32, d2: f32) {
+    let last = index.len() - 1;
+    if !(d2 < dist[last] || (d2 == dist[last] && g < index[last])) {
+        return;
+    }
+    let mut t = last;
+    while t > 0 && (dist[t - 1] > d2 || (dist[t - 1] == d2 && index[t - 1] > g)) {
+        dist[t] = dist[t - 1];
+        index[t] = index[t - 1];
+        t -= 1;
+    }
+    dist[t] = d2;
+    index[t] = g;
 }
 
 /// [`nearest_neighbors`] with the given variant (the same lists from both).

@@ -1,10 +1,11 @@
-//! The affinity products of spectral clustering (`affinity.rs`): both variants against f64
-//! host sums and brute-force neighbour lists, with chunks, several column passes, uniform
+//! The affinity products of spectral clustering (`affinity.rs`): both variants (and the
+//! neighbour search's host twin) against f64 host sums and brute-force neighbour lists, with chunks, several column passes, uniform
 //! slices and data split into runs, and past the size where llvmpipe's loop budget
 //! (`GpuInfo::loop_back_edge_budget`) once cut the neighbour search short.
 
 use super::affinity::{
-    nearest_neighbors_with, rbf_times_block_with, AffinityVariant, KNN_UNIFORM_MAX_K, UNIFORM_MAX_D,
+    nearest_neighbors_host, nearest_neighbors_with, rbf_times_block_with, AffinityVariant,
+    KNN_UNIFORM_MAX_K, UNIFORM_MAX_D,
 };
 use crate::data::Matrix;
 use crate::gpu::device_buffer::DeviceBuffer;
@@ -164,12 +165,15 @@ fn both_neighbour_searches_find_the_brute_force_lists_with_chunks_and_slices() {
         let mut first: Option<(Vec<u32>, Vec<f32>)> = None;
         // The uniform kernel keeps the query and the lists in registers: D <= 32, k <= 16.
         let fits = d <= UNIFORM_MAX_D && k <= KNN_UNIFORM_MAX_K;
-        for variant in VARIANTS
+        let device = VARIANTS
             .into_iter()
-            .filter(|&v| fits || v == AffinityVariant::Storage)
-        {
-            let (index, dist) = nearest_neighbors_with(g, &xg, k, variant).unwrap();
-            let what = format!("n = {n}, D = {d}, k = {k}, {variant:?}");
+            .filter(|&v| fits || v == AffinityVariant::Storage);
+        for variant in device.map(Some).chain([None]) {
+            let (index, dist) = match variant {
+                Some(v) => nearest_neighbors_with(g, &xg, k, v).unwrap(),
+                None => nearest_neighbors_host(&x, d, k),
+            };
+            let what = format!("n = {n}, D = {d}, k = {k}, {variant:?} (None: the host)");
             check_lists(&what, &x, d, k, &rows, &index, &dist);
             match &first {
                 None => first = Some((index, dist)),
