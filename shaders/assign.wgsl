@@ -18,8 +18,12 @@
 // c′ = fl(c − s), the dot product, the norm and the final fma) and |d̂ⱼ − dⱼ| (difference form),
 // dⱼ the exact distance, with the f32 rounding of the test itself; the derivation is in
 // src/kernels/assign_bound.rs, which also checks it on adversarial data. When the test holds,
-// the exact argmin is the candidate; its d̂ is then recomputed in the difference form. A row
-// that fails it (a near tie, or a non-finite value) goes on the recheck list, and
+// the exact argmin is the candidate; its d̂ is then recomputed in the difference form. The
+// search also keeps the runner-up: when the same test holds with min over the candidates
+// other than the two, against the lower of their upper bounds, the argmin of d̂ is one of
+// the two (the same proof, assign_bound.rs), and both are recomputed in the difference form
+// (a near tie between two centroids, the common case, costs 2D more, not K·D). A row that
+// fails both (several near ties, or a non-finite value) goes on the recheck list, and
 // assign_recheck compares all K centroids in the difference form, as the other variants do.
 //
 // assign_rows (GPUs, K <= SMALL_K) reads the rows of a workgroup cooperatively with vec4 loads
@@ -145,16 +149,19 @@ fn centroid_prep(
 // ---- The candidate search of the GEMM form ----
 
 // One row's search so far: the best candidate (lowest v, then lowest index), its v and slack,
-// and the lowest v − slack among the others.
+// the runner-up's, and the lowest v − slack among the others.
 struct Search {
     v: f32,
     k: u32,
     slack: f32,
+    v2: f32,
+    k2: u32,
+    slack2: f32,
     others: f32,
 }
 
 fn search_start() -> Search {
-    return Search(F32_MAX, 0xffffffffu, 0.0, F32_MAX);
+    return Search(F32_MAX, 0xffffffffu, 0.0, F32_MAX, 0xffffffffu, 0.0, F32_MAX);
 }
 
 // Candidate k with v = ‖c′ₖ‖² − 2p (one fma) and its slack. Candidates of one invocation come
@@ -162,25 +169,48 @@ fn search_start() -> Search {
 fn search_add(s: Search, p: f32, k: u32, norms: vec4<f32>) -> Search {
     let v = fma(-2.0, p, norms.x);
     if v < s.v {
-        return Search(v, k, norms.y, min(s.others, s.v - s.slack));
+        return Search(v, k, norms.y, s.v, s.k, s.slack, min(s.others, s.v2 - s.slack2));
     }
-    return Search(s.v, s.k, s.slack, min(s.others, v - norms.y));
+    if v < s.v2 {
+        return Search(s.v, s.k, s.slack, v, k, norms.y, min(s.others, s.v2 - s.slack2));
+    }
+    return Search(s.v, s.k, s.slack, s.v2, s.k2, s.slack2, min(s.others, v - norms.y));
 }
 
-// Two searches over disjoint candidates, as one.
+// Whether candidate (av, ak) comes before (bv, bk): lower v, then lower index.
+fn search_before(av: f32, ak: u32, bv: f32, bk: u32) -> bool {
+    return av < bv || (av == bv && ak < bk);
+}
+
+// Two searches over disjoint candidates, as one: the better best wins; the runner-up is the
+// better of the loser's best and the winner's runner-up; every other candidate goes to the
+// bound.
 fn search_merge(a: Search, b: Search) -> Search {
-    if a.v < b.v || (a.v == b.v && a.k < b.k) {
-        return Search(a.v, a.k, a.slack, min(min(a.others, b.others), b.v - b.slack));
+    var w = b;
+    var l = a;
+    if search_before(a.v, a.k, b.v, b.k) {
+        w = a;
+        l = b;
     }
-    return Search(b.v, b.k, b.slack, min(min(a.others, b.others), a.v - a.slack));
+    let others = min(min(a.others, b.others), l.v2 - l.slack2);
+    if search_before(l.v, l.k, w.v2, w.k2) {
+        return Search(w.v, w.k, w.slack, l.v, l.k, l.slack, min(others, w.v2 - w.slack2));
+    }
+    return Search(w.v, w.k, w.slack, w.v2, w.k2, w.slack2, min(others, l.v - l.slack));
 }
 
-fn search_pack(s: Search) -> vec4<f32> {
+// A search as two vec4s (workgroup scratch between invocations): [0] best, [1] runner-up
+// and bound.
+fn search_pack_best(s: Search) -> vec4<f32> {
     return vec4<f32>(s.v, bitcast<f32>(s.k), s.slack, s.others);
 }
 
-fn search_unpack(v: vec4<f32>) -> Search {
-    return Search(v.x, bitcast<u32>(v.y), v.z, v.w);
+fn search_pack_second(s: Search) -> vec4<f32> {
+    return vec4<f32>(s.v2, bitcast<f32>(s.k2), s.slack2, 0.0);
+}
+
+fn search_unpack(best: vec4<f32>, second: vec4<f32>) -> Search {
+    return Search(best.x, bitcast<u32>(best.y), best.z, second.x, bitcast<u32>(second.y), second.z, best.w);
 }
 
 // Whether the search proves its candidate the exact argmin for a row with ‖x′‖² = `norm`
@@ -188,8 +218,29 @@ fn search_unpack(v: vec4<f32>) -> Search {
 // of the 2D + 8 roundings may lose up to the smallest normal when results are subnormal (or
 // flushed to zero), which no relative bound sees.
 fn search_is_exact(s: Search, norm: f32) -> bool {
-    let underflow = f32(2u * params.d + 8u) * 1.1754944e-38;
-    return s.k < params.k && s.others - (s.v + s.slack) > 2.0 * params.beta * norm + underflow;
+    let others = min(s.others, s.v2 - s.slack2);
+    return s.k < params.k && others - (s.v + s.slack) > 2.0 * params.beta * norm + underflow_term();
+}
+
+// Whether the search proves the exact argmin one of its two candidates (the header): every
+// other candidate's lower bound above the lower of their upper bounds.
+fn search_pair_decides(s: Search, norm: f32) -> bool {
+    let upper = min(s.v + s.slack, s.v2 + s.slack2);
+    return s.k2 < params.k && s.others - upper > 2.0 * params.beta * norm + underflow_term();
+}
+
+// The underflow term of both tests (above).
+fn underflow_term() -> f32 {
+    return f32(2u * params.d + 8u) * 1.1754944e-38;
+}
+
+// Of two candidates' exact distances, the one every variant picks: the lower, then the lower
+// index. Returns (label, distance).
+fn pick_of_two(k: u32, dist: f32, k2: u32, dist2: f32) -> vec2<f32> {
+    if dist2 < dist || (dist2 == dist && k2 < k) {
+        return vec2<f32>(bitcast<f32>(k2), dist2);
+    }
+    return vec2<f32>(bitcast<f32>(k), dist);
 }
 
 // Writes a row's result: its label and d̂, and counts a changed label in the workgroup.
@@ -315,21 +366,25 @@ fn assign_tiled(
             }
         }
     }
-    // Merge the GEMM_LANES_N searches of each row, four lane columns at a time, in lane
-    // order, into the searches of the invocations in lane column 0.
-    for (var g = 0u; g < GEMM_LANES_N; g += 4u) {
+    // Merge the GEMM_LANES_N searches of each row, two lane columns at a time (a search is
+    // two vec4s of the scratch), in lane order, into the searches of lane column 0.
+    for (var g = 0u; g < GEMM_LANES_N; g += 2u) {
         workgroupBarrier();
-        if lane.tx >= g && lane.tx < g + 4u {
+        if lane.tx >= g && lane.tx < g + 2u {
             for (var i = 0u; i < GEMM_RM; i++) {
-                gemm_scratch_store(gemm_row(lane, i) * 4u + lane.tx - g, search_pack(search[i]));
+                let at = (gemm_row(lane, i) * 2u + lane.tx - g) * 2u;
+                gemm_scratch_store(at, search_pack_best(search[i]));
+                gemm_scratch_store(at + 1u, search_pack_second(search[i]));
             }
         }
         workgroupBarrier();
         if lane.tx == 0u {
             for (var i = 0u; i < GEMM_RM; i++) {
                 let row = gemm_row(lane, i);
-                for (var t = select(0u, 1u, g == 0u); t < 4u; t++) {
-                    search[i] = search_merge(search[i], search_unpack(gemm_scratch_load(row * 4u + t)));
+                for (var t = select(0u, 1u, g == 0u); t < 2u; t++) {
+                    let at = (row * 2u + t) * 2u;
+                    let other = search_unpack(gemm_scratch_load(at), gemm_scratch_load(at + 1u));
+                    search[i] = search_merge(search[i], other);
                 }
             }
         }
@@ -337,18 +392,25 @@ fn assign_tiled(
     workgroupBarrier();
     if lane.tx == 0u {
         for (var i = 0u; i < GEMM_RM; i++) {
-            gemm_scratch_store(gemm_row(lane, i), search_pack(search[i]));
+            let at = gemm_row(lane, i) * 2u;
+            gemm_scratch_store(at, search_pack_best(search[i]));
+            gemm_scratch_store(at + 1u, search_pack_second(search[i]));
         }
     }
     workgroupBarrier();
-    // One invocation per row: the exact distance to the candidate, the test, the result.
+    // One invocation per row: the exact distance to the candidate (and the runner-up), the
+    // tests, the result.
     if lid < tile_m && first + lid < params.n_rows {
         let row = first + lid;
-        let s = search_unpack(gemm_scratch_load(lid));
+        let s = search_unpack(gemm_scratch_load(2u * lid), gemm_scratch_load(2u * lid + 1u));
         let k = min(s.k, params.k - 1u);
         let exact = exact_from_storage(row, k);
         if search_is_exact(s, exact.y) {
             write_row(row, k, exact.x);
+        } else if search_pair_decides(s, exact.y) {
+            let k2 = min(s.k2, params.k - 1u);
+            let pick = pick_of_two(k, exact.x, k2, exact_from_storage(row, k2).x);
+            write_row(row, bitcast<u32>(pick.x), pick.y);
         } else {
             defer_row(row);
         }
@@ -500,25 +562,39 @@ fn assign_texture(
         if row < params.n_rows {
             let s = search[i];
             let k = min(s.k, params.k - 1u);
+            let k2 = min(s.k2, params.k - 1u);
             var dist = 0.0;
+            var dist2 = 0.0;
             var norm = 0.0;
             for (var q = 0u; q < d4; q++) {
                 let xv = flat_texel(x_texels, rows[i] + q);
                 let cv = flat_texel(centroid_texels, k * d4 + q);
+                let cv2 = flat_texel(centroid_texels, k2 * d4 + q);
                 let sh = flat_texel(prepared_texels, shift_base() + q);
                 for (var t = 0u; t < 4u; t++) {
                     let diff = xv[t] - cv[t];
                     dist = fma(diff, diff, dist);
+                    let diff2 = xv[t] - cv2[t];
+                    dist2 = fma(diff2, diff2, dist2);
                     let xs = xv[t] - sh[t];
                     norm = fma(xs, xs, norm);
                 }
             }
-            if search_is_exact(s, norm) {
-                if labels[row] != k {
+            // The runner-up's distance is summed beside the best's: llvmpipe would run a
+            // separate loop for every row whether or not its pair test holds.
+            var decided = search_is_exact(s, norm);
+            var pick = vec2<f32>(bitcast<f32>(k), dist);
+            if !decided && search_pair_decides(s, norm) {
+                decided = true;
+                pick = pick_of_two(k, dist, k2, dist2);
+            }
+            if decided {
+                let label = bitcast<u32>(pick.x);
+                if labels[row] != label {
                     n_changed += 1u;
                 }
-                labels[row] = k;
-                min_sq_dist[row] = dist;
+                labels[row] = label;
+                min_sq_dist[row] = pick.y;
             } else {
                 defer_row(row);
             }

@@ -51,7 +51,16 @@
 //! with Gⱼ, Eⱼ the GEMM-form and difference-form errors. So b is the strict argmin of the
 //! exact-form distances d̂, which every other variant computes and compares (lowest index
 //! among equals): the labels agree bit for bit, and the written distance is d̂_b, computed in
-//! the same order. A rejected row is rechecked in the difference form over all centroids. The
+//! the same order.
+//!
+//! **Two candidates.** The search also keeps the runner-up r (the least v̂ after b). Let m be
+//! whichever of b and r has the lower v̂ + βn̂c. If min_{j∉{b,r}}(v̂ⱼ − βn̂cⱼ) − (v̂_m + βn̂c_m) >
+//! 2βn̂x, the chain above with m in place of b gives d̂ⱼ > d̂_m for every j outside the pair:
+//! the argmin of d̂ over all centroids (lowest index among equals) is the better of b and r
+//! by d̂, which the kernel computes for both. A near tie between two centroids, the common
+//! undecided case, so costs 2D more instead of a recheck over all K.
+//!
+//! A row that fails both tests is rechecked in the difference form over all centroids. The
 //! difference form's labels in turn agree with the f64 reference's argmin except where the
 //! two best exact distances are within 2γ_{D+2} d of each other (3. above).
 
