@@ -232,13 +232,27 @@ fn accumulate_cluster_partials_texture(
 // segment in `segments` (block·(K + 1) + c; entry K closes the block). Every global value it
 // writes is written once. accumulate_segments then gives each invocation one (block,
 // cluster, texel of the row) and sums w·(x − old c) over the segment's rows in row order, in
-// registers, and the invocations of texel 0 the sums of w·d² and of w: the same sums in the
+// registers, and segment_scalars the segment's sums of w·d² and of w: the same sums in the
 // same order as above, so the same bits, with no workgroup-memory traffic per value (costly
 // on lavapipe, where every such load and store is a loop over the SIMD lanes).
 
 // accumulate_segments_storage is the same with the rows and old centroids read from the
 // storage buffers, one feature per invocation: any D, and no textures needed (the small-K
 // assignment kernels keep no texture mirror of the rows).
+
+// segment_scalars sums each segment's w·d² and w (one invocation per block and cluster), so
+// that the per-texel and per-feature walks read only the row and, when weighted, its weight.
+// SEGMENT_WEIGHTED is fixed per pipeline: llvmpipe runs both sides of every branch, so a
+// weight load behind a runtime flag (weight_of) would cost every row of an unweighted fit a
+// storage load.
+override SEGMENT_WEIGHTED: bool = true;
+
+fn segment_weight(r: u32) -> f32 {
+    if SEGMENT_WEIGHTED {
+        return weights[r];
+    }
+    return 1.0;
+}
 
 // Largest K of label_segments (its per-cluster cursors live in workgroup memory).
 const SEGMENT_CLUSTERS: u32 = 4096u;
@@ -282,44 +296,83 @@ fn label_segments(@builtin(workgroup_id) wid: vec3<u32>) {
     }
 }
 
+// Texels (accumulate_segments) or features (accumulate_segments_storage) per invocation: each
+// row's index, a storage load that llvmpipe makes lane by lane, is read once for all of them.
+const SEGMENT_SPAN: u32 = 4u;
+
 @compute @workgroup_size(ROW_WG_SIZE)
 fn accumulate_segments(
     @builtin(local_invocation_index) lid: u32,
     @builtin(workgroup_id) wid: vec3<u32>,
 ) {
     let d4 = params.d / 4u;
+    let spans = (d4 + SEGMENT_SPAN - 1u) / SEGMENT_SPAN;
     let e = invocation_index(wid, params.grid_x, ROW_WG_SIZE, lid);
     let n_blocks = (params.n_rows + params.block_rows - 1u) / params.block_rows;
-    if e >= n_blocks * params.k * d4 {
+    if e >= n_blocks * params.k * spans {
         return;
     }
-    let q = e % d4;
-    let c = (e / d4) % params.k;
-    let block = e / (d4 * params.k);
+    let q0 = (e % spans) * SEGMENT_SPAN;
+    let c = (e / spans) % params.k;
+    let block = e / (spans * params.k);
     let seg = block * (params.k + 1u) + c;
-    let old = flat_texel(centroid_texels, c * d4 + q);
-    var sum = vec4<f32>();
+    // Texels past the row's last read the last one again and are not written.
+    let q1 = min(q0 + 1u, d4 - 1u);
+    let q2 = min(q0 + 2u, d4 - 1u);
+    let q3 = min(q0 + 3u, d4 - 1u);
+    let c0 = c * d4;
+    let old0 = flat_texel(centroid_texels, c0 + q0);
+    let old1 = flat_texel(centroid_texels, c0 + q1);
+    let old2 = flat_texel(centroid_texels, c0 + q2);
+    let old3 = flat_texel(centroid_texels, c0 + q3);
+    var s0 = vec4<f32>();
+    var s1 = vec4<f32>();
+    var s2 = vec4<f32>();
+    var s3 = vec4<f32>();
+    for (var i = segments[seg]; i < segments[seg + 1u]; i++) {
+        let r = order[i];
+        let w = segment_weight(r);
+        let base = r * d4;
+        s0 += w * (flat_texel(x_texels, base + q0) - old0);
+        s1 += w * (flat_texel(x_texels, base + q1) - old1);
+        s2 += w * (flat_texel(x_texels, base + q2) - old2);
+        s3 += w * (flat_texel(x_texels, base + q3) - old3);
+    }
+    let out = (params.block_offset * params.k + block * params.k + c) * params.d + 4u * q0;
+    let sums = array<vec4<f32>, 4>(s0, s1, s2, s3);
+    for (var t = 0u; t < SEGMENT_SPAN; t++) {
+        if q0 + t < d4 {
+            for (var h = 0u; h < 4u; h++) {
+                partial_sums[out + 4u * t + h] = sums[t][h];
+            }
+        }
+    }
+}
+
+@compute @workgroup_size(ROW_WG_SIZE)
+fn segment_scalars(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+) {
+    let e = invocation_index(wid, params.grid_x, ROW_WG_SIZE, lid);
+    let n_blocks = (params.n_rows + params.block_rows - 1u) / params.block_rows;
+    if e >= n_blocks * params.k {
+        return;
+    }
+    let c = e % params.k;
+    let block = e / params.k;
+    let seg = block * (params.k + 1u) + c;
     var sq = 0.0;
     var ws = 0.0;
     for (var i = segments[seg]; i < segments[seg + 1u]; i++) {
         let r = order[i];
-        let w = weight_of(r);
-        sum += w * (flat_texel(x_texels, r * d4 + q) - old);
-        if q == 0u {
-            sq += w * min_sq_dist[r];
-            ws += w;
-        }
+        let w = segment_weight(r);
+        sq += w * min_sq_dist[r];
+        ws += w;
     }
     let at = params.block_offset * params.k + block * params.k + c;
-    let out = at * params.d + 4u * q;
-    partial_sums[out] = sum.x;
-    partial_sums[out + 1u] = sum.y;
-    partial_sums[out + 2u] = sum.z;
-    partial_sums[out + 3u] = sum.w;
-    if q == 0u {
-        partial_sq_dist[2u * at] = sq;
-        partial_sq_dist[2u * at + 1u] = ws;
-    }
+    partial_sq_dist[2u * at] = sq;
+    partial_sq_dist[2u * at + 1u] = ws;
 }
 
 @compute @workgroup_size(ROW_WG_SIZE)
@@ -328,32 +381,37 @@ fn accumulate_segments_storage(
     @builtin(workgroup_id) wid: vec3<u32>,
 ) {
     let d = params.d;
+    let spans = (d + SEGMENT_SPAN - 1u) / SEGMENT_SPAN;
     let e = invocation_index(wid, params.grid_x, ROW_WG_SIZE, lid);
     let n_blocks = (params.n_rows + params.block_rows - 1u) / params.block_rows;
-    if e >= n_blocks * params.k * d {
+    if e >= n_blocks * params.k * spans {
         return;
     }
-    let f = e % d;
-    let c = (e / d) % params.k;
-    let block = e / (d * params.k);
+    let f0 = (e % spans) * SEGMENT_SPAN;
+    let c = (e / spans) % params.k;
+    let block = e / (spans * params.k);
     let seg = block * (params.k + 1u) + c;
-    let old = old_centroids[c * d + f];
-    var sum = 0.0;
-    var sq = 0.0;
-    var ws = 0.0;
+    // Features past the row's last read the last one again and are not written.
+    let f1 = min(f0 + 1u, d - 1u);
+    let f2 = min(f0 + 2u, d - 1u);
+    let f3 = min(f0 + 3u, d - 1u);
+    let old = vec4<f32>(
+        old_centroids[c * d + f0],
+        old_centroids[c * d + f1],
+        old_centroids[c * d + f2],
+        old_centroids[c * d + f3],
+    );
+    var sum = vec4<f32>();
     for (var i = segments[seg]; i < segments[seg + 1u]; i++) {
         let r = order[i];
-        let w = weight_of(r);
-        sum += w * (x[params.x_offset + r * d + f] - old);
-        // Every feature's invocation sums these too (the same values): a branch on f would
-        // cost llvmpipe as much, since it runs both sides of a divergent branch.
-        sq += w * min_sq_dist[r];
-        ws += w;
+        let base = params.x_offset + r * d;
+        let v = vec4<f32>(x[base + f0], x[base + f1], x[base + f2], x[base + f3]);
+        sum += segment_weight(r) * (v - old);
     }
-    let at = params.block_offset * params.k + block * params.k + c;
-    partial_sums[at * d + f] = sum;
-    if f == 0u {
-        partial_sq_dist[2u * at] = sq;
-        partial_sq_dist[2u * at + 1u] = ws;
+    let out = (params.block_offset * params.k + block * params.k + c) * d;
+    for (var t = 0u; t < SEGMENT_SPAN; t++) {
+        if f0 + t < d {
+            partial_sums[out + f0 + t] = sum[t];
+        }
     }
 }

@@ -37,6 +37,10 @@ const _: () = check_params::<AccumulateParams>(wgsl::ENTRY_POINTS);
 const SHARED_SUMS: usize = wgsl::SHARED_SUMS as usize;
 /// Clusters of one workgroup's range (`SHARED_CLUSTERS` in the shader).
 const SHARED_CLUSTERS: usize = wgsl::SHARED_CLUSTERS as usize;
+/// Whether the segments path reads a weight per row (fixed per pipeline: the shader's
+/// `SEGMENT_WEIGHTED`).
+pub(crate) const SEGMENT_WEIGHTED: &str = "SEGMENT_WEIGHTED";
+
 /// Largest K of the segments path (`SEGMENT_CLUSTERS` in the shader).
 const SEGMENT_CLUSTERS: usize = wgsl::SEGMENT_CLUSTERS as usize;
 
@@ -250,7 +254,7 @@ pub(super) fn accumulate_cluster_partials_at(
 }
 
 /// Records [`UpdatePath::Segments`]: `label_segments` (one invocation per block) groups the
-/// rows by label, `accumulate_segments` (one invocation per block, cluster and texel of the
+/// rows by label, `segment_scalars` sums each segment's w·d² and w, `accumulate_segments` (one invocation per block, cluster and texel of the
 /// textures) or `accumulate_segments_storage` (per block, cluster and feature, without
 /// them) sums each segment in registers.
 fn record_segments(
@@ -302,40 +306,58 @@ fn record_segments(
         // Two passes over the labels; the counts, segments and order written once.
         Work::f32s(0.0, (3 * chunk.n_rows + n_blocks * (2 * k + 1)) as f64),
     )?;
+    let weighted = [(SEGMENT_WEIGHTED, weights.is_some() as u32)];
+    // Each segment's w·d² and w, one invocation per (block, cluster).
+    let grid = gpu.grid((n_blocks * k).div_ceil(ROW_WG_SIZE as usize) as u64)?;
+    batch.dispatch(
+        wgsl::SEGMENT_SCALARS,
+        &weighted,
+        &params(grid.x),
+        &[
+            ("min_sq_dist", rows.min_sq_dist.bind()),
+            ("weights", weights_bind),
+            ("order", order.bind()),
+            ("segments", segments.bind()),
+            ("partial_sq_dist", out.sq_dist.bind()),
+        ],
+        grid,
+        Work::f32s(
+            2.0 * chunk.n_rows as f64,
+            (chunk.n_rows * (2 + weights.is_some() as usize) + 2 * n_blocks * k) as f64,
+        ),
+    )?;
     let mut binds = vec![
-        ("min_sq_dist", rows.min_sq_dist.bind()),
         ("weights", weights_bind),
         ("order", order.bind()),
         ("segments", segments.bind()),
         ("partial_sums", out.sums.bind()),
-        ("partial_sq_dist", out.sq_dist.bind()),
     ];
+    // Invocations per segment: SEGMENT_SPAN (4) texels, or features, each.
     let (entry, per_segment) = match textures {
         Some(t) => {
             binds.push(("x_texels", t.rows.bind()));
             binds.push(("centroid_texels", t.centroids.bind()));
-            (wgsl::ACCUMULATE_SEGMENTS, d / 4)
+            (wgsl::ACCUMULATE_SEGMENTS, (d / 4).div_ceil(4))
         }
         None => {
             binds.push(("x", chunk.bind()));
             binds.push(("old_centroids", rows.old_centroids.bind()));
-            (wgsl::ACCUMULATE_SEGMENTS_STORAGE, d)
+            (wgsl::ACCUMULATE_SEGMENTS_STORAGE, d.div_ceil(4))
         }
     };
     let invocations = n_blocks * k * per_segment;
     let grid = gpu.grid(invocations.div_ceil(ROW_WG_SIZE as usize) as u64)?;
     batch.dispatch(
         entry,
-        &[],
+        &weighted,
         &params(grid.x),
         &binds,
         grid,
-        // x − old centroid and a sum per value; rows, distances and order read once, every
-        // block's partials written once.
+        // x − old centroid and a sum per value; rows and order read once, every block's
+        // partials written once.
         Work::f32s(
             2.0 * (chunk.n_rows * d) as f64,
-            (chunk.n_rows * (d + 2 + weights.is_some() as usize) + k * d + n_blocks * k * (d + 2))
-                as f64,
+            (chunk.n_rows * (d + 1 + weights.is_some() as usize) + k * d + n_blocks * k * d) as f64,
         ),
     )
 }

@@ -192,6 +192,11 @@ fn every_kernel() -> Vec<(&'static EntryPoint, Vec<(&'static str, u32)>)> {
                         all.push((entry, vec![(*name, d)]));
                     }
                 }
+                [name] if *name == kernels::centroid_update::SEGMENT_WEIGHTED => {
+                    for weighted in [0, 1] {
+                        all.push((entry, vec![(*name, weighted)]));
+                    }
+                }
                 [name] if *name == kernels::gmm_estep::NORMALIZE_K => {
                     for k in 1..=kernels::gmm_estep::NORMALIZE_MAX_K as u32 {
                         all.push((entry, vec![(*name, k)]));

@@ -34,6 +34,9 @@ const ESTEP_D4: &str = "ESTEP_D4";
 const ESTEP_ROWS: &str = "ESTEP_ROWS";
 /// The small-K normalisation's K, 1 to NORMALIZE_MAX_K (src/kernels/gmm_estep.rs).
 const NORMALIZE_K: &str = "NORMALIZE_K";
+/// Whether the centroid update's segments read a weight per row, false or true
+/// (src/kernels/centroid_update.rs).
+const SEGMENT_WEIGHTED: &str = "SEGMENT_WEIGHTED";
 
 /// Whether the workgroup size of an entry point with these overrides is the host's choice.
 fn host_sized(overrides: &[String]) -> bool {
@@ -96,6 +99,7 @@ fn host_values(reflection: &reflect::Reflection, name: &str) -> Vec<u32> {
         ESTEP_D4 => return (1..=constant(reflection, "ESTEP_MAX_D4")).collect(),
         ESTEP_ROWS => return (1..=constant(reflection, "ESTEP_MAX_ROWS")).collect(),
         NORMALIZE_K => return (1..=constant(reflection, "NORMALIZE_MAX_K")).collect(),
+        SEGMENT_WEIGHTED => return vec![0, 1],
         KNN_K => {
             let max = constant(reflection, "KNN_UNIFORM_MAX_K");
             return vec![1, 2, 10, max];
@@ -185,6 +189,7 @@ fn only_sizes_the_host_chooses_are_overrides() {
                         || name == ESTEP_D4
                         || name == ESTEP_ROWS
                         || name == NORMALIZE_K
+                        || name == SEGMENT_WEIGHTED
                         || GEMM_OVERRIDES.contains(&name.as_str()),
                     "{shown}: `{name}` is an override the host never sets; make it a const"
                 );
