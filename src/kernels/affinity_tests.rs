@@ -208,3 +208,21 @@ fn the_neighbour_search_fills_every_list_past_llvmpipes_loop_budget() {
         check_lists(&what, &x, d, k, &rows, &index, &dist);
     }
 }
+
+#[test]
+fn the_host_search_breaks_ties_as_the_kernels_do() {
+    // Points of a 7 x 5 grid, each many times over: most distances tie, in the first feature
+    // too, so the order (distance, index) alone decides the lists.
+    let gpu = gpu();
+    let (n, d) = (300, 2);
+    let x: Vec<f32> = (0..n)
+        .flat_map(|i| [(i % 7) as f32 * 0.5, ((i / 7) % 5) as f32])
+        .collect();
+    let xg = GpuMatrix::upload(&gpu, &Matrix::new(&x, d).unwrap()).unwrap();
+    for k in [1, 10, 16] {
+        let device = nearest_neighbors_with(&gpu, &xg, k, AffinityVariant::Storage).unwrap();
+        let host = nearest_neighbors_host(&x, d, k);
+        assert_eq!(device.0, host.0, "k = {k}: lists differ");
+        assert_eq!(device.1, host.1, "k = {k}: distances differ");
+    }
+}
