@@ -10,9 +10,9 @@
 //! | bench | operation profiled | entry points |
 //! |---|---|---|
 //! | `assign` | `KMeansModel::predict` | `assign_*`, `centroid_shift`, `centroid_prep` |
-//! | `centroid-update` | one Lloyd iteration | `accumulate_*`, `label_segments`, their folds |
+//! | `centroid-update` | a one-iteration fit (two passes) | `accumulate_*`, the segments, their folds |
 //! | `covariance` | `Pca::fit`, full solver | column moments, `gram_*`, their folds |
-//! | `gmm-estep` | `GaussianMixtureModel::score` | `mahalanobis_*`, `normalize_responsibilities` |
+//! | `gmm-estep` | `GaussianMixtureModel::score` | `mahalanobis_*`, `normalize_responsibilities*` |
 //! | `gmm-mstep` | one EM iteration | `weighted_*`, their folds |
 //!
 //! The first run warms the pipelines up; the figure is the median of the timed runs.
@@ -189,7 +189,6 @@ pub fn cost(name: &str, n: usize, d: usize, k: usize, it: usize) -> Option<Work>
             flops: 2.0 * n * d * k,
             bytes: read,
         },
-        // `it` passes: per row, x − old centroid and its sum; the row and its label read.
         "centroid-update" => Work {
             flops: it * n * d,
             bytes: it * (read + 4.0 * n),
@@ -427,8 +426,7 @@ pub fn bench_kernel(
         KernelBench::GmmEstep => Some(em(k, cov, gmm_start(x, k, cov)?, 1).fit(gpu, &xg)?),
         _ => None,
     };
-    // Update passes of one timed run: a fit of one iteration makes two (the iteration's and
-    // the final one, against the centroids it returns).
+    // Update passes per run: a one-iteration fit makes two (its own and the final one).
     let passes = std::cell::Cell::new(1);
     let run = || -> Result<()> {
         match bench {
@@ -436,8 +434,9 @@ pub fn bench_kernel(
                 KMeansModel::from_centroids(first_rows(x, k)?, d)?.predict_gpu(gpu, &xg)?;
             }
             KernelBench::CentroidUpdate => {
+                let init = KMeansInit::Centroids(centroids()?);
                 let model = KMeans::new(k)
-                    .init(KMeansInit::Centroids(centroids()?))
+                    .init(init)
                     .tol(0.0)
                     .max_iter(1)
                     .fit(gpu, &xg)?;
@@ -465,9 +464,10 @@ pub fn bench_kernel(
     for rep in 0..=repeats.max(1) {
         let (_, profile) = gpu.profile(ProfileClock::Auto, run)?;
         if rep > 0 {
-            times.push(step_seconds(&profile, bench));
+            let owned = profile.dispatches.iter().filter(|r| bench.owns(r.kernel));
+            times.push(owned.clone().map(|r| r.seconds).sum());
             timing = profile.clock.name();
-            for r in profile.dispatches.iter().filter(|r| bench.owns(r.kernel)) {
+            for r in owned {
                 if !entries.contains(&r.kernel) {
                     entries.push(r.kernel);
                 }
@@ -504,16 +504,6 @@ pub fn bench_kernel(
         &data.name,
         detail,
     ))
-}
-
-/// GPU seconds of the entry points that make up `bench`'s step.
-fn step_seconds(profile: &Profile, bench: KernelBench) -> f64 {
-    profile
-        .dispatches
-        .iter()
-        .filter(|r| bench.owns(r.kernel))
-        .map(|r| r.seconds)
-        .sum()
 }
 
 /// Times one end-to-end fit from host data (upload included, pipelines warm): K-Means and
