@@ -300,45 +300,62 @@ fn label_segments(@builtin(workgroup_id) wid: vec3<u32>) {
 // row's index, a storage load that llvmpipe makes lane by lane, is read once for all of them.
 const SEGMENT_SPAN: u32 = 4u;
 
+// An invocation's share of the segments: SEGMENT_SPAN of the `width` values of a row (texels
+// or features) from `first`, of cluster c's segment `seg` in `block`; not live past the last.
+// `at` are the values' indices in the row, those past its last clamped to it (read again,
+// never written).
+struct SegmentSpan {
+    first: u32,
+    at: vec4<u32>,
+    c: u32,
+    block: u32,
+    seg: u32,
+    live: bool,
+}
+
+fn segment_span(lid: u32, wid: vec3<u32>, width: u32) -> SegmentSpan {
+    let spans = (width + SEGMENT_SPAN - 1u) / SEGMENT_SPAN;
+    let e = invocation_index(wid, params.grid_x, ROW_WG_SIZE, lid);
+    let n_blocks = (params.n_rows + params.block_rows - 1u) / params.block_rows;
+    let c = (e / spans) % params.k;
+    let block = e / (spans * params.k);
+    let seg = block * (params.k + 1u) + c;
+    let first = (e % spans) * SEGMENT_SPAN;
+    let at = min(vec4<u32>(first) + vec4<u32>(0u, 1u, 2u, 3u), vec4<u32>(width - 1u));
+    return SegmentSpan(first, at, c, block, seg, block < n_blocks);
+}
+
 @compute @workgroup_size(ROW_WG_SIZE)
 fn accumulate_segments(
     @builtin(local_invocation_index) lid: u32,
     @builtin(workgroup_id) wid: vec3<u32>,
 ) {
     let d4 = params.d / 4u;
-    let spans = (d4 + SEGMENT_SPAN - 1u) / SEGMENT_SPAN;
-    let e = invocation_index(wid, params.grid_x, ROW_WG_SIZE, lid);
-    let n_blocks = (params.n_rows + params.block_rows - 1u) / params.block_rows;
-    if e >= n_blocks * params.k * spans {
+    let span = segment_span(lid, wid, d4);
+    if !span.live {
         return;
     }
-    let q0 = (e % spans) * SEGMENT_SPAN;
-    let c = (e / spans) % params.k;
-    let block = e / (spans * params.k);
-    let seg = block * (params.k + 1u) + c;
-    // Texels past the row's last read the last one again and are not written.
-    let q1 = min(q0 + 1u, d4 - 1u);
-    let q2 = min(q0 + 2u, d4 - 1u);
-    let q3 = min(q0 + 3u, d4 - 1u);
+    let q0 = span.first;
+    let c = span.c;
     let c0 = c * d4;
     let old0 = flat_texel(centroid_texels, c0 + q0);
-    let old1 = flat_texel(centroid_texels, c0 + q1);
-    let old2 = flat_texel(centroid_texels, c0 + q2);
-    let old3 = flat_texel(centroid_texels, c0 + q3);
+    let old1 = flat_texel(centroid_texels, c0 + span.at.y);
+    let old2 = flat_texel(centroid_texels, c0 + span.at.z);
+    let old3 = flat_texel(centroid_texels, c0 + span.at.w);
     var s0 = vec4<f32>();
     var s1 = vec4<f32>();
     var s2 = vec4<f32>();
     var s3 = vec4<f32>();
-    for (var i = segments[seg]; i < segments[seg + 1u]; i++) {
+    for (var i = segments[span.seg]; i < segments[span.seg + 1u]; i++) {
         let r = order[i];
         let w = segment_weight(r);
         let base = r * d4;
         s0 += w * (flat_texel(x_texels, base + q0) - old0);
-        s1 += w * (flat_texel(x_texels, base + q1) - old1);
-        s2 += w * (flat_texel(x_texels, base + q2) - old2);
-        s3 += w * (flat_texel(x_texels, base + q3) - old3);
+        s1 += w * (flat_texel(x_texels, base + span.at.y) - old1);
+        s2 += w * (flat_texel(x_texels, base + span.at.z) - old2);
+        s3 += w * (flat_texel(x_texels, base + span.at.w) - old3);
     }
-    let out = (params.block_offset * params.k + block * params.k + c) * params.d + 4u * q0;
+    let out = (params.block_offset * params.k + span.block * params.k + c) * params.d + 4u * q0;
     let sums = array<vec4<f32>, 4>(s0, s1, s2, s3);
     for (var t = 0u; t < SEGMENT_SPAN; t++) {
         if q0 + t < d4 {
@@ -381,34 +398,26 @@ fn accumulate_segments_storage(
     @builtin(workgroup_id) wid: vec3<u32>,
 ) {
     let d = params.d;
-    let spans = (d + SEGMENT_SPAN - 1u) / SEGMENT_SPAN;
-    let e = invocation_index(wid, params.grid_x, ROW_WG_SIZE, lid);
-    let n_blocks = (params.n_rows + params.block_rows - 1u) / params.block_rows;
-    if e >= n_blocks * params.k * spans {
+    let span = segment_span(lid, wid, d);
+    if !span.live {
         return;
     }
-    let f0 = (e % spans) * SEGMENT_SPAN;
-    let c = (e / spans) % params.k;
-    let block = e / (spans * params.k);
-    let seg = block * (params.k + 1u) + c;
-    // Features past the row's last read the last one again and are not written.
-    let f1 = min(f0 + 1u, d - 1u);
-    let f2 = min(f0 + 2u, d - 1u);
-    let f3 = min(f0 + 3u, d - 1u);
+    let f0 = span.first;
+    let c = span.c;
     let old = vec4<f32>(
         old_centroids[c * d + f0],
-        old_centroids[c * d + f1],
-        old_centroids[c * d + f2],
-        old_centroids[c * d + f3],
+        old_centroids[c * d + span.at.y],
+        old_centroids[c * d + span.at.z],
+        old_centroids[c * d + span.at.w],
     );
     var sum = vec4<f32>();
-    for (var i = segments[seg]; i < segments[seg + 1u]; i++) {
+    for (var i = segments[span.seg]; i < segments[span.seg + 1u]; i++) {
         let r = order[i];
         let base = params.x_offset + r * d;
-        let v = vec4<f32>(x[base + f0], x[base + f1], x[base + f2], x[base + f3]);
+        let v = vec4<f32>(x[base + f0], x[base + span.at.y], x[base + span.at.z], x[base + span.at.w]);
         sum += segment_weight(r) * (v - old);
     }
-    let out = (params.block_offset * params.k + block * params.k + c) * d;
+    let out = (params.block_offset * params.k + span.block * params.k + c) * d;
     for (var t = 0u; t < SEGMENT_SPAN; t++) {
         if f0 + t < d {
             partial_sums[out + f0 + t] = sum[t];
