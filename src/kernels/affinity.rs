@@ -297,7 +297,7 @@ fn slice_bind(slice: &wgpu::Buffer) -> Bind<'_> {
 
 /// The `k` nearest rows of every row of `x` (itself first, ties by index), N x k indices and
 /// squared distances, row-major. On CPU-like adapters the search runs on the host's threads
-/// ([`nearest_neighbors_host`]), elsewhere on the device.
+/// (`affinity_host::nearest_neighbors_host`), elsewhere on the device.
 pub(crate) fn nearest_neighbors(
     gpu: &Gpu,
     x: &GpuMatrix,
@@ -305,109 +305,14 @@ pub(crate) fn nearest_neighbors(
 ) -> Result<(Vec<u32>, Vec<f32>)> {
     if super::tiles::cpu_like(gpu) {
         let rows = gpu.scoped("k nearest neighbours", || x.to_host(gpu))?;
-        return Ok(nearest_neighbors_host(&rows, x.n_features(), k));
+        return Ok(super::affinity_host::nearest_neighbors_host(
+            &rows,
+            x.n_features(),
+            k,
+        ));
     }
     let variant = AffinityVariant::for_adapter(gpu, x.n_features(), k);
     nearest_neighbors_with(gpu, x, k, variant)
-}
-
-/// The host twin of `knn_update`: each row's `k` nearest among the rows (row-major, `d`
-/// features), ordered by (squared distance, index), the distance summed in feature order as
-/// the kernels' fma chain. llvmpipe computes WGSL's `fma` as a multiply then an add (the
-/// unit test finds its bits so), and so does this loop: on llvmpipe the same lists and the
-/// same bits as the kernels.
-///
-/// For CPU-like adapters, whose "device" is these same cores: llvmpipe runs both sides of
-/// every branch (the insertion into the list at every pair, ~10x the pair's distance) and
-/// loads each value lane by lane. Here each query walks the rows in the order of their first
-/// feature, outwards from its own place, the nearer side first, and stops on a side once the
-/// first feature's squared gap alone exceeds its list's last distance: exact, since the
-/// distance is at least that term (the gap is the same rounded difference, rounding is
-/// monotone and the other terms are not negative), and the list under the order (distance,
-/// index) does not depend on the order the rows come in. In few dimensions a query meets a
-/// few hundred rows instead of N. Queries are split over the available threads; each list
-/// depends on its row only, so the split changes nothing.
-pub(crate) fn nearest_neighbors_host(rows: &[f32], d: usize, k: usize) -> (Vec<u32>, Vec<f32>) {
-    let n = rows.len() / d;
-    let mut index = vec![u32::MAX; n * k];
-    let mut dist = vec![f32::MAX; n * k];
-    if n == 0 || k == 0 {
-        return (index, dist);
-    }
-    let mut by_first: Vec<u32> = (0..n as u32).collect();
-    by_first.sort_by(|&a, &b| rows[a as usize * d].total_cmp(&rows[b as usize * d]));
-    let mut place = vec![0usize; n];
-    for (p, &r) in by_first.iter().enumerate() {
-        place[r as usize] = p;
-    }
-    let (by_first, place) = (&by_first[..], &place[..]);
-    let threads = std::thread::available_parallelism().map_or(1, |t| t.get());
-    let per_thread = n.div_ceil(threads.min(n));
-    std::thread::scope(|s| {
-        let lists = index
-            .chunks_mut(per_thread * k)
-            .zip(dist.chunks_mut(per_thread * k));
-        for (part, (index, dist)) in lists.enumerate() {
-            s.spawn(move || {
-                let lists = index.chunks_mut(k).zip(dist.chunks_mut(k));
-                for (i, (index, dist)) in (part * per_thread..).zip(lists) {
-                    let q = &rows[i * d..(i + 1) * d];
-                    let gap = |p: usize| {
-                        let t = q[0] - rows[by_first[p] as usize * d];
-                        t * t
-                    };
-                    // Rows by_first[down..up] have been met.
-                    let (mut down, mut up) = (place[i], place[i]);
-                    loop {
-                        let last = dist[k - 1];
-                        let open = |g: f32| index[k - 1] == u32::MAX || g <= last;
-                        let up_gap = (up < n).then(|| gap(up)).filter(|&g| open(g));
-                        let down_gap = (down > 0).then(|| gap(down - 1)).filter(|&g| open(g));
-                        let p = match (down_gap, up_gap) {
-                            (None, None) => break,
-                            (Some(gd), Some(gu)) if gd < gu => {
-                                down -= 1;
-                                down
-                            }
-                            (Some(_), None) => {
-                                down -= 1;
-                                down
-                            }
-                            _ => {
-                                up += 1;
-                                up - 1
-                            }
-                        };
-                        let j = by_first[p];
-                        let x = &rows[j as usize * d..(j as usize + 1) * d];
-                        let d2 = q.iter().zip(x).fold(0.0f32, |acc, (a, b)| {
-                            let diff = a - b;
-                            acc + diff * diff
-                        });
-                        insert_neighbour(index, dist, j, d2);
-                    }
-                }
-            });
-        }
-    });
-    (index, dist)
-}
-
-/// Inserts row `g` at squared distance `d2` into the sorted list (`index`, `dist`) when it
-/// beats the last entry, as `knn_update` does.
-fn insert_neighbour(index: &mut [u32], dist: &mut [f32], g: u32, d2: f32) {
-    let last = index.len() - 1;
-    if !(d2 < dist[last] || (d2 == dist[last] && g < index[last])) {
-        return;
-    }
-    let mut t = last;
-    while t > 0 && (dist[t - 1] > d2 || (dist[t - 1] == d2 && index[t - 1] > g)) {
-        dist[t] = dist[t - 1];
-        index[t] = index[t - 1];
-        t -= 1;
-    }
-    dist[t] = d2;
-    index[t] = g;
 }
 
 /// [`nearest_neighbors`] with the given variant (the same lists from both).

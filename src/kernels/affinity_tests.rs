@@ -4,9 +4,9 @@
 //! (`GpuInfo::loop_back_edge_budget`) once cut the neighbour search short.
 
 use super::affinity::{
-    nearest_neighbors_host, nearest_neighbors_with, rbf_times_block_with, AffinityVariant,
-    KNN_UNIFORM_MAX_K, UNIFORM_MAX_D,
+    nearest_neighbors_with, rbf_times_block_with, AffinityVariant, KNN_UNIFORM_MAX_K, UNIFORM_MAX_D,
 };
+use super::affinity_host::nearest_neighbors_host;
 use crate::data::Matrix;
 use crate::gpu::device_buffer::DeviceBuffer;
 use crate::gpu::tests::{gpu, random};

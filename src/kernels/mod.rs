@@ -7,6 +7,7 @@
 //! table in [`crate::gpu::shaders`], never written twice.
 
 pub(crate) mod affinity;
+pub(crate) mod affinity_host;
 pub(crate) mod assign;
 pub(crate) mod assign_bound;
 pub(crate) mod assign_scratch;
