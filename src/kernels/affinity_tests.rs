@@ -226,3 +226,27 @@ fn the_host_search_breaks_ties_as_the_kernels_do() {
         assert_eq!(device.1, host.1, "k = {k}: distances differ");
     }
 }
+
+#[test]
+fn a_non_finite_row_gets_the_kernels_lists_from_the_host_search() {
+    // Data that skipped the finiteness check (GpuMatrix::from_buffer_unchecked): a NaN row is
+    // nobody's neighbour and its own list stays unfilled, in both searches, with no panic.
+    let gpu = gpu();
+    let (n, d, k) = (120, 3, 5);
+    let mut x = random(n * d, 41);
+    x[7 * d + 1] = f32::NAN;
+    x[30 * d] = f32::NAN;
+    let buffer = DeviceBuffer::from_slice(&gpu, "rows with NaN", &x);
+    let xg = GpuMatrix::from_buffer_unchecked(&gpu, buffer.raw(), 0, n, d).unwrap();
+    let device = nearest_neighbors_with(&gpu, &xg, k, AffinityVariant::Storage).unwrap();
+    let host = nearest_neighbors_host(&x, d, k);
+    assert_eq!(device.0, host.0);
+    assert!(host.0[7 * k..8 * k].iter().all(|&j| j == u32::MAX));
+    assert!(host.0.iter().all(|&j| j != 7 && j != 30));
+    // Spectral clustering of such data is an error, not a panic.
+    let graph = crate::Affinity::NearestNeighbors { n_neighbors: k };
+    let fit = crate::SpectralClustering::new(2)
+        .affinity(graph)
+        .fit(&gpu, &xg);
+    assert!(fit.is_err(), "{:?}", fit.map(|m| m.labels().len()));
+}

@@ -111,9 +111,10 @@ impl Operator<'_> {
 /// The symmetrised k-nearest-neighbour graph ½(C + Cᵀ) without its diagonal, in CSR form,
 /// from each row's neighbour list (N x k indices).
 ///
-/// Errors: [`Error::Gpu`] when the device's neighbour search left an entry unfilled (an
-/// index past N: a driver that cut the search short, as llvmpipe's loop budget once did at
-/// ~14 000 rows), rather than a panic or a wrong graph.
+/// Errors: [`Error::Gpu`] when the neighbour search left an entry unfilled (an index past
+/// N: a driver that cut the search short, as llvmpipe's loop budget once did at ~14 000
+/// rows, or a row of NaN distances in data that skipped the finiteness check), rather than a
+/// panic or a wrong graph.
 pub(super) fn knn_graph(neighbours: &[u32], n: usize, k: usize) -> Result<Csr> {
     if let Some(at) = neighbours.iter().position(|&j| j as usize >= n) {
         return Err(Error::Gpu(format!(
