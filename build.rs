@@ -27,7 +27,7 @@ fn main() {
 
 /// One composed, validated, reflected file.
 struct Module {
-    /// File stem: `assign`, or `tile` for `shared/tile.wgsl`.
+    /// File stem: `assign`, or `gemm` for `shared/gemm.wgsl`.
     stem: String,
     /// Path relative to the crate, for messages and docs.
     shown: String,

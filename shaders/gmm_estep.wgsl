@@ -9,14 +9,15 @@
 //     aᵢₖ = cₖ − ½ qᵢₖ,  cₖ = log πₖ − ½ D log 2π + log det Uₖ   (host, f64 → f32)
 //     log p(xᵢ) = mᵢ + log sᵢ,  sᵢ = Σₖ exp(aᵢₖ − mᵢ),  mᵢ = maxₖ aᵢₖ,   rᵢₖ = exp(aᵢₖ − mᵢ) / sᵢ.
 //
-// mahalanobis_full (Full and Tied: Uₖ upper triangular, D x D) is a tiled GEMM
-// (shared/tile.wgsl): a workgroup owns TILE rows of one component and walks the output
-// columns in tiles of TILE; the difference x − μₖ is formed while staging (no x·U − μ·U
-// expansion, so no cancellation for data far from the origin), TILE_K features at a time,
-// and only rows i ≤ j of Uₖ are visited. Each invocation accumulates a 4 x 4 register block
-// of y = (x − μₖ)ᵀ Uₖ, squares it, and the TILE_LANES invocations sharing a row add their
-// parts in a fixed order.
-//
+// mahalanobis_full (Full and Tied: Uₖ upper triangular, D x D) is a GEMM on the tile core
+// (shared/gemm.wgsl): a workgroup owns gemm_tile_m() rows of one component and walks the
+// output columns in tiles of gemm_tile_n(); the difference x − μₖ is formed while staging
+// (no x·U − μ·U expansion, so no cancellation for data far from the origin), GEMM_DEPTH
+// features a stage, a stage ahead in registers, and only rows i ≤ j of Uₖ are visited. Each
+// invocation accumulates a GEMM_RM x GEMM_RN register block of y = (x − μₖ)ᵀ Uₖ, squares it
+// (one fma chain over its columns in order), and the GEMM_LANES_N invocations sharing a row
+// add their parts in lane order, column tile after column tile.
+
 // mahalanobis_diag (Diag and Spherical: Uₖ diagonal, given as K x D values pₖⱼ; Spherical
 // repeats pₖ over j on the host) has no D x D work: one invocation per row accumulates
 // Σⱼ ((xⱼ − μₖⱼ) pₖⱼ)² for COMPONENTS_PER_PASS components at a time in registers; the
@@ -27,7 +28,7 @@
 
 #import constants
 #import grid
-#import tile
+#import gemm
 #import vec4s
 
 const COMPONENTS_PER_PASS: u32 = 8u; // mahalanobis_diag register accumulators
@@ -56,6 +57,10 @@ struct EstepParams {
 const SLICE_VEC4S: u32 = 4096u;
 // Largest D of mahalanobis_full_uniform (the row and its differences in registers).
 const UNIFORM_MAX_D: u32 = 64u;
+// Lanes along the columns of the tile mahalanobis_full runs for D <= UNIFORM_MAX_D (the host's
+// 64 x 64 shape of the tile core, 8 x 8 lanes of 8 x 8 blocks), whose order of the squares
+// mahalanobis_full_uniform keeps.
+const FULL_TWIN_LANES: u32 = 8u;
 
 @group(0) @binding(0) var<uniform> params: EstepParams;
 @group(0) @binding(1) var<storage, read> x: array<f32>;
@@ -81,72 +86,104 @@ fn slice_value(e: u32) -> f32 {
 
 var<workgroup> block_sum: array<f32, NORMALIZE_WG_SIZE>;
 
-@compute @workgroup_size(TILE_WG_SIZE)
+@compute @workgroup_size(GEMM_LANES_M * GEMM_LANES_N)
 fn mahalanobis_full(
     @builtin(local_invocation_index) lid: u32,
     @builtin(workgroup_id) wid: vec3<u32>,
 ) {
     let p = params;
-    let n_row_tiles = (p.n_rows + TILE - 1u) / TILE;
+    let tile_m = gemm_tile_m();
+    let tile_n = gemm_tile_n();
+    let wg = gemm_wg_size();
+    let n_row_tiles = (p.n_rows + tile_m - 1u) / tile_m;
     let g = workgroup_index(wid, p.grid_x);
     // Workgroups past the end run no loop iterations (uniform barriers) and write nothing.
     let valid = g < n_row_tiles * p.k;
     let comp = g / max(n_row_tiles, 1u);
-    let first = (g % max(n_row_tiles, 1u)) * TILE;
+    let first = (g % max(n_row_tiles, 1u)) * tile_m;
     let u_base = comp * p.prec_stride;
     let m_base = comp * p.d;
-    let lane = tile_lane(lid);
+    let lane = gemm_lane(lid);
+    let loads_a = gemm_loads(tile_m);
+    let loads_b = gemm_loads(tile_n);
     var n_col_tiles = 0u;
     if valid {
-        n_col_tiles = (p.d + TILE - 1u) / TILE;
+        n_col_tiles = (p.d + tile_n - 1u) / tile_n;
     }
-    var q = 0.0; // squared norm of row first + lid (invocations lid < TILE)
+    var q = 0.0; // squared norm of row first + lid (invocations lid < tile_m)
     for (var ct = 0u; ct < n_col_tiles; ct++) {
-        let j0 = ct * TILE;
-        // Uₖ is upper triangular: rows i > j contribute nothing to columns j < j0 + TILE.
-        let i_end = min(p.d, j0 + TILE);
-        var acc: array<f32, TILE_REGS>;
-        for (var i0 = 0u; i0 < i_end; i0 += TILE_K) {
-            for (var e = lid; e < TILE_STEP; e += TILE_WG_SIZE) {
-                // Consecutive invocations read consecutive features of a row ...
-                let xs = item_major_slot(e);
-                let row = first + xs.item;
-                var v = 0.0;
-                if row < p.n_rows && i0 + xs.k < p.d {
-                    v = x[p.x_offset + row * p.d + i0 + xs.k] - means[m_base + i0 + xs.k];
+        let j0 = ct * tile_n;
+        // Uₖ is upper triangular: rows i > j contribute nothing to columns j < j0 + tile_n.
+        let n_stages = (min(p.d, j0 + tile_n) + GEMM_DEPTH - 1u) / GEMM_DEPTH;
+        var acc: Block;
+        var pa: array<vec4<f32>, GEMM_MAX_LOADS>;
+        var pb: array<vec4<f32>, GEMM_MAX_LOADS>;
+        for (var s = 0u; s <= n_stages; s++) {
+            if s > 0u {
+                workgroupBarrier();
+                for (var e = 0u; e * wg + lid < loads_a; e++) {
+                    gemm_put_a_item_major(gemm_item_major_slot(e * wg + lid), pa[e]);
                 }
-                tile_a[xs.at] = v;
-                // ... and consecutive columns of a row of Uₖ.
-                let us = depth_major_slot(e);
-                let ui = i0 + us.k;
-                let uj = j0 + us.item;
-                var w = 0.0;
-                if ui < p.d && uj < p.d {
-                    w = precisions[u_base + ui * p.d + uj];
+                for (var e = 0u; e * wg + lid < loads_b; e++) {
+                    gemm_put_b_depth_major(gemm_depth_major_slot(e * wg + lid, tile_n), pb[e]);
                 }
-                tile_b[us.at] = w;
+                workgroupBarrier();
             }
-            workgroupBarrier();
-            accumulate_products(lane, &acc);
-            workgroupBarrier();
+            if s < n_stages {
+                // Prefetch stage s while stage s − 1 is multiplied: four features of a row
+                // minus the mean, and four columns of a row of Uₖ (zeros past D).
+                let i0 = s * GEMM_DEPTH;
+                for (var e = 0u; e * wg + lid < loads_a; e++) {
+                    let slot = gemm_item_major_slot(e * wg + lid);
+                    let row = first + slot.item;
+                    var v = vec4<f32>();
+                    if row < p.n_rows {
+                        for (var t = 0u; t < 4u; t++) {
+                            let i = i0 + slot.depth + t;
+                            if i < p.d {
+                                v[t] = x[p.x_offset + row * p.d + i] - means[m_base + i];
+                            }
+                        }
+                    }
+                    pa[e] = v;
+                }
+                for (var e = 0u; e * wg + lid < loads_b; e++) {
+                    let slot = gemm_depth_major_slot(e * wg + lid, tile_n);
+                    let i = i0 + slot.depth;
+                    var w = vec4<f32>();
+                    if i < p.d {
+                        for (var t = 0u; t < 4u; t++) {
+                            let j = j0 + slot.item + t;
+                            if j < p.d {
+                                w[t] = precisions[u_base + i * p.d + j];
+                            }
+                        }
+                    }
+                    pb[e] = w;
+                }
+            }
+            if s > 0u {
+                gemm_multiply_stage(lane, &acc);
+            }
         }
         // Columns past D hold zeros (U padded with 0), so they add nothing.
-        var parts: array<f32, TILE_BLOCK>;
-        for (var i = 0u; i < TILE_BLOCK; i++) {
-            var s = 0.0;
-            for (var m = 0u; m < TILE_BLOCK; m++) {
-                s = fma(acc[i * TILE_BLOCK + m], acc[i * TILE_BLOCK + m], s);
+        var parts: array<f32, 8>;
+        for (var i = 0u; i < GEMM_RM; i++) {
+            var part = 0.0;
+            for (var m = 0u; m < GEMM_RN; m++) {
+                let y = block_at(acc, i, m);
+                part = fma(y, y, part);
             }
-            parts[i] = s;
-        }
-        store_row_parts(lane, parts);
-        workgroupBarrier();
-        if lid < TILE {
-            q = add_row_parts(lid, q);
+            parts[i] = part;
         }
         workgroupBarrier();
+        gemm_store_row_parts(lane, parts);
+        workgroupBarrier();
+        if lid < tile_m {
+            q = gemm_add_row_parts(lid, q);
+        }
     }
-    if valid && lid < TILE {
+    if valid && lid < tile_m {
         let row = first + lid;
         if row < p.n_rows {
             resp[row * p.k + comp] = q;
@@ -232,8 +269,8 @@ fn mahalanobis_diag(
 // mahalanobis_full and mahalanobis_full_small_d for D <= UNIFORM_MAX_D: one row per
 // invocation, y_j = Σ_{i<=j} fma(x_i − μ_i, U_ij, ·) in order of i; q sums y_j² as
 // mahalanobis_full_small_d does for D <= SMALL_D (in order of j), else as mahalanobis_full's
-// tile does (per lane column tx the fma chain over j = tx, tx + 16, ..., then the 16 lane
-// parts added in order).
+// 64 x 64 tile does (per lane column tx the fma chain over its block's columns j = 4 tx ..
+// 4 tx + 3, 32 + 4 tx .. 32 + 4 tx + 3, then the FULL_TWIN_LANES lane parts added in order).
 @compute @workgroup_size(ROW_WG_SIZE)
 fn mahalanobis_full_uniform(
     @builtin(local_invocation_index) lid: u32,
@@ -266,10 +303,11 @@ fn mahalanobis_full_uniform(
                 q = fma(y, y, q);
             }
         } else {
-            for (var tx = 0u; tx < TILE_LANES; tx++) {
+            for (var tx = 0u; tx < FULL_TWIN_LANES; tx++) {
                 var part = 0.0;
-                for (var m = 0u; m < TILE_BLOCK; m++) {
-                    let j = tx + m * TILE_LANES;
+                for (var m = 0u; m < 8u; m++) {
+                    // gemm_col of an 8-wide register block in a tile of FULL_TWIN_LANES lanes.
+                    let j = (m / 4u) * 4u * FULL_TWIN_LANES + 4u * tx + m % 4u;
                     if j < p.d {
                         var y = 0.0;
                         for (var i = 0u; i <= j; i++) {

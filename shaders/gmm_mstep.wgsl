@@ -17,13 +17,13 @@
 // E[x xᵀ] − μ μᵀ. In weighted_deviation_sums and weighted_scatter one invocation owns one
 // output of one block and walks the block's rows in order (deterministic sums; neighbouring
 // invocations share the row and read neighbouring features). For D ≥ 24 the host uses
-// weighted_scatter_tiled instead (below), the same sums as a tiled GEMM. On CPU-like
+// weighted_scatter_tiled instead (below), the same sums as a GEMM on the tile core. On CPU-like
 // adapters the autotuner may pick the *_uniform twins (at the end), the same sums bit for bit
 // with the rows read from uniform slices.
 
 #import constants
 #import grid
-#import tile
+#import gemm
 #import vec4s
 
 // Twin: MstepParams in src/kernels/gmm_mstep.rs.
@@ -170,69 +170,91 @@ fn weighted_scatter(
     partials[(p.block_offset + block) * p.n_outputs + at.y] = acc;
 }
 
-// weighted_scatter as a tiled GEMM (shared/tile.wgsl), for larger D: a workgroup owns one
-// TILE x TILE tile on or above the diagonal of one component's scatter in one block, stages
-// TILE_K rows of rᵢₖ (xᵢ − sₖ) (tile_a) and (xᵢ − sₖ) (tile_b) through workgroup memory
-// (coalesced loads) and each invocation accumulates a 4 x 4 register block, so each value
-// read from workgroup memory feeds 4 FMAs instead of the per-output loop's 2 loads per FMA.
-// Tiles below the diagonal are not written; a diagonal tile is written whole (it is
+// weighted_scatter as a GEMM on the tile core (shared/gemm.wgsl), for larger D, with the rows
+// as depth: a workgroup owns one square tile (gemm_tile_m() = gemm_tile_n()) on or above the
+// diagonal of one component's scatter in one block, stages GEMM_DEPTH rows of rᵢₖ (xᵢ − sₖ)
+// (gemm_a) and (xᵢ − sₖ) (gemm_b) depth-major, four columns of a row a load, a stage ahead in
+// registers, and each invocation accumulates a GEMM_RM x GEMM_RN register block: each value
+// read from workgroup memory feeds 8 FMAs instead of the per-output loop's 2 loads per FMA.
+// Every entry is the same fma chain over the block's rows as weighted_scatter's (the same
+// bits). Tiles below the diagonal are not written; a diagonal tile is written whole (it is
 // symmetric).
-@compute @workgroup_size(TILE_WG_SIZE)
+@compute @workgroup_size(GEMM_LANES_M * GEMM_LANES_N)
 fn weighted_scatter_tiled(
     @builtin(local_invocation_index) lid: u32,
     @builtin(workgroup_id) wid: vec3<u32>,
 ) {
     let p = params;
+    let tile = gemm_tile_m();
+    let wg = gemm_wg_size();
     let de = p.d + p.augmented;
-    let n_tiles = (de + TILE - 1u) / TILE;
+    let n_tiles = (de + tile - 1u) / tile;
     let n_pairs = n_tiles * (n_tiles + 1u) / 2u;
     let g = workgroup_index(wid, p.grid_x);
     let valid = g < p.n_blocks * p.k * n_pairs;
     let block = g / (p.k * n_pairs);
     let comp = (g / n_pairs) % p.k;
-    let tiles = upper_tile_pair(g % n_pairs, n_tiles);
-    let col_a = tiles.x * TILE;
-    let col_b = tiles.y * TILE;
+    let tiles = gemm_upper_tile_pair(g % n_pairs, n_tiles);
+    let col_a = tiles.x * tile;
+    let col_b = tiles.y * tile;
     let first = block * p.block_rows;
     let last = min(first + p.block_rows, p.n_rows);
-    var steps = 0u;
+    var n_stages = 0u;
     if valid && last > first {
-        steps = (last - first + TILE_K - 1u) / TILE_K;
+        n_stages = (last - first + GEMM_DEPTH - 1u) / GEMM_DEPTH;
     }
-    let lane = tile_lane(lid);
+    let lane = gemm_lane(lid);
     let s_base = comp * p.d;
-    var acc: array<f32, TILE_REGS>;
-    for (var s = 0u; s < steps; s++) {
-        let r0 = first + s * TILE_K;
-        for (var e = lid; e < TILE_STEP; e += TILE_WG_SIZE) {
-            let slot = depth_major_slot(e);
-            let row = r0 + slot.k;
-            let c = slot.item;
-            var va = 0.0;
-            var vb = 0.0;
-            if row < last {
-                let base = p.x_offset + row * p.d;
-                va = resp[row * p.k + comp] * deviation(base, s_base, col_a + c);
-                vb = deviation(base, s_base, col_b + c);
+    let loads = gemm_loads(tile);
+    var acc: Block;
+    var pa: array<vec4<f32>, GEMM_MAX_LOADS>;
+    var pb: array<vec4<f32>, GEMM_MAX_LOADS>;
+    // `n_stages` depends only on the workgroup and the parameters: uniform barriers.
+    for (var s = 0u; s <= n_stages; s++) {
+        if s > 0u {
+            workgroupBarrier();
+            for (var e = 0u; e * wg + lid < loads; e++) {
+                let slot = gemm_depth_major_slot(e * wg + lid, tile);
+                gemm_put_a_depth_major(slot, pa[e]);
+                gemm_put_b_depth_major(slot, pb[e]);
             }
-            tile_a[slot.at] = va;
-            tile_b[slot.at] = vb;
+            workgroupBarrier();
         }
-        workgroupBarrier();
-        accumulate_products(lane, &acc);
-        workgroupBarrier();
+        if s < n_stages {
+            // Prefetch stage s while stage s − 1 is multiplied.
+            let r0 = first + s * GEMM_DEPTH;
+            for (var e = 0u; e * wg + lid < loads; e++) {
+                let slot = gemm_depth_major_slot(e * wg + lid, tile);
+                let row = r0 + slot.depth;
+                var va = vec4<f32>();
+                var vb = vec4<f32>();
+                if row < last {
+                    let base = p.x_offset + row * p.d;
+                    let r = resp[row * p.k + comp];
+                    for (var t = 0u; t < 4u; t++) {
+                        va[t] = r * deviation(base, s_base, col_a + slot.item + t);
+                        vb[t] = deviation(base, s_base, col_b + slot.item + t);
+                    }
+                }
+                pa[e] = va;
+                pb[e] = vb;
+            }
+        }
+        if s > 0u {
+            gemm_multiply_stage(lane, &acc);
+        }
     }
     if !valid {
         return;
     }
     let out = (p.block_offset + block) * p.n_outputs + comp * de * de;
-    for (var i = 0u; i < TILE_BLOCK; i++) {
-        let ia = col_a + lane_row(lane, i);
+    for (var i = 0u; i < GEMM_RM; i++) {
+        let ia = col_a + gemm_row(lane, i);
         if ia < de {
-            for (var m = 0u; m < TILE_BLOCK; m++) {
-                let jb = col_b + lane_col(lane, m);
+            for (var m = 0u; m < GEMM_RN; m++) {
+                let jb = col_b + gemm_col(lane, m);
                 if jb < de {
-                    partials[out + ia * de + jb] = acc[i * TILE_BLOCK + m];
+                    partials[out + ia * de + jb] = block_at(acc, i, m);
                 }
             }
         }

@@ -7,15 +7,18 @@
 // every cluster into pieces of at most a few thousand rows. For one piece p and a batch of
 // query rows q this kernel writes
 //     sums[p][q] = Σ_{j ∈ p} ‖x_q − x_j‖
-// and the host adds the pieces of each cluster in f64. Like assign.wgsl's distances it is a
-// distance tile (shared/distance_tile.wgsl): a workgroup owns TILE queries and walks the
-// piece TILE rows at a time, staging TILE_K features of both through workgroup memory
-// (coalesced), each invocation holding a 4 x 4 block of squared distances formed as
-// Σ (x_q − x_j)² (no ‖x‖² − 2x·y + ‖y‖² cancellation). The TILE_LANES invocations that share
-// a query add their parts in a fixed order.
+// and the host adds the pieces of each cluster in f64. The pairs are a product on the tile
+// core (shared/gemm.wgsl) with squared differences in place of products (block_outer_sq): a
+// workgroup owns gemm_tile_m() queries and walks the piece gemm_tile_n() rows at a time,
+// staging GEMM_DEPTH features of both item-major with vec4 loads, a stage ahead in registers;
+// each invocation holds a GEMM_RM x GEMM_RN block of squared distances formed as
+// Σ (x_q − x_j)². The difference form costs a subtraction beside each FMA, but it has no
+// ‖x‖² − 2x·y + ‖y‖² cancellation: the distances inside a cluster, the small ones, keep their
+// relative accuracy under the square root. The GEMM_LANES_N invocations that share a query
+// add their parts in lane order (a fixed order: the same bits every run).
 
 #import grid
-#import distance_tile
+#import gemm
 
 // Twin: DistanceSumParams in src/kernels/silhouette.rs.
 struct DistanceSumParams {
@@ -26,62 +29,123 @@ struct DistanceSumParams {
     d: u32,
     out_offset: u32, // index in `sums` of the first query's sum for this piece
     grid_x: u32,
+    q_vec4: u32,     // 1: query rows start on vec4 boundaries (q_offset, d multiples of 4)
+    x_vec4: u32,     // same for the data rows
     _pad0: u32,
+    _pad1: u32,
+    _pad2: u32,
 }
 
 @group(0) @binding(0) var<uniform> params: DistanceSumParams;
 @group(0) @binding(1) var<storage, read> queries: array<f32>;
 @group(0) @binding(2) var<storage, read> data: array<f32>;
 @group(0) @binding(3) var<storage, read_write> sums: array<f32>;
+// `queries` and `data` again as vec4s (read only when q_vec4 / x_vec4).
+@group(0) @binding(4) var<storage, read> queries4: array<vec4<f32>>;
+@group(0) @binding(5) var<storage, read> data4: array<vec4<f32>>;
 
-@compute @workgroup_size(TILE_WG_SIZE)
+// Features j .. j + 3 of query r (zeros past D).
+fn query_quad(r: u32, j: u32) -> vec4<f32> {
+    let at = params.q_offset + r * params.d + j;
+    if params.q_vec4 != 0u {
+        return queries4[at / 4u];
+    }
+    var v = vec4<f32>();
+    for (var t = 0u; t < 4u; t++) {
+        if j + t < params.d {
+            v[t] = queries[at + t];
+        }
+    }
+    return v;
+}
+
+// Features j .. j + 3 of data row r (zeros past D).
+fn data_quad(r: u32, j: u32) -> vec4<f32> {
+    let at = params.x_offset + r * params.d + j;
+    if params.x_vec4 != 0u {
+        return data4[at / 4u];
+    }
+    var v = vec4<f32>();
+    for (var t = 0u; t < 4u; t++) {
+        if j + t < params.d {
+            v[t] = data[at + t];
+        }
+    }
+    return v;
+}
+
+@compute @workgroup_size(GEMM_LANES_M * GEMM_LANES_N)
 fn cluster_distance_sums(
     @builtin(local_invocation_index) lid: u32,
     @builtin(workgroup_id) wid: vec3<u32>,
 ) {
     let p = params;
-    let first = workgroup_index(wid, p.grid_x) * TILE;
-    // Workgroups past the end run no steps (uniform barriers) and write nothing.
-    var n_steps = 0u;
+    let tile_m = gemm_tile_m();
+    let tile_n = gemm_tile_n();
+    let wg = gemm_wg_size();
+    let first = workgroup_index(wid, p.grid_x) * tile_m;
+    // Workgroups past the end run no tiles (uniform barriers) and write nothing.
+    var n_tiles = 0u;
     if first < p.n_queries {
-        n_steps = (p.n_data + TILE - 1u) / TILE;
+        n_tiles = (p.n_data + tile_n - 1u) / tile_n;
     }
-    let lane = tile_lane(lid);
-    var total: array<f32, TILE_BLOCK>;
-    for (var s = 0u; s < n_steps; s++) {
-        let c0 = s * TILE;
-        var acc: array<f32, TILE_REGS>;
-        for (var j0 = 0u; j0 < p.d; j0 += TILE_K) {
-            for (var e = lid; e < TILE_STEP; e += TILE_WG_SIZE) {
-                let slot = item_major_slot(e);
-                let r = slot.item;
-                let j = slot.k;
-                var qv = 0.0;
-                if first + r < p.n_queries && j0 + j < p.d {
-                    qv = queries[p.q_offset + (first + r) * p.d + j0 + j];
+    let lane = gemm_lane(lid);
+    let n_stages = (p.d + GEMM_DEPTH - 1u) / GEMM_DEPTH;
+    let loads_a = gemm_loads(tile_m);
+    let loads_b = gemm_loads(tile_n);
+    var total: array<f32, 8>;
+    for (var t = 0u; t < n_tiles; t++) {
+        let c0 = t * tile_n;
+        var acc: Block;
+        var pa: array<vec4<f32>, GEMM_MAX_LOADS>;
+        var pb: array<vec4<f32>, GEMM_MAX_LOADS>;
+        for (var s = 0u; s <= n_stages; s++) {
+            if s > 0u {
+                workgroupBarrier();
+                for (var e = 0u; e * wg + lid < loads_a; e++) {
+                    gemm_put_a_item_major(gemm_item_major_slot(e * wg + lid), pa[e]);
                 }
-                tile_a[slot.at] = qv;
-                var xv = 0.0;
-                if c0 + r < p.n_data && j0 + j < p.d {
-                    xv = data[p.x_offset + (c0 + r) * p.d + j0 + j];
+                for (var e = 0u; e * wg + lid < loads_b; e++) {
+                    gemm_put_b_item_major(gemm_item_major_slot(e * wg + lid), pb[e]);
                 }
-                tile_b[slot.at] = xv;
+                workgroupBarrier();
             }
-            workgroupBarrier();
-            accumulate_sq_distances(lane, &acc);
-            workgroupBarrier();
+            if s < n_stages {
+                // Prefetch stage s while stage s − 1 is multiplied.
+                let j0 = s * GEMM_DEPTH;
+                for (var e = 0u; e * wg + lid < loads_a; e++) {
+                    let slot = gemm_item_major_slot(e * wg + lid);
+                    var v = vec4<f32>();
+                    if first + slot.item < p.n_queries && j0 + slot.depth < p.d {
+                        v = query_quad(first + slot.item, j0 + slot.depth);
+                    }
+                    pa[e] = v;
+                }
+                for (var e = 0u; e * wg + lid < loads_b; e++) {
+                    let slot = gemm_item_major_slot(e * wg + lid);
+                    var v = vec4<f32>();
+                    if c0 + slot.item < p.n_data && j0 + slot.depth < p.d {
+                        v = data_quad(c0 + slot.item, j0 + slot.depth);
+                    }
+                    pb[e] = v;
+                }
+            }
+            if s > 0u {
+                gemm_multiply_stage_sq(lane, &acc);
+            }
         }
-        for (var m = 0u; m < TILE_BLOCK; m++) {
-            if c0 + lane_col(lane, m) < p.n_data {
-                for (var i = 0u; i < TILE_BLOCK; i++) {
-                    total[i] += sqrt(acc[i * TILE_BLOCK + m]);
+        for (var m = 0u; m < GEMM_RN; m++) {
+            if c0 + gemm_col(lane, m) < p.n_data {
+                for (var i = 0u; i < GEMM_RM; i++) {
+                    total[i] += sqrt(block_at(acc, i, m));
                 }
             }
         }
     }
-    store_row_parts(lane, total);
     workgroupBarrier();
-    if lid < TILE && first + lid < p.n_queries {
-        sums[p.out_offset + first + lid] = add_row_parts(lid, 0.0);
+    gemm_store_row_parts(lane, total);
+    workgroupBarrier();
+    if lid < tile_m && first + lid < p.n_queries {
+        sums[p.out_offset + first + lid] = gemm_add_row_parts(lid, 0.0);
     }
 }

@@ -1,7 +1,9 @@
-// The GEMM-class core of every product-shaped kernel: C[m][n] = Σ_d A[m][d] · B[n][d] over a
-// depth range, with the operands staged through workgroup memory (GPUs) or fetched straight
-// from flat textures (CPU-like adapters, shared/texels.wgsl), and the same register block
-// on both paths.
+// The GEMM-class core of every product-shaped kernel (the nearest-centroid assignment, the
+// covariance and Xᵀ(X·V), the projections and S·V, the full-covariance E-step, the M-step's
+// scatter, the silhouette's distance sums, the RBF affinity): C[m][n] = Σ_d A[m][d] · B[n][d]
+// over a depth range (or Σ_d (A[m][d] − B[n][d])², block_outer_sq), with the operands
+// staged through workgroup memory (GPUs) or fetched straight from flat textures (CPU-like
+// adapters, shared/texels.wgsl), and the same register block on both paths.
 //
 // Register block. An invocation owns GEMM_RM x GEMM_RN outputs (4 or 8 each, overrides the
 // host picks), held as `Block.v[2 i + h]`: row i, columns 4h .. 4h + 3. One depth step is an
@@ -284,4 +286,46 @@ fn gemm_scratch_load(e: u32) -> vec4<f32> {
         return gemm_a[e];
     }
     return gemm_b[e - GEMM_STAGE_VEC4S];
+}
+
+// Per-row parts through the stage storage: the GEMM_LANES_N invocations that share a tile row
+// each hold a part of its result (its columns' share); gemm_add_row_parts adds them in lane
+// order, a fixed order, so the sums are reproducible. tile rows x GEMM_LANES_N values fit the
+// two stages (2048 at 128 x 16 lanes). The caller synchronises before (the stages are free)
+// and after.
+fn gemm_store_row_parts(lane: GemmLane, parts: array<f32, 8>) {
+    for (var i = 0u; i < GEMM_RM; i++) {
+        let e = gemm_row(lane, i) * GEMM_LANES_N + lane.tx;
+        if e / 4u < GEMM_STAGE_VEC4S {
+            gemm_a[e / 4u][e % 4u] = parts[i];
+        } else {
+            gemm_b[e / 4u - GEMM_STAGE_VEC4S][e % 4u] = parts[i];
+        }
+    }
+}
+
+// `start` plus the parts of tile row `row`, one by one in lane order.
+fn gemm_add_row_parts(row: u32, start: f32) -> f32 {
+    var sum = start;
+    for (var c = 0u; c < GEMM_LANES_N; c++) {
+        let e = row * GEMM_LANES_N + c;
+        sum += gemm_scratch_load(e / 4u)[e % 4u];
+    }
+    return sum;
+}
+
+// The (row tile, column tile) of pair index `pair` among the n_tiles (n_tiles + 1) / 2 tiles
+// on or above the diagonal of a symmetric result: row ta holds n_tiles − ta of them.
+fn gemm_upper_tile_pair(pair: u32, n_tiles: u32) -> vec2<u32> {
+    var rest = pair;
+    var ta = 0u;
+    loop {
+        let in_row = n_tiles - ta;
+        if rest < in_row || in_row == 0u {
+            break;
+        }
+        rest -= in_row;
+        ta += 1u;
+    }
+    return vec2<u32>(ta, ta + rest);
 }

@@ -37,8 +37,8 @@
 //!
 //! Each kernel family is one file `shaders/NAME.wgsl` with a wrapper `src/kernels/NAME.rs`.
 //! Code that several kernels share lives once in `shaders/shared/` (constants such as the
-//! row workgroup size, the grid index, the 64 x 64 tile with 4 x 4 register blocks, the
-//! distance tile) and is pulled in with `#import name` lines. At build time `build.rs`
+//! row workgroup size, the grid index, the one GEMM-class tile core with its 8 x 8 register
+//! blocks) and is pulled in with `#import name` lines. At build time `build.rs`
 //! expands the imports, validates every composed module with naga (a shader error fails the
 //! build and names the original file and line) and reflects it into a table: per entry point
 //! the buffers it uses, by name, with their binding numbers and kinds, the size of its

@@ -2,7 +2,7 @@
 
 use bytemuck::{Pod, Zeroable};
 
-use super::tiles::{cpu_like, GemmConfig};
+use super::tiles::{buffer_of, cpu_like, vec4_view, GemmConfig};
 use super::ROW_WG_SIZE;
 
 use crate::error::Result;
@@ -145,15 +145,6 @@ pub(crate) fn gram_partials(
     record_gram(gpu, batch, variant, n_rows, a, b, out)
 }
 
-/// The buffer behind a binding and the byte offset the binding starts at.
-fn buffer_of<'a>(bind: Bind<'a>) -> Option<(&'a wgpu::Buffer, u64, u64)> {
-    match bind {
-        Bind::Whole(buffer) => Some((buffer, 0, buffer.size())),
-        Bind::Range(buffer, offset, size) => Some((buffer, offset, size)),
-        Bind::Texture(_) => None,
-    }
-}
-
 /// Whether `variant` can run this product.
 pub(super) fn runs(variant: GramVariant, a: &Operand<'_>, upper_only: bool) -> bool {
     let copyable =
@@ -225,14 +216,6 @@ fn gram_variant(
         )
     })?;
     Ok(GramVariant::from_name(chosen).expect("a name of ours"))
-}
-
-/// The binding of an operand's range as vec4s, or `placeholder` under 16 bytes.
-fn vec4_view<'a>(bind: Bind<'a>, placeholder: &'a DeviceBuffer<f32>) -> Bind<'a> {
-    match buffer_of(bind) {
-        Some((buffer, offset, size)) if size >= 16 => Bind::Range(buffer, offset, size / 16 * 16),
-        _ => placeholder.bind(),
-    }
 }
 
 /// Records `variant` (one of [`GramVariant::all`]).

@@ -4,6 +4,7 @@
 
 use bytemuck::{Pod, Zeroable};
 
+use super::tiles::GemmConfig;
 use super::ROW_WG_SIZE;
 use crate::error::Result;
 use crate::gpu::batch::{Batch, Bind};
@@ -14,8 +15,21 @@ use crate::gpu::shaders::{check_params, gmm_estep as wgsl, EntryPoint};
 use crate::gpu::tuning::TuneKey;
 use crate::gpu::Gpu;
 
-/// Rows per mahalanobis_full tile (`TILE` in the shader).
-const FULL_TILE_ROWS: u64 = wgsl::TILE as u64;
+/// The tile core's shape for `mahalanobis_full` at D features: 64 x 64 wherever its uniform
+/// twin may run instead (D <= `UNIFORM_MAX_D`: the twin adds the squares in that tile's order,
+/// `FULL_TWIN_LANES` lanes of 8 columns), else by the output's shape (rows x D).
+fn full_tile(n_rows: usize, d: usize) -> GemmConfig {
+    if d <= wgsl::UNIFORM_MAX_D as usize {
+        GemmConfig::SMALL
+    } else {
+        GemmConfig::for_shape(n_rows, d)
+    }
+}
+
+const _: () = assert!(
+    wgsl::FULL_TWIN_LANES == GemmConfig::SMALL.lanes_n && GemmConfig::SMALL.rn == 8,
+    "mahalanobis_full_uniform keeps the order of the 64 x 64 tile"
+);
 /// Largest D that Full/Tied evaluate one row per invocation (`SMALL_D` in the shader); above
 /// it they use the tiled GEMM.
 pub(crate) const SMALL_D: usize = wgsl::SMALL_D as usize;
@@ -186,8 +200,9 @@ pub(super) fn record_mahalanobis(
         return record_mahalanobis_uniform(gpu, batch, seg, d, k, comps);
     }
     let row_groups = (seg.n_rows as u64).div_ceil(ROW_WG_SIZE as u64);
+    let config = full_tile(seg.n_rows, d);
     let (entry, groups) = if variant == wgsl::MAHALANOBIS_FULL.name {
-        let tiles = (seg.n_rows as u64).div_ceil(FULL_TILE_ROWS);
+        let tiles = seg.n_rows.div_ceil(config.tile_m()) as u64;
         (wgsl::MAHALANOBIS_FULL, tiles * k as u64)
     } else if variant == wgsl::MAHALANOBIS_FULL_SMALL_D.name {
         (wgsl::MAHALANOBIS_FULL_SMALL_D, row_groups)
@@ -204,9 +219,14 @@ pub(super) fn record_mahalanobis(
         prec_stride: comps.prec_stride as u32,
         ..Zeroable::zeroed()
     };
+    let overrides = if entry.name == wgsl::MAHALANOBIS_FULL.name {
+        config.overrides().to_vec()
+    } else {
+        Vec::new()
+    };
     batch.dispatch(
         entry,
-        &[],
+        &overrides,
         &params,
         &[
             ("x", seg.chunk.bind()),

@@ -12,7 +12,7 @@
 use bytemuck::{Pod, Zeroable};
 
 use super::gmm_estep::Segment;
-use super::tiles::cpu_like;
+use super::tiles::{cpu_like, GemmConfig};
 use super::ROW_WG_SIZE;
 use crate::error::Result;
 use crate::gpu::batch::{Batch, Bind};
@@ -25,8 +25,6 @@ use crate::gpu::Gpu;
 /// From this many features on, the scatter runs as a tiled GEMM (`weighted_scatter_tiled`):
 /// below it most of a 64-wide tile would be padding, and the per-output loop is cheaper.
 pub(crate) const TILED_SCATTER_MIN_D: usize = 24;
-/// Output tile edge of `weighted_scatter_tiled` (`TILE` in the shader).
-const TILE: usize = wgsl::TILE as usize;
 /// Values of x in one uniform slice (`SLICE_VALUES` in the shader).
 const SLICE_VALUES: usize = wgsl::SLICE_VALUES as usize;
 /// Columns per invocation of the uniform twins (`UNIFORM_COLS` in the shader).
@@ -281,7 +279,7 @@ pub(super) fn record_sums(
             walkers.div_ceil(ROW_WG_SIZE as u64),
         )
     } else if variant == wgsl::WEIGHTED_SCATTER_TILED.name {
-        let tiles = de.div_ceil(TILE);
+        let tiles = de.div_ceil(scatter_tile(de).tile_m());
         let pairs = tiles * (tiles + 1) / 2;
         (wgsl::WEIGHTED_SCATTER_TILED, (n_blocks * k * pairs) as u64)
     } else {
@@ -292,14 +290,30 @@ pub(super) fn record_sums(
         grid_x: grid.x,
         ..params
     };
+    let tiled = entry.name == wgsl::WEIGHTED_SCATTER_TILED.name;
+    let overrides = if tiled {
+        scatter_tile(de).overrides().to_vec()
+    } else {
+        Vec::new()
+    };
     batch.dispatch(
         entry,
-        &[],
+        &overrides,
         &params,
         &binds,
         grid,
         sums_work(moment, seg.n_rows, (d, k), n_blocks),
     )
+}
+
+/// The tile core's shape for a scatter of `de` x `de`: square tiles (the upper triangle pairs
+/// a row tile with a column tile of the same size), 128 wide once the scatter fills one.
+fn scatter_tile(de: usize) -> GemmConfig {
+    if de >= GemmConfig::LARGE.tile_m() {
+        GemmConfig::LARGE
+    } else {
+        GemmConfig::SMALL
+    }
 }
 
 /// Records a uniform twin: slices of whole rows of the segment (their values and their

@@ -34,6 +34,8 @@ mod mstep_variant_tests;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
+mod tile_core_tests;
+#[cfg(test)]
 mod tuning_tests;
 #[cfg(test)]
 mod variant_tests;

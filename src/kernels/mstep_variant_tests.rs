@@ -169,6 +169,9 @@ fn mstep_variants_give_identical_bits_and_the_sums() {
         shape(520, 64, 1, 600, 520, 0, 6),
         shape(90, 1, 2, 32, 40, 0, 7),
         shape(330, 8, 17, 100, 200, 0, 8),
+        // The augmented scatter 128 wide: the tile core's 128 x 128 tiles (the plain one 127:
+        // 64 x 64 tiles, the last one partly past D).
+        shape(260, 127, 2, 256, 260, 0, 9),
     ];
     for s in &shapes {
         let c = case(&gpu, s);

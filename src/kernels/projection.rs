@@ -2,15 +2,13 @@
 
 use bytemuck::{Pod, Zeroable};
 
+use super::tiles::{vec4_view, GemmConfig};
 use crate::error::Result;
 use crate::gpu::batch::{Batch, Bind};
 use crate::gpu::device_buffer::DeviceBuffer;
 use crate::gpu::profile::Work;
 use crate::gpu::shaders::{check_params, projection as wgsl};
 use crate::gpu::Gpu;
-
-/// Output tile edge (`TILE` in the shader).
-const TILE: usize = wgsl::TILE as usize;
 
 /// Twin of `AffineParams` in shaders/projection.wgsl.
 #[repr(C)]
@@ -22,8 +20,8 @@ pub(crate) struct AffineParams {
     out_cols: u32,
     n_col_tiles: u32,
     grid_x: u32,
-    _pad0: u32,
-    _pad1: u32,
+    in_vec4: u32,
+    w_vec4: u32,
 }
 
 const _: () = check_params::<AffineParams>(wgsl::ENTRY_POINTS);
@@ -53,9 +51,24 @@ pub(crate) fn affine_matmul(
     map: &AffineMap<'_>,
     output: &DeviceBuffer<f32>,
 ) -> Result<()> {
+    let config = GemmConfig::for_shape(n_rows, map.out_cols);
+    affine_matmul_with(gpu, batch, (input, in_offset), n_rows, map, output, config)
+}
+
+/// [`affine_matmul`] on the tile core's `config` (any of [`GemmConfig::ALL`]; the tests run
+/// each).
+pub(crate) fn affine_matmul_with(
+    gpu: &Gpu,
+    batch: &mut Batch<'_>,
+    (input, in_offset): (Bind<'_>, u32),
+    n_rows: usize,
+    map: &AffineMap<'_>,
+    output: &DeviceBuffer<f32>,
+    config: GemmConfig,
+) -> Result<()> {
     let (in_cols, out_cols) = (map.in_cols, map.out_cols);
-    let n_col_tiles = out_cols.div_ceil(TILE);
-    let grid = gpu.grid((n_rows.div_ceil(TILE) * n_col_tiles) as u64)?;
+    let n_col_tiles = out_cols.div_ceil(config.tile_n());
+    let grid = gpu.grid((n_rows.div_ceil(config.tile_m()) * n_col_tiles) as u64)?;
     let params = AffineParams {
         n_rows: n_rows as u32,
         in_offset,
@@ -63,12 +76,13 @@ pub(crate) fn affine_matmul(
         out_cols: out_cols as u32,
         n_col_tiles: n_col_tiles as u32,
         grid_x: grid.x,
-        _pad0: 0,
-        _pad1: 0,
+        in_vec4: (in_cols.is_multiple_of(4) && in_offset.is_multiple_of(4)) as u32,
+        w_vec4: out_cols.is_multiple_of(4) as u32,
     };
+    let placeholder = DeviceBuffer::zeroed(gpu, "vec4 placeholder", 4);
     batch.dispatch(
         wgsl::AFFINE_MATMUL,
-        &[],
+        &config.overrides(),
         &params,
         &[
             ("input", input),
@@ -76,6 +90,8 @@ pub(crate) fn affine_matmul(
             ("weights", map.weights.bind()),
             ("out_shift", map.out_shift.bind()),
             ("output", output.bind()),
+            ("input4", vec4_view(input, &placeholder)),
+            ("weights4", vec4_view(map.weights.bind(), &placeholder)),
         ],
         grid,
         Work::f32s(

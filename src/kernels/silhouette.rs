@@ -3,6 +3,7 @@
 
 use bytemuck::{Pod, Zeroable};
 
+use super::tiles::{vec4_view, GemmConfig};
 use crate::error::Result;
 use crate::gpu::batch::Batch;
 use crate::gpu::buffer::Chunk;
@@ -10,9 +11,6 @@ use crate::gpu::device_buffer::DeviceBuffer;
 use crate::gpu::profile::Work;
 use crate::gpu::shaders::{check_params, silhouette as wgsl};
 use crate::gpu::Gpu;
-
-/// Queries per workgroup (`TILE` in the shader).
-const TILE: usize = wgsl::TILE as usize;
 
 /// Twin of `DistanceSumParams` in shaders/silhouette.wgsl.
 #[repr(C)]
@@ -25,7 +23,11 @@ pub(crate) struct DistanceSumParams {
     d: u32,
     out_offset: u32,
     grid_x: u32,
+    q_vec4: u32,
+    x_vec4: u32,
     _pad0: u32,
+    _pad1: u32,
+    _pad2: u32,
 }
 
 const _: () = check_params::<DistanceSumParams>(wgsl::ENTRY_POINTS);
@@ -47,25 +49,48 @@ pub(crate) fn cluster_distance_sums(
     sums: &DeviceBuffer<f32>,
     out_offset: usize,
 ) -> Result<()> {
-    let grid = gpu.grid(queries.n_rows.div_ceil(TILE) as u64)?;
+    // Queries are the tile's rows, the piece's rows its columns.
+    let config = GemmConfig::for_shape(queries.n_rows, data.n_rows);
+    cluster_distance_sums_with(gpu, batch, d, (queries, data), (sums, out_offset), config)
+}
+
+/// [`cluster_distance_sums`] on the tile core's `config` (any of [`GemmConfig::ALL`]; the
+/// tests run each).
+pub(crate) fn cluster_distance_sums_with(
+    gpu: &Gpu,
+    batch: &mut Batch<'_>,
+    d: usize,
+    (queries, data): (&Rows<'_>, &Rows<'_>),
+    (sums, out_offset): (&DeviceBuffer<f32>, usize),
+    config: GemmConfig,
+) -> Result<()> {
+    let grid = gpu.grid(queries.n_rows.div_ceil(config.tile_m()) as u64)?;
+    let q_offset = queries.chunk.x_offset + (queries.first * d) as u32;
+    let x_offset = data.chunk.x_offset + (data.first * d) as u32;
+    let vec4s = |offset: u32| (d.is_multiple_of(4) && offset.is_multiple_of(4)) as u32;
     let params = DistanceSumParams {
         n_queries: queries.n_rows as u32,
-        q_offset: queries.chunk.x_offset + (queries.first * d) as u32,
+        q_offset,
         n_data: data.n_rows as u32,
-        x_offset: data.chunk.x_offset + (data.first * d) as u32,
+        x_offset,
         d: d as u32,
         out_offset: out_offset as u32,
         grid_x: grid.x,
-        _pad0: 0,
+        q_vec4: vec4s(q_offset),
+        x_vec4: vec4s(x_offset),
+        ..Zeroable::zeroed()
     };
+    let placeholder = DeviceBuffer::zeroed(gpu, "vec4 placeholder", 4);
     batch.dispatch(
         wgsl::CLUSTER_DISTANCE_SUMS,
-        &[],
+        &config.overrides(),
         &params,
         &[
             ("queries", queries.chunk.bind()),
             ("data", data.chunk.bind()),
             ("sums", sums.bind()),
+            ("queries4", vec4_view(queries.chunk.bind(), &placeholder)),
+            ("data4", vec4_view(data.chunk.bind(), &placeholder)),
         ],
         grid,
         // A difference and an FMA per feature of each pair, a square root and a sum per pair.

@@ -1,5 +1,7 @@
 //! The tile core's shapes (`shaders/shared/gemm.wgsl`): which tile and register block the host
-//! gives a product-shaped kernel, and which design an adapter gets.
+//! gives a product-shaped kernel, and which design an adapter gets. Every product-shaped
+//! kernel runs on that one core: `assign_tiled`, `gram_tiled`, `affine_matmul`,
+//! `mahalanobis_full`, `weighted_scatter_tiled`, `cluster_distance_sums` and the RBF product.
 //!
 //! The core's sizes are `override`s: `GEMM_LANES_M` x `GEMM_LANES_N` invocations, each owning
 //! `GEMM_RM` x `GEMM_RN` outputs. The host picks one of [`GemmConfig::ALL`] (the tests compile
@@ -12,6 +14,8 @@
 //! `WGPU_UNSUPERVISED_DESIGN=gpu` or `=cpu` forces one (benchmarks of the GPU design on
 //! lavapipe; anything else or unset: by adapter type).
 
+use crate::gpu::batch::Bind;
+use crate::gpu::device_buffer::DeviceBuffer;
 use crate::gpu::shaders::shared::gemm as wgsl;
 use crate::gpu::Gpu;
 
@@ -99,6 +103,23 @@ pub(crate) fn cpu_like(gpu: &Gpu) -> bool {
         Ok("gpu") => false,
         Ok("cpu") => true,
         _ => gpu.info().device_type == "Cpu",
+    }
+}
+
+/// The buffer behind a binding and the byte offset the binding starts at.
+pub(crate) fn buffer_of<'a>(bind: Bind<'a>) -> Option<(&'a wgpu::Buffer, u64, u64)> {
+    match bind {
+        Bind::Whole(buffer) => Some((buffer, 0, buffer.size())),
+        Bind::Range(buffer, offset, size) => Some((buffer, offset, size)),
+        Bind::Texture(_) => None,
+    }
+}
+
+/// The binding of an operand's range as vec4s, or `placeholder` under 16 bytes.
+pub(crate) fn vec4_view<'a>(bind: Bind<'a>, placeholder: &'a DeviceBuffer<f32>) -> Bind<'a> {
+    match buffer_of(bind) {
+        Some((buffer, offset, size)) if size >= 16 => Bind::Range(buffer, offset, size / 16 * 16),
+        _ => placeholder.bind(),
     }
 }
 
