@@ -62,17 +62,7 @@ fn tile_pair(pair: u32) -> vec2<u32> {
     if params.upper_only == 0u {
         return vec2<u32>(pair / params.n_tiles_b, pair % params.n_tiles_b);
     }
-    var rest = pair;
-    var ta = 0u;
-    loop {
-        let in_row = params.n_tiles_a - ta;
-        if rest < in_row || in_row == 0u {
-            break;
-        }
-        rest -= in_row;
-        ta += 1u;
-    }
-    return vec2<u32>(ta, ta + rest);
+    return gemm_upper_tile_pair(pair, params.n_tiles_a);
 }
 
 fn n_pairs() -> u32 {
