@@ -317,14 +317,7 @@ fn assign_tiled(
         var pb: array<vec4<f32>, GEMM_MAX_LOADS>;
         for (var s = 0u; s <= n_stages; s++) {
             if s > 0u {
-                workgroupBarrier();
-                for (var e = 0u; e * wg + lid < loads_a; e++) {
-                    gemm_put_a_item_major(gemm_item_major_slot(e * wg + lid), pa[e]);
-                }
-                for (var e = 0u; e * wg + lid < loads_b; e++) {
-                    gemm_put_b_item_major(gemm_item_major_slot(e * wg + lid), pb[e]);
-                }
-                workgroupBarrier();
+                gemm_put_stage(lid, pa, GEMM_ITEM_MAJOR, pb, GEMM_ITEM_MAJOR);
             }
             if s < n_stages {
                 // Prefetch stage s while stage s − 1 is multiplied.

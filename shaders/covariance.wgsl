@@ -141,14 +141,7 @@ fn gram_tiled(
     // `n_stages` depends only on the workgroup and the parameters: uniform barriers.
     for (var s = 0u; s <= n_stages; s++) {
         if s > 0u {
-            workgroupBarrier();
-            for (var e = 0u; e * wg + lid < loads_a; e++) {
-                gemm_put_a_depth_major(gemm_depth_major_slot(e * wg + lid, tile_m), pa[e]);
-            }
-            for (var e = 0u; e * wg + lid < loads_b; e++) {
-                gemm_put_b_depth_major(gemm_depth_major_slot(e * wg + lid, tile_n), pb[e]);
-            }
-            workgroupBarrier();
+            gemm_put_stage(lid, pa, GEMM_DEPTH_MAJOR, pb, GEMM_DEPTH_MAJOR);
         }
         if s < n_stages {
             let r0 = first + s * GEMM_DEPTH;

@@ -212,13 +212,7 @@ fn weighted_scatter_tiled(
     // `n_stages` depends only on the workgroup and the parameters: uniform barriers.
     for (var s = 0u; s <= n_stages; s++) {
         if s > 0u {
-            workgroupBarrier();
-            for (var e = 0u; e * wg + lid < loads; e++) {
-                let slot = gemm_depth_major_slot(e * wg + lid, tile);
-                gemm_put_a_depth_major(slot, pa[e]);
-                gemm_put_b_depth_major(slot, pb[e]);
-            }
-            workgroupBarrier();
+            gemm_put_stage(lid, pa, GEMM_DEPTH_MAJOR, pb, GEMM_DEPTH_MAJOR);
         }
         if s < n_stages {
             // Prefetch stage s while stage s − 1 is multiplied.

@@ -169,6 +169,36 @@ fn gemm_put_b_depth_major(slot: GemmSlot, v: vec4<f32>) {
     gemm_b[slot.depth * GEMM_ROW_VEC4S + slot.item / 4u] = v;
 }
 
+// How an operand's prefetched loads are laid out (gemm_item_major_slot or
+// gemm_depth_major_slot), for gemm_put_stage.
+const GEMM_ITEM_MAJOR: u32 = 0u;
+const GEMM_DEPTH_MAJOR: u32 = 1u;
+
+// Stores a prefetched stage, A's loads `pa` and B's `pb` (load e of invocation lid is slot
+// lid + e · gemm_wg_size()), into gemm_a / gemm_b between two barriers: the first waits for
+// the products of the stage being replaced, the second for the whole new stage.
+fn gemm_put_stage(lid: u32, pa: array<vec4<f32>, GEMM_MAX_LOADS>, a_layout: u32, pb: array<vec4<f32>, GEMM_MAX_LOADS>, b_layout: u32) {
+    let wg = gemm_wg_size();
+    let tile_m = gemm_tile_m();
+    let tile_n = gemm_tile_n();
+    workgroupBarrier();
+    for (var e = 0u; e * wg + lid < gemm_loads(tile_m); e++) {
+        if a_layout == GEMM_DEPTH_MAJOR {
+            gemm_put_a_depth_major(gemm_depth_major_slot(e * wg + lid, tile_m), pa[e]);
+        } else {
+            gemm_put_a_item_major(gemm_item_major_slot(e * wg + lid), pa[e]);
+        }
+    }
+    for (var e = 0u; e * wg + lid < gemm_loads(tile_n); e++) {
+        if b_layout == GEMM_DEPTH_MAJOR {
+            gemm_put_b_depth_major(gemm_depth_major_slot(e * wg + lid, tile_n), pb[e]);
+        } else {
+            gemm_put_b_item_major(gemm_item_major_slot(e * wg + lid), pb[e]);
+        }
+    }
+    workgroupBarrier();
+}
+
 // A lane's operands at one staged depth: rows lo (and hi when the block is 8 tall) of A,
 // columns lo (and hi when 8 wide) of B.
 struct StageOperands {
