@@ -500,6 +500,11 @@ fn search_add8(s0: Search, lo: vec4<f32>, hi: vec4<f32>, norms: Quads, k0: u32) 
     return s;
 }
 
+// n + Σ xs² over the four values of a texel, in order (one fma chain).
+fn norm_add(n: f32, xs: vec4<f32>) -> f32 {
+    return fma(xs.w, xs.w, fma(xs.z, xs.z, fma(xs.y, xs.y, fma(xs.x, xs.x, n))));
+}
+
 @compute @workgroup_size(ROW_WG_SIZE)
 fn assign_texture(
     @builtin(local_invocation_index) lid: u32,
@@ -519,6 +524,10 @@ fn assign_texture(
     for (var i = 0u; i < TEXTURE_ROWS; i++) {
         search[i] = search_start();
     }
+    // ‖x − s‖² of each row, summed from the shifted texels the first block of candidates
+    // fetches anyway (the same chain, in feature order, as exact_from_storage's): a texel
+    // fetch costs llvmpipe far more than the four FMAs, and the check below needs no shift.
+    var norm: array<f32, 8>;
     for (var k0 = 0u; k0 < params.k; k0 += 8u) {
         var acc: Block;
         for (var q = 0u; q < d4; q++) {
@@ -532,6 +541,16 @@ fn assign_texture(
             xq.v[5] = flat_texel(x_texels, rows[5] + q) - sh;
             xq.v[6] = flat_texel(x_texels, rows[6] + q) - sh;
             xq.v[7] = flat_texel(x_texels, rows[7] + q) - sh;
+            if k0 == 0u {
+                norm[0] = norm_add(norm[0], xq.v[0]);
+                norm[1] = norm_add(norm[1], xq.v[1]);
+                norm[2] = norm_add(norm[2], xq.v[2]);
+                norm[3] = norm_add(norm[3], xq.v[3]);
+                norm[4] = norm_add(norm[4], xq.v[4]);
+                norm[5] = norm_add(norm[5], xq.v[5]);
+                norm[6] = norm_add(norm[6], xq.v[6]);
+                norm[7] = norm_add(norm[7], xq.v[7]);
+            }
             gemm_multiply_quads(&acc, xq, centroid_quads(prepared_texels, 0u, k0, q));
         }
         var norms: Quads;
@@ -558,26 +577,22 @@ fn assign_texture(
             let k2 = min(s.k2, params.k - 1u);
             var dist = 0.0;
             var dist2 = 0.0;
-            var norm = 0.0;
             for (var q = 0u; q < d4; q++) {
                 let xv = flat_texel(x_texels, rows[i] + q);
                 let cv = flat_texel(centroid_texels, k * d4 + q);
                 let cv2 = flat_texel(centroid_texels, k2 * d4 + q);
-                let sh = flat_texel(prepared_texels, shift_base() + q);
                 for (var t = 0u; t < 4u; t++) {
                     let diff = xv[t] - cv[t];
                     dist = fma(diff, diff, dist);
                     let diff2 = xv[t] - cv2[t];
                     dist2 = fma(diff2, diff2, dist2);
-                    let xs = xv[t] - sh[t];
-                    norm = fma(xs, xs, norm);
                 }
             }
             // The runner-up's distance is summed beside the best's: llvmpipe would run a
             // separate loop for every row whether or not its pair test holds.
-            var decided = search_is_exact(s, norm);
+            var decided = search_is_exact(s, norm[i]);
             var pick = vec2<f32>(bitcast<f32>(k), dist);
-            if !decided && search_pair_decides(s, norm) {
+            if !decided && search_pair_decides(s, norm[i]) {
                 decided = true;
                 pick = pick_of_two(k, dist, k2, dist2);
             }
