@@ -725,7 +725,8 @@ fn assign_rows(
 // The update c_k = Σ_{i∈k} w_i x_i / Σ_{i∈k} w_i is computed as
 // c_k = old c_k + Σ_{i∈k} w_i (x_i − old c_k) / Σ_{i∈k} w_i, and the partials hold, per block
 // of block_rows rows, cluster k and feature j, Σ w_i (x_ij − old c_kj) (summed as
-// sum += w·(x − old c), not an fma, in row order from +0.0, w exactly 1 when unweighted), the
+// sum += w·(x − old c), a product and a sum as written there, in row order from +0.0, w
+// exactly 1 when unweighted), the
 // member count, Σ w_i d̂_i and Σ w_i: the same sums in the same order as
 // accumulate_cluster_partials, so the same bits.
 //
@@ -746,8 +747,8 @@ fn assign_rows(
 // pieces; the unfused kernels serve those shapes.
 //
 // Bit equality with accumulate_cluster_partials rests on writing the same expression,
-// sum += w * (x − old c): a driver that contracts it into an fma (lavapipe does) does so in
-// both kernels.
+// sum += w * (x − old c): a driver that contracts it into an fma does so in both kernels
+// (lavapipe evidently does: an explicit fma() here gives it the same bits).
 
 // Features of assign_rows_update: one per invocation, and at most two pieces (the first kept
 // in rows_piece_first, the last still in rows_piece).
@@ -769,6 +770,33 @@ fn weight_of(r: u32) -> f32 {
     return 1.0;
 }
 
+// sums[label] += w·(x − old[label]), accumulate_cluster_partials' expression. The epilogue
+// walks one row at a time, so the label is the same across the workgroup and the switch is
+// one uniform branch: a runtime index would put the arrays in memory on some drivers, and
+// comparing with every index would cost about 3·SMALL_K instructions per row and feature,
+// more than the assignment's 2K. One case per register (SMALL_K = 16; the host asserts it).
+fn add_deviation(sums: ptr<function, array<f32, SMALL_K>>, old: ptr<function, array<f32, SMALL_K>>, label: u32, w: f32, xv: f32) {
+    switch label {
+        case 0u: { (*sums)[0] += w * (xv - (*old)[0]); }
+        case 1u: { (*sums)[1] += w * (xv - (*old)[1]); }
+        case 2u: { (*sums)[2] += w * (xv - (*old)[2]); }
+        case 3u: { (*sums)[3] += w * (xv - (*old)[3]); }
+        case 4u: { (*sums)[4] += w * (xv - (*old)[4]); }
+        case 5u: { (*sums)[5] += w * (xv - (*old)[5]); }
+        case 6u: { (*sums)[6] += w * (xv - (*old)[6]); }
+        case 7u: { (*sums)[7] += w * (xv - (*old)[7]); }
+        case 8u: { (*sums)[8] += w * (xv - (*old)[8]); }
+        case 9u: { (*sums)[9] += w * (xv - (*old)[9]); }
+        case 10u: { (*sums)[10] += w * (xv - (*old)[10]); }
+        case 11u: { (*sums)[11] += w * (xv - (*old)[11]); }
+        case 12u: { (*sums)[12] += w * (xv - (*old)[12]); }
+        case 13u: { (*sums)[13] += w * (xv - (*old)[13]); }
+        case 14u: { (*sums)[14] += w * (xv - (*old)[14]); }
+        case 15u: { (*sums)[15] += w * (xv - (*old)[15]); }
+        default: {}
+    }
+}
+
 @compute @workgroup_size(ROWS_WG)
 fn assign_rows_update(
     @builtin(local_invocation_index) lid: u32,
@@ -784,9 +812,8 @@ fn assign_rows_update(
     let j = lid;
     // The piece that holds the last features: features below it are kept in rows_piece_first.
     let last_j0 = (d - 1u) / ROWS_PIECE * ROWS_PIECE;
-    // The old centroids' feature j, and the sums of w·(x_j − old c_j), per cluster. Registers
-    // are picked by comparing with every index (a runtime index would put the arrays in
-    // memory on some drivers).
+    // The old centroids' feature j, and the sums of w·(x_j − old c_j), per cluster, in
+    // registers (constant indices only: add_deviation).
     var old: array<f32, SMALL_K>;
     var sums: array<f32, SMALL_K>;
     for (var c = 0u; c < SMALL_K; c++) {
@@ -830,17 +857,7 @@ fn assign_rows_update(
                 } else {
                     xv = rows_piece[(j - last_j0) * ROWS_PIECE_STRIDE + r];
                 }
-                var old_c = 0.0;
-                for (var c = 0u; c < SMALL_K; c++) {
-                    if c == label {
-                        old_c = old[c];
-                    }
-                }
-                for (var c = 0u; c < SMALL_K; c++) {
-                    if c == label {
-                        sums[c] += w * (xv - old_c);
-                    }
-                }
+                add_deviation(&sums, &old, label, w, xv);
             }
             // add_row_scalars of centroid_update.wgsl.
             if label == lid {

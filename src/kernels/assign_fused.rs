@@ -35,11 +35,17 @@ use crate::gpu::Gpu;
 /// Most features of the fused kernel (`FUSED_MAX_D` in the shader): one per invocation.
 pub(crate) const FUSED_MAX_D: usize = wgsl::FUSED_MAX_D as usize;
 
-/// Rows of one tile (`ROWS_WG`): a block must be a whole number of them.
-const ROWS_WG: usize = wgsl::ROWS_WG as usize;
+/// Rows of one tile (`ROWS_WG` in the shader): a block must be a whole number of them.
+pub(crate) const TILE_ROWS: usize = wgsl::ROWS_WG as usize;
 
 /// Features of one staged piece (`ROWS_PIECE`).
 const ROWS_PIECE: usize = wgsl::ROWS_PIECE as usize;
+
+// add_deviation in the shader picks a cluster's register with one case per cluster.
+const _: () = assert!(
+    SMALL_K == 16,
+    "assign_rows_update has a switch case per register"
+);
 
 /// Storage buffers the kernel binds: x, x4, centroids, labels, min_sq_dist, changed,
 /// weights and the three partials (more than the 8 WebGPU guarantees).
@@ -63,16 +69,16 @@ pub(crate) fn with_fusion<R>(on: bool, f: impl FnOnce() -> R) -> R {
 /// Whether the fused kernel can run on `chunk` (`d` features, `k` clusters, blocks of
 /// `block_rows`) on this adapter, whatever the design.
 pub(crate) fn fits(gpu: &Gpu, chunk: &Chunk, d: usize, k: usize, block_rows: usize) -> bool {
-    let tiles = block_rows.min(chunk.n_rows).div_ceil(ROWS_WG);
+    let tiles = block_rows.min(chunk.n_rows).div_ceil(TILE_ROWS);
     // Per tile: each piece's staging loops (ROWS_PIECE / 4 vec4s and SMALL_K·ROWS_PIECE /
     // ROWS_WG centroid values an invocation) and fma loop (ROWS_PIECE features), the copy
     // of the first piece and the epilogue (ROWS_WG rows each), the nearest search; then the
     // old centroids' and the partials' loops. An upper bound: some of these unroll.
     let back_edges =
-        tiles * (d.div_ceil(ROWS_PIECE) * (2 * ROWS_PIECE + 8) + 2 * ROWS_WG + 24) + 2 * SMALL_K;
+        tiles * (d.div_ceil(ROWS_PIECE) * (2 * ROWS_PIECE + 8) + 2 * TILE_ROWS + 24) + 2 * SMALL_K;
     (1..=SMALL_K).contains(&k)
         && (1..=FUSED_MAX_D).contains(&d)
-        && block_rows.is_multiple_of(ROWS_WG)
+        && block_rows.is_multiple_of(TILE_ROWS)
         && block_rows > 0
         && gpu.device().limits().max_storage_buffers_per_shader_stage >= STORAGE_BUFFERS
         && super::fits_loop_budget(gpu, back_edges)

@@ -112,8 +112,10 @@ impl<'a> Workspace<'a> {
         let kd = k * x.n_features();
         let limit = gpu.binding_byte_limit().min(PARTIALS_TARGET_BYTES);
         // Rows per block: at least 256 (so a workgroup has work), more when K x D is large,
-        // so that all partials fit in one binding of at most 64 MiB.
+        // so that all partials fit in one binding of at most 64 MiB; a whole number of the
+        // fused kernel's tiles, so that it serves large N too.
         let block_rows = (256u64).max((n * kd as u64 * 4).div_ceil(limit.max(1)) + 1) as usize;
+        let block_rows = block_rows.next_multiple_of(assign_fused::TILE_ROWS);
         let mut block_offsets = Vec::new();
         let mut n_blocks = 0;
         for c in x.chunks() {
