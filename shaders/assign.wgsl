@@ -29,6 +29,9 @@
 // assign_rows (GPUs, K <= SMALL_K) reads the rows of a workgroup cooperatively with vec4 loads
 // into workgroup memory, the centroids beside them, and sums the difference form directly:
 // with few centroids the pass is bound by reading X, and the exact form costs nothing.
+// assign_rows_update (GPUs, K <= SMALL_K, D <= FUSED_MAX_D; host: src/kernels/assign_fused.rs)
+// is assign_rows with the K-Means (Lloyd) update's per-block partials summed in its epilogue
+// from the rows it staged, so K-Means reads X once per iteration (see its section below).
 // assign_nearest_centroid_registers and assign_nearest_centroid_uniform (one row per
 // invocation, centroids from storage or from 64 KiB uniform slices) suit CPU-like adapters.
 
@@ -53,7 +56,11 @@ struct AssignParams {
     d4: u32,          // ceil(D / 4): vec4s per prepared centroid row
     x_vec4: u32,      // 1: x_offset and D are multiples of 4, so rows load as vec4s from x4
     beta: f32,        // the error-bound coefficient β (see above)
+    block_rows: u32,   // assign_rows_update: rows per block of partials (a multiple of ROWS_WG)
+    block_offset: u32, // assign_rows_update: global index of the dispatch's first block
+    weighted: u32,     // assign_rows_update: 1: rows weighted by `weights`; 0: every weight 1
     _pad0: u32,
+    _pad1: u32,
 }
 
 const FIRST_SLICE: u32 = 1u;
@@ -86,6 +93,13 @@ const SLICE_VEC4S: u32 = 4096u;
 @group(0) @binding(12) var x_texels: texture_2d_array<f32>;
 @group(0) @binding(13) var centroid_texels: texture_2d_array<f32>;
 @group(0) @binding(14) var prepared_texels: texture_2d_array<f32>;
+// assign_rows_update: the rows' sample weights (when `weighted`) and the Lloyd update's
+// per-block partials, laid out as centroid_update.wgsl writes them: [block][cluster][feature]
+// sums of w·(x − old c), [block][cluster] counts, [block][cluster][2] sums of w·d² and w.
+@group(0) @binding(15) var<storage, read> weights: array<f32>;
+@group(0) @binding(16) var<storage, read_write> partial_sums: array<f32>;
+@group(0) @binding(17) var<storage, read_write> partial_counts: array<u32>;
+@group(0) @binding(18) var<storage, read_write> partial_sq_dist: array<f32>;
 
 var<workgroup> wg_changed: atomic<u32>;
 
@@ -625,55 +639,57 @@ const ROWS_PIECE_STRIDE: u32 = ROWS_WG + 4u;
 var<workgroup> rows_piece: array<f32, ROWS_PIECE * ROWS_PIECE_STRIDE>;
 var<workgroup> centroid_piece: array<f32, SMALL_K * ROWS_PIECE>;
 
-// The nearest of K <= SMALL_K centroids for ROWS_WG rows: the workgroup loads each piece of
-// ROWS_PIECE features of its rows with consecutive invocations on consecutive vec4s of a
-// row (coalesced), and the same features of every centroid, into workgroup memory; each
-// invocation then advances its row's SMALL_K fma chains over the piece.
-@compute @workgroup_size(ROWS_WG)
-fn assign_rows(
-    @builtin(local_invocation_index) lid: u32,
-    @builtin(workgroup_id) wid: vec3<u32>,
-) {
-    let first = workgroup_index(wid, params.grid_x) * ROWS_WG;
-    let row = first + lid;
-    var acc: array<f32, SMALL_K>;
+// Adds to `acc` the squared differences between features j0 .. j0 + ROWS_PIECE of row
+// first + lid and those of every centroid (one fma chain per centroid, in feature order):
+// the workgroup loads the piece of its ROWS_WG rows with consecutive invocations on
+// consecutive vec4s of a row (coalesced), and the same features of every centroid, into
+// workgroup memory; each invocation then advances its row's SMALL_K chains over the piece.
+// Every invocation of the workgroup calls it (barriers). The piece stays in rows_piece until
+// the next call's first barrier.
+fn rows_piece_sq_distances(first: u32, lid: u32, j0: u32, acc: ptr<function, array<f32, SMALL_K>>) {
     let quads = ROWS_PIECE / 4u;
-    for (var j0 = 0u; j0 < params.d; j0 += ROWS_PIECE) {
-        workgroupBarrier();
-        // ROWS_WG rows x `quads` vec4s: invocation lid takes quads lid, lid + ROWS_WG, ...
-        for (var e = lid; e < ROWS_WG * quads; e += ROWS_WG) {
-            let r = e / quads;
-            let j = j0 + 4u * (e % quads);
-            var v = vec4<f32>();
-            if first + r < params.n_rows && j < params.d {
-                v = x_quad(first + r, j);
-            }
-            for (var t = 0u; t < 4u; t++) {
-                rows_piece[(4u * (e % quads) + t) * ROWS_PIECE_STRIDE + r] = v[t];
-            }
+    workgroupBarrier();
+    // ROWS_WG rows x `quads` vec4s: invocation lid takes quads lid, lid + ROWS_WG, ...
+    for (var e = lid; e < ROWS_WG * quads; e += ROWS_WG) {
+        let r = e / quads;
+        let j = j0 + 4u * (e % quads);
+        var v = vec4<f32>();
+        if first + r < params.n_rows && j < params.d {
+            v = x_quad(first + r, j);
         }
-        for (var e = lid; e < SMALL_K * ROWS_PIECE; e += ROWS_WG) {
-            let c = e / ROWS_PIECE;
-            let j = j0 + e % ROWS_PIECE;
-            var v = 0.0;
-            if c < params.k && j < params.d {
-                v = centroids[c * params.d + j];
-            }
-            centroid_piece[e] = v;
-        }
-        workgroupBarrier();
-        let n = min(ROWS_PIECE, params.d - j0);
-        for (var j = 0u; j < n; j++) {
-            let xv = rows_piece[j * ROWS_PIECE_STRIDE + lid];
-            for (var c = 0u; c < SMALL_K; c++) {
-                let diff = xv - centroid_piece[c * ROWS_PIECE + j];
-                acc[c] = fma(diff, diff, acc[c]);
-            }
+        for (var t = 0u; t < 4u; t++) {
+            rows_piece[(4u * (e % quads) + t) * ROWS_PIECE_STRIDE + r] = v[t];
         }
     }
-    if row >= params.n_rows {
-        return;
+    for (var e = lid; e < SMALL_K * ROWS_PIECE; e += ROWS_WG) {
+        let c = e / ROWS_PIECE;
+        let j = j0 + e % ROWS_PIECE;
+        var v = 0.0;
+        if c < params.k && j < params.d {
+            v = centroids[c * params.d + j];
+        }
+        centroid_piece[e] = v;
     }
+    workgroupBarrier();
+    let n = min(ROWS_PIECE, params.d - j0);
+    for (var j = 0u; j < n; j++) {
+        let xv = rows_piece[j * ROWS_PIECE_STRIDE + lid];
+        for (var c = 0u; c < SMALL_K; c++) {
+            let diff = xv - centroid_piece[c * ROWS_PIECE + j];
+            (*acc)[c] = fma(diff, diff, (*acc)[c]);
+        }
+    }
+}
+
+// The nearest centroid of `row` (ties: the lowest index) and its squared distance, from its
+// distances to the K <= SMALL_K centroids; writes the label and the distance and counts a
+// changed label.
+struct Nearest {
+    k: u32,
+    sq_dist: f32,
+}
+
+fn settle_row(row: u32, acc: array<f32, SMALL_K>) -> Nearest {
     var best = F32_MAX;
     var best_k = 0u;
     for (var c = 0u; c < min(SMALL_K, params.k); c++) {
@@ -687,6 +703,191 @@ fn assign_rows(
     }
     labels[row] = best_k;
     min_sq_dist[row] = best;
+    return Nearest(best_k, best);
+}
+
+// The nearest of K <= SMALL_K centroids for ROWS_WG rows, a piece of features at a time
+// (rows_piece_sq_distances).
+@compute @workgroup_size(ROWS_WG)
+fn assign_rows(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+) {
+    let first = workgroup_index(wid, params.grid_x) * ROWS_WG;
+    let row = first + lid;
+    var acc: array<f32, SMALL_K>;
+    for (var j0 = 0u; j0 < params.d; j0 += ROWS_PIECE) {
+        rows_piece_sq_distances(first, lid, j0, &acc);
+    }
+    if row >= params.n_rows {
+        return;
+    }
+    settle_row(row, acc);
+}
+
+// ---- GPUs, few centroids and features: the Lloyd update in the assignment's epilogue ----
+//
+// assign_rows_update is assign_rows (the same labels, distances and changed count, bit for
+// bit) that also writes the per-block partials of the Lloyd update, which
+// accumulate_cluster_partials (centroid_update.wgsl) would write from the labels afterwards.
+// The update c_k = Σ_{i∈k} w_i x_i / Σ_{i∈k} w_i is computed as
+// c_k = old c_k + Σ_{i∈k} w_i (x_i − old c_k) / Σ_{i∈k} w_i, and the partials hold, per block
+// of block_rows rows, cluster k and feature j, Σ w_i (x_ij − old c_kj) (summed as
+// sum += w·(x − old c), a product and a sum as written there, in row order from +0.0, w
+// exactly 1 when unweighted), the
+// member count, Σ w_i d̂_i and Σ w_i: the same sums in the same order as
+// accumulate_cluster_partials, so the same bits.
+//
+// A workgroup owns one whole block (block_rows a multiple of ROWS_WG) and assigns it tile by
+// tile of ROWS_WG rows. In each tile's epilogue the tile's labels, weights and distances go to
+// workgroup memory, and invocation j, owning feature j (D <= FUSED_MAX_D, one feature per
+// invocation), adds the tile's rows in order to its K <= SMALL_K sums in registers, reading
+// the rows' features from the pieces the assignment staged (so X is read from global memory
+// once, and no labels pass follows); invocation c < K keeps cluster c's count, Σ w·d̂ and Σ w.
+// Each sum has one writer and reaches the partials once, at the end of the block: no
+// read-modify-write of global memory, and the parallel work (a workgroup per block, ROWS_WG
+// invocations each) does not depend on a budget of partials.
+//
+// D <= FUSED_MAX_D = ROWS_WG: each invocation owns one feature, and the tile's features span
+// at most two pieces, so keeping them costs one more piece of workgroup memory
+// (rows_piece_first, 8.5 KiB; about 20 KiB in all) instead of a second read of the rows.
+// Past it an invocation would own several features (K sums each) and the tile several
+// pieces; the unfused kernels serve those shapes.
+//
+// Bit equality with accumulate_cluster_partials rests on writing the same expression,
+// sum += w * (x − old c): a driver that contracts it into an fma does so in both kernels
+// (lavapipe evidently does: an explicit fma() here gives it the same bits).
+
+// Features of assign_rows_update: one per invocation, and at most two pieces (the first kept
+// in rows_piece_first, the last still in rows_piece).
+const FUSED_MAX_D: u32 = ROWS_WG;
+
+// The first piece of the tile's features when D takes two pieces ([feature][row], as
+// rows_piece).
+var<workgroup> rows_piece_first: array<f32, ROWS_PIECE * ROWS_PIECE_STRIDE>;
+// The tile's labels, weights and squared distances.
+var<workgroup> tile_labels: array<u32, ROWS_WG>;
+var<workgroup> tile_weights: array<f32, ROWS_WG>;
+var<workgroup> tile_sq_dist: array<f32, ROWS_WG>;
+
+// Row r's sample weight, or exactly 1 (centroid_update.wgsl's weight_of).
+fn weight_of(r: u32) -> f32 {
+    if params.weighted != 0u {
+        return weights[r];
+    }
+    return 1.0;
+}
+
+// sums[label] += w·(x − old[label]), accumulate_cluster_partials' expression. The epilogue
+// walks one row at a time, so the label is the same across the workgroup and the switch is
+// one uniform branch: a runtime index would put the arrays in memory on some drivers, and
+// comparing with every index would cost about 3·SMALL_K instructions per row and feature,
+// more than the assignment's 2K. One case per register (SMALL_K = 16; the host asserts it).
+fn add_deviation(sums: ptr<function, array<f32, SMALL_K>>, old: ptr<function, array<f32, SMALL_K>>, label: u32, w: f32, xv: f32) {
+    switch label {
+        case 0u: { (*sums)[0] += w * (xv - (*old)[0]); }
+        case 1u: { (*sums)[1] += w * (xv - (*old)[1]); }
+        case 2u: { (*sums)[2] += w * (xv - (*old)[2]); }
+        case 3u: { (*sums)[3] += w * (xv - (*old)[3]); }
+        case 4u: { (*sums)[4] += w * (xv - (*old)[4]); }
+        case 5u: { (*sums)[5] += w * (xv - (*old)[5]); }
+        case 6u: { (*sums)[6] += w * (xv - (*old)[6]); }
+        case 7u: { (*sums)[7] += w * (xv - (*old)[7]); }
+        case 8u: { (*sums)[8] += w * (xv - (*old)[8]); }
+        case 9u: { (*sums)[9] += w * (xv - (*old)[9]); }
+        case 10u: { (*sums)[10] += w * (xv - (*old)[10]); }
+        case 11u: { (*sums)[11] += w * (xv - (*old)[11]); }
+        case 12u: { (*sums)[12] += w * (xv - (*old)[12]); }
+        case 13u: { (*sums)[13] += w * (xv - (*old)[13]); }
+        case 14u: { (*sums)[14] += w * (xv - (*old)[14]); }
+        case 15u: { (*sums)[15] += w * (xv - (*old)[15]); }
+        default: {}
+    }
+}
+
+@compute @workgroup_size(ROWS_WG)
+fn assign_rows_update(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+) {
+    let block = workgroup_index(wid, params.grid_x);
+    let first = block * params.block_rows;
+    if first >= params.n_rows {
+        return;
+    }
+    let last = min(first + params.block_rows, params.n_rows);
+    let d = params.d;
+    let j = lid;
+    // The piece that holds the last features: features below it are kept in rows_piece_first.
+    let last_j0 = (d - 1u) / ROWS_PIECE * ROWS_PIECE;
+    // The old centroids' feature j, and the sums of w·(x_j − old c_j), per cluster, in
+    // registers (constant indices only: add_deviation).
+    var old: array<f32, SMALL_K>;
+    var sums: array<f32, SMALL_K>;
+    for (var c = 0u; c < SMALL_K; c++) {
+        if c < params.k && j < d {
+            old[c] = centroids[c * d + j];
+        }
+    }
+    // Cluster lid's count, Σ w·d̂ and Σ w (invocations lid < K).
+    var count = 0u;
+    var sq_dist = 0.0;
+    var weight_sum = 0.0;
+    for (var t0 = first; t0 < last; t0 += ROWS_WG) {
+        var acc: array<f32, SMALL_K>;
+        for (var j0 = 0u; j0 < d; j0 += ROWS_PIECE) {
+            rows_piece_sq_distances(t0, lid, j0, &acc);
+            // The next piece overwrites rows_piece: invocation j keeps its own feature, which
+            // only it reads below (no barrier needed).
+            if j0 < last_j0 && j < ROWS_PIECE {
+                for (var r = 0u; r < ROWS_WG; r++) {
+                    rows_piece_first[j * ROWS_PIECE_STRIDE + r] = rows_piece[j * ROWS_PIECE_STRIDE + r];
+                }
+            }
+        }
+        let row = t0 + lid;
+        if row < last {
+            let near = settle_row(row, acc);
+            tile_labels[lid] = near.k;
+            tile_sq_dist[lid] = near.sq_dist;
+            tile_weights[lid] = weight_of(row);
+        }
+        workgroupBarrier();
+        // The next tile writes these only after the barriers of its first piece.
+        let m = min(ROWS_WG, last - t0);
+        for (var r = 0u; r < m; r++) {
+            let label = tile_labels[r];
+            let w = tile_weights[r];
+            if j < d {
+                var xv: f32;
+                if j < last_j0 {
+                    xv = rows_piece_first[j * ROWS_PIECE_STRIDE + r];
+                } else {
+                    xv = rows_piece[(j - last_j0) * ROWS_PIECE_STRIDE + r];
+                }
+                add_deviation(&sums, &old, label, w, xv);
+            }
+            // add_row_scalars of centroid_update.wgsl.
+            if label == lid {
+                count += 1u;
+                sq_dist += w * tile_sq_dist[r];
+                weight_sum += w;
+            }
+        }
+    }
+    // write_partials of centroid_update.wgsl.
+    let gblock = params.block_offset + block;
+    for (var c = 0u; c < SMALL_K; c++) {
+        if c < params.k && j < d {
+            partial_sums[(gblock * params.k + c) * d + j] = sums[c];
+        }
+    }
+    if lid < params.k {
+        let at = gblock * params.k + lid;
+        partial_counts[at] = count;
+        partial_sq_dist[2u * at] = sq_dist;
+        partial_sq_dist[2u * at + 1u] = weight_sum;
+    }
 }
 
 // ---- One row per invocation (CPU-like adapters) ----

@@ -24,6 +24,12 @@
 // its label by each range. The counts and the squared-distance and weight sums are kept by the
 // workgroups of slice 0.
 //
+// On GPUs with K <= SMALL_K and D <= FUSED_MAX_D, K-Means does not run these kernels:
+// assign_rows_update (assign.wgsl) writes the same partials, bit for bit, in the epilogue of
+// the assignment, from the rows the assignment staged in workgroup memory (one read of X per
+// iteration, no labels pass). It mirrors weight_of, add_row_scalars and write_partials below;
+// a change to the sums here must be made there too.
+//
 // accumulate_cluster_partials_texture is the same walk reading the rows and the old
 // centroids from flat textures (CPU-like adapters, D a multiple of 4; see
 // shared/texels.wgsl), the same arithmetic in the same order, so the same bits; the host

@@ -4,7 +4,8 @@
 //! and that distance): the GEMM form proves its candidate or rechecks the row
 //! ([`assign_bound`](super::assign_bound)). GPUs run `assign_rows` (K ≤ [`SMALL_K`]) or
 //! `assign_tiled` by fixed rules; CPU-like adapters time their candidates
-//! ([`tiles`](super::tiles)).
+//! ([`tiles`](super::tiles)). K-Means on GPUs with few clusters and features runs
+//! `assign_rows` with its centroid update fused in ([`assign_fused`](super::assign_fused)).
 
 use bytemuck::{Pod, Zeroable};
 
@@ -42,7 +43,11 @@ pub(crate) struct AssignParams {
     d4: u32,
     x_vec4: u32,
     beta: f32,
+    block_rows: u32,
+    block_offset: u32,
+    weighted: u32,
     _pad0: u32,
+    _pad1: u32,
 }
 
 const _: () = check_params::<AssignParams>(wgsl::ENTRY_POINTS);
@@ -55,6 +60,18 @@ impl AssignParams {
             k: count as u32,
             k_first: k_first as u32,
             slice_flags,
+            ..self
+        }
+    }
+
+    /// These parameters with the blocks of partials of `assign_rows_update`
+    /// ([`assign_fused`](super::assign_fused)): `block_rows` rows each, the first numbered
+    /// `block_offset`, the rows weighted or not.
+    pub(super) fn blocks(self, block_rows: usize, block_offset: usize, weighted: bool) -> Self {
+        Self {
+            block_rows: block_rows as u32,
+            block_offset: block_offset as u32,
+            weighted: weighted as u32,
             ..self
         }
     }
@@ -282,12 +299,12 @@ pub(super) fn params(
 
 /// The binding of the chunk's rows as vec4s (`x4`): whole vec4s of the chunk's range, or
 /// `placeholder` for a range under 16 bytes (then rows are never read as vec4s).
-fn rows_vec4<'a>(chunk: &'a Chunk, placeholder: &'a DeviceBuffer<f32>) -> Bind<'a> {
+pub(super) fn rows_vec4<'a>(chunk: &'a Chunk, placeholder: &'a DeviceBuffer<f32>) -> Bind<'a> {
     super::tiles::vec4_view(chunk.bind(), placeholder)
 }
 
 /// A buffer of one vec4 to bind as `x4` where the rows are too short to be read as vec4s.
-fn vec4_placeholder(gpu: &Gpu, chunk: &Chunk) -> DeviceBuffer<f32> {
+pub(super) fn vec4_placeholder(gpu: &Gpu, chunk: &Chunk) -> DeviceBuffer<f32> {
     DeviceBuffer::zeroed(
         gpu,
         "x4 placeholder",

@@ -130,7 +130,9 @@ impl Slicing {
 /// the rows are weighted. On CPU-like adapters, with the flat textures given and D a multiple
 /// of 4, the rows are grouped by label and each segment summed in registers
 /// ([`UpdatePath::Segments`], K <= `SEGMENT_CLUSTERS`) or the sliced walk reads the textures;
-/// otherwise the sliced walk reads the storage buffers. Every path gives the same bits.
+/// otherwise the sliced walk reads the storage buffers. Every path gives the same bits, as
+/// does the fused assignment and update that K-Means runs instead on GPUs with few clusters
+/// and features ([`assign_fused`](super::assign_fused)).
 pub(crate) fn accumulate_cluster_partials(
     gpu: &Gpu,
     batch: &mut Batch<'_>,

@@ -10,6 +10,7 @@ pub(crate) mod affinity;
 pub(crate) mod affinity_host;
 pub(crate) mod assign;
 pub(crate) mod assign_bound;
+pub(crate) mod assign_fused;
 pub(crate) mod assign_scratch;
 pub(crate) mod assign_uniform;
 pub(crate) mod ceilings;
@@ -27,6 +28,8 @@ pub(crate) mod tiles;
 
 #[cfg(test)]
 mod affinity_tests;
+#[cfg(test)]
+mod assign_fused_tests;
 #[cfg(test)]
 mod dispatch_tests;
 #[cfg(test)]

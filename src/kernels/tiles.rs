@@ -97,8 +97,29 @@ impl GemmConfig {
 
 const _: () = assert!(wgsl::GEMM_TILE_MAX == 128 && wgsl::GEMM_DEPTH == 8);
 
+#[cfg(test)]
+thread_local! {
+    /// The tests' choice of design on this thread, over the environment's and the adapter's.
+    static DESIGN: std::cell::Cell<Option<bool>> = const { std::cell::Cell::new(None) };
+}
+
+/// Runs `f` with the CPU-adapter design (`cpu_like`) or the GPU design forced on this thread:
+/// the tests run whole fits in the GPU design on lavapipe without the process-wide
+/// `WGPU_UNSUPERVISED_DESIGN`.
+#[cfg(test)]
+pub(crate) fn with_design<R>(cpu_like: bool, f: impl FnOnce() -> R) -> R {
+    let was = DESIGN.replace(Some(cpu_like));
+    let out = f();
+    DESIGN.set(was);
+    out
+}
+
 /// Whether this adapter gets the CPU-adapter variants (see the module docs).
 pub(crate) fn cpu_like(gpu: &Gpu) -> bool {
+    #[cfg(test)]
+    if let Some(forced) = DESIGN.get() {
+        return forced;
+    }
     match std::env::var("WGPU_UNSUPERVISED_DESIGN").as_deref() {
         Ok("gpu") => false,
         Ok("cpu") => true,

@@ -1,6 +1,7 @@
 //! The device side of a K-Means fit: the buffers of one data matrix (or of one streamed piece
 //! at a time), what they cost, and one Lloyd step (assignment and per-cluster statistics in
-//! one submission, only K x D sums and a few scalars read back).
+//! one submission, only K x D sums and a few scalars read back; on GPUs with few clusters
+//! and features one kernel does both, [`assign_fused`]).
 
 use super::lloyd::{every_row_by_distance, LloydData, Pass};
 use super::KMeansStats;
@@ -10,6 +11,7 @@ use crate::gpu::buffer::Chunk;
 use crate::gpu::device_buffer::DeviceBuffer;
 use crate::gpu::{Gpu, GpuMatrix, GpuVector};
 use crate::kernels::assign::{self, AssignScratch, Assignment};
+use crate::kernels::assign_fused;
 use crate::kernels::centroid_update::{self, Assigned, ClusterPartials};
 use crate::kernels::{farthest, reduce, rows};
 
@@ -110,8 +112,10 @@ impl<'a> Workspace<'a> {
         let kd = k * x.n_features();
         let limit = gpu.binding_byte_limit().min(PARTIALS_TARGET_BYTES);
         // Rows per block: at least 256 (so a workgroup has work), more when K x D is large,
-        // so that all partials fit in one binding of at most 64 MiB.
+        // so that all partials fit in one binding of at most 64 MiB; a whole number of the
+        // fused kernel's tiles, so that it serves large N too.
         let block_rows = (256u64).max((n * kd as u64 * 4).div_ceil(limit.max(1)) + 1) as usize;
+        let block_rows = block_rows.next_multiple_of(assign_fused::TILE_ROWS);
         let mut block_offsets = Vec::new();
         let mut n_blocks = 0;
         for c in x.chunks() {
@@ -250,6 +254,20 @@ impl<'a> Workspace<'a> {
                     min_sq_dist: &self.min_sq_dist.chunks[i],
                     changed: &self.changed,
                 };
+                let partials = ClusterPartials {
+                    block_rows: self.block_rows,
+                    block_offset: self.block_offsets[i],
+                    sums: &self.partial_sums,
+                    counts: &self.partial_counts,
+                    sq_dist: &self.partial_sq_dist,
+                };
+                let weights = self.chunk_weights(i);
+                // GPUs with few clusters and features: one kernel assigns and sums.
+                if assign_fused::assign_and_accumulate(
+                    gpu, &mut batch, chunk, d, &to, weights, &partials,
+                )? {
+                    continue;
+                }
                 let scratch = &self.assign_scratch[i];
                 assign::assign_nearest_centroid_with(gpu, &mut batch, chunk, d, &to, scratch)?;
                 let rows = Assigned {
@@ -257,15 +275,8 @@ impl<'a> Workspace<'a> {
                     k,
                     labels: to.labels,
                     min_sq_dist: to.min_sq_dist,
-                    weights: self.chunk_weights(i),
+                    weights,
                     old_centroids: &self.centroids,
-                };
-                let partials = ClusterPartials {
-                    block_rows: self.block_rows,
-                    block_offset: self.block_offsets[i],
-                    sums: &self.partial_sums,
-                    counts: &self.partial_counts,
-                    sq_dist: &self.partial_sq_dist,
                 };
                 scratch.with_update_textures(chunk, |textures| {
                     centroid_update::accumulate_cluster_partials(
