@@ -482,6 +482,11 @@ fn assign_recheck(
 
 // Rows per invocation of assign_texture (the 8 x 8 block of shared/gemm.wgsl).
 const TEXTURE_ROWS: u32 = 8u;
+// Blocks of 8 candidates an assign_texture pass multiplies from one fetch of its rows' texels
+// (1 or 2, the host's choice from K): with 2, each texel of the rows feeds 16 candidates
+// instead of 8, so a pass fetches 1 + 8 + 16 texels per four features where two passes of
+// one block fetched 2 (1 + 8 + 8). Fixed per pipeline, so the unused block costs nothing.
+override TEXTURE_BLOCKS: u32 = 1u;
 
 // Texel q of centroid c (clamped to the last centroid) in a flat texture of K rows of d4
 // texels starting at texel `base`.
@@ -519,6 +524,24 @@ fn norm_add(n: f32, xs: vec4<f32>) -> f32 {
     return fma(xs.w, xs.w, fma(xs.z, xs.z, fma(xs.y, xs.y, fma(xs.x, xs.x, n))));
 }
 
+// Candidates k0 .. k0 + 7 (those below K) of a block of products, into the searches of its
+// eight rows. Constant indices into the block only: on this path a dynamic index would move
+// the accumulators out of registers.
+fn search_add_block(search: ptr<function, array<Search, 8>>, acc: Block, k0: u32) {
+    var norms: Quads;
+    for (var m = 0u; m < 8u; m++) {
+        norms.v[m] = flat_texel(prepared_texels, norms_base() + min(k0 + m, params.k - 1u));
+    }
+    (*search)[0] = search_add8((*search)[0], acc.v[0], acc.v[1], norms, k0);
+    (*search)[1] = search_add8((*search)[1], acc.v[2], acc.v[3], norms, k0);
+    (*search)[2] = search_add8((*search)[2], acc.v[4], acc.v[5], norms, k0);
+    (*search)[3] = search_add8((*search)[3], acc.v[6], acc.v[7], norms, k0);
+    (*search)[4] = search_add8((*search)[4], acc.v[8], acc.v[9], norms, k0);
+    (*search)[5] = search_add8((*search)[5], acc.v[10], acc.v[11], norms, k0);
+    (*search)[6] = search_add8((*search)[6], acc.v[12], acc.v[13], norms, k0);
+    (*search)[7] = search_add8((*search)[7], acc.v[14], acc.v[15], norms, k0);
+}
+
 @compute @workgroup_size(ROW_WG_SIZE)
 fn assign_texture(
     @builtin(local_invocation_index) lid: u32,
@@ -542,8 +565,9 @@ fn assign_texture(
     // fetches anyway (the same chain, in feature order, as exact_from_storage's): a texel
     // fetch costs llvmpipe far more than the four FMAs, and the check below needs no shift.
     var norm: array<f32, 8>;
-    for (var k0 = 0u; k0 < params.k; k0 += 8u) {
+    for (var k0 = 0u; k0 < params.k; k0 += 8u * TEXTURE_BLOCKS) {
         var acc: Block;
+        var acc_next: Block; // candidates k0 + 8 .. k0 + 15 (TEXTURE_BLOCKS = 2)
         for (var q = 0u; q < d4; q++) {
             let sh = flat_texel(prepared_texels, shift_base() + q);
             var xq: Quads;
@@ -566,21 +590,15 @@ fn assign_texture(
                 norm[7] = norm_add(norm[7], xq.v[7]);
             }
             gemm_multiply_quads(&acc, xq, centroid_quads(prepared_texels, 0u, k0, q));
+            if TEXTURE_BLOCKS == 2u {
+                gemm_multiply_quads(&acc_next, xq, centroid_quads(prepared_texels, 0u, k0 + 8u, q));
+            }
         }
-        var norms: Quads;
-        for (var m = 0u; m < 8u; m++) {
-            norms.v[m] = flat_texel(prepared_texels, norms_base() + min(k0 + m, params.k - 1u));
+        // Candidates in increasing order per row: the first block, then the second.
+        search_add_block(&search, acc, k0);
+        if TEXTURE_BLOCKS == 2u {
+            search_add_block(&search, acc_next, k0 + 8u);
         }
-        // Constant indices into the block only: on this path a dynamic index would move the
-        // accumulators out of registers.
-        search[0] = search_add8(search[0], acc.v[0], acc.v[1], norms, k0);
-        search[1] = search_add8(search[1], acc.v[2], acc.v[3], norms, k0);
-        search[2] = search_add8(search[2], acc.v[4], acc.v[5], norms, k0);
-        search[3] = search_add8(search[3], acc.v[6], acc.v[7], norms, k0);
-        search[4] = search_add8(search[4], acc.v[8], acc.v[9], norms, k0);
-        search[5] = search_add8(search[5], acc.v[10], acc.v[11], norms, k0);
-        search[6] = search_add8(search[6], acc.v[12], acc.v[13], norms, k0);
-        search[7] = search_add8(search[7], acc.v[14], acc.v[15], norms, k0);
     }
     var n_changed = 0u;
     for (var i = 0u; i < TEXTURE_ROWS; i++) {

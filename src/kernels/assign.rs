@@ -148,6 +148,19 @@ pub(super) const SLICE_BYTES: u64 = 16 * SLICE_VEC4S as u64;
 
 /// Rows per invocation of `assign_texture`.
 const TEXTURE_ROWS: usize = wgsl::TEXTURE_ROWS as usize;
+/// The override that sets how many blocks of 8 candidates an `assign_texture` pass
+/// multiplies from one fetch of its rows.
+pub(crate) const TEXTURE_BLOCKS: &str = "TEXTURE_BLOCKS";
+
+/// `TEXTURE_BLOCKS` for K centroids: 2 (each row texel feeds 16 candidates) past one block
+/// of 8, so K = 10 takes one pass instead of two.
+fn texture_blocks(k: usize) -> u32 {
+    if k > 8 {
+        2
+    } else {
+        1
+    }
+}
 
 /// Rows per workgroup of `assign_rows`.
 const ROWS_WG: usize = wgsl::ROWS_WG as usize;
@@ -214,7 +227,7 @@ fn candidates(gpu: &Gpu, chunk: &Chunk, d: usize, k: usize) -> Vec<AssignVariant
 /// Whether one invocation of `variant` stays within the adapter's loop budget
 /// ([`GpuInfo::loop_back_edge_budget`](crate::gpu::GpuInfo::loop_back_edge_budget)) at D x K:
 /// the register and texture kernels walk all K centroids in one dispatch (about
-/// ⌈K/16⌉(D + 19) and ⌈K/8⌉(⌈D/4⌉ + 2) back-edges), where the uniform one takes a slice at a
+/// ⌈K/16⌉(D + 19) and at most ⌈K/8⌉(⌈D/4⌉ + 2) back-edges), where the uniform one takes a slice at a
 /// time. Past the budget llvmpipe would cut the walk short and return wrong labels, which
 /// the autotuner would even time as faster.
 fn within_loop_budget(gpu: &Gpu, variant: AssignVariant, d: usize, k: usize) -> bool {
@@ -389,7 +402,7 @@ pub(super) fn record_assign(
             let grid = gpu.grid(n_rows.div_ceil(rows_per_group) as u64)?;
             batch.dispatch(
                 wgsl::ASSIGN_TEXTURE,
-                &[],
+                &[(TEXTURE_BLOCKS, texture_blocks(k))],
                 &params(chunk, n_rows, d, k, grid.x),
                 &[
                     ("x_texels", t.x.bind()),

@@ -192,6 +192,11 @@ fn every_kernel() -> Vec<(&'static EntryPoint, Vec<(&'static str, u32)>)> {
                         all.push((entry, vec![(*name, d)]));
                     }
                 }
+                [name] if *name == kernels::assign::TEXTURE_BLOCKS => {
+                    for blocks in [1, 2] {
+                        all.push((entry, vec![(*name, blocks)]));
+                    }
+                }
                 [name] if *name == kernels::centroid_update::SEGMENT_WEIGHTED => {
                     for weighted in [0, 1] {
                         all.push((entry, vec![(*name, weighted)]));

@@ -37,6 +37,8 @@ const NORMALIZE_K: &str = "NORMALIZE_K";
 /// Whether the centroid update's segments read a weight per row, false or true
 /// (src/kernels/centroid_update.rs).
 const SEGMENT_WEIGHTED: &str = "SEGMENT_WEIGHTED";
+/// Blocks of 8 candidates per pass of the texture assignment, 1 or 2 (src/kernels/assign.rs).
+const TEXTURE_BLOCKS: &str = "TEXTURE_BLOCKS";
 
 /// Whether the workgroup size of an entry point with these overrides is the host's choice.
 fn host_sized(overrides: &[String]) -> bool {
@@ -100,6 +102,7 @@ fn host_values(reflection: &reflect::Reflection, name: &str) -> Vec<u32> {
         ESTEP_ROWS => return (1..=constant(reflection, "ESTEP_MAX_ROWS")).collect(),
         NORMALIZE_K => return (1..=constant(reflection, "NORMALIZE_MAX_K")).collect(),
         SEGMENT_WEIGHTED => return vec![0, 1],
+        TEXTURE_BLOCKS => return vec![1, 2],
         KNN_K => {
             let max = constant(reflection, "KNN_UNIFORM_MAX_K");
             return vec![1, 2, 10, max];
@@ -190,6 +193,7 @@ fn only_sizes_the_host_chooses_are_overrides() {
                         || name == ESTEP_ROWS
                         || name == NORMALIZE_K
                         || name == SEGMENT_WEIGHTED
+                        || name == TEXTURE_BLOCKS
                         || GEMM_OVERRIDES.contains(&name.as_str()),
                     "{shown}: `{name}` is an override the host never sets; make it a const"
                 );
