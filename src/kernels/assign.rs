@@ -282,7 +282,7 @@ pub(super) fn params(
 
 /// The binding of the chunk's rows as vec4s (`x4`): whole vec4s of the chunk's range, or
 /// `placeholder` for a range under 16 bytes (then rows are never read as vec4s).
-fn rows_vec4<'a>(chunk: &'a Chunk, placeholder: &'a DeviceBuffer<f32>) -> Bind<'a> {
+pub(super) fn rows_vec4<'a>(chunk: &'a Chunk, placeholder: &'a DeviceBuffer<f32>) -> Bind<'a> {
     if chunk.bind_size >= 16 {
         Bind::Range(&chunk.buffer, chunk.bind_offset, chunk.bind_size / 16 * 16)
     } else {
@@ -291,7 +291,7 @@ fn rows_vec4<'a>(chunk: &'a Chunk, placeholder: &'a DeviceBuffer<f32>) -> Bind<'
 }
 
 /// A buffer of one vec4 to bind as `x4` where the rows are too short to be read as vec4s.
-fn vec4_placeholder(gpu: &Gpu, chunk: &Chunk) -> DeviceBuffer<f32> {
+pub(super) fn vec4_placeholder(gpu: &Gpu, chunk: &Chunk) -> DeviceBuffer<f32> {
     DeviceBuffer::zeroed(
         gpu,
         "x4 placeholder",
