@@ -166,6 +166,25 @@ fn the_tiled_rbf_product_keeps_its_digits_far_from_the_origin_and_repeats_its_bi
     eprintln!("largest relative error of the tiled RBF product, offset 1e3: {worst:e}");
 }
 
+#[test]
+fn the_tiled_rbf_product_is_whole_past_llvmpipes_loop_budget() {
+    // 3000 rows of 400 features: one invocation walking every data tile in one dispatch would
+    // take about 30 back-edges a row, past llvmpipe's 65 535, and pairs would go missing; the
+    // host dispatches the data in runs of whole tiles within the budget.
+    let gpu = gpu();
+    let (n, d, m) = (3000, 400, 2);
+    let gamma = 1.0 / d as f64;
+    let x = random(n * d, 5);
+    let v: Vec<f32> = random(n * m, 6).iter().map(|a| a - 0.5).collect();
+    let host = rbf_host(&x, &v, d, m, gamma);
+    let xg = GpuMatrix::upload(&gpu, &Matrix::new(&x, d).unwrap()).unwrap();
+    let vb = DeviceBuffer::from_slice(&gpu, "block", &v);
+    let variant = RbfVariant::Tiled(GemmConfig::NARROW);
+    let out = rbf_times_block_with(&gpu, &xg, gamma as f32, &vb, m, variant).unwrap();
+    let err = relative_error(&out, &host);
+    assert!(err <= RBF_TOLERANCE, "relative error {err:e}");
+}
+
 /// The `k` nearest rows of row `q` by f64 distances of the f32 values, ties by index.
 fn brute_force(x: &[f32], d: usize, q: usize, k: usize) -> Vec<u32> {
     let n = x.len() / d;
