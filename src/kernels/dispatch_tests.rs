@@ -177,15 +177,6 @@ fn every_kernel() -> Vec<(&'static EntryPoint, Vec<(&'static str, u32)>)> {
                         all.push((entry, vec![(*name, wg)]));
                     }
                 }
-                [name] if *name == kernels::affinity::RBF_WG_SIZE => {
-                    let (min, max) = (shaders::affinity::RBF_WG_MIN, shaders::affinity::RBF_WG_MAX);
-                    for wg in (0..32)
-                        .map(|p| 1u32 << p)
-                        .filter(|w| (min..=max).contains(w))
-                    {
-                        all.push((entry, vec![(*name, wg)]));
-                    }
-                }
                 [name] if *name == kernels::affinity::AFFINITY_D4 => {
                     // Every padded row width the uniform kernels take.
                     for d in 1..=shaders::affinity::UNIFORM_MAX_D4 {

@@ -1,7 +1,7 @@
-//! The kernels whose workgroup size the host picks (`FEATURE_WG_SIZE`, `RBF_WG_SIZE`), run at
+//! The kernels whose workgroup size the host picks (`FEATURE_WG_SIZE`), run at
 //! every value it may pick and held against sums computed here on the host, for D below, at
 //! and above each size (so invocations both idle and stride), on every path of the centroid
-//! update; the RBF product also across data chunks and blocks wider than one pass.
+//! update.
 
 use super::centroid_update::{
     accumulate_cluster_partials_at, Assigned, ClusterPartials, Slicing, UpdatePath, UpdateTextures,

@@ -20,9 +20,6 @@ use compose::{compose, ComposeError, Composed};
 /// src/kernels/tiles.rs picks among GemmConfig::ALL, which the GPU tests run).
 const FEATURE_WG_SIZE: &str = "FEATURE_WG_SIZE";
 const GEMM_OVERRIDES: [&str; 4] = ["GEMM_LANES_M", "GEMM_LANES_N", "GEMM_RM", "GEMM_RN"];
-/// The RBF affinity product's queries per workgroup (a power of two from RBF_WG_MIN to
-/// RBF_WG_MAX; src/kernels/affinity.rs).
-const RBF_WG_SIZE: &str = "RBF_WG_SIZE";
 /// The uniform affinity kernels' shape, fixed per pipeline so that their loops unroll
 /// (src/kernels/affinity.rs): vec4s per padded row, 1 to UNIFORM_MAX_D4, and the neighbour
 /// lists' length, 1 to KNN_UNIFORM_MAX_K.
@@ -42,9 +39,9 @@ const TEXTURE_BLOCKS: &str = "TEXTURE_BLOCKS";
 
 /// Whether the workgroup size of an entry point with these overrides is the host's choice.
 fn host_sized(overrides: &[String]) -> bool {
-    overrides.iter().any(|o| {
-        o == FEATURE_WG_SIZE || o == RBF_WG_SIZE || o == "GEMM_LANES_M" || o == "GEMM_LANES_N"
-    })
+    overrides
+        .iter()
+        .any(|o| o == FEATURE_WG_SIZE || o == "GEMM_LANES_M" || o == "GEMM_LANES_N")
 }
 
 fn shader_dir() -> PathBuf {
@@ -88,14 +85,13 @@ fn constant(reflection: &reflect::Reflection, name: &str) -> u32 {
 }
 
 /// The values the host may give `name`: every power of two from FEATURE_WG_MIN to
-/// FEATURE_WG_MAX (kernels::feature_wg_size picks among them), or from RBF_WG_MIN to
-/// RBF_WG_MAX; every padded row width of the uniform affinity kernels, and list lengths at
+/// FEATURE_WG_MAX (kernels::feature_wg_size picks among them); the tile core's shapes; every
+/// padded row width of the uniform affinity kernels, and list lengths at
 /// both ends of their range and between.
 fn host_values(reflection: &reflect::Reflection, name: &str) -> Vec<u32> {
     let prefix = match name {
         "GEMM_LANES_M" | "GEMM_LANES_N" => return vec![8, 16],
         "GEMM_RM" | "GEMM_RN" => return vec![4, 8],
-        RBF_WG_SIZE => "RBF_WG",
         FEATURE_WG_SIZE => "FEATURE_WG",
         AFFINITY_D4 => return (1..=constant(reflection, "UNIFORM_MAX_D4")).collect(),
         ESTEP_D4 => return (1..=constant(reflection, "ESTEP_MAX_D4")).collect(),
@@ -186,7 +182,6 @@ fn only_sizes_the_host_chooses_are_overrides() {
             for name in &entry.overrides {
                 assert!(
                     name == FEATURE_WG_SIZE
-                        || name == RBF_WG_SIZE
                         || name == AFFINITY_D4
                         || name == KNN_K
                         || name == ESTEP_D4
