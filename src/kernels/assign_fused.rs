@@ -51,6 +51,16 @@ const _: () = assert!(
 /// weights and the three partials (more than the 8 WebGPU guarantees).
 const STORAGE_BUFFERS: u32 = 10;
 
+/// Bytes of workgroup memory the kernel declares: two staged pieces of rows, a piece of the
+/// centroids, the tile's labels, weights and distances, the changed count. More than the
+/// 16 KiB WebGPU guarantees (a caller's device made with `Limits::default()` has no more),
+/// so the host checks the device's limit.
+const WORKGROUP_BYTES: u32 = 4
+    * (2 * wgsl::ROWS_PIECE * wgsl::ROWS_PIECE_STRIDE
+        + wgsl::SMALL_K * wgsl::ROWS_PIECE
+        + 3 * wgsl::ROWS_WG
+        + 1);
+
 #[cfg(test)]
 thread_local! {
     /// The tests' switch: whether [`assign_and_accumulate`] may fuse on this thread.
@@ -81,6 +91,7 @@ pub(crate) fn fits(gpu: &Gpu, chunk: &Chunk, d: usize, k: usize, block_rows: usi
         && block_rows.is_multiple_of(TILE_ROWS)
         && block_rows > 0
         && gpu.device().limits().max_storage_buffers_per_shader_stage >= STORAGE_BUFFERS
+        && gpu.device().limits().max_compute_workgroup_storage_size >= WORKGROUP_BYTES
         && super::fits_loop_budget(gpu, back_edges)
 }
 

@@ -24,6 +24,27 @@ fn own_device(limits: impl FnOnce(wgpu::Limits) -> wgpu::Limits) -> (wgpu::Devic
     .expect("a device")
 }
 
+/// A caller's device made with WebGPU's default limits (16 KiB of workgroup memory, 8
+/// storage buffers a stage): an external device gets the GPU design, so K-Means runs the
+/// small-K assignment, which must leave the fused update (20 KiB, 10 buffers) for the
+/// unfused pair there rather than fail to build it; and the tiled one past K = 16.
+#[test]
+fn a_callers_device_with_default_limits_runs_kmeans() {
+    let (device, queue) = own_device(|_| wgpu::Limits::default());
+    let gpu = &Gpu::from_wgpu(device, queue);
+    for (n, d, k, seed) in [(700, 6, 5, 21), (500, 40, 20, 22)] {
+        let x = random_matrix(n, d, seed, -2.0, 2.0);
+        let init = to_f64(&x[..k * d]);
+        let params = KMeans::new(k)
+            .init(KMeansInit::Centroids(init))
+            .tol(0.0)
+            .max_iter(5);
+        let model = params.fit(gpu, &Matrix::new(&x, d).unwrap()).unwrap();
+        let r = refk::fit(&to_f64(&x), d, &params).unwrap();
+        assert_eq!(model.labels(), &r.labels[..], "n {n} d {d} k {k}");
+    }
+}
+
 #[test]
 fn info_reports_adapter_and_limits() {
     let gpu = gpu();
