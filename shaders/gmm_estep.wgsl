@@ -19,9 +19,12 @@
 // add their parts in lane order, column tile after column tile.
 
 // mahalanobis_diag (Diag and Spherical: Uₖ diagonal, given as K x D values pₖⱼ; Spherical
-// repeats pₖ over j on the host) has no D x D work: one invocation per row accumulates
-// Σⱼ ((xⱼ − μₖⱼ) pₖⱼ)² for COMPONENTS_PER_PASS components at a time in registers; the
-// component parameters are read at the same address across the workgroup (a broadcast).
+// repeats pₖ over j on the host) has no D x D work: each invocation accumulates its row's
+// Σⱼ ((xⱼ − μₖⱼ) pₖⱼ)² for COMPONENTS_PER_PASS components at a time in registers. The
+// workgroup reads its ROW_WG_SIZE rows cooperatively, a piece of DIAG_PIECE features at a
+// time: consecutive invocations load consecutive vec4s of a row (coalesced; one invocation
+// per row would put the lanes of a warp D values apart), stored transposed into workgroup
+// memory, with the piece's means and precisions of the pass's components beside them.
 //
 // For D <= SMALL_D, Full and Tied use mahalanobis_full_small_d (one row per invocation) rather
 // than the tiles, which would be mostly padding.
@@ -49,7 +52,7 @@ struct EstepParams {
     block_offset: u32, // global index of the segment's first block of log p sums
     comp_first: u32,   // *_uniform: the slice's first component
     slice_k: u32,      // *_uniform: components in the slice
-    _pad0: u32,
+    x_vec4: u32,       // mahalanobis_diag: 1 if rows start on vec4 boundaries (x_offset, d multiples of 4)
     _pad1: u32,
 }
 
@@ -221,34 +224,85 @@ fn mahalanobis_full_small_d(
     }
 }
 
+// mahalanobis_diag's staging: DIAG_PIECE features of the workgroup's rows, [feature][row]
+// with a stride of ROW_WG_SIZE + 1 (the transposed stores of a warp, eight rows of four
+// vec4s, fall on 32 different banks), and the piece's parameters of the pass's components.
+const DIAG_PIECE: u32 = 32u;
+const DIAG_STRIDE: u32 = ROW_WG_SIZE + 1u;
+var<workgroup> diag_rows: array<f32, DIAG_PIECE * DIAG_STRIDE>;
+var<workgroup> diag_means: array<f32, COMPONENTS_PER_PASS * DIAG_PIECE>;
+var<workgroup> diag_precisions: array<f32, COMPONENTS_PER_PASS * DIAG_PIECE>;
+
+// Features j .. j + 3 of row `row` of the segment (zeros past D).
+fn diag_quad(row: u32, j: u32) -> vec4<f32> {
+    let at = params.x_offset + row * params.d + j;
+    if params.x_vec4 != 0u {
+        return x4[at / 4u];
+    }
+    var v = vec4<f32>();
+    for (var t = 0u; t < 4u; t++) {
+        if j + t < params.d {
+            v[t] = x[at + t];
+        }
+    }
+    return v;
+}
+
 @compute @workgroup_size(ROW_WG_SIZE)
 fn mahalanobis_diag(
     @builtin(local_invocation_index) lid: u32,
     @builtin(workgroup_id) wid: vec3<u32>,
 ) {
     let p = params;
-    let row = invocation_index(wid, p.grid_x, ROW_WG_SIZE, lid);
-    if row >= p.n_rows {
-        return;
-    }
-    let base = p.x_offset + row * p.d;
+    let first = workgroup_index(wid, p.grid_x) * ROW_WG_SIZE;
+    let row = first + lid;
+    let quads = DIAG_PIECE / 4u;
+    // Every loop bound depends only on the parameters: uniform barriers, also in workgroups
+    // past the last row (they write nothing).
     for (var k0 = 0u; k0 < p.k; k0 += COMPONENTS_PER_PASS) {
         var acc: array<f32, COMPONENTS_PER_PASS>;
-        // Past K, repeat the last component; those sums are not written.
-        var cbase: array<u32, COMPONENTS_PER_PASS>;
-        for (var c = 0u; c < COMPONENTS_PER_PASS; c++) {
-            cbase[c] = min(k0 + c, p.k - 1u) * p.d;
-        }
-        for (var j = 0u; j < p.d; j++) {
-            let xv = x[base + j];
-            for (var c = 0u; c < COMPONENTS_PER_PASS; c++) {
-                let t = (xv - means[cbase[c] + j]) * precisions[cbase[c] + j];
-                acc[c] = fma(t, t, acc[c]);
+        for (var j0 = 0u; j0 < p.d; j0 += DIAG_PIECE) {
+            workgroupBarrier();
+            for (var e = lid; e < ROW_WG_SIZE * quads; e += ROW_WG_SIZE) {
+                let r = e / quads;
+                let j = 4u * (e % quads);
+                var v = vec4<f32>();
+                if first + r < p.n_rows && j0 + j < p.d {
+                    v = diag_quad(first + r, j0 + j);
+                }
+                for (var t = 0u; t < 4u; t++) {
+                    diag_rows[(j + t) * DIAG_STRIDE + r] = v[t];
+                }
+            }
+            // Past K, the last component again (those sums are not written); past D, zeros.
+            for (var e = lid; e < COMPONENTS_PER_PASS * DIAG_PIECE; e += ROW_WG_SIZE) {
+                let comp = min(k0 + e / DIAG_PIECE, p.k - 1u);
+                let j = j0 + e % DIAG_PIECE;
+                var m = 0.0;
+                var q = 0.0;
+                if j < p.d {
+                    m = means[comp * p.d + j];
+                    q = precisions[comp * p.d + j];
+                }
+                diag_means[e] = m;
+                diag_precisions[e] = q;
+            }
+            workgroupBarrier();
+            // Each component's chain over the features in order, as the uniform twin's.
+            let n = min(DIAG_PIECE, p.d - j0);
+            for (var j = 0u; j < n; j++) {
+                let xv = diag_rows[j * DIAG_STRIDE + lid];
+                for (var c = 0u; c < COMPONENTS_PER_PASS; c++) {
+                    let t = (xv - diag_means[c * DIAG_PIECE + j]) * diag_precisions[c * DIAG_PIECE + j];
+                    acc[c] = fma(t, t, acc[c]);
+                }
             }
         }
-        for (var c = 0u; c < COMPONENTS_PER_PASS; c++) {
-            if k0 + c < p.k {
-                resp[row * p.k + k0 + c] = acc[c];
+        if row < p.n_rows {
+            for (var c = 0u; c < COMPONENTS_PER_PASS; c++) {
+                if k0 + c < p.k {
+                    resp[row * p.k + k0 + c] = acc[c];
+                }
             }
         }
     }

@@ -4,7 +4,7 @@
 
 use bytemuck::{Pod, Zeroable};
 
-use super::tiles::GemmConfig;
+use super::tiles::{vec4_view, GemmConfig};
 use super::ROW_WG_SIZE;
 use crate::error::Result;
 use crate::gpu::batch::{Batch, Bind};
@@ -51,7 +51,7 @@ pub(crate) struct EstepParams {
     block_offset: u32,
     comp_first: u32,
     slice_k: u32,
-    _pad0: u32,
+    x_vec4: u32,
     _pad1: u32,
 }
 
@@ -217,6 +217,8 @@ pub(super) fn record_mahalanobis(
         k: k as u32,
         grid_x: grid.x,
         prec_stride: comps.prec_stride as u32,
+        // mahalanobis_diag reads four values a load where the rows start on vec4s.
+        x_vec4: (d.is_multiple_of(4) && seg.x_offset(d).is_multiple_of(4)) as u32,
         ..Zeroable::zeroed()
     };
     let overrides = if entry.name == wgsl::MAHALANOBIS_FULL.name {
@@ -224,16 +226,21 @@ pub(super) fn record_mahalanobis(
     } else {
         Vec::new()
     };
+    let placeholder = DeviceBuffer::zeroed(gpu, "vec4 placeholder", 4);
+    let mut binds = vec![
+        ("x", seg.chunk.bind()),
+        ("means", comps.means.bind()),
+        ("precisions", comps.precisions.bind()),
+        ("resp", seg.resp.bind()),
+    ];
+    if entry.name == wgsl::MAHALANOBIS_DIAG.name {
+        binds.push(("x4", vec4_view(seg.chunk.bind(), &placeholder)));
+    }
     batch.dispatch(
         entry,
         &overrides,
         &params,
-        &[
-            ("x", seg.chunk.bind()),
-            ("means", comps.means.bind()),
-            ("precisions", comps.precisions.bind()),
-            ("resp", seg.resp.bind()),
-        ],
+        &binds,
         grid,
         mahalanobis_work(seg.n_rows, d, k, comps.full, comps.prec_stride),
     )
