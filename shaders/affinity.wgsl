@@ -47,6 +47,7 @@
 #import gemm
 #import grid
 #import vec4s
+#import pair_rows
 
 // Largest n_neighbors (the private lists of knn_update).
 const KNN_MAX: u32 = 64u;
@@ -77,8 +78,6 @@ struct AffinityParams {
 }
 
 @group(0) @binding(0) var<uniform> params: AffinityParams;
-@group(0) @binding(1) var<storage, read> queries: array<f32>;
-@group(0) @binding(2) var<storage, read> data: array<f32>;
 @group(0) @binding(3) var<storage, read> block: array<f32>;
 @group(0) @binding(4) var<storage, read_write> out: array<f32>;
 @group(0) @binding(5) var<storage, read_write> best_dist: array<f32>;
@@ -89,9 +88,6 @@ struct AffinityParams {
 // The RBF product's prepared side, [d4 vec4: s, zeros past D][⌈N/4⌉ vec4: ‖x_g − s‖² of row g
 // at component g % 4 of vec4 d4 + g / 4]; written by rbf_shift and rbf_norms.
 @group(0) @binding(12) var<storage, read_write> prepared: array<vec4<f32>>;
-// The same ranges as queries and data, as vec4s (bound only for x_vec4 = 1 to be read).
-@group(0) @binding(13) var<storage, read> queries4: array<vec4<f32>>;
-@group(0) @binding(14) var<storage, read> data4: array<vec4<f32>>;
 
 // ---- The RBF product on the tile core (GPUs) ----
 
@@ -111,31 +107,11 @@ fn rbf_norm(g: u32) -> f32 {
 // Features j .. j + 3 (j a multiple of 4) of query row r and of data row r of the dispatch,
 // zeros past D.
 fn query_quad(r: u32, j: u32) -> vec4<f32> {
-    let at = params.q_offset + r * params.d + j;
-    if params.x_vec4 != 0u {
-        return queries4[at / 4u];
-    }
-    var v = vec4<f32>();
-    for (var t = 0u; t < 4u; t++) {
-        if j + t < params.d {
-            v[t] = queries[at + t];
-        }
-    }
-    return v;
+    return pair_query_quad(params.q_offset + r * params.d, j, params.d, params.x_vec4 != 0u);
 }
 
 fn data_quad(r: u32, j: u32) -> vec4<f32> {
-    let at = params.x_offset + r * params.d + j;
-    if params.x_vec4 != 0u {
-        return data4[at / 4u];
-    }
-    var v = vec4<f32>();
-    for (var t = 0u; t < 4u; t++) {
-        if j + t < params.d {
-            v[t] = data[at + t];
-        }
-    }
-    return v;
+    return pair_data_quad(params.x_offset + r * params.d, j, params.d, params.x_vec4 != 0u);
 }
 
 // s_f: the mean of feature f over the first min(n_data, RBF_SHIFT_ROWS) data rows, in row

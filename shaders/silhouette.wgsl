@@ -19,6 +19,7 @@
 
 #import grid
 #import gemm
+#import pair_rows
 
 // Twin: DistanceSumParams in src/kernels/silhouette.rs.
 struct DistanceSumParams {
@@ -37,41 +38,15 @@ struct DistanceSumParams {
 }
 
 @group(0) @binding(0) var<uniform> params: DistanceSumParams;
-@group(0) @binding(1) var<storage, read> queries: array<f32>;
-@group(0) @binding(2) var<storage, read> data: array<f32>;
 @group(0) @binding(3) var<storage, read_write> sums: array<f32>;
-// `queries` and `data` again as vec4s (read only when q_vec4 / x_vec4).
-@group(0) @binding(4) var<storage, read> queries4: array<vec4<f32>>;
-@group(0) @binding(5) var<storage, read> data4: array<vec4<f32>>;
 
-// Features j .. j + 3 of query r (zeros past D).
+// Features j .. j + 3 of query r and of data row r (zeros past D).
 fn query_quad(r: u32, j: u32) -> vec4<f32> {
-    let at = params.q_offset + r * params.d + j;
-    if params.q_vec4 != 0u {
-        return queries4[at / 4u];
-    }
-    var v = vec4<f32>();
-    for (var t = 0u; t < 4u; t++) {
-        if j + t < params.d {
-            v[t] = queries[at + t];
-        }
-    }
-    return v;
+    return pair_query_quad(params.q_offset + r * params.d, j, params.d, params.q_vec4 != 0u);
 }
 
-// Features j .. j + 3 of data row r (zeros past D).
 fn data_quad(r: u32, j: u32) -> vec4<f32> {
-    let at = params.x_offset + r * params.d + j;
-    if params.x_vec4 != 0u {
-        return data4[at / 4u];
-    }
-    var v = vec4<f32>();
-    for (var t = 0u; t < 4u; t++) {
-        if j + t < params.d {
-            v[t] = data[at + t];
-        }
-    }
-    return v;
+    return pair_data_quad(params.x_offset + r * params.d, j, params.d, params.x_vec4 != 0u);
 }
 
 @compute @workgroup_size(GEMM_LANES_M * GEMM_LANES_N)
