@@ -1,12 +1,14 @@
 //! Build step for the WGSL kernels.
 //!
-//! Every `shaders/*.wgsl` kernel is composed with the pieces it `#import`s from
-//! `shaders/shared/` (`build/compose.rs`), validated by naga after composition (errors point
-//! at the original file and line, and fail the build), and reflected (`build/reflect.rs`).
-//! The pieces are validated on their own too. Written to `OUT_DIR`: each composed kernel as
-//! `NAME.wgsl`, and `shaders.rs`, the table that `src/gpu/shaders.rs` includes: the `Shader`
-//! enum, and per file a module with its `u32` constants and, per entry point, its bindings by
-//! name, workgroup size and overrides.
+//! Every kernel (`shaders/NAME.wgsl`, or `shaders/FAMILY/NAME.wgsl` in a kernel family's
+//! folder) is composed with the pieces it `#import`s (`shaders/shared/`, or its family's
+//! `shaders/FAMILY/shared/`; `build/compose.rs`), validated by naga after composition (errors
+//! point at the original file and line, and fail the build), and reflected
+//! (`build/reflect.rs`). The pieces are validated on their own too. Written to `OUT_DIR`:
+//! each composed kernel as `NAME.wgsl` or `FAMILY_NAME.wgsl`, and `shaders.rs`, the table
+//! that `src/gpu/shaders.rs` includes: the `Shader` enum, and per file a module (`NAME`, or
+//! `FAMILY::NAME` inside a module per family) with its `u32` constants and, per entry point,
+//! its bindings by name, workgroup size and overrides.
 
 #[path = "build/compose.rs"]
 mod compose;
@@ -27,8 +29,8 @@ fn main() {
 
 /// One composed, validated, reflected file.
 struct Module {
-    /// File stem: `assign`, or `gemm` for `shared/gemm.wgsl`.
-    stem: String,
+    /// Where it sits: family and stem (`assign` / `tiled` for `assign/tiled.wgsl`).
+    file: compose::ShaderFile,
     /// Path relative to the crate, for messages and docs.
     shown: String,
     reflection: Reflection,
@@ -48,21 +50,22 @@ fn run() -> Result<(), String> {
     ] {
         println!("cargo:rerun-if-changed={watched}");
     }
-    let list = |dir: &Path| {
-        compose::wgsl_files(dir).map_err(|e| format!("listing {}: {e}", dir.display()))
-    };
+    let listing = |e: std::io::Error| format!("listing {}: {e}", shader_dir.display());
     let mut kernels = Vec::new();
-    for file in list(&shader_dir)? {
-        let module = build(&root, &shader_dir, &file)?;
-        write(&out.join(format!("{}.wgsl", module.stem)), &module.source)?;
+    for file in compose::kernel_files(&shader_dir).map_err(listing)? {
+        let module = build(&root, &shader_dir, file)?;
+        write(
+            &out.join(format!("{}.wgsl", module.file.ident())),
+            &module.source,
+        )?;
         kernels.push(module);
     }
     if kernels.is_empty() {
         return Err(format!("no kernels in {}", shader_dir.display()));
     }
     let mut pieces = Vec::new();
-    for file in list(&shader_dir.join("shared"))? {
-        let piece = build(&root, &shader_dir, &file)?;
+    for file in compose::piece_files(&shader_dir).map_err(listing)? {
+        let piece = build(&root, &shader_dir, file)?;
         if !piece.reflection.entries.is_empty() {
             return Err(format!(
                 "{} has entry points: shared pieces hold code for kernels, not kernels",
@@ -75,29 +78,29 @@ fn run() -> Result<(), String> {
 }
 
 /// Composes, validates and reflects one file.
-fn build(root: &Path, shader_dir: &Path, file: &Path) -> Result<Module, String> {
-    let shown = file
+fn build(root: &Path, shader_dir: &Path, file: compose::ShaderFile) -> Result<Module, String> {
+    let path = file.path.as_path();
+    let shown = path
         .strip_prefix(root)
-        .unwrap_or(file)
+        .unwrap_or(path)
         .display()
         .to_string();
-    let composed = compose::compose(shader_dir, file).map_err(|e| e.to_string())?;
+    let composed = compose::compose(shader_dir, path).map_err(|e| e.to_string())?;
     for f in &composed.files {
         println!("cargo:rerun-if-changed={}", f.display());
     }
     let (module, info) = reflect::validate(&shown, &composed)?;
     let reflection = reflect::reflect(&module, &info).map_err(|e| format!("{shown}: {e}"))?;
-    let stem = file
-        .file_stem()
-        .and_then(|s| s.to_str())
-        .filter(|s| {
-            s.bytes()
+    let snake = |s: &str| {
+        !s.is_empty()
+            && s.bytes()
                 .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
-        })
-        .ok_or_else(|| format!("{shown}: file names are snake_case"))?
-        .to_string();
+    };
+    if !snake(&file.stem) || !file.family.as_deref().is_none_or(snake) {
+        return Err(format!("{shown}: file and folder names are snake_case"));
+    }
     Ok(Module {
-        stem,
+        file,
         shown,
         reflection,
         source: composed.source,
@@ -127,10 +130,15 @@ fn camel(snake: &str) -> String {
 /// The generated Rust source.
 fn table(kernels: &[Module], pieces: &[Module]) -> Result<String, String> {
     let mut s = String::from("// @generated by build.rs from shaders/**/*.wgsl. Do not edit.\n\n");
+    let variant = |k: &Module| camel(&k.file.ident());
+    let path = |k: &Module| match &k.file.family {
+        Some(f) => format!("{f}::{}", k.file.stem),
+        None => k.file.stem.clone(),
+    };
     s += "/// The kernel files in `shaders/`, one variant each.\n";
     s += "#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]\npub(crate) enum Shader {\n";
     for k in kernels {
-        let _ = writeln!(s, "    /// `{}`.\n    {},", k.shown, camel(&k.stem));
+        let _ = writeln!(s, "    /// `{}`.\n    {},", k.shown, variant(k));
     }
     s += "}\n\nimpl Shader {\n    /// Every kernel file (the tests walk the table).\n    #[cfg(test)]\n";
     let _ = writeln!(
@@ -139,12 +147,17 @@ fn table(kernels: &[Module], pieces: &[Module]) -> Result<String, String> {
         kernels.len()
     );
     for k in kernels {
-        let _ = writeln!(s, "        Shader::{},", camel(&k.stem));
+        let _ = writeln!(s, "        Shader::{},", variant(k));
     }
-    s += "    ];\n\n    /// The file name without `.wgsl`.\n";
+    s += "    ];\n\n    /// The file's path under `shaders/` (`assign/tiled.wgsl`).\n";
     s += "    pub(crate) const fn name(self) -> &'static str {\n        match self {\n";
     for k in kernels {
-        let _ = writeln!(s, "            Shader::{} => {:?},", camel(&k.stem), k.stem);
+        let _ = writeln!(
+            s,
+            "            Shader::{} => {:?},",
+            variant(k),
+            k.file.relative()
+        );
     }
     s += "        }\n    }\n\n    /// The composed WGSL (imports expanded), validated by naga at build time.\n";
     s += "    pub(crate) const fn source(self) -> &'static str {\n        match self {\n";
@@ -152,8 +165,8 @@ fn table(kernels: &[Module], pieces: &[Module]) -> Result<String, String> {
         let _ = writeln!(
             s,
             "            Shader::{} => include_str!(concat!(env!(\"OUT_DIR\"), \"/{}.wgsl\")),",
-            camel(&k.stem),
-            k.stem
+            variant(k),
+            k.file.ident()
         );
     }
     s += "        }\n    }\n\n    /// The compute entry points, in source order.\n    #[cfg(test)]\n";
@@ -162,16 +175,52 @@ fn table(kernels: &[Module], pieces: &[Module]) -> Result<String, String> {
         let _ = writeln!(
             s,
             "            Shader::{} => {}::ENTRY_POINTS,",
-            camel(&k.stem),
-            k.stem
+            variant(k),
+            path(k)
         );
     }
     s += "        }\n    }\n}\n";
-    for k in kernels {
-        s += &module(k, Some(&camel(&k.stem)))?;
+    // Kernels outside a family, then one module per family holding its kernels and, in
+    // `FAMILY::shared`, its pieces.
+    for k in kernels.iter().filter(|k| k.file.family.is_none()) {
+        s += &module(k, Some(&variant(k)))?;
+    }
+    let mut families: Vec<&str> = kernels
+        .iter()
+        .chain(pieces)
+        .filter_map(|m| m.file.family.as_deref())
+        .collect();
+    families.sort_unstable();
+    families.dedup();
+    for family in families {
+        let _ = writeln!(
+            s,
+            "\n/// The kernel family in `shaders/{family}/`.\npub(crate) mod {family} {{"
+        );
+        for k in kernels
+            .iter()
+            .filter(|k| k.file.family.as_deref() == Some(family))
+        {
+            s += &module(k, Some(&variant(k)))?;
+        }
+        let own: Vec<&Module> = pieces
+            .iter()
+            .filter(|p| p.file.family.as_deref() == Some(family))
+            .collect();
+        if !own.is_empty() {
+            let _ = writeln!(
+                s,
+                "\n/// The pieces in `shaders/{family}/shared/`, each composed on its own.\npub(crate) mod shared {{"
+            );
+            for p in own {
+                s += &module(p, None)?;
+            }
+            s += "}\n";
+        }
+        s += "}\n";
     }
     s += "\n/// The pieces in `shaders/shared/`, each composed on its own.\npub(crate) mod shared {\n";
-    for p in pieces {
+    for p in pieces.iter().filter(|p| p.file.family.is_none()) {
         s += &module(p, None)?;
     }
     s += "}\n";
@@ -187,10 +236,10 @@ fn module(m: &Module, variant: Option<&str>) -> Result<String, String> {
     };
     let mut s = format!("\n/// `{}`: {what}.\n", m.shown);
     s += "#[allow(dead_code)]\npub(crate) mod ";
-    s += &m.stem;
+    s += &m.file.stem;
     s += " {\n";
     if variant.is_some() {
-        s += "    use super::{Binding, BindingKind, EntryPoint, Shader};\n";
+        s += "    use crate::gpu::shaders::{Binding, BindingKind, EntryPoint, Shader};\n";
     }
     let mut names: Vec<String> = Vec::new();
     let mut claim = |name: String| {

@@ -1,8 +1,12 @@
 //! `#import` composition of the WGSL kernels, shared by `build.rs` and `tests/shaders.rs`
 //! (both include this file with `#[path]`; it needs nothing but `std`).
 //!
-//! A kernel `shaders/NAME.wgsl` may hold lines of the form `#import piece`; each is replaced
-//! by the text of `shaders/shared/piece.wgsl`, whose own imports are expanded the same way.
+//! Kernels are `shaders/NAME.wgsl` (a family of one file) and `shaders/FAMILY/NAME.wgsl` (a
+//! kernel family's folder); pieces are `shaders/shared/NAME.wgsl` (primitives any kernel may
+//! use) and `shaders/FAMILY/shared/NAME.wgsl` (code the kernels of one family share). A file
+//! may hold lines of the form `#import piece` or `#import family/piece`; each is replaced by
+//! the text of `shaders/shared/piece.wgsl` or `shaders/family/shared/piece.wgsl`, whose own
+//! imports are expanded the same way.
 //! A piece is pulled in once per kernel (a later import of it expands to nothing, so pieces
 //! can import what they need without clashing), and a piece that imports itself, directly or
 //! through others, is an error. WGSL declarations are order-independent at module scope, so
@@ -70,7 +74,8 @@ pub enum ComposeError {
         /// The `#import` line that asked for it, if any.
         imported_at: Option<Origin>,
     },
-    /// An `#import` line that does not name one piece (`[a-z0-9_]+`).
+    /// An `#import` line that does not name one piece (`name` or `family/name`, each
+    /// `[a-z0-9_]+`).
     BadDirective {
         /// The line.
         at: Origin,
@@ -103,7 +108,7 @@ impl fmt::Display for ComposeError {
             }
             ComposeError::BadDirective { at: o, text } => write!(
                 f,
-                "{}: `{text}` is not `#import name` with name in [a-z0-9_]",
+                "{}: `{text}` is not `#import name` or `#import family/name` (each [a-z0-9_]+)",
                 at(o)
             ),
             ComposeError::Cycle { chain, at: o } => {
@@ -121,11 +126,17 @@ fn import_of(text: &str, at: &Origin) -> Result<Option<String>, ComposeError> {
         return Ok(None);
     };
     let name = rest.trim();
-    let valid = !name.is_empty()
-        && rest.starts_with(char::is_whitespace)
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_');
+    let snake = |part: &str| {
+        !part.is_empty()
+            && part
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+    };
+    let valid = rest.starts_with(char::is_whitespace)
+        && match name.split_once('/') {
+            Some((family, piece)) => snake(family) && snake(piece) && family != "shared",
+            None => snake(name),
+        };
     if !valid {
         return Err(ComposeError::BadDirective {
             at: at.clone(),
@@ -135,9 +146,20 @@ fn import_of(text: &str, at: &Origin) -> Result<Option<String>, ComposeError> {
     Ok(Some(name.to_string()))
 }
 
-/// The file of piece `name`.
+/// The file of piece `name`: `shared/NAME.wgsl`, or `FAMILY/shared/NAME.wgsl` for
+/// `family/name`.
 pub fn piece_path(shader_dir: &Path, name: &str) -> PathBuf {
-    shader_dir.join("shared").join(format!("{name}.wgsl"))
+    shader_dir.join(piece_relative(name))
+}
+
+/// [`piece_path`] relative to `shaders/`.
+fn piece_relative(name: &str) -> PathBuf {
+    match name.split_once('/') {
+        Some((family, piece)) => Path::new(family)
+            .join("shared")
+            .join(format!("{piece}.wgsl")),
+        None => Path::new("shared").join(format!("{name}.wgsl")),
+    }
 }
 
 struct Composer<'a> {
@@ -180,7 +202,7 @@ impl Composer<'_> {
                     }
                     let path = piece_path(self.shader_dir, &name);
                     let piece = self.read(&path, Some(&at))?;
-                    let shown = format!("// {} (shared/{name}.wgsl)", line.trim());
+                    let shown = format!("// {} ({})", line.trim(), piece_relative(&name).display());
                     self.push(&shown, at);
                     self.stack.push(name.clone());
                     self.expand(&path, &piece)?;
@@ -199,8 +221,7 @@ impl Composer<'_> {
     }
 }
 
-/// Composes `file` (a kernel in `shader_dir`, or a piece in `shader_dir/shared`) with its
-/// imports expanded from `shader_dir/shared/`.
+/// Composes `file` (a kernel or a piece under `shader_dir`) with its imports expanded.
 pub fn compose(shader_dir: &Path, file: &Path) -> Result<Composed, ComposeError> {
     let mut c = Composer {
         shader_dir,
@@ -213,19 +234,107 @@ pub fn compose(shader_dir: &Path, file: &Path) -> Result<Composed, ComposeError>
         stack: Vec::new(),
     };
     // A piece composed on its own counts as being expanded, so importing itself is a cycle.
-    let own_piece = file
-        .parent()
-        .is_some_and(|p| p == shader_dir.join("shared"))
-        .then(|| file.file_stem().map(|s| s.to_string_lossy().into_owned()))
-        .flatten();
-    c.stack.extend(own_piece);
+    c.stack.extend(piece_name(shader_dir, file));
     let text = c.read(file, None)?;
     c.expand(file, &text)?;
     Ok(c.out)
 }
 
-/// The `.wgsl` files directly in `dir`, sorted by name (the kernels when `dir` is `shaders/`,
-/// the pieces when it is `shaders/shared/`).
+/// The piece name a file has when it is a piece (`name` for `shared/name.wgsl`,
+/// `family/name` for `family/shared/name.wgsl`), else `None`.
+pub fn piece_name(shader_dir: &Path, file: &Path) -> Option<String> {
+    let stem = file.file_stem()?.to_str()?.to_string();
+    let dir = file.parent()?;
+    if dir == shader_dir.join("shared") {
+        return Some(stem);
+    }
+    let family_dir = dir.parent()?;
+    let family = family_dir.file_name()?.to_str()?;
+    (dir.file_name()? == "shared" && family_dir.parent()? == shader_dir)
+        .then(|| format!("{family}/{stem}"))
+}
+
+/// One kernel or piece file of the tree.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ShaderFile {
+    /// The file.
+    pub path: PathBuf,
+    /// Its family's folder name; `None` for a kernel directly in `shaders/` or a piece of
+    /// `shaders/shared/`.
+    pub family: Option<String>,
+    /// The file name without `.wgsl`.
+    pub stem: String,
+}
+
+impl ShaderFile {
+    /// `family_stem`, or `stem` outside a family: unique in the tree, a Rust identifier.
+    pub fn ident(&self) -> String {
+        match &self.family {
+            Some(f) => format!("{f}_{}", self.stem),
+            None => self.stem.clone(),
+        }
+    }
+
+    /// The path relative to `shaders/` (`assign/tiled.wgsl`).
+    pub fn relative(&self) -> String {
+        match &self.family {
+            Some(f) => format!("{f}/{}.wgsl", self.stem),
+            None => format!("{}.wgsl", self.stem),
+        }
+    }
+}
+
+/// The family folders of `shaders/` (every folder but `shared`), sorted.
+fn families(shader_dir: &Path) -> std::io::Result<Vec<String>> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(shader_dir)? {
+        let path = entry?.path();
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        if path.is_dir() && name != "shared" {
+            out.push(name.to_string());
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+/// The files of `dir` as members of `family`.
+fn members(dir: &Path, family: Option<&str>) -> std::io::Result<Vec<ShaderFile>> {
+    Ok(wgsl_files(dir)?
+        .into_iter()
+        .map(|path| ShaderFile {
+            stem: path
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+            family: family.map(str::to_string),
+            path,
+        })
+        .collect())
+}
+
+/// The kernels: `shaders/*.wgsl`, then each family's `shaders/FAMILY/*.wgsl`.
+pub fn kernel_files(shader_dir: &Path) -> std::io::Result<Vec<ShaderFile>> {
+    let mut out = members(shader_dir, None)?;
+    for family in families(shader_dir)? {
+        out.extend(members(&shader_dir.join(&family), Some(&family))?);
+    }
+    Ok(out)
+}
+
+/// The pieces: `shaders/shared/*.wgsl`, then each family's `shaders/FAMILY/shared/*.wgsl`.
+pub fn piece_files(shader_dir: &Path) -> std::io::Result<Vec<ShaderFile>> {
+    let mut out = members(&shader_dir.join("shared"), None)?;
+    for family in families(shader_dir)? {
+        let dir = shader_dir.join(&family).join("shared");
+        if dir.is_dir() {
+            out.extend(members(&dir, Some(&family))?);
+        }
+    }
+    Ok(out)
+}
+
+/// The `.wgsl` files directly in `dir`, sorted by name.
 pub fn wgsl_files(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
     let mut files = Vec::new();
     for entry in std::fs::read_dir(dir)? {

@@ -66,7 +66,8 @@
 //!
 //! - [`gpu`]: the host layer, which imports nothing above it ([`Gpu`], [`GpuMatrix`],
 //!   [`GpuVector`], [`GpuInput`]: host or device data for every fit; typed device buffers);
-//! - `kernels` (private): one wrapper per WGSL file in `shaders/`, same name; with `gpu`,
+//! - `kernels` (private): one folder per kernel family, the same folders and names as
+//!   `shaders/` (`shaders/assign/tiled.wgsl` <-> `kernels/assign/tiled.rs`); with `gpu`,
 //!   the only code that names wgpu;
 //! - [`kmeans`], [`pca`], [`gmm`]: one folder per algorithm, the same file names meaning the
 //!   same thing in each: `mod.rs` the face, `params` the parameters and their validation,
@@ -75,6 +76,7 @@
 //!   `em`, `power`), `model` the fitted model with its `validate`, `stats` the statistics
 //!   that merge ([`gmm::math`]: the mixtures' host algebra: precision factors, parameter
 //!   counts, sampling);
+//! - [`neighbors`]: exact k-nearest and radius queries (what DBSCAN-style algorithms build on);
 //! - [`metrics`] (silhouette on the GPU, host criteria, agreement) and [`selection`]:
 //!   judging a clustering and choosing k, K or M;
 //! - [`linalg`]: small dense host algebra in f64 (eigen, QR, Cholesky);
@@ -117,6 +119,7 @@ pub mod metrics;
 #[cfg(feature = "io")]
 pub mod model_file;
 mod names;
+pub mod neighbors;
 #[cfg(any(feature = "io", feature = "datasets"))]
 mod npy;
 pub mod pca;

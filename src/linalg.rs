@@ -19,6 +19,8 @@
 //!   the rows of V span an invariant subspace of S the Ritz pairs are exact eigenpairs.
 //! * [`cholesky_lower`]: A = L Lᵀ with L lower triangular, for positive definite A.
 //! * [`flip_signs`]: the sign convention of scikit-learn's `svd_flip` for components.
+//! * `SolverSettings`: what the iterative eigen-solvers (PCA's power iteration, spectral
+//!   clustering's LOBPCG) run for.
 //!
 //! No function panics on bad input: wrong lengths, non-finite values and failed
 //! factorisations are [`Error`]s.
@@ -26,6 +28,24 @@
 use nalgebra::DMatrix;
 
 use crate::error::{Error, Result};
+use crate::progress::{Algorithm, OnIteration};
+
+/// What an iterative eigen-solver runs for (PCA's block power iteration, spectral
+/// clustering's LOBPCG).
+pub(crate) struct SolverSettings<'a> {
+    /// Stop when every wanted residual ‖S·u − θu‖ ≤ tol·|θ₁|.
+    pub tol: f64,
+    /// Iteration cap (not converging is [`Error::NotConverged`]).
+    pub max_iter: usize,
+    /// Seed of the random start.
+    pub seed: u64,
+    /// Whose iterations these are, for the progress events.
+    pub algorithm: Algorithm,
+    /// The progress callback.
+    pub on_iteration: Option<&'a OnIteration>,
+    /// What did not converge, for the error.
+    pub what: &'static str,
+}
 
 /// Checks that a flat matrix has `rows * cols` values, all finite.
 fn check_matrix(name: &'static str, a: &[f64], rows: usize, cols: usize) -> Result<()> {

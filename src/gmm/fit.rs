@@ -17,7 +17,7 @@ use crate::data::check_sample_weights;
 use crate::error::{Error, Result};
 use crate::gpu::stream::DeviceRows;
 use crate::gpu::{Gpu, GpuInput, GpuMatrix};
-use crate::kernels::rows::in_f32_range;
+use crate::kernels::primitives::rows::in_f32_range;
 use crate::source::{check_shape, RowSource, Scaled};
 
 impl GaussianMixture {

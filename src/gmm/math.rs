@@ -226,7 +226,7 @@ pub(crate) fn precision_cholesky_quoting(
     Ok(out)
 }
 
-/// What the E-step kernels read of a mixture (`shaders/gmm_estep.wgsl`), in f32: the
+/// What the E-step kernels read of a mixture (`shaders/mixture/estep.wgsl`), in f32: the
 /// constants cₖ = log πₖ − ½ D log 2π + log det Uₖ, and the precision factors in the
 /// shader's layout (K x D values for Spherical: each pₖ repeated for every feature).
 pub(crate) fn estep_constants(

@@ -11,7 +11,7 @@
 //! [`reference`](crate::reference), itself scikit-learn's `GaussianMixture`); this module runs the same algorithm with the N-sized
 //! work in WGSL and everything K- or D-sized in f64 on the host.
 //!
-//! **E-step** (`shaders/gmm_estep.wgsl`). Each component is evaluated through the Cholesky
+//! **E-step** (`shaders/mixture/estep.wgsl`). Each component is evaluated through the Cholesky
 //! factor Uₖ of its precision (Σₖ⁻¹ = Uₖ Uₖᵀ, computed on the host in f64):
 //!
 //! ```text
@@ -29,7 +29,7 @@
 //! (N x K, kept on the device), log p(xᵢ) and the most probable component, and sums log p
 //! per block of 256 rows; the host adds the blocks in f64 for the mean log-likelihood.
 //!
-//! **M-step** (`shaders/gmm_mstep.wgsl`), with Nₖ = Σᵢ rᵢₖ + 10 ε:
+//! **M-step** (`shaders/mixture/mstep.wgsl`), with Nₖ = Σᵢ rᵢₖ + 10 ε:
 //!
 //! ```text
 //! μₖ = sₖ + Σᵢ rᵢₖ (xᵢ − sₖ) / Nₖ                  (sₖ: the previous mean, a shift)

@@ -33,8 +33,8 @@ use super::stats::{full, parameters_from_sums, weights_of};
 use super::workspace::{sum_log_density, Workspace};
 use crate::error::Result;
 use crate::gpu::batch::Batch;
-use crate::kernels::gmm_mstep::Moment;
-use crate::kernels::rows;
+use crate::kernels::mixture::mstep::Moment;
+use crate::kernels::primitives::rows;
 
 /// The largest Sₖⱼⱼ / Mₖⱼⱼ accepted from the one-pass moments (module docs): f32 sums
 /// keep about 7 digits, so at most about one is lost to the centring.

@@ -11,9 +11,9 @@ use crate::gpu::batch::{Batch, ReadHandle};
 use crate::gpu::buffer::{check_budget, Chunk};
 use crate::gpu::device_buffer::DeviceBuffer;
 use crate::gpu::{Gpu, GpuMatrix, GpuVector};
-use crate::kernels::gmm_estep::{self, Components, RowOutputs, Segment, NORMALIZE_ROWS};
-use crate::kernels::gmm_mstep::{self, Blocks, Moment, Sums};
-use crate::kernels::reduce;
+use crate::kernels::mixture::estep::{self, Components, RowOutputs, Segment, NORMALIZE_ROWS};
+use crate::kernels::mixture::mstep::{self, Blocks, Moment, Sums};
+use crate::kernels::primitives::reduce;
 
 /// Rows of one data chunk whose N x K responsibilities fit one binding.
 struct SegmentBuffers {
@@ -225,7 +225,7 @@ impl<'a> Workspace<'a> {
                 block_offset: s.log_block_offset,
             };
             let seg = self.segment(s);
-            gmm_estep::weigh_responsibilities(
+            estep::weigh_responsibilities(
                 self.gpu,
                 batch,
                 &seg,
@@ -320,14 +320,14 @@ impl<'a> Workspace<'a> {
         };
         for s in self.active_segments() {
             let seg = self.segment(s);
-            gmm_estep::squared_mahalanobis(self.gpu, batch, &seg, d, k, &comps)?;
+            estep::squared_mahalanobis(self.gpu, batch, &seg, d, k, &comps)?;
             let out = RowOutputs {
                 log_density: &self.log_density.chunks[s.chunk],
                 labels: &self.labels.chunks[s.chunk],
                 block_log_density: &self.block_log_density,
                 block_offset: s.log_block_offset,
             };
-            gmm_estep::normalize_responsibilities(self.gpu, batch, &seg, k, &self.log_const, &out)?;
+            estep::normalize_responsibilities(self.gpu, batch, &seg, k, &self.log_const, &out)?;
         }
         self.record_weighing(batch)
     }
@@ -350,7 +350,7 @@ impl<'a> Workspace<'a> {
                 block_offset: s.block_offset,
                 partials: &self.partials,
             };
-            gmm_mstep::weighted_sums(self.gpu, batch, &self.segment(s), (d, k), &sums, &blocks)?;
+            mstep::weighted_sums(self.gpu, batch, &self.segment(s), (d, k), &sums, &blocks)?;
         }
         reduce::sum_partial_columns(
             self.gpu,
@@ -412,7 +412,7 @@ impl<'a> Workspace<'a> {
                     "initial labels",
                     &labels[start..start + s.n_rows],
                 );
-                gmm_estep::responsibilities_from_labels(
+                estep::responsibilities_from_labels(
                     gpu,
                     &mut batch,
                     &self.segment(s),

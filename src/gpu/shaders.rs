@@ -82,9 +82,9 @@ impl EntryPoint {
             .find(|b| matches!(b.kind, BindingKind::Uniform { .. }))
     }
 
-    /// `file.wgsl::entry`, for labels and messages.
+    /// `family/file.wgsl::entry`, for labels and messages.
     pub(crate) fn label(&self) -> String {
-        format!("{}.wgsl::{}", self.shader.name(), self.name)
+        format!("{}::{}", self.shader.name(), self.name)
     }
 }
 

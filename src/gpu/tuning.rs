@@ -49,9 +49,10 @@ use std::time::Instant;
 
 use super::batch::Batch;
 use super::device_buffer::DeviceBuffer;
+use super::shaders::EntryPoint;
 use super::tuning_cache::{self, Stored};
 use super::Gpu;
-use crate::error::Result;
+use crate::error::{Error, Result};
 
 /// Timed runs of each candidate after its warm-up run; the fastest counts.
 const TRIALS: usize = 2;
@@ -69,21 +70,49 @@ pub enum TuningCache {
     Off,
 }
 
-/// What a choice is made for: a kernel family and a shape class (sizes rounded up to powers
-/// of two, so a handful of trials covers every shape).
+/// The variants of a kernel family among which the autotuner chooses: one typed value per
+/// family (an enum, or the entry points of a shader), each with a stable name. The cache file
+/// keeps names, so a variant that is renamed or removed is simply timed again.
+pub(crate) trait Variant: Copy + PartialEq + 'static {
+    /// The family, in keys, reports and the cache file.
+    const FAMILY: &'static str;
+    /// This variant's name, unique within its family.
+    fn name(self) -> &'static str;
+}
+
+/// The kernels of a shader as variants of each other (the E-step's and M-step's storage
+/// kernels and their uniform-slice twins).
+impl Variant for &'static EntryPoint {
+    const FAMILY: &'static str = "entry point";
+    fn name(self) -> &'static str {
+        self.name
+    }
+}
+
+/// What a choice is made for: a family, the candidates it chose among (so that two uses of
+/// one family with different candidates keep separate choices), and a shape class (sizes
+/// rounded up to powers of two, so a handful of trials covers every shape).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub(crate) struct TuneKey {
-    pub kernel: &'static str,
+    pub family: &'static str,
+    pub candidates: Vec<&'static str>,
     pub class: [u32; 2],
 }
 
 impl TuneKey {
-    pub(crate) fn new(kernel: &'static str, a: usize, b: usize) -> Self {
+    /// The key of a choice among `candidates` for a shape of `a` x `b`.
+    pub(crate) fn new<V: Variant>(candidates: &[V], a: usize, b: usize) -> Self {
         let class = |v: usize| v.max(1).next_power_of_two().min(1 << 31) as u32;
         Self {
-            kernel,
+            family: V::FAMILY,
+            candidates: candidates.iter().map(|c| c.name()).collect(),
             class: [class(a), class(b)],
         }
+    }
+
+    /// The family and candidates as one label (`assign [a|b|c]`).
+    pub(crate) fn label(&self) -> String {
+        format!("{} [{}]", self.family, self.candidates.join("|"))
     }
 }
 
@@ -123,8 +152,8 @@ impl Tuner {
         Some(dir.join(tuning_cache::file_name(identity)))
     }
 
-    /// The stored choice for `key` among `candidates`, reading the file on first use.
-    fn stored(&self, key: &TuneKey, candidates: &[&'static str]) -> Option<&'static str> {
+    /// The stored choice for `key` among its candidates, reading the file on first use.
+    fn stored(&self, key: &TuneKey) -> Option<&'static str> {
         let identity = self.identity.as_deref()?;
         let mut file = self.file.lock().unwrap();
         if file.loaded.is_none() {
@@ -134,7 +163,7 @@ impl Tuner {
             file.loaded = Some(read.unwrap_or_default());
         }
         let name = file.loaded.as_ref()?.get(&tuning_cache::entry_key(key))?;
-        candidates.iter().copied().find(|c| c == name)
+        key.candidates.iter().copied().find(|c| c == name)
     }
 
     /// Keeps a new choice in the file (merged with what another process may have written
@@ -179,36 +208,49 @@ impl Gpu {
         self.tuner.path(&file.location)
     }
 
-    /// The choice already made for `key` among `candidates`, in this process or stored in
-    /// the cache file by an earlier one: wrappers look before they allocate the trial's
-    /// scratch buffers, so a known choice costs nothing per dispatch.
-    pub(crate) fn tuned_choice(
+    /// The choice already made among `candidates` for a shape of `a` x `b`, in this process
+    /// or stored in the cache file by an earlier one: wrappers look before they allocate the
+    /// trial's scratch buffers, so a known choice costs nothing per dispatch.
+    pub(crate) fn tuned_choice<V: Variant>(
         &self,
-        key: &TuneKey,
-        candidates: &[&'static str],
-    ) -> Option<&'static str> {
-        if let Some(&c) = self.tuner.choices.lock().unwrap().get(key) {
-            if candidates.contains(&c) {
-                return Some(c);
+        candidates: &[V],
+        (a, b): (usize, usize),
+    ) -> Option<V> {
+        let key = TuneKey::new(candidates, a, b);
+        // The lock is released before the file is read and the choice kept.
+        let known = self.tuner.choices.lock().unwrap().get(&key).copied();
+        let name = match known {
+            Some(c) => c,
+            None => {
+                let c = self.tuner.stored(&key)?;
+                self.tuner.choices.lock().unwrap().insert(key, c);
+                c
             }
-        }
-        let c = self.tuner.stored(key, candidates)?;
-        self.tuner.choices.lock().unwrap().insert(key.clone(), c);
-        Some(c)
+        };
+        candidates.iter().copied().find(|c| c.name() == name)
     }
 
-    /// The variant of `candidates` to use for `key`: the known choice, or the fastest by
-    /// `time` (seconds of one run of a candidate), measured now, kept and stored.
-    pub(crate) fn tuned(
+    /// The variant of `candidates` to use for a shape of `a` x `b`: the known choice, or the
+    /// fastest by `time` (seconds of one run of a candidate), measured now, kept and stored.
+    ///
+    /// Errors: no candidates ([`Error::Gpu`], a family that offers none for this shape
+    /// should have said why before), and `time`'s.
+    pub(crate) fn tuned<V: Variant>(
         &self,
-        key: TuneKey,
-        candidates: &[&'static str],
-        mut time: impl FnMut(&'static str) -> Result<f64>,
-    ) -> Result<&'static str> {
-        if let Some(c) = self.tuned_choice(&key, candidates) {
+        candidates: &[V],
+        (a, b): (usize, usize),
+        mut time: impl FnMut(V) -> Result<f64>,
+    ) -> Result<V> {
+        if let Some(c) = self.tuned_choice(candidates, (a, b)) {
             return Ok(c);
         }
-        let mut best = (f64::INFINITY, candidates[0]);
+        let Some(&first) = candidates.first() else {
+            return Err(Error::Gpu(format!(
+                "no {} variant runs a shape of {a} x {b} on this adapter",
+                V::FAMILY
+            )));
+        };
+        let mut best = (f64::INFINITY, first);
         for &c in candidates {
             time(c)?;
             let mut t = f64::INFINITY;
@@ -219,12 +261,13 @@ impl Gpu {
                 best = (t, c);
             }
         }
+        let key = TuneKey::new(candidates, a, b);
         self.tuner
             .choices
             .lock()
             .unwrap()
-            .insert(key.clone(), best.1);
-        self.tuner.store(&key, best.1);
+            .insert(key.clone(), best.1.name());
+        self.tuner.store(&key, best.1.name());
         Ok(best.1)
     }
 
@@ -247,7 +290,8 @@ impl Gpu {
         Ok(if gpu > 0.0 { gpu } else { wall })
     }
 
-    /// The autotuner's choices on this device so far: (kernel, shape class, variant), sorted.
+    /// The autotuner's choices on this device so far: (family and candidates, shape class,
+    /// variant), sorted.
     /// Reported by `wgpu-unsupervised bench` so that figures say which variant ran.
     pub fn tuning_choices(&self) -> Vec<(String, String, String)> {
         let mut v: Vec<_> = self
@@ -258,7 +302,7 @@ impl Gpu {
             .iter()
             .map(|(k, c)| {
                 (
-                    k.kernel.to_string(),
+                    k.label(),
                     format!("{}x{}", k.class[0], k.class[1]),
                     c.to_string(),
                 )

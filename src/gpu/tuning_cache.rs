@@ -18,17 +18,17 @@ use std::path::{Path, PathBuf};
 use super::tuning::TuneKey;
 
 /// The first line; a new format gets a new number, and old files are then ignored.
-const MAGIC: &str = "wgpu-unsupervised tuning cache 1";
+const MAGIC: &str = "wgpu-unsupervised tuning cache 2";
 
 /// A file larger than this is not ours (a few hundred bytes per choice at most).
 const MAX_BYTES: u64 = 1 << 20;
 
-/// Stored choices: (kernel, shape class) to variant name.
+/// Stored choices: (family and candidates, shape class) to variant name.
 pub(crate) type Stored = HashMap<(String, [u32; 2]), String>;
 
 /// The key of `key` in [`Stored`].
 pub(crate) fn entry_key(key: &TuneKey) -> (String, [u32; 2]) {
-    (key.kernel.to_string(), key.class)
+    (key.label(), key.class)
 }
 
 /// What a choice is valid for: this crate's version (the variants and their code) and the

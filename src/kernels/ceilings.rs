@@ -3,13 +3,13 @@
 
 use bytemuck::{Pod, Zeroable};
 
-use super::ROW_WG_SIZE;
 use crate::error::Result;
 use crate::gpu::batch::Batch;
 use crate::gpu::device_buffer::DeviceBuffer;
 use crate::gpu::profile::Work;
 use crate::gpu::shaders::{ceilings as wgsl, check_params};
 use crate::gpu::Gpu;
+use crate::kernels::ROW_WG_SIZE;
 
 /// Scalar FMAs per chain step of one invocation (`VEC4_CHAINS` vec4 chains).
 pub(crate) const FMAS_PER_STEP: u64 = 4 * wgsl::VEC4_CHAINS as u64;

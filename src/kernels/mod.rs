@@ -1,47 +1,39 @@
-//! Host wrappers of the WGSL kernels: one file per shader, same name
-//! (`assign.rs` <-> `shaders/assign.wgsl`). Each holds the `#[repr(C)]` twin of its shader's
-//! parameter struct, checked at compile time against the size naga reflected
-//! ([`check_params`](crate::gpu::shaders::check_params)), and functions that record
-//! dispatches into a [`Batch`](crate::gpu::batch::Batch), binding buffers by their WGSL
-//! names. Sizes the shaders decide (tiles, blocks, workgroup sizes) come from the generated
-//! table in [`crate::gpu::shaders`], never written twice.
+//! Host wrappers of the WGSL kernels, one folder per kernel family, with the same folders
+//! and names as `shaders/`: `shaders/FAMILY/NAME.wgsl` <-> `src/kernels/FAMILY/NAME.rs`
+//! (`shaders/ceilings.wgsl`, a family of one file, <-> `ceilings.rs`). Each wrapper holds the
+//! `#[repr(C)]` twin of its shader's parameter struct, checked at compile time against the
+//! size naga reflected ([`check_params`](crate::gpu::shaders::check_params)), and functions
+//! that record dispatches into a [`Batch`](crate::gpu::batch::Batch), binding buffers by
+//! their WGSL names. Sizes the shaders decide (tiles, blocks, workgroup sizes) come from the
+//! generated table in [`crate::gpu::shaders`], never written twice.
+//!
+//! The families:
+//!
+//! | folder | kernels | used by |
+//! |---|---|---|
+//! | [`primitives`] | row loaders and scans, reductions, the tile core's shapes, the pair kernels' parameters | every algorithm |
+//! | [`assign`] | nearest centroid: every variant, the bound that proves a candidate, the fused Lloyd update, the distance table | K-Means, GMM's start, predictions |
+//! | [`neighbors`] | exact k-nearest-neighbour search and ε-range queries (device and host), the CSR product | spectral clustering; DBSCAN-style callers |
+//! | [`products`] | the products on the tile core: covariance (Gram), projections, the RBF affinity, the silhouette's distance sums | PCA, spectral, metrics |
+//! | [`mixture`] | the E-step and the M-step sums | Gaussian mixtures |
+//! | [`centroids`] | the centroid update, k-means++/k-means‖ seeding steps, the farthest rows | K-Means |
+//! | [`ceilings`] | the FMA and copy probes | the profiler's ceilings |
+//!
+//! Where a family has variants (the assignment, the Gram product, the M-step sums), the
+//! choice is one typed value per family, made in one place, and the autotuner is keyed by
+//! that type ([`Variant`](crate::gpu::tuning::Variant)). Kernels import nothing from the crate
+//! root: only `gpu/`, `error` and the layers below them, and each other.
 
-pub(crate) mod affinity;
-pub(crate) mod affinity_host;
 pub(crate) mod assign;
-pub(crate) mod assign_bound;
-pub(crate) mod assign_fused;
-pub(crate) mod assign_scratch;
-pub(crate) mod assign_uniform;
 pub(crate) mod ceilings;
-pub(crate) mod centroid_update;
-pub(crate) mod covariance;
-pub(crate) mod farthest;
-pub(crate) mod gmm_estep;
-pub(crate) mod gmm_mstep;
-pub(crate) mod kmeans_pp;
-pub(crate) mod projection;
-pub(crate) mod reduce;
-pub(crate) mod rows;
-pub(crate) mod silhouette;
-pub(crate) mod tiles;
+pub(crate) mod centroids;
+pub(crate) mod mixture;
+pub(crate) mod neighbors;
+pub(crate) mod primitives;
+pub(crate) mod products;
 
-#[cfg(test)]
-mod affinity_tests;
-#[cfg(test)]
-mod assign_fused_tests;
-#[cfg(test)]
-mod dispatch_tests;
-#[cfg(test)]
-mod mstep_variant_tests;
 #[cfg(test)]
 mod tests;
-#[cfg(test)]
-mod tile_core_tests;
-#[cfg(test)]
-mod tuning_tests;
-#[cfg(test)]
-mod variant_tests;
 
 use crate::gpu::shaders::shared::constants;
 

@@ -22,7 +22,7 @@ use crate::data::check_sample_weights;
 use crate::error::Result;
 use crate::gpu::stream::DeviceRows;
 use crate::gpu::{Gpu, GpuInput, GpuMatrix};
-use crate::kernels::rows::{in_f32_range, normalize_rows};
+use crate::kernels::primitives::rows::{in_f32_range, normalize_rows};
 use crate::progress::OnIteration;
 use crate::source::{check_shape, RowSource, Scaled};
 

@@ -7,10 +7,10 @@
 //! ```
 //!
 //! by alternating the two exact minimisations of Lloyd (1982):
-//! 1. **assignment**: c(i) = argminₖ ‖xᵢ − μₖ‖² (`shaders/assign.wgsl`, one invocation per
+//! 1. **assignment**: c(i) = argminₖ ‖xᵢ − μₖ‖² (`shaders/assign/`, one invocation per
 //!    row, centroid tiles in workgroup memory);
-//! 2. **update**: μₖ = mean of the rows with c(i) = k (`shaders/centroid_update.wgsl` then
-//!    `shaders/reduce.wgsl`: per-block partial sums in a fixed order, folded on the device,
+//! 2. **update**: μₖ = mean of the rows with c(i) = k (`shaders/centroids/update.wgsl` then
+//!    `shaders/primitives/reduce.wgsl`: per-block partial sums in a fixed order, folded on the device,
 //!    so only K x D statistics and a few scalars come back each iteration).
 //!
 //! J never increases. Iteration stops when no label changes, when the total squared centroid
@@ -41,7 +41,7 @@
 //! [`MiniBatchKMeans`] learns from batches.
 //!
 //! **Spherical K-Means** ([`Metric::Cosine`]; Dhillon & Modha 2001): every row is put on the
-//! unit sphere, x̂ = x/‖x‖ (on the device, `normalize_rows` in `shaders/rows.wgsl`), and the
+//! unit sphere, x̂ = x/‖x‖ (on the device, `normalize_rows` in `shaders/primitives/rows.wgsl`), and the
 //! centroids are kept unit. On the sphere ‖x̂ − ĉ‖² = 2 − 2·cos(x, c), so the nearest centroid in
 //! Euclidean distance is the one of largest cosine, and the same assignment kernel serves both
 //! metrics. The update is the mean of the cluster's unit rows, normalised; the inertia
@@ -78,6 +78,8 @@ mod seeding;
 mod stats;
 mod stream;
 mod workspace;
+#[cfg(test)]
+mod workspace_tests;
 
 pub use crate::gpu::GpuInput;
 pub use minibatch_partial::MiniBatchKMeansFit;

@@ -5,7 +5,7 @@ use crate::error::{Error, Result};
 use crate::gpu::device_buffer::DeviceBuffer;
 use crate::gpu::{CommandEncoder, Gpu, GpuInput, GpuMatrix, GpuVector};
 use crate::kernels::assign::{self, Assignment, DistanceTable};
-use crate::kernels::rows::{input_in_f32_range, scale_rows_in, scale_vector_in};
+use crate::kernels::primitives::rows::{input_in_f32_range, scale_rows_in, scale_vector_in};
 
 use super::{KMeans, KMeansInit};
 
@@ -238,7 +238,7 @@ impl KMeansModel {
     ) -> Result<(std::borrow::Cow<'x, GpuMatrix>, f32)> {
         if self.params.metric.is_spherical() {
             let xg = x.on_gpu(gpu)?;
-            let unit = crate::kernels::rows::normalize_rows(gpu, &xg)?;
+            let unit = crate::kernels::primitives::rows::normalize_rows(gpu, &xg)?;
             return Ok((std::borrow::Cow::Owned(unit), 1.0));
         }
         let largest = self.centroids.iter().fold(0.0f32, |m, c| m.max(c.abs()));

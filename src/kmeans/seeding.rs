@@ -5,7 +5,7 @@
 //! **Greedy k-means++** (Arthur & Vassilvitskii 2007, scikit-learn's variant): each new centre
 //! is the best of `2 + ln K` candidates drawn with probability ∝ w·D(x)², D the distance to
 //! the nearest centre so far, "best" meaning the smallest resulting potential
-//! Σᵢ wᵢ·min(D(xᵢ)², ‖xᵢ − c‖²). All of it runs on the device (`shaders/kmeans_pp.wgsl`):
+//! Σᵢ wᵢ·min(D(xᵢ)², ‖xᵢ − c‖²). All of it runs on the device (`shaders/centroids/seeding.wgsl`):
 //! D² sampling by a prefix scan of per-block sums of w·D², the candidates' potentials in one
 //! pass over the rows for all candidates, the choice and the D² update. The host draws the
 //! first row and every step's uniform numbers up front, in the order the f64 reference
@@ -49,8 +49,8 @@ use crate::gpu::batch::Batch;
 use crate::gpu::device_buffer::DeviceBuffer;
 use crate::gpu::{Gpu, GpuMatrix, GpuVector};
 use crate::kernels::assign::{self, AssignScratch, Assignment};
-use crate::kernels::kmeans_pp::{self, SeedingRows, StepBuffers};
-use crate::kernels::{reduce, rows};
+use crate::kernels::centroids::seeding::{self, SeedingRows, StepBuffers};
+use crate::kernels::{primitives::reduce, primitives::rows};
 use crate::source::RowSource;
 
 /// Rows per cluster of the k-means++ sample of rows on the host, and its least size.
@@ -217,7 +217,7 @@ const PLUS_PLUS_STEPS_PER_SUBMISSION: usize = 32;
 ///
 /// The host draws the first row and every step's `n_trials` uniform numbers up front, in
 /// the reference's order, uploads them, and records all K − 1 steps (D² sampling, the
-/// candidates, their potentials, the choice, the D² update: `shaders/kmeans_pp.wgsl`) with no
+/// candidates, their potentials, the choice, the D² update: `shaders/centroids/seeding.wgsl`) with no
 /// readback until the chosen rows come back at the end.
 pub(super) fn kmeans_plus_plus(
     gpu: &Gpu,
@@ -241,11 +241,11 @@ pub(super) fn kmeans_plus_plus(
         .iter()
         .scan(0, |acc, c| {
             let o = *acc;
-            *acc += kmeans_pp::blocks_in(c);
+            *acc += seeding::blocks_in(c);
             Some(o)
         })
         .collect();
-    let n_blocks: usize = x.chunks().iter().map(kmeans_pp::blocks_in).sum();
+    let n_blocks: usize = x.chunks().iter().map(seeding::blocks_in).sum();
     let d2 = GpuVector::<f32>::zeroed(gpu, x, "k-means++ D²");
     let device_weights = weights.map(|w| {
         let device = GpuVector::zeroed(gpu, x, "k-means++ sample weights");
@@ -278,19 +278,19 @@ pub(super) fn kmeans_plus_plus(
     let update = |batch: &mut Batch<'_>, step: usize, first: bool| -> Result<()> {
         for (i, chunk) in x.chunks().iter().enumerate() {
             let rows = seeding_rows(i, chunk);
-            kmeans_pp::kmeanspp_update_min_distance(gpu, batch, &rows, &buffers, (step, first))?;
+            seeding::kmeanspp_update_min_distance(gpu, batch, &rows, &buffers, (step, first))?;
         }
         Ok(())
     };
     let step = |batch: &mut Batch<'_>, step: usize| -> Result<()> {
-        kmeans_pp::kmeanspp_sample(batch, &buffers, step - 1, (n_blocks, n))?;
+        seeding::kmeanspp_sample(batch, &buffers, step - 1, (n_blocks, n))?;
         for (i, chunk) in x.chunks().iter().enumerate() {
             let rows = seeding_rows(i, chunk);
-            kmeans_pp::kmeanspp_gather_candidates(gpu, batch, &rows, &buffers)?;
+            seeding::kmeanspp_gather_candidates(gpu, batch, &rows, &buffers)?;
         }
         for (i, chunk) in x.chunks().iter().enumerate() {
             let rows = seeding_rows(i, chunk);
-            kmeans_pp::kmeanspp_trial_potentials(gpu, batch, &rows, &buffers)?;
+            seeding::kmeanspp_trial_potentials(gpu, batch, &rows, &buffers)?;
         }
         reduce::sum_partial_columns(
             gpu,

@@ -1,7 +1,7 @@
 //! The device side of a K-Means fit: the buffers of one data matrix (or of one streamed piece
 //! at a time), what they cost, and one Lloyd step (assignment and per-cluster statistics in
 //! one submission, only K x D sums and a few scalars read back; on GPUs with few clusters
-//! and features one kernel does both, [`assign_fused`]).
+//! and features one kernel does both: [`assign::record_step`]).
 
 use super::lloyd::{every_row_by_distance, LloydData, Pass};
 use super::KMeansStats;
@@ -10,10 +10,10 @@ use crate::gpu::batch::Batch;
 use crate::gpu::buffer::Chunk;
 use crate::gpu::device_buffer::DeviceBuffer;
 use crate::gpu::{Gpu, GpuMatrix, GpuVector};
-use crate::kernels::assign::{self, AssignScratch, Assignment};
-use crate::kernels::assign_fused;
-use crate::kernels::centroid_update::{self, Assigned, ClusterPartials};
-use crate::kernels::{farthest, reduce, rows};
+use crate::kernels::assign::{self, AssignScratch, Assignment, UpdateSums};
+use crate::kernels::centroids::farthest;
+use crate::kernels::centroids::update::ClusterPartials;
+use crate::kernels::primitives::{reduce, rows};
 
 /// Per-iteration statistics read back from the device.
 pub(super) struct Stats {
@@ -115,7 +115,7 @@ impl<'a> Workspace<'a> {
         // so that all partials fit in one binding of at most 64 MiB; a whole number of the
         // fused kernel's tiles, so that it serves large N too.
         let block_rows = (256u64).max((n * kd as u64 * 4).div_ceil(limit.max(1)) + 1) as usize;
-        let block_rows = block_rows.next_multiple_of(assign_fused::TILE_ROWS);
+        let block_rows = block_rows.next_multiple_of(assign::fused::TILE_ROWS);
         let mut block_offsets = Vec::new();
         let mut n_blocks = 0;
         for c in x.chunks() {
@@ -261,28 +261,12 @@ impl<'a> Workspace<'a> {
                     counts: &self.partial_counts,
                     sq_dist: &self.partial_sq_dist,
                 };
-                let weights = self.chunk_weights(i);
-                // GPUs with few clusters and features: one kernel assigns and sums.
-                if assign_fused::assign_and_accumulate(
-                    gpu, &mut batch, chunk, d, &to, weights, &partials,
-                )? {
-                    continue;
-                }
-                let scratch = &self.assign_scratch[i];
-                assign::assign_nearest_centroid_with(gpu, &mut batch, chunk, d, &to, scratch)?;
-                let rows = Assigned {
-                    d,
-                    k,
-                    labels: to.labels,
-                    min_sq_dist: to.min_sq_dist,
-                    weights,
-                    old_centroids: &self.centroids,
+                let sums = UpdateSums {
+                    weights: self.chunk_weights(i),
+                    partials: &partials,
                 };
-                scratch.with_update_textures(chunk, |textures| {
-                    centroid_update::accumulate_cluster_partials(
-                        gpu, &mut batch, chunk, &rows, &partials, textures,
-                    )
-                })?;
+                let scratch = &self.assign_scratch[i];
+                assign::record_step(gpu, &mut batch, (chunk, d), &to, &sums, scratch)?;
             }
             let blocks = self.n_blocks;
             reduce::sum_partial_columns(

@@ -17,7 +17,7 @@
 //! needs the distance between every pair of points, O(N² D) work: [`silhouette`] does it on
 //! the GPU without ever holding the N x N distances. The rows are sorted by cluster on the
 //! device, each cluster is cut into pieces of at most 2048 rows, and a tiled kernel
-//! (`shaders/silhouette.wgsl`) sums the Euclidean distances from every point to every piece;
+//! (`shaders/products/silhouette.wgsl`) sums the Euclidean distances from every point to every piece;
 //! the host adds the pieces of each cluster in f64 and forms a(i), b(i) and s(i). With
 //! `sample_size`, as scikit-learn, the coefficient is that of a random subset of the rows
 //! (drawn with a seeded ChaCha8 generator), which bounds the work for very large N.

@@ -2,7 +2,7 @@
 //! from every query row to pieces of each cluster, a(i), b(i) and s(i) on the host (parent
 //! module docs).
 
-use crate::kernels::rows::in_f32_range;
+use crate::kernels::primitives::rows::in_f32_range;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
@@ -13,7 +13,7 @@ use crate::gpu::batch::Batch;
 use crate::gpu::buffer::{check_budget, Chunk};
 use crate::gpu::device_buffer::DeviceBuffer;
 use crate::gpu::{Gpu, GpuInput, GpuMatrix};
-use crate::kernels::{rows, silhouette as kernel};
+use crate::kernels::{primitives::rows, products::silhouette as kernel};
 use crate::source::{check_shape, RowSource};
 
 /// Rows of one cluster summed by one dispatch at most: bounds the f32 sums of distances.

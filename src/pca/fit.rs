@@ -6,7 +6,7 @@
 //! product S·V). Then the solver `Auto` resolves to, the eigenvectors by the chosen solver,
 //! and the reported quantities (scikit-learn's).
 
-use super::power::{subspace_iteration, PowerSettings};
+use super::power::subspace_iteration;
 use super::stats::{Moments, PcaMoments};
 use super::workspace::{
     apply_dense, apply_matrix_free, column_moments, covariance_matrix, fixed_bytes, pass_moments,
@@ -16,8 +16,9 @@ use crate::error::{Error, Result};
 use crate::gpu::device_buffer::DeviceBuffer;
 use crate::gpu::stream::DeviceRows;
 use crate::gpu::{Gpu, GpuInput, GpuMatrix};
-use crate::kernels::rows::in_f32_range;
+use crate::kernels::primitives::rows::in_f32_range;
 use crate::linalg;
+use crate::linalg::SolverSettings;
 use crate::progress::Algorithm;
 use crate::source::{check_shape, RowSource, Scaled};
 
@@ -405,7 +406,7 @@ impl PcaMoments {
 }
 
 /// What the power iteration needs of PCA's parameters.
-impl<'a> From<&'a Pca> for PowerSettings<'a> {
+impl<'a> From<&'a Pca> for SolverSettings<'a> {
     fn from(params: &'a Pca) -> Self {
         Self {
             tol: params.tol,

@@ -8,15 +8,15 @@
 //! ```
 //!
 //! (optionally of the standardised data (X − μ)/σ). The data pass twice over the device:
-//! 1. column moments Σ(x − s) and Σ(x − s)² per block of rows (`shaders/reduce.wgsl`, shift s
+//! 1. column moments Σ(x − s) and Σ(x − s)² per block of rows (`shaders/primitives/reduce.wgsl`, shift s
 //!    = the first row) combined in f64 into μ and the per-feature variances;
 //! 2. the centred cross products (X − μ)ᵀ(X − μ), upper-triangle 64 x 64 tiles per block of
-//!    rows (`shaders/covariance.wgsl`), folded with Kahan sums and finished in f64.
+//!    rows (`shaders/products/covariance.wgsl`), folded with Kahan sums and finished in f64.
 //!
 //! Then, by solver:
 //! - **Full**: the D x D matrix comes back and is eigendecomposed on the host (f64).
 //! - **Power**: block power (subspace) iteration: W = S·V on the device
-//!   (`shaders/projection.wgsl`), then on the host Rayleigh–Ritz (H = VᵀSV = YΘYᵀ, U = VY)
+//!   (`shaders/products/projection.wgsl`), then on the host Rayleigh–Ritz (H = VᵀSV = YΘYᵀ, U = VY)
 //!   and re-orthonormalisation by QR of W, until every residual ‖S·uᵢ − θᵢuᵢ‖ ≤ tol·θ₁ for the
 //!   M wanted pairs. The block holds max(2M, M + 8) vectors (at most D) so the convergence
 //!   rate (θ_{p+1}/θ_M)^t is good even when λ_M and λ_{M+1} are close.

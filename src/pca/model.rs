@@ -5,7 +5,7 @@ use super::{Components, Pca, PcaSolver};
 use crate::error::{Error, Result};
 use crate::gpu::device_buffer::DeviceBuffer;
 use crate::gpu::{CommandEncoder, Gpu, GpuInput, GpuMatrix};
-use crate::kernels::projection::{self, AffineMap};
+use crate::kernels::products::projection::{self, AffineMap};
 
 /// A fitted PCA model.
 ///

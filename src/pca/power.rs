@@ -9,8 +9,8 @@ use rand_chacha::ChaCha8Rng;
 
 use crate::error::{Error, Result};
 use crate::linalg;
-use crate::progress::OnIteration;
-use crate::progress::{fit_done, Algorithm, Progress};
+use crate::linalg::SolverSettings;
+use crate::progress::{fit_done, Progress};
 
 /// Fresh random rows in [−1, 1), made orthonormal.
 fn random_orthonormal(rng: &mut ChaCha8Rng, p: usize, d: usize) -> Result<Vec<f64>> {
@@ -32,28 +32,12 @@ fn orthonormalize_or_refill(w: &mut [f64], p: usize, d: usize, rng: &mut ChaCha8
     linalg::orthonormalize_rows(w, p, d)
 }
 
-/// What a block power iteration runs for.
-pub(crate) struct PowerSettings<'a> {
-    /// Stop when every residual ‖S·u − θu‖ ≤ tol·|θ₁|.
-    pub tol: f64,
-    /// Iteration cap (not converging is [`Error::NotConverged`]).
-    pub max_iter: usize,
-    /// Seed of the random start.
-    pub seed: u64,
-    /// Whose iterations these are, for the progress events.
-    pub algorithm: Algorithm,
-    /// The progress callback.
-    pub on_iteration: Option<&'a OnIteration>,
-    /// What did not converge, for the error.
-    pub what: &'static str,
-}
-
 /// Block power iteration with Rayleigh–Ritz. `apply` maps p row vectors V (p x d) to the
 /// rows of S·V (p x d). Returns the top `m` Ritz values, vectors (m x d) and iterations.
 pub(crate) fn subspace_iteration(
     d: usize,
     m: usize,
-    params: &PowerSettings<'_>,
+    params: &SolverSettings<'_>,
     mut apply: impl FnMut(&[f64], usize) -> Result<Vec<f64>>,
 ) -> Result<(Vec<f64>, Vec<f64>, usize)> {
     let p = d.min((2 * m).max(m + 8));

@@ -12,10 +12,10 @@ use crate::gpu::buffer::Chunk;
 use crate::gpu::device_buffer::DeviceBuffer;
 use crate::gpu::stream::DeviceRows;
 use crate::gpu::{Gpu, GpuMatrix};
-use crate::kernels::covariance::{self, GramBlocks, Operand};
-use crate::kernels::projection::{self, AffineMap};
-use crate::kernels::reduce::{self, MomentBlocks};
-use crate::kernels::rows;
+use crate::kernels::primitives::reduce::{self, MomentBlocks};
+use crate::kernels::primitives::rows;
+use crate::kernels::products::covariance::{self, GramBlocks, Operand};
+use crate::kernels::products::projection::{self, AffineMap};
 use crate::source::RowSource;
 
 /// Rows per block of the moment and covariance partials: bounds every f32 sum.

@@ -1,19 +1,17 @@
 //! The spectral-clustering fit: the affinity operator (`graph.rs`), the embedding by LOBPCG
 //! (`lobpcg.rs`), K-Means on it (algorithm in the parent module).
 
-use super::graph::{knn_graph, Operator};
 use super::lobpcg::lobpcg_from;
+use super::model::SpectralModel;
+use super::workspace::{knn_graph, Operator};
 use super::{Affinity, SpectralClustering};
 use crate::data::Matrix;
 use crate::error::{Error, Result};
 use crate::gpu::{Gpu, GpuInput};
-use crate::kernels::affinity;
+use crate::kernels::neighbors;
 use crate::kmeans::KMeans;
-use crate::pca::power::PowerSettings;
+use crate::linalg::SolverSettings;
 use crate::progress::Algorithm;
-
-/// Largest `n_neighbors` the neighbour search keeps.
-pub(super) const KNN_MAX: usize = affinity::KNN_MAX;
 
 /// Extra vectors the eigen-solver iterates beyond the K wanted: the K-th converges at a rate
 /// set by the gap to the (p + 1)-th eigenvalue, and on the graphs of clustered data the
@@ -53,46 +51,6 @@ fn component_vectors(
     })
 }
 
-/// A fitted spectral clustering: the labels of the rows it was fitted on and what produced
-/// them. It has no `predict` (a new row is not part of the graph).
-#[derive(Debug, Clone, PartialEq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
-pub struct SpectralModel {
-    params: SpectralClustering,
-    labels: Vec<u32>,
-    embedding: Vec<f32>,
-    eigenvalues: Vec<f64>,
-    n_iter: usize,
-}
-
-impl SpectralModel {
-    /// The cluster of each row.
-    pub fn labels(&self) -> &[u32] {
-        &self.labels
-    }
-
-    /// The N x K spectral embedding (row-major) that K-Means clustered.
-    pub fn embedding(&self) -> &[f32] {
-        &self.embedding
-    }
-
-    /// The K smallest eigenvalues of the normalised Laplacian, ascending (0 for each
-    /// connected component of the graph).
-    pub fn eigenvalues(&self) -> &[f64] {
-        &self.eigenvalues
-    }
-
-    /// Iterations of the eigen-solver.
-    pub fn n_iter(&self) -> usize {
-        self.n_iter
-    }
-
-    /// The parameters of the fit.
-    pub fn params(&self) -> &SpectralClustering {
-        &self.params
-    }
-}
-
 impl SpectralClustering {
     /// Clusters the rows of `x` (see the module docs).
     ///
@@ -114,7 +72,7 @@ impl SpectralClustering {
                 gamma: gamma as f32,
             },
             Affinity::NearestNeighbors { n_neighbors } => {
-                let (neighbours, _) = affinity::nearest_neighbors(gpu, &xg, n_neighbors)?;
+                let (neighbours, _) = neighbors::nearest_neighbors(gpu, &xg, n_neighbors)?;
                 let graph = knn_graph(&neighbours, n, n_neighbors)?;
                 components = graph.components();
                 Operator::sparse(gpu, graph)?
@@ -128,7 +86,7 @@ impl SpectralClustering {
             ));
         }
         let inv_sqrt: Vec<f64> = degree.iter().map(|&g| 1.0 / (g as f64).sqrt()).collect();
-        let settings = PowerSettings {
+        let settings = SolverSettings {
             tol: self.tol,
             max_iter: self.max_iter,
             seed: self.seed,
@@ -182,13 +140,13 @@ impl SpectralClustering {
             .n_init(self.n_init)
             .seed(self.seed)
             .fit(gpu, &Matrix::new(&embedding, k)?)?;
-        Ok(SpectralModel {
-            params: self.clone(),
-            labels: clusters.labels().to_vec(),
+        Ok(SpectralModel::new(
+            self.clone(),
+            clusters.labels().to_vec(),
             embedding,
             eigenvalues,
             n_iter,
-        })
+        ))
     }
 }
 
@@ -196,7 +154,7 @@ impl SpectralClustering {
 mod tests {
     use super::*;
     use crate::progress::Algorithm;
-    use crate::spectral::graph::tests::two_cycles;
+    use crate::spectral::workspace::tests::two_cycles;
     use nalgebra::DMatrix;
 
     #[test]
@@ -215,7 +173,7 @@ mod tests {
                 inv_sqrt[i] * w[i * m + c] as f64
             }))
         };
-        let settings = PowerSettings {
+        let settings = SolverSettings {
             tol: 1e-6,
             max_iter: 500,
             seed: 3,

@@ -35,7 +35,7 @@ use rand_chacha::ChaCha8Rng;
 
 use crate::error::{Error, Result};
 use crate::linalg::symmetric_eigen;
-use crate::pca::power::PowerSettings;
+use crate::linalg::SolverSettings;
 use crate::progress::{fit_done, Progress};
 
 /// A column whose norm falls below this fraction of its norm before orthogonalisation has
@@ -169,7 +169,7 @@ pub(crate) fn lobpcg(
     n: usize,
     k: usize,
     p: usize,
-    settings: &PowerSettings<'_>,
+    settings: &SolverSettings<'_>,
     apply: impl FnMut(&DMatrix<f64>) -> Result<DMatrix<f64>>,
 ) -> Result<Eigenpairs> {
     lobpcg_from(n, k, p, settings, &DMatrix::zeros(n, 0), apply)
@@ -182,7 +182,7 @@ pub(crate) fn lobpcg_from(
     n: usize,
     k: usize,
     p: usize,
-    settings: &PowerSettings<'_>,
+    settings: &SolverSettings<'_>,
     known: &DMatrix<f64>,
     mut apply: impl FnMut(&DMatrix<f64>) -> Result<DMatrix<f64>>,
 ) -> Result<Eigenpairs> {
@@ -289,7 +289,7 @@ pub(crate) fn lobpcg_from(
     Err(not_converged(settings, residual, settings.max_iter))
 }
 
-fn not_converged(settings: &PowerSettings<'_>, residual: f64, iterations: usize) -> Error {
+fn not_converged(settings: &SolverSettings<'_>, residual: f64, iterations: usize) -> Error {
     Error::NotConverged {
         what: settings.what,
         residual,
@@ -302,8 +302,8 @@ mod tests {
     use super::*;
     use crate::progress::Algorithm;
 
-    fn settings(tol: f64, max_iter: usize) -> PowerSettings<'static> {
-        PowerSettings {
+    fn settings(tol: f64, max_iter: usize) -> SolverSettings<'static> {
+        SolverSettings {
             tol,
             max_iter,
             seed: 7,

@@ -3,6 +3,7 @@
 //! the errors.
 
 use crate::common::gpu;
+use wgpu::util::DeviceExt;
 use wgpu_unsupervised::metrics::adjusted_rand_index;
 use wgpu_unsupervised::reference::spectral as refs;
 use wgpu_unsupervised::{datasets, Affinity, Error, KMeans, Matrix, SpectralClustering};
@@ -285,4 +286,27 @@ fn a_graph_of_k_components_converges_in_one_iteration_to_its_components() {
         );
         assert_eq!(adjusted_rand_index(model.labels(), &truth).unwrap(), 1.0);
     }
+}
+
+#[test]
+fn unchecked_rows_with_nan_are_an_error_not_a_panic() {
+    // Data that skipped the finiteness check (GpuMatrix::from_buffer_unchecked): the NaN rows
+    // have no neighbours, and the nearest-neighbour graph is refused with a clear error.
+    let gpu = gpu();
+    let (n, d, k) = (120, 3, 5);
+    let mut x = crate::common::random_matrix(n, d, 41, 0.0, 1.0);
+    x[7 * d + 1] = f32::NAN;
+    x[30 * d] = f32::NAN;
+    let buffer = gpu
+        .device()
+        .create_buffer_init(&wgpu::util::BufferInitDescriptor {
+            label: Some("rows with NaN"),
+            contents: bytemuck::cast_slice(&x),
+            usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
+        });
+    let xg = wgpu_unsupervised::GpuMatrix::from_buffer_unchecked(&gpu, &buffer, 0, n, d).unwrap();
+    let fit = SpectralClustering::new(2)
+        .affinity(Affinity::NearestNeighbors { n_neighbors: k })
+        .fit(&gpu, &xg);
+    assert!(fit.is_err(), "{:?}", fit.map(|m| m.labels().len()));
 }

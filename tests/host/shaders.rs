@@ -17,24 +17,25 @@ use compose::{compose, ComposeError, Composed};
 /// The overrides the host sets: the workgroup size of the kernels that stride over a row's
 /// features (a power of two from FEATURE_WG_MIN to FEATURE_WG_MAX), and the tile core's
 /// shape (shared/gemm.wgsl: invocations per tile edge 8 or 16, register block edges 4 or 8;
-/// src/kernels/tiles.rs picks among GemmConfig::ALL, which the GPU tests run).
+/// src/kernels/primitives/gemm.rs picks among GemmConfig::ALL, which the GPU tests run).
 const FEATURE_WG_SIZE: &str = "FEATURE_WG_SIZE";
 const GEMM_OVERRIDES: [&str; 4] = ["GEMM_LANES_M", "GEMM_LANES_N", "GEMM_RM", "GEMM_RN"];
-/// The uniform affinity kernels' shape, fixed per pipeline so that their loops unroll
-/// (src/kernels/affinity.rs): vec4s per padded row, 1 to UNIFORM_MAX_D4, and the neighbour
-/// lists' length, 1 to KNN_UNIFORM_MAX_K.
-const AFFINITY_D4: &str = "AFFINITY_D4";
+/// The uniform pair kernels' shape, fixed per pipeline so that their loops unroll
+/// (src/kernels/primitives/pairs.rs): vec4s per padded row, 1 to UNIFORM_MAX_D4, and the
+/// neighbour lists' length, 1 to KNN_UNIFORM_MAX_K (src/kernels/neighbors/knn.rs).
+const PAIR_D4: &str = "PAIR_D4";
 const KNN_K: &str = "KNN_K";
 /// The uniform diagonal E-step's vec4s per padded row, 1 to ESTEP_MAX_D4, and rows per
-/// invocation, 1 to ESTEP_MAX_ROWS (src/kernels/gmm_estep.rs).
+/// invocation, 1 to ESTEP_MAX_ROWS (src/kernels/mixture/estep.rs).
 const ESTEP_D4: &str = "ESTEP_D4";
 const ESTEP_ROWS: &str = "ESTEP_ROWS";
-/// The small-K normalisation's K, 1 to NORMALIZE_MAX_K (src/kernels/gmm_estep.rs).
+/// The small-K normalisation's K, 1 to NORMALIZE_MAX_K (src/kernels/mixture/estep.rs).
 const NORMALIZE_K: &str = "NORMALIZE_K";
 /// Whether the centroid update's segments read a weight per row, false or true
-/// (src/kernels/centroid_update.rs).
+/// (src/kernels/centroids/update.rs).
 const SEGMENT_WEIGHTED: &str = "SEGMENT_WEIGHTED";
-/// Blocks of 8 candidates per pass of the texture assignment, 1 or 2 (src/kernels/assign.rs).
+/// Blocks of 8 candidates per pass of the texture assignment, 1 or 2
+/// (src/kernels/assign/texture.rs).
 const TEXTURE_BLOCKS: &str = "TEXTURE_BLOCKS";
 
 /// Whether the workgroup size of an entry point with these overrides is the host's choice.
@@ -48,23 +49,27 @@ fn shader_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("shaders")
 }
 
-fn kernels() -> Vec<PathBuf> {
-    let files = compose::wgsl_files(&shader_dir()).expect("shaders/ exists");
+fn kernel_files() -> Vec<compose::ShaderFile> {
+    let files = compose::kernel_files(&shader_dir()).expect("shaders/ exists");
     assert!(
-        files.len() >= 5,
+        files.len() >= 20 && files.iter().filter(|f| f.family.is_some()).count() >= 15,
         "expected the kernel families, found {files:?}"
     );
     files
 }
 
-fn pieces() -> Vec<PathBuf> {
-    let files = compose::wgsl_files(&shader_dir().join("shared")).expect("shaders/shared exists");
-    assert!(!files.is_empty());
+fn kernels() -> Vec<PathBuf> {
+    kernel_files().into_iter().map(|f| f.path).collect()
+}
+
+fn piece_files() -> Vec<compose::ShaderFile> {
+    let files = compose::piece_files(&shader_dir()).expect("shaders/shared exists");
+    assert!(files.iter().any(|f| f.family.is_none()) && files.iter().any(|f| f.family.is_some()));
     files
 }
 
-fn stem(path: &Path) -> &str {
-    path.file_stem().unwrap().to_str().unwrap()
+fn pieces() -> Vec<PathBuf> {
+    piece_files().into_iter().map(|f| f.path).collect()
 }
 
 /// Composed and validated, or a panic with the line-mapped error.
@@ -93,7 +98,7 @@ fn host_values(reflection: &reflect::Reflection, name: &str) -> Vec<u32> {
         "GEMM_LANES_M" | "GEMM_LANES_N" => return vec![8, 16],
         "GEMM_RM" | "GEMM_RN" => return vec![4, 8],
         FEATURE_WG_SIZE => "FEATURE_WG",
-        AFFINITY_D4 => return (1..=constant(reflection, "UNIFORM_MAX_D4")).collect(),
+        PAIR_D4 => return (1..=constant(reflection, "UNIFORM_MAX_D4")).collect(),
         ESTEP_D4 => return (1..=constant(reflection, "ESTEP_MAX_D4")).collect(),
         ESTEP_ROWS => return (1..=constant(reflection, "ESTEP_MAX_ROWS")).collect(),
         NORMALIZE_K => return (1..=constant(reflection, "NORMALIZE_MAX_K")).collect(),
@@ -182,7 +187,7 @@ fn only_sizes_the_host_chooses_are_overrides() {
             for name in &entry.overrides {
                 assert!(
                     name == FEATURE_WG_SIZE
-                        || name == AFFINITY_D4
+                        || name == PAIR_D4
                         || name == KNN_K
                         || name == ESTEP_D4
                         || name == ESTEP_ROWS
@@ -231,7 +236,8 @@ fn every_piece_validates_on_its_own_and_is_imported_by_a_kernel() {
             piece.display()
         );
         reflect::reflect(&module, &info).unwrap();
-        let marker = format!("#import {} (", stem(&piece));
+        let name = compose::piece_name(&shader_dir(), &piece).unwrap();
+        let marker = format!("#import {name} (");
         assert!(
             sources.iter().any(|s| s.contains(&marker)),
             "no kernel imports {}",
@@ -263,28 +269,53 @@ fn shared_code_is_written_once() {
 #[test]
 fn every_shader_has_a_same_named_host_wrapper() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    for path in kernels() {
-        let stem = stem(&path);
-        let wrapper = root.join("src/kernels").join(format!("{stem}.rs"));
+    let wrapper_of = |family: &Option<String>, stem: &str| match family {
+        Some(f) => root.join("src/kernels").join(f).join(format!("{stem}.rs")),
+        None => root.join("src/kernels").join(format!("{stem}.rs")),
+    };
+    for file in kernel_files() {
+        let wrapper = wrapper_of(&file.family, &file.stem);
         assert!(
             wrapper.exists(),
             "{} has no wrapper {}",
-            path.display(),
+            file.path.display(),
             wrapper.display()
         );
         let text = std::fs::read_to_string(&wrapper).unwrap();
         assert!(
-            text.contains(&format!("{stem}.wgsl")),
-            "{} does not name its shader",
+            text.contains(&file.relative()),
+            "{} does not name its shader {}",
+            wrapper.display(),
+            file.relative()
+        );
+    }
+    // Pieces are not kernels: no wrapper of their name in their family's folder.
+    for piece in piece_files() {
+        let wrapper = wrapper_of(&piece.family, &piece.stem);
+        assert!(
+            piece.family.is_none() || !wrapper.exists(),
+            "{} is not a kernel",
             wrapper.display()
         );
     }
-    // Pieces are not kernels: no wrapper of their name.
-    for piece in pieces() {
-        let wrapper = root
-            .join("src/kernels")
-            .join(format!("{}.rs", stem(&piece)));
-        assert!(!wrapper.exists(), "{} is not a kernel", wrapper.display());
+    // Every family folder of shaders/ has its folder of wrappers, and back.
+    for entry in std::fs::read_dir(shader_dir()).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_str().unwrap().to_string();
+        if path.is_dir() && name != "shared" {
+            assert!(
+                root.join("src/kernels").join(&name).join("mod.rs").exists(),
+                "shaders/{name}/ has no src/kernels/{name}/"
+            );
+        }
+    }
+}
+
+#[test]
+fn no_shader_is_longer_than_650_lines() {
+    for path in kernels().into_iter().chain(pieces()) {
+        let lines = std::fs::read_to_string(&path).unwrap().lines().count();
+        assert!(lines <= 650, "{} has {lines} lines", path.display());
     }
 }
 
@@ -326,6 +357,54 @@ fn imports_expand_once_transitively_with_a_line_map() {
     assert_eq!(c.files.len(), 3);
     let (module, _) = reflect::validate("k.wgsl", &c).unwrap();
     assert_eq!(module.constants.len(), 3);
+}
+
+#[test]
+fn a_family_imports_its_own_pieces_and_the_shared_ones() {
+    let dir = scratch("family", &[("shared/g.wgsl", "const G: u32 = 1u;\n")]);
+    std::fs::create_dir_all(dir.join("fam/shared")).unwrap();
+    std::fs::write(
+        dir.join("fam/k.wgsl"),
+        "#import fam/p\n#import g\nconst K: u32 = P + G;\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("fam/shared/p.wgsl"),
+        "#import g\nconst P: u32 = G;\n",
+    )
+    .unwrap();
+    std::fs::write(dir.join("fam/shared/q.wgsl"), "#import fam/q\n").unwrap();
+    let c = compose(&dir, &dir.join("fam/k.wgsl")).unwrap();
+    assert!(
+        c.source.contains("// #import fam/p (fam/shared/p.wgsl)"),
+        "{}",
+        c.source
+    );
+    assert_eq!(c.source.matches("const G: u32").count(), 1, "{}", c.source);
+    reflect::validate("fam/k.wgsl", &c).unwrap();
+    // The listing: kernels by family, pieces shared and per family.
+    let kernels = compose::kernel_files(&dir).unwrap();
+    assert_eq!(kernels.len(), 1);
+    assert_eq!(
+        (kernels[0].ident(), kernels[0].relative()),
+        ("fam_k".to_string(), "fam/k.wgsl".to_string())
+    );
+    let pieces: Vec<String> = compose::piece_files(&dir)
+        .unwrap()
+        .iter()
+        .map(|p| compose::piece_name(&dir, &p.path).unwrap())
+        .collect();
+    assert_eq!(pieces, ["g", "fam/p", "fam/q"]);
+    // A family piece that imports itself is a cycle; `shared/x` is no family.
+    assert!(matches!(
+        compose(&dir, &dir.join("fam/shared/q.wgsl")),
+        Err(ComposeError::Cycle { .. })
+    ));
+    std::fs::write(dir.join("bad.wgsl"), "#import shared/g\n").unwrap();
+    assert!(matches!(
+        compose(&dir, &dir.join("bad.wgsl")),
+        Err(ComposeError::BadDirective { .. })
+    ));
 }
 
 #[test]

@@ -7,7 +7,7 @@ use rand_chacha::ChaCha8Rng;
 use crate::data::Matrix;
 use crate::error::{Error, Result};
 use crate::gpu::{Gpu, GpuMatrix};
-use crate::kernels::rows;
+use crate::kernels::primitives::rows;
 use crate::kmeans::lloyd::LloydData;
 use crate::kmeans::seeding::RunningNearest;
 use crate::kmeans::workspace::Workspace;

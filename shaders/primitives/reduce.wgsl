@@ -1,0 +1,109 @@
+// Reductions with a fixed summation order (deterministic, no float atomics).
+//
+// Host wrapper: src/kernels/primitives/reduce.rs.
+//
+// column_moments: per block of `block_rows` rows and per column j, Σ (x − s_j) and
+// Σ (x − s_j)² with a shift s (a row of the data), so the f32 partials hold deviations, not raw
+// magnitudes; the host combines the blocks in f64 into means and variances.
+//
+// sum_partial_columns_*: a row-major [n_blocks][n_cols] matrix of per-block partial sums is
+// folded into n_cols totals, one invocation per column walking the blocks in order. The f32
+// version uses Kahan compensation so the error does not grow with the number of blocks.
+
+#import constants
+#import grid
+
+// Twin: ColumnSumParams in src/kernels/primitives/reduce.rs.
+struct ColumnSumParams {
+    n_blocks: u32,
+    n_cols: u32,
+    grid_x: u32,
+    _pad0: u32,
+}
+
+@group(0) @binding(0) var<uniform> params: ColumnSumParams;
+@group(0) @binding(1) var<storage, read> partials_f32: array<f32>;
+@group(0) @binding(2) var<storage, read_write> totals_f32: array<f32>;
+@group(0) @binding(3) var<storage, read> partials_u32: array<u32>;
+@group(0) @binding(4) var<storage, read_write> totals_u32: array<u32>;
+
+@compute @workgroup_size(ROW_WG_SIZE)
+fn sum_partial_columns_f32(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+) {
+    let col = invocation_index(wid, params.grid_x, ROW_WG_SIZE, lid);
+    if col >= params.n_cols {
+        return;
+    }
+    var sum = 0.0;
+    var comp = 0.0;
+    for (var b = 0u; b < params.n_blocks; b++) {
+        let y = partials_f32[b * params.n_cols + col] - comp;
+        let t = sum + y;
+        comp = (t - sum) - y;
+        sum = t;
+    }
+    totals_f32[col] = sum;
+}
+
+@compute @workgroup_size(ROW_WG_SIZE)
+fn sum_partial_columns_u32(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+) {
+    let col = invocation_index(wid, params.grid_x, ROW_WG_SIZE, lid);
+    if col >= params.n_cols {
+        return;
+    }
+    var sum = 0u;
+    for (var b = 0u; b < params.n_blocks; b++) {
+        sum += partials_u32[b * params.n_cols + col];
+    }
+    totals_u32[col] = sum;
+}
+
+// Twin: MomentParams in src/kernels/primitives/reduce.rs.
+struct MomentParams {
+    n_rows: u32,       // rows in this chunk
+    x_offset: u32,     // index of the chunk's first value inside the bound range of x
+    d: u32,
+    block_rows: u32,
+    block_offset: u32, // global index of this chunk's first block
+    n_col_groups: u32, // ceil(d / FEATURE_WG_SIZE)
+    grid_x: u32,
+    _pad0: u32,
+}
+
+@group(0) @binding(5) var<uniform> moment_params: MomentParams;
+@group(0) @binding(6) var<storage, read> x: array<f32>;
+@group(0) @binding(7) var<storage, read> shift: array<f32>;
+// [block][column]
+@group(0) @binding(8) var<storage, read_write> partial_sum: array<f32>;
+@group(0) @binding(9) var<storage, read_write> partial_sum_sq: array<f32>;
+
+@compute @workgroup_size(FEATURE_WG_SIZE)
+fn column_moments(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+) {
+    let p = moment_params;
+    let g = workgroup_index(wid, p.grid_x);
+    let block = g / p.n_col_groups;
+    let j = (g % p.n_col_groups) * FEATURE_WG_SIZE + lid;
+    let first = block * p.block_rows;
+    if j >= p.d || first >= p.n_rows {
+        return;
+    }
+    let last = min(first + p.block_rows, p.n_rows);
+    var s1 = 0.0;
+    var s2 = 0.0;
+    for (var r = first; r < last; r++) {
+        let v = x[p.x_offset + r * p.d + j] - shift[j];
+        s1 += v;
+        s2 = fma(v, v, s2);
+    }
+    let out = (p.block_offset + block) * p.d + j;
+    partial_sum[out] = s1;
+    partial_sum_sq[out] = s2;
+}

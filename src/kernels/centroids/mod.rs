@@ -1,0 +1,12 @@
+//! The kernels of K-Means' centroids (`shaders/centroids/`):
+//!
+//! - [`update`] (`update.wgsl`): the per-block partials of the Lloyd update
+//!   c⁽ᵗ⁺¹⁾ₖ = cₖ + Σ_{i∈k} wᵢ(xᵢ − cₖ) / Σ_{i∈k} wᵢ, in a fixed order (determinism);
+//! - [`seeding`] (`seeding.wgsl`): the steps of greedy k-means++ and k-means‖ (D² sampling
+//!   sums, candidate potentials, the running minimum distance);
+//! - [`farthest`] (`farthest.wgsl`): the rows farthest from their centroids, for the
+//!   empty-cluster repair.
+
+pub(crate) mod farthest;
+pub(crate) mod seeding;
+pub(crate) mod update;

@@ -1,0 +1,12 @@
+//! The kernels of Gaussian mixtures' EM (`shaders/mixture/`):
+//!
+//! - [`estep`] (`estep.wgsl`): squared Mahalanobis distances through the precision Cholesky
+//!   factors (full, tied, diagonal, spherical), log-sum-exp and the responsibilities;
+//! - [`mstep`] (`mstep.wgsl`): the M-step sums Nₖ = Σ rᵢₖ, Σ rᵢₖ xᵢ and the centred
+//!   Σ rᵢₖ (xᵢ − μₖ)(xᵢ − μₖ)ᵀ (or its diagonal), per block, combined in f64 on the host.
+
+pub(crate) mod estep;
+pub(crate) mod mstep;
+
+#[cfg(test)]
+mod mstep_tests;

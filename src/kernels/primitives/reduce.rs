@@ -1,0 +1,159 @@
+//! Deterministic column sums of per-block partials (`shaders/primitives/reduce.wgsl`).
+
+use bytemuck::{Pod, Zeroable};
+
+use crate::error::Result;
+use crate::gpu::batch::Batch;
+use crate::gpu::buffer::Chunk;
+use crate::gpu::device_buffer::DeviceBuffer;
+use crate::gpu::profile::Work;
+use crate::gpu::shaders::{check_params, primitives::reduce as wgsl, EntryPoint};
+use crate::gpu::Gpu;
+use crate::kernels::{feature_wg_size, FEATURE_WG_SIZE, ROW_WG_SIZE};
+
+/// Twin of `ColumnSumParams` in shaders/primitives/reduce.wgsl.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Pod, Zeroable)]
+pub(crate) struct ColumnSumParams {
+    n_blocks: u32,
+    n_cols: u32,
+    grid_x: u32,
+    _pad0: u32,
+}
+
+const _: () = check_params::<ColumnSumParams>(&[
+    wgsl::SUM_PARTIAL_COLUMNS_F32,
+    wgsl::SUM_PARTIAL_COLUMNS_U32,
+]);
+
+/// A value type the column sums add: f32 (Kahan-compensated) or u32 (exact), each with its
+/// entry point and buffer names.
+pub(crate) trait ColumnSum: Pod {
+    /// The entry point that sums columns of this type.
+    const ENTRY: &'static EntryPoint;
+    /// The WGSL names of its partials and totals buffers.
+    const NAMES: (&'static str, &'static str);
+}
+
+impl ColumnSum for f32 {
+    const ENTRY: &'static EntryPoint = wgsl::SUM_PARTIAL_COLUMNS_F32;
+    const NAMES: (&'static str, &'static str) = ("partials_f32", "totals_f32");
+}
+
+impl ColumnSum for u32 {
+    const ENTRY: &'static EntryPoint = wgsl::SUM_PARTIAL_COLUMNS_U32;
+    const NAMES: (&'static str, &'static str) = ("partials_u32", "totals_u32");
+}
+
+/// Records `totals[c] = Σ_b partials[b][c]` for the first `n_cols` columns of `n_blocks`
+/// blocks, blocks in order (f32 Kahan-compensated, u32 exact).
+pub(crate) fn sum_partial_columns<T: ColumnSum>(
+    gpu: &Gpu,
+    batch: &mut Batch<'_>,
+    partials: &DeviceBuffer<T>,
+    n_blocks: usize,
+    n_cols: usize,
+    totals: &DeviceBuffer<T>,
+) -> Result<()> {
+    let grid = gpu.grid((n_cols as u64).div_ceil(ROW_WG_SIZE as u64))?;
+    let params = ColumnSumParams {
+        n_blocks: n_blocks as u32,
+        n_cols: n_cols as u32,
+        grid_x: grid.x,
+        _pad0: 0,
+    };
+    batch.dispatch(
+        T::ENTRY,
+        &[],
+        &params,
+        &[(T::NAMES.0, partials.bind()), (T::NAMES.1, totals.bind())],
+        grid,
+        Work::f32s((n_blocks * n_cols) as f64, ((n_blocks + 1) * n_cols) as f64),
+    )
+}
+
+/// Twin of `MomentParams` in shaders/primitives/reduce.wgsl.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Pod, Zeroable)]
+pub(crate) struct MomentParams {
+    n_rows: u32,
+    x_offset: u32,
+    d: u32,
+    block_rows: u32,
+    block_offset: u32,
+    n_col_groups: u32,
+    grid_x: u32,
+    _pad0: u32,
+}
+
+const _: () = check_params::<MomentParams>(&[wgsl::COLUMN_MOMENTS]);
+
+/// Where the column moments of a chunk go: per block of `block_rows` rows (numbered from
+/// `block_offset`), [block][d] sums.
+pub(crate) struct MomentBlocks<'a> {
+    /// Rows per block.
+    pub block_rows: usize,
+    /// The chunk's first global block.
+    pub block_offset: usize,
+    /// Σ (x − shift_j) per block and column.
+    pub partial_sum: &'a DeviceBuffer<f32>,
+    /// Σ (x − shift_j)² per block and column.
+    pub partial_sum_sq: &'a DeviceBuffer<f32>,
+}
+
+/// Records, per block of rows of `chunk` and per column j, Σ (x − shift_j) and
+/// Σ (x − shift_j)² into `blocks`.
+pub(crate) fn column_moments(
+    gpu: &Gpu,
+    batch: &mut Batch<'_>,
+    chunk: &Chunk,
+    d: usize,
+    shift: &DeviceBuffer<f32>,
+    blocks: &MomentBlocks<'_>,
+) -> Result<()> {
+    column_moments_at(gpu, batch, chunk, d, shift, blocks, feature_wg_size(d))
+}
+
+/// [`column_moments`] with workgroups of `wg`, any of
+/// [`feature_wg_sizes`](crate::kernels::feature_wg_sizes): the tests run each.
+pub(crate) fn column_moments_at(
+    gpu: &Gpu,
+    batch: &mut Batch<'_>,
+    chunk: &Chunk,
+    d: usize,
+    shift: &DeviceBuffer<f32>,
+    blocks: &MomentBlocks<'_>,
+    wg: u32,
+) -> Result<()> {
+    let block_rows = blocks.block_rows;
+    let n_col_groups = d.div_ceil(wg as usize);
+    let n_blocks = chunk.n_rows.div_ceil(block_rows);
+    let grid = gpu.grid((n_blocks * n_col_groups) as u64)?;
+    let params = MomentParams {
+        n_rows: chunk.n_rows as u32,
+        x_offset: chunk.x_offset,
+        d: d as u32,
+        block_rows: block_rows as u32,
+        block_offset: blocks.block_offset as u32,
+        n_col_groups: n_col_groups as u32,
+        grid_x: grid.x,
+        _pad0: 0,
+    };
+    batch.dispatch(
+        wgsl::COLUMN_MOMENTS,
+        &[(FEATURE_WG_SIZE, wg)],
+        &params,
+        &[
+            ("x", chunk.bind()),
+            ("shift", shift.bind()),
+            ("partial_sum", blocks.partial_sum.bind()),
+            ("partial_sum_sq", blocks.partial_sum_sq.bind()),
+        ],
+        grid,
+        // x − shift, then a sum and a sum of squares per value.
+        Work::f32s(
+            4.0 * (chunk.n_rows * d) as f64,
+            (chunk.n_rows * d + 2 * n_blocks * d) as f64,
+        ),
+    )
+}
