@@ -36,6 +36,8 @@ struct Module {
     reflection: Reflection,
     /// The composed WGSL.
     source: String,
+    /// Whether its pipelines leave out wgpu's runtime checks (kernels only).
+    trusted: bool,
 }
 
 fn run() -> Result<(), String> {
@@ -99,11 +101,21 @@ fn build(root: &Path, shader_dir: &Path, file: compose::ShaderFile) -> Result<Mo
     if !snake(&file.stem) || !file.family.as_deref().is_none_or(snake) {
         return Err(format!("{shown}: file and folder names are snake_case"));
     }
+    let trusted = match compose::piece_name(shader_dir, path) {
+        Some(_) => false,
+        None => {
+            let text = std::fs::read_to_string(path).map_err(|e| format!("{shown}: {e}"))?;
+            compose::runtime_checks(&text)
+                .map_err(|e| format!("{shown}: {e}"))?
+                .trusted
+        }
+    };
     Ok(Module {
         file,
         shown,
         reflection,
         source: composed.source,
+        trusted,
     })
 }
 
@@ -168,6 +180,11 @@ fn table(kernels: &[Module], pieces: &[Module]) -> Result<String, String> {
             variant(k),
             k.file.ident()
         );
+    }
+    s += "        }\n    }\n\n    /// Whether the file declares `// @trusted:` (pipelines without wgpu's bounds\n    /// checks and loop counters) rather than `// @checked:`.\n";
+    s += "    pub(crate) const fn trusted(self) -> bool {\n        match self {\n";
+    for k in kernels {
+        let _ = writeln!(s, "            Shader::{} => {},", variant(k), k.trusted);
     }
     s += "        }\n    }\n\n    /// The compute entry points, in source order.\n    #[cfg(test)]\n";
     s += "    pub(crate) const fn entry_points(self) -> &'static [&'static EntryPoint] {\n        match self {\n";

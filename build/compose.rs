@@ -346,3 +346,41 @@ pub fn wgsl_files(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
     files.sort();
     Ok(files)
 }
+
+/// What a kernel file declares of the runtime checks its pipelines are built with: one line
+/// `// @trusted: REASON` (every index the kernel computes is in range by construction, so
+/// wgpu's bounds checks and loop counters are left out) or `// @checked: REASON` (it indexes
+/// with values read from a buffer: bounds checks stay), with a reason.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RuntimeChecks {
+    /// `@trusted` rather than `@checked`.
+    pub trusted: bool,
+    /// Why.
+    pub reason: String,
+}
+
+/// The one `@trusted` / `@checked` declaration of a kernel's text.
+pub fn runtime_checks(text: &str) -> Result<RuntimeChecks, String> {
+    let mut found = Vec::new();
+    for line in text.lines() {
+        let line = line.trim_start();
+        for (marker, trusted) in [("// @trusted:", true), ("// @checked:", false)] {
+            if let Some(reason) = line.strip_prefix(marker) {
+                found.push(RuntimeChecks {
+                    trusted,
+                    reason: reason.trim().to_string(),
+                });
+            }
+        }
+    }
+    match found.as_slice() {
+        [one] if one.reason.len() >= 10 => Ok(one.clone()),
+        [_] => Err("its `// @trusted:` or `// @checked:` line gives no reason".into()),
+        [] => Err(
+            "no `// @trusted: REASON` or `// @checked: REASON` line: say why the \
+                   kernel's indices are in range, or that it indexes with data"
+                .into(),
+        ),
+        _ => Err("more than one `// @trusted:` / `// @checked:` line".into()),
+    }
+}

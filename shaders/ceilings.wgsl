@@ -12,6 +12,9 @@
 //
 // copy_vec4: dst = src over n vec4 elements, grid-stride (each invocation copies elements
 // gid, gid + stride, ...), so the number of invocations is chosen for the machine, not by N.
+//
+// @trusted: every index is the invocation's own element or register, below the sizes the host
+//   allocates
 
 #import constants
 #import grid

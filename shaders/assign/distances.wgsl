@@ -1,5 +1,8 @@
 // Point-to-centroid distances, the N x K matrix (K-Means `transform`). Host:
 // src/kernels/assign/distances.rs.
+//
+// @trusted: rows below n_rows, centroids below k and features below d are guarded before every
+//   load and store
 
 #import grid
 #import gemm

@@ -30,6 +30,9 @@
 //
 // Bit equality with accumulate_cluster_partials rests on writing the same expression,
 // sum += w * (x − old c): a driver that contracts it into an fma does so in both kernels
+//
+// @trusted: as rows.wgsl; the partials are written at block, cluster and feature indices below
+//   the dispatch's blocks, k and d, and a label only selects a register through a switch
 
 #import constants
 #import grid

@@ -1,6 +1,9 @@
 // The centroid side of the assignment's GEMM form, once per pass: the shift s (the mean of the
 // centroids) and c′ = c − s with its squared norm and slack (assign/shared/params.wgsl holds
 // the contract; host: src/kernels/assign/prepare.rs).
+//
+// @trusted: every index is a centroid below k or a feature below 4·d4, in buffers sized K x D and
+//   K·d4 + K + d4 vec4s by the host
 
 #import constants
 #import grid

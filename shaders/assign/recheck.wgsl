@@ -1,5 +1,8 @@
 // The exact recheck of the rows the GEMM form left undecided (GPUs; on CPU-like adapters
 // assign/uniform.wgsl rechecks them). Host: src/kernels/assign/recheck.rs.
+//
+// @trusted: the rows it reads from the recheck list were written there by the assignment of this
+//   very dispatch (each row at most once, below n_rows); centroids below k_first + k <= K
 
 #import constants
 #import grid

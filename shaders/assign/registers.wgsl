@@ -1,5 +1,7 @@
 // One row per invocation with the centroids from storage (CPU-like adapters). Host:
 // src/kernels/assign/registers.rs.
+//
+// @trusted: rows below n_rows, centroid indices clamped to k − 1, features below d
 
 #import constants
 #import grid

@@ -1,5 +1,8 @@
 // GPUs, few centroids (K <= SMALL_K): coalesced rows, the difference form
 // (assign/shared/rows_piece.wgsl). Host: src/kernels/assign/rows.rs.
+//
+// @trusted: rows below n_rows, features below d and centroids below SMALL_K (zeros past k) are
+//   guarded before every load; workgroup arrays are indexed by constants and the invocation id
 
 #import constants
 #import grid

@@ -1,6 +1,9 @@
 // The GEMM form from flat textures (CPU-like adapters): the candidate search of
 // assign/shared/search.wgsl with the rows and centroids fetched as texels
 // (assign/shared/params.wgsl holds the contract; host: src/kernels/assign/texture.rs).
+//
+// @trusted: texel fetches are clamped by the texture unit; rows below n_rows and the recheck list
+//   as in tiled.wgsl
 
 #import constants
 #import grid

@@ -1,6 +1,10 @@
 // The GEMM form on the staged tile core (GPUs, K > SMALL_K): the candidate search of
 // assign/shared/search.wgsl over tiles of rows and centroids (assign/shared/params.wgsl holds
 // the contract; host: src/kernels/assign/tiled.rs).
+//
+// @trusted: rows below n_rows, centroids below k and features below d are guarded before every
+//   load; the recheck list gets one slot per row of the dispatch (atomic counter, at most n_rows
+//   of n_rows + 1 slots)
 
 #import constants
 #import grid

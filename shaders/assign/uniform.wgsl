@@ -1,5 +1,8 @@
 // One row per invocation with the centroids from 64 KiB uniform slices (CPU-like adapters;
 // also their recheck of the GEMM form's undecided rows). Host: src/kernels/assign/uniform.rs.
+//
+// @trusted: slice indices stay within the slice's SLICE_VEC4S vec4s (centroids clamped to the
+//   slice's last); recheck rows as in recheck.wgsl
 
 #import constants
 #import grid

@@ -10,6 +10,9 @@
 // key is at or above the threshold found, with its label and distance, for the host to sort.
 // Counts are integer atomics, so their sums do not depend on the order the rows arrive in, and
 // the host sorts the list, so the slots the compaction's atomics hand out do not matter either.
+//
+// @checked: the histogram is indexed by bits of the distances, and the list by an atomic counter
+//   over data
 
 #import constants
 #import grid

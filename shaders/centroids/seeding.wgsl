@@ -24,6 +24,8 @@
 // ‖x − c‖² sums (x_j − c_j)² over j in order with one fma each, as the reference does; every
 // sum has a fixed order (blocks in a tree of fixed shape), so the same draws give the same
 // seeds.
+//
+// @checked: candidates are gathered by the row numbers the sampling wrote into a buffer
 
 #import constants
 #import grid

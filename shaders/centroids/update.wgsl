@@ -34,6 +34,8 @@
 // centroids from flat textures (CPU-like adapters, D a multiple of 4; see
 // shared/texels.wgsl), the same arithmetic in the same order, so the same bits; the host
 // runs it on CPU-like adapters only when K is too large for label_segments (below).
+//
+// @checked: the sums are indexed by each row's label, read from a buffer
 
 #import constants
 #import grid

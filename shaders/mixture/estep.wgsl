@@ -17,6 +17,9 @@
 // invocation accumulates a GEMM_RM x GEMM_RN register block of y = (x − μₖ)ᵀ Uₖ, squares it
 // (one fma chain over its columns in order), and the GEMM_LANES_N invocations sharing a row
 // add their parts in lane order, column tile after column tile.
+//
+// @trusted: rows below n_rows, components below k and features below d guarded before every
+//   access; a given label is only compared, never used as an index
 
 // mahalanobis_diag (Diag and Spherical: Uₖ diagonal, given as K x D values pₖⱼ; Spherical
 // repeats pₖ over j on the host) has no D x D work: each invocation accumulates its row's

@@ -20,6 +20,9 @@
 // weighted_scatter_tiled instead (below), the same sums as a GEMM on the tile core. On CPU-like
 // adapters the autotuner may pick the *_uniform twins (at the end), the same sums bit for bit
 // with the rows read from uniform slices.
+//
+// @trusted: blocks, components, outputs and rows below the dispatch's counts, guarded before
+//   every access
 
 #import constants
 #import grid

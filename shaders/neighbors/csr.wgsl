@@ -2,6 +2,8 @@
 // the entries e of row i (the symmetrised k-nearest-neighbour graph of spectral clustering).
 //
 // Host wrapper: src/kernels/neighbors/csr.rs.
+//
+// @checked: it reads the block at the column numbers stored in the sparse matrix
 
 #import constants
 #import grid

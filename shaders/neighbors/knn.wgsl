@@ -6,6 +6,9 @@
 // (CPU-like adapters): the same lists, to the bit (shared/pair_params.wgsl).
 //
 // Host wrapper: src/kernels/neighbors/knn.rs.
+//
+// @trusted: list positions stay below k <= KNN_MAX, rows below n_queries and n_data, features
+//   below d
 
 #import constants
 #import grid

@@ -10,6 +10,8 @@
 // queries are the data.
 //
 // Host wrapper: src/kernels/neighbors/range.rs.
+//
+// @checked: it writes each row's neighbours at the offset read from `cursor`
 
 #import constants
 #import grid

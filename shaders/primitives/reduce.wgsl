@@ -9,6 +9,9 @@
 // sum_partial_columns_*: a row-major [n_blocks][n_cols] matrix of per-block partial sums is
 // folded into n_cols totals, one invocation per column walking the blocks in order. The f32
 // version uses Kahan compensation so the error does not grow with the number of blocks.
+//
+// @trusted: every index is a block, column or row the dispatch's parameters bound (guarded by
+//   n_blocks, n_cols, n_rows), in buffers the host sizes from the same numbers
 
 #import constants
 #import grid

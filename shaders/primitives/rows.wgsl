@@ -12,6 +12,8 @@
 // max_abs and scale_rows bring data of extreme magnitude into f32's comfortable range: the
 // largest |value|, then a copy times a power of two (exact), so that squares and products
 // neither overflow nor underflow.
+//
+// @checked: gather_rows reads its row numbers from a buffer (`indices`), which callers fill
 
 #import constants
 #import grid

@@ -34,6 +34,9 @@
 // rbf_times_block_uniform (CPU-like adapters, below) sums the difference form Σ (x_q − x_j)²
 // per pair instead, with the data rows from uniform slices (shared/pair_params.wgsl): not the
 // same bits as the tiled kernel (both are held against f64 sums).
+//
+// @trusted: query and data rows below n_queries and n_data, block columns below m; slice reads
+//   clamped to the slice
 
 #import constants
 #import gemm

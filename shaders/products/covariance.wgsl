@@ -18,6 +18,9 @@
 // only). gram_texture (CPU-like adapters, symmetric products only) runs the same register
 // block per invocation on an 8 x 8 block of the upper triangle, reading rows from a flat
 // texture of X; gram_partials_uniform (below) reads A from uniform slices.
+//
+// @trusted: tiles below the dispatch's tile counts and rows below n_rows, columns below the
+//   operands' widths, guarded before every load; partial blocks at indices the host sized
 
 #import constants
 #import grid

@@ -13,6 +13,9 @@
 // shift), W depth-major (four output columns of one of its rows a load), a stage ahead in
 // registers (prefetch); every output is one fma chain over the input columns in order from
 // +0.0, then out_shift is added.
+//
+// @trusted: rows below n_rows and columns below the map's width are guarded before every load and
+//   store
 
 #import grid
 #import gemm

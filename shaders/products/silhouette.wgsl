@@ -16,6 +16,9 @@
 // ‖x‖² − 2x·y + ‖y‖² cancellation: the distances inside a cluster, the small ones, keep their
 // relative accuracy under the square root. The GEMM_LANES_N invocations that share a query
 // add their parts in lane order (a fixed order: the same bits every run).
+//
+// @trusted: query and data rows below the counts the host gives for the pieces it sorted, guarded
+//   before every load
 
 #import grid
 #import gemm

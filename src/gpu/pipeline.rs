@@ -26,14 +26,38 @@ type KernelKey = (Shader, &'static str, Vec<u32>);
 type Layouts = (wgpu::BindGroupLayout, wgpu::PipelineLayout);
 
 /// The per-device cache behind [`Gpu::kernel`].
-#[derive(Default)]
 pub(crate) struct KernelCache {
     modules: Mutex<HashMap<Shader, wgpu::ShaderModule>>,
     layouts: Mutex<HashMap<(Shader, &'static str), Layouts>>,
     kernels: Mutex<HashMap<KernelKey, Arc<Kernel>>>,
+    /// Every runtime check on, whatever the shaders declare ([`SHADER_CHECKS_VAR`]).
+    all_checks: std::sync::atomic::AtomicBool,
+}
+
+impl Default for KernelCache {
+    fn default() -> Self {
+        Self {
+            modules: Mutex::default(),
+            layouts: Mutex::default(),
+            kernels: Mutex::default(),
+            all_checks: std::env::var(SHADER_CHECKS_VAR)
+                .is_ok_and(|v| v == "checked")
+                .into(),
+        }
+    }
 }
 
 impl KernelCache {
+    /// Builds every pipeline from now on with all runtime checks (`true`) or as the shaders
+    /// declare (`false`), forgetting those built so far (the tests compare both).
+    #[cfg(test)]
+    pub(crate) fn set_all_checks(&self, on: bool) {
+        self.all_checks
+            .store(on, std::sync::atomic::Ordering::Relaxed);
+        self.modules.lock().unwrap().clear();
+        self.kernels.lock().unwrap().clear();
+    }
+
     /// Layouts and pipelines made so far (a test checks that repeated dispatches make none).
     #[cfg(test)]
     pub(crate) fn counts(&self) -> (usize, usize) {
@@ -144,11 +168,22 @@ impl Gpu {
         modules
             .entry(shader)
             .or_insert_with(|| {
-                self.device
-                    .create_shader_module(wgpu::ShaderModuleDescriptor {
-                        label: Some(shader.name()),
-                        source: wgpu::ShaderSource::Wgsl(shader.source().into()),
-                    })
+                let desc = wgpu::ShaderModuleDescriptor {
+                    label: Some(shader.name()),
+                    source: wgpu::ShaderSource::Wgsl(shader.source().into()),
+                };
+                // SAFETY: `runtime_checks` leaves checks out only as the shader file declares
+                // (`// @trusted:`, with the reason every index is in range, checked by the
+                // tests' naga pass and run on every adapter the suite sees); no kernel loops
+                // without a bound (every loop counts to a parameter or a constant).
+                let all = self
+                    .cache
+                    .all_checks
+                    .load(std::sync::atomic::Ordering::Relaxed);
+                unsafe {
+                    self.device
+                        .create_shader_module_trusted(desc, runtime_checks(shader, all))
+                }
             })
             .clone()
     }
@@ -208,5 +243,48 @@ impl Gpu {
                 (bind_group_layout, layout)
             })
             .clone()
+    }
+}
+
+/// The variable that turns every runtime check back on (`checked`), read when a device is
+/// wrapped: measurements of what the checks cost, and a debugging aid.
+pub(crate) const SHADER_CHECKS_VAR: &str = "WGPU_UNSUPERVISED_SHADER_CHECKS";
+
+/// The runtime checks a shader's pipelines are built with. wgpu's default
+/// (`create_shader_module`) bounds every access and adds a counter to every loop (naga's
+/// `force_loop_bounding`), which GPU compilers cannot unroll around: reported to slow compute
+/// kernels 10-100x. A file that declares `// @trusted:` (every index in range by construction;
+/// the reason is written there) gets none; a file that declares `// @checked:` (it indexes
+/// with values read from a buffer) keeps the bounds checks and the integer-division guards but
+/// no loop counters (its loops are bounded all the same). [`SHADER_CHECKS_VAR`]`=checked`
+/// (`all`) restores wgpu's default for every shader.
+pub(crate) fn runtime_checks(shader: Shader, all: bool) -> wgpu::ShaderRuntimeChecks {
+    if all {
+        return wgpu::ShaderRuntimeChecks::checked();
+    }
+    let mut checks = wgpu::ShaderRuntimeChecks::unchecked();
+    if !shader.trusted() {
+        checks.bounds_checks = true;
+        checks.int_div_checks = true;
+    }
+    checks
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shaders_keep_the_checks_they_declare() {
+        // The assignment's tiles are trusted; the centroid update (indexed by labels) keeps
+        // its bounds checks; neither keeps naga's loop counters, unless all are asked for.
+        let tiled = runtime_checks(Shader::AssignTiled, false);
+        assert!(!tiled.bounds_checks && !tiled.force_loop_bounding && !tiled.int_div_checks);
+        let update = runtime_checks(Shader::CentroidsUpdate, false);
+        assert!(update.bounds_checks && update.int_div_checks && !update.force_loop_bounding);
+        assert!(Shader::ALL.iter().any(|s| s.trusted()));
+        assert!(Shader::ALL.iter().any(|s| !s.trusted()));
+        let all = runtime_checks(Shader::AssignTiled, true);
+        assert!(all.bounds_checks && all.force_loop_bounding && all.int_div_checks);
     }
 }

@@ -1,9 +1,11 @@
-//! Every public fit of K-Means and mini-batch K-Means, and the one place where a fit decides
-//! how its rows live on the device: device data are used where they are; host data (a
-//! [`Matrix`](crate::Matrix) or any [`RowSource`]) go through `stream::device_rows`, which
-//! uploads them once when they fit the memory budget and streams them piece by piece
-//! otherwise. The Lloyd loop (`lloyd`) then runs over the workspace, the streamed rows or
-//! the partitions, and the model is built here from what it returns.
+//! Every public fit of K-Means and mini-batch K-Means, and the one route a Lloyd fit takes
+//! ([`KMeans::route`]): the parameters and the shape validated once, the rows brought into
+//! f32's comfortable range once (a power of two, `at_scale`), then where they live decided
+//! once: device data are used where they are; host data (a [`Matrix`](crate::Matrix) or any
+//! [`RowSource`]) go through `stream::device_rows`, which uploads them once when they fit the
+//! memory budget and streams them piece by piece otherwise. The Lloyd loop (`lloyd`) then
+//! runs over the workspace, the streamed rows or the partitions, and the model is built here
+//! from what it returns.
 
 use std::borrow::Cow;
 
@@ -36,7 +38,7 @@ impl KMeans {
     /// [`Error::TooFewSamples`](crate::Error::TooFewSamples)), and the GPU errors of
     /// [`GpuMatrix::upload`] and of the kernels.
     pub fn fit(&self, gpu: &Gpu, x: &impl GpuInput) -> Result<KMeansModel> {
-        self.fit_input(gpu, x, None, &mut self.generator())
+        self.route(gpu, Rows::of(gpu, x)?, None, &mut self.generator())
     }
 
     /// [`KMeans::fit`] with a weight per row (scikit-learn's `sample_weight`): the centroids
@@ -54,7 +56,8 @@ impl KMeans {
         sample_weight: &[f32],
     ) -> Result<KMeansModel> {
         check_sample_weights(sample_weight, x.shape().0)?;
-        self.fit_input(gpu, x, Some(sample_weight), &mut self.generator())
+        let rows = Rows::of(gpu, x)?;
+        self.route(gpu, rows, Some(sample_weight), &mut self.generator())
     }
 
     /// Fits on a [`RowSource`]: a host [`Matrix`](crate::Matrix),
@@ -71,7 +74,7 @@ impl KMeans {
     /// ([`Error::Source`](crate::Error::Source), [`Error::NonFinite`](crate::Error::NonFinite)
     /// with the global row).
     pub fn fit_source(&self, gpu: &Gpu, source: &(impl RowSource + ?Sized)) -> Result<KMeansModel> {
-        self.fit_rows(gpu, source, None, &mut self.generator())
+        self.route(gpu, Rows::Host(source), None, &mut self.generator())
     }
 
     /// [`KMeans::fit_source`] with a weight per row (see [`KMeans::fit_weighted`]); the
@@ -84,9 +87,9 @@ impl KMeans {
         source: &(impl RowSource + ?Sized),
         sample_weight: &[f32],
     ) -> Result<KMeansModel> {
-        let (n, _) = check_shape(source)?;
-        check_sample_weights(sample_weight, n)?;
-        self.fit_rows(gpu, source, Some(sample_weight), &mut self.generator())
+        check_sample_weights(sample_weight, source.shape().0)?;
+        let rows = Rows::Host(source);
+        self.route(gpu, rows, Some(sample_weight), &mut self.generator())
     }
 
     /// Fits on rows split across devices: partition i (its rows numbered after those of
@@ -241,7 +244,7 @@ impl KMeans {
         weights: Option<&[f32]>,
         rng: &mut ChaCha8Rng,
     ) -> Result<KMeansModel> {
-        self.fit_input(gpu, x, weights, rng)
+        self.route(gpu, Rows::of(gpu, x)?, weights, rng)
     }
 
     /// [`KMeans::fit_source`] drawing its starts from `rng` (see [`KMeans::fit_continuing`]).
@@ -252,29 +255,36 @@ impl KMeans {
         weights: Option<&[f32]>,
         rng: &mut ChaCha8Rng,
     ) -> Result<KMeansModel> {
-        self.fit_rows(gpu, source, weights, rng)
+        self.route(gpu, Rows::Host(source), weights, rng)
     }
 
-    /// Host or device data: device data as they are, host data as rows whose place
-    /// [`KMeans::fit_rows`] decides.
-    fn fit_input(
+    /// The one route of a Lloyd fit: the parameters and the shape validated once; the rows
+    /// multiplied by the power of two that brings them into f32's comfortable range
+    /// ([`in_f32_range`] on the device, [`Scaled`] for a source; not on the unit sphere),
+    /// the model brought back to the caller's units ([`KMeans::at_scale`]); then device rows
+    /// fitted where they are, host rows where `stream::device_rows` puts them.
+    ///
+    /// Errors: those of [`KMeans::fit`].
+    fn route<S: RowSource + ?Sized>(
         &self,
         gpu: &Gpu,
-        x: &impl GpuInput,
+        rows: Rows<'_, S>,
         weights: Option<&[f32]>,
         rng: &mut ChaCha8Rng,
     ) -> Result<KMeansModel> {
-        let (n, d) = x.shape();
+        let (n, d) = rows.shape()?;
         self.validate(n, d)?;
-        match x.as_source() {
-            Some(source) => self.fit_rows(gpu, source, weights, rng),
-            None if self.metric.is_spherical() => {
-                self.fit_resident(gpu, &*x.on_gpu(gpu)?, weights, rng)
-            }
-            None => {
-                let x = x.on_gpu(gpu)?;
+        let spherical = self.metric.is_spherical();
+        match rows {
+            Rows::Device(x) if spherical => self.fit_resident(gpu, &x, weights, rng),
+            Rows::Device(x) => {
                 let (x, scale) = in_f32_range(gpu, &x)?;
                 self.at_scale(scale, |p| p.fit_resident(gpu, &x, weights, rng))
+            }
+            Rows::Host(source) if spherical => self.fit_host(gpu, source, weights, rng),
+            Rows::Host(source) => {
+                let scaled = Scaled::of(source)?;
+                self.at_scale(scaled.scale(), |p| p.fit_host(gpu, &scaled, weights, rng))
             }
         }
     }
@@ -302,35 +312,17 @@ impl KMeans {
         Ok(model)
     }
 
-    /// The fit of host rows: resident when they fit the budget, else streamed (decided
-    /// once, by `stream::device_rows`).
-    fn fit_rows(
+    /// Host rows of a validated shape, in f32's comfortable range (or on the unit sphere):
+    /// resident when they fit the budget, else streamed (decided once, by
+    /// `stream::device_rows`).
+    fn fit_host(
         &self,
         gpu: &Gpu,
         source: &(impl RowSource + ?Sized),
         weights: Option<&[f32]>,
         rng: &mut ChaCha8Rng,
     ) -> Result<KMeansModel> {
-        let (n, d) = check_shape(source)?;
-        self.validate(n, d)?;
-        if self.metric.is_spherical() {
-            return self.fit_rows_in_range(gpu, source, weights, rng);
-        }
-        let scaled = Scaled::of(source)?;
-        self.at_scale(scaled.scale(), |p| {
-            p.fit_rows_in_range(gpu, &scaled, weights, rng)
-        })
-    }
-
-    /// [`KMeans::fit_rows`] of rows in f32's comfortable range (or on the unit sphere).
-    fn fit_rows_in_range(
-        &self,
-        gpu: &Gpu,
-        source: &(impl RowSource + ?Sized),
-        weights: Option<&[f32]>,
-        rng: &mut ChaCha8Rng,
-    ) -> Result<KMeansModel> {
-        let (_, d) = check_shape(source)?;
+        let (_, d) = source.shape();
         let rows = device_rows(gpu, source, self.k, weights.is_some())?;
         if let DeviceRows::Resident(x) = &rows {
             return self.fit_resident(gpu, x, weights, rng);
@@ -473,6 +465,35 @@ impl MiniBatchKMeans {
     /// scikit-learn's `partial_fit`.
     pub fn partial(&self) -> MiniBatchKMeansFit {
         MiniBatchKMeansFit::new(self.clone())
+    }
+}
+
+/// Where a fit's rows are: on the device (used in place, or uploaded by the caller's
+/// [`GpuInput`]), or on the host as a source whose place the fit decides.
+enum Rows<'a, S: RowSource + ?Sized> {
+    /// Device rows.
+    Device(Cow<'a, GpuMatrix>),
+    /// Host rows.
+    Host(&'a S),
+}
+
+impl<'a> Rows<'a, dyn RowSource + 'a> {
+    /// The rows of `x`: its host source when it has one, else its device matrix.
+    fn of(gpu: &Gpu, x: &'a impl GpuInput) -> Result<Self> {
+        Ok(match x.as_source() {
+            Some(source) => Rows::Host(source),
+            None => Rows::Device(x.on_gpu(gpu)?),
+        })
+    }
+}
+
+impl<S: RowSource + ?Sized> Rows<'_, S> {
+    /// Rows and features, neither zero.
+    fn shape(&self) -> Result<(usize, usize)> {
+        match self {
+            Rows::Device(x) => Ok((x.n_rows(), x.n_features())),
+            Rows::Host(source) => check_shape(*source),
+        }
     }
 }
 

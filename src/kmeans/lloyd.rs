@@ -8,30 +8,16 @@
 //! changes, when Σₖ‖c⁽ᵗ⁺¹⁾ₖ − c⁽ᵗ⁾ₖ‖² ≤ tol·(mean feature variance), or after `max_iter`.
 //! Restarts keep the run of least inertia.
 //!
-//! This file is a leaf of its folder: it knows nothing of the parameters' types, the
-//! workspace or the statistics' type. What it needs of them arrives as a [`Settings`] and a
-//! [`Pass`] per iteration.
+//! This file is a leaf of its folder but for the statistics it consumes: it knows nothing of
+//! the parameters' types or the workspace. What it needs of them arrives as a [`Settings`]
+//! and, per iteration, the pass's [`KMeansStats`] (the same sums the kernels wrote, merged in
+//! f64: one shape from the device to the update).
 
 use rand_chacha::ChaCha8Rng;
 
+use super::stats::KMeansStats;
 use crate::error::{Error, Result};
 use crate::progress::{fit_done, Algorithm, OnIteration, Progress};
-
-/// What one assignment pass tells the loop: per-cluster sums against the pass's centroids.
-pub(super) struct Pass {
-    /// K x D: per cluster, Σ w·(x − cₖ).
-    pub(super) deviation_sums: Vec<f64>,
-    /// Rows per cluster.
-    pub(super) counts: Vec<u64>,
-    /// Weight per cluster (the counts when unweighted).
-    pub(super) weights: Vec<f64>,
-    /// The Lloyd update cₖ + Σw(x − cₖ)/Wₖ (clusters without weight keep their centroid).
-    pub(super) next_centroids: Vec<f64>,
-    /// Σ w·‖x − c‖² over all rows (the kernels' squared distances, before any scale).
-    pub(super) inertia: f64,
-    /// Rows whose label changed in this pass.
-    pub(super) changed: u64,
-}
 
 /// What the Lloyd loop needs of the data.
 pub(super) trait LloydData {
@@ -39,7 +25,7 @@ pub(super) trait LloydData {
     fn shape(&self) -> (usize, usize);
     /// One assignment pass against `centroids` (K x D). The rows' labels and distances are
     /// kept for [`LloydData::labels_and_distances`].
-    fn pass(&mut self, centroids: &[f32]) -> Result<Pass>;
+    fn pass(&mut self, centroids: &[f32]) -> Result<KMeansStats>;
     /// Every row's label and squared distance from the last pass.
     fn labels_and_distances(&mut self) -> Result<(Vec<u32>, Vec<f32>)>;
     /// The first rows of the repair's order over the last pass (squared distance descending,
@@ -102,7 +88,7 @@ pub(super) fn mean_variance(data: &mut impl LloydData) -> Result<f64> {
         .iter()
         .map(|&s| (s / n).powi(2))
         .sum();
-    Ok(((pass.inertia - n * offset_sq) / (n * d as f64)).max(0.0))
+    Ok(((pass.inertia() - n * offset_sq) / (n * d as f64)).max(0.0))
 }
 
 /// Scales each K x D centroid row to unit length; a row of zeros keeps `previous`'s row (the
@@ -224,20 +210,20 @@ fn lloyd(
     let scale = settings.objective_scale;
     for it in 0..settings.max_iter {
         let pass = data.pass(&centroids)?;
-        history.push(pass.inertia);
+        let inertia = pass.inertia();
+        history.push(inertia);
         n_iter = it + 1;
         // The count compares with the previous iteration's labels (or a previous restart's,
         // or zeros): meaningless on the first iteration of a run.
         if it > 0 && pass.changed == 0 {
             converged = true;
-            let _ = progress.iteration(n_iter, pass.inertia * scale, 0.0);
+            let _ = progress.iteration(n_iter, inertia * scale, 0.0);
             break;
         }
-        let Pass {
+        let mut next = pass.next_centroids();
+        let KMeansStats {
             mut counts,
             mut weights,
-            next_centroids: mut next,
-            inertia,
             ..
         } = pass;
         if weights.iter().any(|&w| w <= 0.0) {
@@ -270,7 +256,7 @@ fn lloyd(
     let last = data.pass(&centroids)?;
     Ok(Run {
         centroids,
-        inertia: last.inertia * scale,
+        inertia: last.inertia() * scale,
         n_iter,
         converged,
         history: history.into_iter().map(|j| j * scale).collect(),

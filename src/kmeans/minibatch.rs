@@ -216,8 +216,9 @@ impl<'g> MiniBatchRun<'g> {
         if let Some(w) = weights {
             self.ws.set_batch_weights(w);
         }
-        let s = self.ws.step(centroids, self.k, false)?;
-        s.into_stats(centroids, self.d, weights.is_some())
+        let mut stats = KMeansStats::empty(centroids, self.d)?;
+        self.ws.step(&mut stats, None)?;
+        Ok(stats)
     }
 
     /// One step on `batch`: returns the batch inertia (before the update) and the squared

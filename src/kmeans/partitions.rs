@@ -12,7 +12,7 @@
 
 use rand_chacha::ChaCha8Rng;
 
-use super::lloyd::{LloydData, Pass};
+use super::lloyd::LloydData;
 use super::stream::Streamed;
 use super::{KMeans, KMeansStats};
 use crate::error::{Error, Result};
@@ -109,7 +109,7 @@ impl LloydData for Partitioned<'_> {
         (*self.starts.last().expect("starts has N"), self.d)
     }
 
-    fn pass(&mut self, centroids: &[f32]) -> Result<Pass> {
+    fn pass(&mut self, centroids: &[f32]) -> Result<KMeansStats> {
         let results: Vec<Result<KMeansStats>> = std::thread::scope(|scope| {
             let handles: Vec<_> = self
                 .parts
@@ -125,7 +125,7 @@ impl LloydData for Partitioned<'_> {
         for r in results {
             merged.merge(&r?)?;
         }
-        Ok(merged.into_pass())
+        Ok(merged)
     }
 
     fn labels_and_distances(&mut self) -> Result<(Vec<u32>, Vec<f32>)> {

@@ -40,7 +40,7 @@ use std::collections::HashSet;
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 
-use super::lloyd::{LloydData, Pass};
+use super::lloyd::LloydData;
 use super::seeding::{random_rows, uniform_sample};
 use super::{KMeans, KMeansInit, KMeansStats};
 use crate::error::{Error, Result};
@@ -315,11 +315,11 @@ impl<R: RemoteKMeans + ?Sized> LloydData for Driven<'_, R> {
         (*self.starts.last().expect("N"), self.d)
     }
 
-    fn pass(&mut self, centroids: &[f32]) -> Result<Pass> {
+    fn pass(&mut self, centroids: &[f32]) -> Result<KMeansStats> {
         let previous = self.last.take();
         let stats = self.merged_pass(centroids, previous)?;
         self.last = Some(centroids.to_vec());
-        Ok(stats.into_pass())
+        Ok(stats)
     }
 
     fn labels_and_distances(&mut self) -> Result<(Vec<u32>, Vec<f32>)> {

@@ -12,7 +12,6 @@
 //! [`KMeans::pass_stats`](crate::KMeans::pass_stats) on each partition, merge what comes
 //! back, take [`KMeansStats::next_centroids`], repeat.
 
-use super::lloyd::Pass;
 use crate::error::{Error, Result};
 
 /// Per-cluster sums of one assignment pass against fixed centroids; merge with
@@ -158,50 +157,36 @@ impl KMeansStats {
         next
     }
 
-    /// What the Lloyd loop needs of these sums (`kmeans::lloyd`, which knows no statistics
-    /// type).
-    pub(super) fn into_pass(self) -> Pass {
-        let next_centroids = self.next_centroids();
-        let inertia = self.inertia();
-        Pass {
-            deviation_sums: self.deviation_sums,
-            counts: self.counts,
-            weights: self.weights,
-            next_centroids,
-            inertia,
-            changed: self.changed,
-        }
-    }
-
-    /// Adds one device pass's f32 sums; `weights`: the per-cluster weight sums of weighted
-    /// rows (`None`: the counts, exactly).
+    /// Adds one device pass's f32 sums as the kernels lay them out: K x D deviation sums,
+    /// K counts, and K pairs (Σ w·d², Σ w); the weights are the counts, exactly, when the
+    /// rows are not `weighted`.
     pub(super) fn add_device(
         &mut self,
         deviation_sums: &[f32],
         counts: &[u32],
-        sq: &[f32],
-        weights: Option<&[f32]>,
+        sq_and_weight: &[f32],
+        weighted: bool,
     ) {
-        match weights {
-            Some(w) => self
-                .weights
-                .iter_mut()
-                .zip(w)
-                .for_each(|(a, &b)| *a += b as f64),
-            None => self
-                .weights
-                .iter_mut()
-                .zip(counts)
-                .for_each(|(a, &b)| *a += b as f64),
+        let pairs = sq_and_weight.chunks_exact(2);
+        for (((w, sq), &count), pair) in self
+            .weights
+            .iter_mut()
+            .zip(self.sq_dists.iter_mut())
+            .zip(counts)
+            .zip(pairs)
+        {
+            *sq += pair[0] as f64;
+            *w += if weighted {
+                pair[1] as f64
+            } else {
+                count as f64
+            };
         }
         for (a, &b) in self.deviation_sums.iter_mut().zip(deviation_sums) {
             *a += b as f64;
         }
         for (a, &b) in self.counts.iter_mut().zip(counts) {
             *a += b as u64;
-        }
-        for (a, &b) in self.sq_dists.iter_mut().zip(sq) {
-            *a += b as f64;
         }
     }
 }
@@ -214,9 +199,9 @@ mod tests {
     fn merging_adds_sums_and_refuses_other_centroids() {
         let c = [0.0f32, 1.0, 2.0, 3.0];
         let mut a = KMeansStats::empty(&c, 2).unwrap();
-        a.add_device(&[1.0, 2.0, 0.0, 0.0], &[2, 0], &[3.0, 0.0], None);
+        a.add_device(&[1.0, 2.0, 0.0, 0.0], &[2, 0], &[3.0, 0.0, 0.0, 0.0], false);
         let mut b = KMeansStats::empty(&c, 2).unwrap();
-        b.add_device(&[1.0, 0.0, 4.0, 4.0], &[2, 4], &[1.0, 8.0], None);
+        b.add_device(&[1.0, 0.0, 4.0, 4.0], &[2, 4], &[1.0, 9.0, 8.0, 9.0], false);
         a.merge(&b).unwrap();
         assert_eq!(a.counts, vec![4, 4]);
         assert_eq!(a.n_rows(), 8);
@@ -224,12 +209,7 @@ mod tests {
         assert_eq!(a.next_centroids(), vec![0.5, 1.5, 3.0, 4.0]);
         // Weighted: the denominators are the weight sums.
         let mut w = KMeansStats::empty(&c, 2).unwrap();
-        w.add_device(
-            &[1.0, 2.0, 0.0, 0.0],
-            &[2, 0],
-            &[3.0, 0.0],
-            Some(&[4.0, 0.0]),
-        );
+        w.add_device(&[1.0, 2.0, 0.0, 0.0], &[2, 0], &[3.0, 4.0, 0.0, 0.0], true);
         assert_eq!(w.next_centroids(), vec![0.25, 1.5, 2.0, 3.0]);
         assert_eq!(w.counts, vec![2, 0]);
         let other = KMeansStats::empty(&[0.0, 1.0, 2.0, 3.5], 2).unwrap();

@@ -10,7 +10,7 @@
 
 use rand_chacha::ChaCha8Rng;
 
-use super::lloyd::{LloydData, Pass};
+use super::lloyd::LloydData;
 use super::workspace::{fixed_bytes, row_extra_bytes, Workspace};
 use super::{KMeans, KMeansStats};
 use crate::error::Result;
@@ -18,15 +18,16 @@ use crate::gpu::stream::DeviceRows;
 use crate::gpu::Gpu;
 use crate::source::{check_shape, RowSource};
 
-/// How the rows of `source` live on the device for `k` clusters (resident when they fit the
-/// budget, streamed otherwise): the one place a K-Means fit decides it.
+/// How the rows of `source` (a shape its caller checked) live on the device for `k` clusters
+/// (resident when they fit the budget, streamed otherwise): the one place a K-Means fit
+/// decides it.
 pub(super) fn device_rows<'s, S: RowSource + ?Sized>(
     gpu: &Gpu,
     source: &'s S,
     k: usize,
     weighted: bool,
 ) -> Result<DeviceRows<'s, S>> {
-    let (n, d) = check_shape(source)?;
+    let (n, d) = source.shape();
     DeviceRows::new(gpu, source, row_extra_bytes(weighted), fixed_bytes(n, d, k))
 }
 
@@ -94,7 +95,6 @@ impl<'a, S: RowSource + ?Sized> Streamed<'a, S> {
     /// One pass against `centroids`: the merged statistics of every piece.
     pub(super) fn stats(&mut self, centroids: &[f32]) -> Result<KMeansStats> {
         let (_, d) = self.source.shape();
-        let k = centroids.len() / d;
         let mut stats = KMeansStats::empty(centroids, d)?;
         let Self {
             gpu,
@@ -109,13 +109,10 @@ impl<'a, S: RowSource + ?Sized> Streamed<'a, S> {
             ws.use_piece(piece);
             ws.set_previous_labels(&labels[span.clone()]);
             ws.set_piece_weights(first);
-            let s = ws.step(centroids, k, true)?;
-            let weights = ws.host_weights().map(|_| &s.weight_sums[..]);
-            stats.add_device(&s.deviation_sums, &s.counts, &s.sq_dist, weights);
-            stats.changed += s.changed as u64;
-            labels[span.clone()].copy_from_slice(&s.labels);
-            dists[span].copy_from_slice(&s.min_sq_dist);
-            Ok(())
+            ws.step(
+                &mut stats,
+                Some((&mut labels[span.clone()], &mut dists[span])),
+            )
         })?;
         Ok(stats)
     }
@@ -131,8 +128,8 @@ impl<S: RowSource + ?Sized> LloydData for Streamed<'_, S> {
         self.source.shape()
     }
 
-    fn pass(&mut self, centroids: &[f32]) -> Result<Pass> {
-        Ok(self.stats(centroids)?.into_pass())
+    fn pass(&mut self, centroids: &[f32]) -> Result<KMeansStats> {
+        self.stats(centroids)
     }
 
     fn labels_and_distances(&mut self) -> Result<(Vec<u32>, Vec<f32>)> {

@@ -3,7 +3,7 @@
 //! one submission, only K x D sums and a few scalars read back; on GPUs with few clusters
 //! and features one kernel does both: [`assign::record_step`]).
 
-use super::lloyd::{every_row_by_distance, LloydData, Pass};
+use super::lloyd::{every_row_by_distance, LloydData};
 use super::KMeansStats;
 use crate::error::{Error, Result};
 use crate::gpu::batch::Batch;
@@ -14,36 +14,6 @@ use crate::kernels::assign::{self, AssignScratch, Assignment, UpdateSums};
 use crate::kernels::centroids::farthest;
 use crate::kernels::centroids::update::ClusterPartials;
 use crate::kernels::primitives::{reduce, rows};
-
-/// Per-iteration statistics read back from the device.
-pub(super) struct Stats {
-    /// K x D sums of (x − old centroid) per cluster.
-    pub(super) deviation_sums: Vec<f32>,
-    pub(super) counts: Vec<u32>,
-    pub(super) sq_dist: Vec<f32>,
-    /// Σ w per cluster (the counts' values when unweighted).
-    pub(super) weight_sums: Vec<f32>,
-    pub(super) changed: u32,
-    /// The rows' labels and squared distances, when asked for (streamed pieces).
-    pub(super) labels: Vec<u32>,
-    pub(super) min_sq_dist: Vec<f32>,
-}
-
-impl Stats {
-    /// These sums as the mergeable statistics of the pass against `centroids`.
-    pub(super) fn into_stats(
-        self,
-        centroids: &[f32],
-        d: usize,
-        weighted: bool,
-    ) -> Result<KMeansStats> {
-        let mut stats = KMeansStats::empty(centroids, d)?;
-        let weights = weighted.then_some(&self.weight_sums[..]);
-        stats.add_device(&self.deviation_sums, &self.counts, &self.sq_dist, weights);
-        stats.changed = self.changed as u64;
-        Ok(stats)
-    }
-}
 
 /// Bytes the per-block partial sums may take: large enough for good parallelism, small
 /// enough not to matter next to the data.
@@ -233,14 +203,19 @@ impl<'a> Workspace<'a> {
         }
     }
 
-    /// One assignment against the first `k` rows of `centroids` and the statistics of the
-    /// resulting clusters.
-    /// With `read_rows`, the labels and distances of the rows come back too.
-    pub(super) fn step(&self, centroids: &[f32], k: usize, read_rows: bool) -> Result<Stats> {
+    /// One assignment of the rows against the centroids of `into` (statistics of a pass
+    /// against them, K x D) and the statistics of the resulting clusters, added to `into` as
+    /// the kernels lay them out (only K x D sums and a few scalars read back). With `rows`,
+    /// the rows' labels and squared distances come back into it too (streamed pieces).
+    pub(super) fn step(
+        &self,
+        into: &mut KMeansStats,
+        rows: Option<(&mut [u32], &mut [f32])>,
+    ) -> Result<()> {
         let gpu = self.gpu;
-        let d = self.x.n_features();
+        let (d, k) = (self.x.n_features(), into.k());
         gpu.scoped("K-Means iteration", || {
-            self.centroids.write(gpu, centroids);
+            self.centroids.write(gpu, &into.centroids);
             let mut batch = Batch::new(gpu, "K-Means iteration");
             batch.clear_values(&self.changed);
             batch.clear_values(&self.partial_sums);
@@ -297,32 +272,32 @@ impl<'a> Workspace<'a> {
             let h_counts = batch.read_values(&self.counts, 0, k);
             let h_sq = batch.read_values(&self.sq_dist, 0, 2 * k);
             let h_changed = batch.read_all(&self.changed);
-            let h_rows: Vec<_> = match read_rows {
-                true => self
+            let h_rows: Vec<_> = match rows {
+                Some(_) => self
                     .chunks()
                     .map(|(i, c)| {
-                        let l = batch.read_values(&self.labels.chunks[i], 0, c.n_rows);
                         (
-                            l,
+                            batch.read_values(&self.labels.chunks[i], 0, c.n_rows),
                             batch.read_values(&self.min_sq_dist.chunks[i], 0, c.n_rows),
                         )
                     })
                     .collect(),
-                false => Vec::new(),
+                None => Vec::new(),
             };
             let back = batch.finish()?;
-            let labels = h_rows.iter().flat_map(|&(l, _)| back.u32s(l)).collect();
-            let min_sq_dist = h_rows.iter().flat_map(|&(_, m)| back.f32s(m)).collect();
-            let pairs = back.f32s(h_sq);
-            Ok(Stats {
-                deviation_sums: back.f32s(h_sums),
-                counts: back.u32s(h_counts),
-                sq_dist: pairs.iter().step_by(2).copied().collect(),
-                weight_sums: pairs.iter().skip(1).step_by(2).copied().collect(),
-                changed: back.u32s(h_changed)[0],
-                labels,
-                min_sq_dist,
-            })
+            let (sums, counts) = (back.f32s(h_sums), back.u32s(h_counts));
+            into.add_device(&sums, &counts, &back.f32s(h_sq), self.is_weighted());
+            into.changed += back.u32s(h_changed)[0] as u64;
+            if let Some((labels, dists)) = rows {
+                let mut at = 0;
+                for &(l, m) in &h_rows {
+                    let (l, m) = (back.u32s(l), back.f32s(m));
+                    labels[at..at + l.len()].copy_from_slice(&l);
+                    dists[at..at + m.len()].copy_from_slice(&m);
+                    at += l.len();
+                }
+            }
+            Ok(())
         })
     }
 }
@@ -332,10 +307,10 @@ impl LloydData for Workspace<'_> {
         (self.x.n_rows(), self.x.n_features())
     }
 
-    fn pass(&mut self, centroids: &[f32]) -> Result<Pass> {
-        let d = self.x.n_features();
-        let s = self.step(centroids, centroids.len() / d, false)?;
-        Ok(s.into_stats(centroids, d, self.is_weighted())?.into_pass())
+    fn pass(&mut self, centroids: &[f32]) -> Result<KMeansStats> {
+        let mut stats = KMeansStats::empty(centroids, self.x.n_features())?;
+        self.step(&mut stats, None)?;
+        Ok(stats)
     }
 
     fn row_weights(&self) -> Option<&[f32]> {

@@ -1,6 +1,7 @@
 //! The K-Means workspace's step in the GPU design (forced on any adapter): a whole fit with the
 //! assignment and the update fused in one kernel (`assign_rows_update`) and apart
-//! (`assign_rows`, then `accumulate_cluster_partials`) gives the same bits.
+//! (`assign_rows`, then `accumulate_cluster_partials`) gives the same bits; so does a fit
+//! whose pipelines keep every runtime check against one with the checks the shaders declare.
 
 use crate::gpu::tests::{gpu, random};
 use crate::gpu::ProfileClock;
@@ -74,5 +75,36 @@ fn a_fit_in_the_gpu_design_has_the_same_bits_fused_and_apart() {
             );
             assert_eq!(fused.n_iter(), apart.n_iter(), "{what}");
         }
+    }
+}
+
+#[test]
+fn a_fit_has_the_same_bits_with_every_runtime_check_and_with_the_declared_ones() {
+    let (n, d) = (900, 12);
+    let x = data(n * d, 77);
+    let m = Matrix::new(&x, d).unwrap();
+    // K = 20 takes the tiled GEMM form in the GPU design, K = 5 the fused kernel.
+    for (k, cpu_like) in [(20, false), (5, false), (20, true)] {
+        let fit = |all: bool| {
+            let gpu = gpu();
+            gpu.cache.set_all_checks(all);
+            with_design(cpu_like, || {
+                KMeans::new(k).seed(3).n_init(1).fit(&gpu, &m).unwrap()
+            })
+        };
+        let (declared, checked) = (fit(false), fit(true));
+        let what = format!("k {k} cpu_like {cpu_like}");
+        assert!(declared.n_iter() > 1, "{what}");
+        assert_eq!(declared.labels(), checked.labels(), "{what}");
+        assert_eq!(
+            bits(declared.centroids()),
+            bits(checked.centroids()),
+            "{what}"
+        );
+        assert_eq!(
+            declared.inertia().to_bits(),
+            checked.inertia().to_bits(),
+            "{what}"
+        );
     }
 }

@@ -312,6 +312,26 @@ fn every_shader_has_a_same_named_host_wrapper() {
 }
 
 #[test]
+fn every_kernel_declares_its_runtime_checks_with_a_reason() {
+    let mut trusted = 0;
+    for path in kernels() {
+        let text = std::fs::read_to_string(&path).unwrap();
+        let checks =
+            compose::runtime_checks(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        trusted += usize::from(checks.trusted);
+    }
+    assert!(trusted > 10, "{trusted} trusted kernels");
+    // The declaration is one line with a reason: none, two, or an empty reason are errors.
+    assert!(compose::runtime_checks("// a kernel\nfn f() {}\n").is_err());
+    assert!(compose::runtime_checks("// @trusted:\n").is_err());
+    assert!(
+        compose::runtime_checks("// @trusted: a reason here\n// @checked: and here\n").is_err()
+    );
+    let ok = compose::runtime_checks("// x\n// @checked: it reads labels as indices\n").unwrap();
+    assert!(!ok.trusted && ok.reason == "it reads labels as indices");
+}
+
+#[test]
 fn no_shader_is_longer_than_650_lines() {
     for path in kernels().into_iter().chain(pieces()) {
         let lines = std::fs::read_to_string(&path).unwrap().lines().count();

@@ -2,9 +2,9 @@
 //! against f64 brute force, with chunks and data split into runs, several shapes and seeds,
 //! duplicates at radius 0, and the radius checks.
 
+use super::csr::Csr;
 use super::host::within_radius_host;
 use super::range::{checked_radius_sq, within_radius_device};
-use super::csr::Csr;
 use crate::data::Matrix;
 use crate::gpu::tests::{gpu, random};
 use crate::gpu::GpuMatrix;

@@ -263,14 +263,15 @@ impl<'g> KMeansPartition<'g> {
             if self.labels_for.as_deref() != Some(prev) {
                 // Labels of the previous pass, for the changed count only.
                 self.labels_for = None;
-                self.workspace(k)?.step(prev, k, false)?;
+                let mut discard = KMeansStats::empty(prev, self.x.n_features())?;
+                self.workspace(k)?.step(&mut discard, None)?;
                 self.labels_for = Some(prev.to_vec());
             }
         }
         self.labels_for = None;
         let d = self.x.n_features();
-        let step = self.workspace(k)?.step(centroids, k, false)?;
-        let mut stats = step.into_stats(centroids, d, false)?;
+        let mut stats = KMeansStats::empty(centroids, d)?;
+        self.workspace(k)?.step(&mut stats, None)?;
         self.labels_for = Some(centroids.to_vec());
         if previous.is_none() {
             stats.changed = 0;
@@ -284,7 +285,8 @@ impl<'g> KMeansPartition<'g> {
         self.workspace(k)?;
         if self.labels_for.as_deref() != Some(centroids) {
             self.labels_for = None;
-            self.workspace(k)?.step(centroids, k, false)?;
+            let mut discard = KMeansStats::empty(centroids, self.x.n_features())?;
+            self.workspace(k)?.step(&mut discard, None)?;
             self.labels_for = Some(centroids.to_vec());
         }
         self.workspace(k)?.labels_and_distances()
