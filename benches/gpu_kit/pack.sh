@@ -47,9 +47,11 @@ fi
 
 if [[ $WITH_TESTS == 1 && -z $TESTS ]]; then
     echo "pack: cargo test --release --all-features --test gpu --no-run (no debug info)"
-    # The executable's path, from cargo's own report of what it built.
+    # The test executable's path, from cargo's own report of what it built (the CLI it
+    # also builds has an executable too: keep the artifact of the test target `gpu`).
     TESTS=$(cd "$REPO" && CARGO_PROFILE_RELEASE_DEBUG=0 cargo test --release --all-features \
         --test gpu --no-run --message-format=json |
+        grep '"kind":\["test"\],"crate_types":\["bin"\],"name":"gpu"' |
         sed -n 's/.*"executable":"\([^"]*\)".*/\1/p' | tail -1)
     [[ -n $TESTS ]] || { echo "pack: cargo built no GPU test executable" >&2; exit 1; }
 fi

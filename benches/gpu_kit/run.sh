@@ -160,7 +160,7 @@ echo "wgpu-unsupervised GPU run kit: $(date -u +%FT%TZ) on $(hostname), budget $
 sed 's/^/  kit: /' "$KIT_DIR/MANIFEST" 2>/dev/null
 
 # 1. The Vulkan recipe, then what is here.
-# shellcheck source=checks.sh
+# shellcheck source-path=SCRIPTDIR source=checks.sh
 source "$KIT_DIR/checks.sh"
 echo "== Vulkan (Debian's loader and glvnd unpacked where missing, NVIDIA's ICD)"
 kit_vulkan_setup

@@ -218,7 +218,8 @@ expect "python: absent" 1 "$status" "$out" "MISSING +python3: not found"
 EXTRA_ENV=()
 
 # --- run.sh when our binary cannot run: exit 2, the reason said, the summary still printed
-out=$(PATH="$T/bin:$PATH" KIT_BIN="$T/kit/nothing" KIT_GPU_TESTS="$T/kit/nothing" \
+out=$(env -u VK_DRIVER_FILES -u VK_ICD_FILENAMES PATH="$T/bin:$PATH" KIT_BIN="$T/kit/nothing" \
+    KIT_GPU_TESTS="$T/kit/nothing" \
     KIT_PYTHON=/nonexistent/python3 KIT_ICD_DIRS="$T/none" KIT_DRIVER_LIB_DIRS="$T/none" \
     KIT_IS_ROOT=0 KIT_DEB_DIR="$T/none" KIT_NVIDIA_DIR="$T/none" \
     bash "$HERE/run.sh" --out "$T/run" --budget 60 2>&1)
@@ -257,7 +258,8 @@ exit 101
 FAKETESTS
 chmod +x "$T/fakebin" "$FAKE/gpu-tests"
 gzip -c "$T/fakebin" >"$FAKE/wgpu-unsupervised.gz"
-out=$(cd "$T" && env PATH="$T/bin:$PATH" KIT_PYTHON=/nonexistent/python3 KIT_IS_ROOT=0 \
+out=$(cd "$T" && env -u VK_DRIVER_FILES -u VK_ICD_FILENAMES PATH="$T/bin:$PATH" \
+    KIT_PYTHON=/nonexistent/python3 KIT_IS_ROOT=0 \
     KIT_DEB_DIR="$T/none" KIT_NVIDIA_DIR="$T/none" KIT_ICD_DIRS="$T/none" \
     KIT_DRIVER_LIB_DIRS="$T/none" OUT="$T/out" bash "$FAKE/device.sh" 120 --kit "$FAKE" 2>&1)
 status=$?
@@ -327,7 +329,8 @@ if ((E2E)); then
         commit=$(sed -n 's/^commit=//p' "$ROOT/.kit/MANIFEST")
         bad=$(grep -vc "^{\"commit\":\"$commit\"," "${keep:-/nonexistent}" 2>&1)
         expect "e2e: every record of the kept results carries the kit's commit" 0 "$bad" \
-            "$(head -c 600 "${keep:-/nonexistent}" 2>&1)" '"kind":"tests"' '"busy":'
+            "$(cat "${keep:-/nonexistent}" 2>&1)" '"kind":"tests","suite":"gpu","status":"ok"' \
+            '"kind":"fit","kernel":"kmeans".*"busy":'
     fi
 fi
 
