@@ -24,8 +24,8 @@
 //! is done), so neither submission nor readback is counted; else by the wall clock around a
 //! submit-and-wait of each dispatch ([`Ceilings::timing`] says which). A warm-up dispatch
 //! comes first (pipeline creation, first touch of the buffers) and is not counted; the figure
-//! is the **fastest of several dispatches** ([`Plan::repetitions`]), the rate the card
-//! sustains when nothing else disturbs it.
+//! is the **fastest of several dispatches** (10 on a GPU, 3 on a CPU adapter), the rate the
+//! card sustains when nothing else disturbs it.
 //!
 //! On a CPU adapter (lavapipe, `DeviceType::Cpu`) the same probes run at sizes some hundred
 //! times smaller, so that tests and CI stay fast. Every size stays within the device's

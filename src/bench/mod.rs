@@ -27,7 +27,8 @@
 //! (`kmeans-plusplus`, `kmeans-parallel`, which report the potential Σ min‖x − c‖² of their
 //! seeds) count the distances they must take: greedy k-means++ 2·n·d per row and candidate
 //! over K·(3 + ⌊ln K⌋) passes, k-means‖ 2·n·d per row against its ≈ 1 + 10·K candidates. The
-//! efficiency is the roofline's bound time over the measured time (see [`Work::roofline`]).
+//! efficiency is the roofline's bound time over the measured time (see
+//! [`Work::roofline`](crate::gpu::profile::Work::roofline)).
 
 use std::time::Instant;
 
