@@ -1,21 +1,34 @@
+# shellcheck shell=bash
 # Checks of the GPU run kit, sourced by run.sh and selftest.sh (bash).
 #
-# Each check prints one line per finding ("ok", "MISSING", "note") and returns non-zero when
-# what it checks is missing. They may export LD_LIBRARY_PATH, VK_DRIVER_FILES and
-# VK_ICD_FILENAMES so that the binary finds what the kit found. Overrides (for selftest.sh,
-# or to point the kit somewhere else):
-#   KIT_SYSTEM_LOADER      path of the system's libvulkan.so.1, or "none" (default: ldconfig -p)
-#   KIT_LOADER_DIR         folder with the kit's copy of the loader (default: $KIT_DIR/vulkan)
+# kit_vulkan_setup does what found the GPU of a bare NVIDIA machine (an H200, 2026-11-28):
+# Debian's Vulkan loader and glvnd libraries unpacked into / with dpkg -x and ldconfig, the
+# driver's folders on LD_LIBRARY_PATH and its ICD named by VK_DRIVER_FILES. The checks after
+# it print one line per finding ("ok", "MISSING", "note") and return non-zero when what they
+# check is missing; they may export LD_LIBRARY_PATH, VK_DRIVER_FILES and VK_ICD_FILENAMES so
+# that the binary finds what the kit found. Overrides (for selftest.sh, or to point the kit
+# somewhere else):
+#   KIT_DEB_DIR            the .deb files of the recipe (default: $KIT_DIR/debs)
+#   KIT_UNPACK_ROOT        where root unpacks them (default: /)
+#   KIT_IS_ROOT            1 or 0 (default: from id -u)
+#   KIT_NVIDIA_DIR         the driver's folder (default: /usr/local/nvidia)
 #   KIT_ICD_DIRS           folders searched for ICD JSON files (colon-separated)
 #   KIT_STANDARD_ICD_DIRS  the folders the loader searches by itself (colon-separated)
 #   KIT_DRIVER_LIB_DIRS    folders searched for a driver library named without a path
-#   KIT_WORK               where a generated ICD JSON is written (default: a temporary folder)
+#   KIT_WORK               where a generated ICD JSON or a non-root unpack goes (default: a
+#                          temporary folder)
 
 KIT_DIR=${KIT_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)}
-KIT_LOADER_DIR=${KIT_LOADER_DIR:-$KIT_DIR/vulkan}
+KIT_DEB_DIR=${KIT_DEB_DIR:-$KIT_DIR/debs}
+KIT_UNPACK_ROOT=${KIT_UNPACK_ROOT:-/}
+KIT_NVIDIA_DIR=${KIT_NVIDIA_DIR:-/usr/local/nvidia}
 KIT_STANDARD_ICD_DIRS=${KIT_STANDARD_ICD_DIRS:-/etc/vulkan/icd.d:/usr/local/etc/vulkan/icd.d:/usr/share/vulkan/icd.d:/usr/local/share/vulkan/icd.d}
-KIT_ICD_DIRS=${KIT_ICD_DIRS:-$KIT_STANDARD_ICD_DIRS:/usr/local/nvidia/share/vulkan/icd.d:/usr/local/nvidia/etc/vulkan/icd.d:/usr/local/nvidia/icd.d:/etc/nvidia/vulkan/icd.d}
-KIT_DRIVER_LIB_DIRS=${KIT_DRIVER_LIB_DIRS:-/usr/local/nvidia/lib64:/usr/local/nvidia/lib:/usr/lib/x86_64-linux-gnu:/usr/lib64:/usr/lib:/lib/x86_64-linux-gnu}
+KIT_ICD_DIRS=${KIT_ICD_DIRS:-$KIT_STANDARD_ICD_DIRS:$KIT_NVIDIA_DIR/share/vulkan/icd.d:$KIT_NVIDIA_DIR/etc/vulkan/icd.d:$KIT_NVIDIA_DIR/icd.d:/etc/nvidia/vulkan/icd.d}
+KIT_DRIVER_LIB_DIRS=${KIT_DRIVER_LIB_DIRS:-$KIT_NVIDIA_DIR/lib64:$KIT_NVIDIA_DIR/lib:/usr/lib/x86_64-linux-gnu:/usr/lib64:/usr/lib:/lib/x86_64-linux-gnu}
+
+# The recipe's Debian packages (pack.sh fetches them) and the library each provides.
+KIT_GL_PACKAGES=(libvulkan1:libvulkan.so.1 libegl1:libEGL.so.1 libglvnd0:libGLdispatch.so.0
+    libopengl0:libOpenGL.so.0 libgl1:libGL.so.1 libglx0:libGLX.so.0 libgles2:libGLESv2.so.2)
 
 kit_ok() { echo "  ok       $*"; }
 kit_missing() { echo "  MISSING  $*"; }
@@ -85,23 +98,95 @@ check_binary() {
     kit_ok "our binary: $bin${have:+ (glibc $have${need:+, needs $need})}"
 }
 
-# libvulkan.so.1: on LD_LIBRARY_PATH or in the ldconfig cache, else the kit's copy.
+# Whether the dynamic linker finds library $1 (a bare name) by itself: in a folder of
+# LD_LIBRARY_PATH or in the ldconfig cache.
+kit_linker_has() {
+    local dir IFS=:
+    for dir in ${LD_LIBRARY_PATH:-}; do
+        [[ -n $dir && -e $dir/$1 ]] && return 0
+    done
+    unset IFS
+    ldconfig -p 2>/dev/null | awk -v n="$1" '$1 == n {found = 1} END {exit !found}'
+}
+
+# Unpacks the .deb $1 into folder $2: dpkg -x, or ar and tar where dpkg is absent.
+kit_unpack_deb() {
+    if command -v dpkg >/dev/null 2>&1; then
+        dpkg -x "$1" "$2"
+        return
+    fi
+    local member
+    member=$(ar t "$1" 2>/dev/null | grep '^data\.tar') || return 1
+    mkdir -p "$2" && ar p "$1" "$member" | tar -x -a -f - -C "$2" 2>/dev/null ||
+        ar p "$1" "$member" | tar -x -J -C "$2" 2>/dev/null ||
+        ar p "$1" "$member" | tar -x -z -C "$2"
+}
+
+# Prepends the folders of $1 (colon-separated) that exist to LD_LIBRARY_PATH.
+kit_add_existing_lib_dirs() {
+    local dir IFS=:
+    for dir in $1; do
+        [[ -d $dir ]] && kit_add_lib_dir "$dir"
+    done
+}
+
+# The recipe that found the GPU of a bare NVIDIA machine. For each of the recipe's libraries
+# this machine lacks, its package is unpacked: as root with dpkg -x into / (then ldconfig),
+# which is what worked; otherwise into $KIT_WORK/vulkan-root, used through LD_LIBRARY_PATH
+# (which did NOT find the H200's GPU: say so). Then the NVIDIA driver's library folders go on
+# LD_LIBRARY_PATH and its ICD into VK_DRIVER_FILES and VK_ICD_FILENAMES, where they exist.
+kit_vulkan_setup() {
+    local entry pkg lib missing=() debs=() deb root=$KIT_UNPACK_ROOT
+    local is_root=${KIT_IS_ROOT:-$([[ $(id -u) == 0 ]] && echo 1 || echo 0)}
+    for entry in "${KIT_GL_PACKAGES[@]}"; do
+        pkg=${entry%%:*} lib=${entry#*:}
+        kit_linker_has "$lib" && continue
+        missing+=("$lib")
+        for deb in "$KIT_DEB_DIR/${pkg}"_*.deb; do
+            [[ -e $deb ]] && debs+=("$deb") && break
+        done
+    done
+    if [[ ${#missing[@]} -eq 0 ]]; then
+        kit_ok "Vulkan loader and GL dispatch libraries: all on this machine"
+    elif [[ ${#debs[@]} -eq 0 ]]; then
+        kit_missing "this machine lacks ${missing[*]} and the kit has no packages for them in $KIT_DEB_DIR (pack.sh fetches them)"
+    else
+        if [[ $is_root != 1 ]]; then
+            root=${KIT_WORK:-$(mktemp -d)}/vulkan-root
+            kit_note "not root: the packages go into $root, used through LD_LIBRARY_PATH (on the H200 only their install into / as root found the GPU)"
+        fi
+        mkdir -p "$root"
+        for deb in "${debs[@]}"; do
+            if ! kit_unpack_deb "$deb" "$root"; then
+                kit_missing "could not unpack $deb into $root"
+            fi
+        done
+        if [[ $root == / ]]; then
+            ldconfig 2>/dev/null || kit_note "ldconfig failed"
+        else
+            kit_add_existing_lib_dirs "$root/usr/lib/x86_64-linux-gnu:$root/lib/x86_64-linux-gnu"
+        fi
+        kit_ok "unpacked $(basename -a "${debs[@]}" | sed 's/_.*//' | tr '\n' ' ')into $root for ${missing[*]}"
+    fi
+    kit_add_existing_lib_dirs "$KIT_NVIDIA_DIR/lib:$KIT_NVIDIA_DIR/lib64"
+    local icd=$KIT_NVIDIA_DIR/share/vulkan/icd.d/nvidia_icd.json
+    if [[ -z ${VK_DRIVER_FILES:-${VK_ICD_FILENAMES:-}} && -e $icd ]]; then
+        kit_use_icd "$icd"
+    fi
+    local egl=$KIT_NVIDIA_DIR/share/glvnd/egl_vendor.d/10_nvidia.json
+    if [[ -z ${__EGL_VENDOR_LIBRARY_FILENAMES:-} && -e $egl ]]; then
+        export __EGL_VENDOR_LIBRARY_FILENAMES=$egl
+    fi
+    return 0
+}
+
+# libvulkan.so.1, where the dynamic linker finds it (after kit_vulkan_setup).
 check_loader() {
-    local sys=${KIT_SYSTEM_LOADER:-}
-    if [[ -z $sys ]]; then
-        sys=$(kit_resolve_lib libvulkan.so.1)
-        case $sys in "$KIT_LOADER_DIR"/*) sys= ;; esac
-    fi
-    if [[ -n $sys && $sys != none ]]; then
-        kit_ok "Vulkan loader: $sys (this machine's)"
+    if kit_linker_has libvulkan.so.1; then
+        kit_ok "Vulkan loader: libvulkan.so.1 ($(kit_resolve_lib libvulkan.so.1))"
         return 0
     fi
-    if [[ -e $KIT_LOADER_DIR/libvulkan.so.1 ]]; then
-        kit_add_lib_dir "$KIT_LOADER_DIR"
-        kit_ok "Vulkan loader: $KIT_LOADER_DIR/libvulkan.so.1 (the kit's copy, through LD_LIBRARY_PATH)"
-        return 0
-    fi
-    kit_missing "Vulkan loader: no libvulkan.so.1 on this machine (ldconfig -p, LD_LIBRARY_PATH) nor in $KIT_LOADER_DIR; install libvulkan1 or re-pack the kit (pack.sh copies one)"
+    kit_missing "Vulkan loader: no libvulkan.so.1 (ldconfig -p, LD_LIBRARY_PATH); install libvulkan1, run the kit as root, or re-pack it (pack.sh fetches the package)"
     return 1
 }
 
@@ -122,13 +207,14 @@ kit_in_standard_dir() {
 kit_write_icd() {
     local work=${KIT_WORK:-$(mktemp -d)}
     mkdir -p "$work"
-    local file=$work/kit_nvidia_icd_$(basename "$1" | cut -d. -f1).json
+    local file
+    file=$work/kit_nvidia_icd_$(basename "$1" | cut -d. -f1).json
     printf '{\n  "file_format_version": "1.0.0",\n  "ICD": {"library_path": "%s", "api_version": "1.3.0"}\n}\n' "$1" >"$file"
     echo "$file"
 }
 
-# Checks that an ICD's driver library loads (present, dependencies found; the kit's extra
-# libraries are added when they supply a missing one). Returns non-zero if it cannot.
+# Checks that an ICD's driver library loads (present, dependencies found). Returns non-zero
+# if it cannot.
 kit_check_driver_library() {
     local json=$1 lib path missing
     lib=$(kit_icd_library "$json")
@@ -144,11 +230,6 @@ kit_check_driver_library() {
     [[ $lib != */* && -z $(ldconfig -p 2>/dev/null | awk -v n="$lib" '$1 == n') ]] &&
         kit_add_lib_dir "$(dirname "$path")"
     missing=$(kit_missing_deps "$path" | tr '\n' ' ')
-    if [[ -n $missing && -d $KIT_LOADER_DIR/extra ]]; then
-        kit_add_lib_dir "$KIT_LOADER_DIR/extra"
-        kit_note "driver library $path lacked: $missing; using the kit's copies in $KIT_LOADER_DIR/extra"
-        missing=$(kit_missing_deps "$path" | tr '\n' ' ')
-    fi
     if [[ -n $missing ]]; then
         kit_missing "driver library $path cannot load, it needs: $missing"
         return 1
@@ -261,7 +342,9 @@ check_gpu() {
     fi
 }
 
-# python3 and the peers' packages. Sets KIT_HAVE_NUMPY, KIT_HAVE_SKLEARN, KIT_HAVE_TORCH_CUDA.
+# python3 and the peers' packages. Sets KIT_HAVE_NUMPY, KIT_HAVE_SKLEARN, KIT_HAVE_TORCH_CUDA
+# (read by run.sh).
+# shellcheck disable=SC2034
 check_python() {
     KIT_HAVE_NUMPY=0 KIT_HAVE_SKLEARN=0 KIT_HAVE_TORCH_CUDA=0
     local py=${KIT_PYTHON:-python3} v

@@ -1,15 +1,19 @@
 #!/usr/bin/env bash
-# Builds the GPU run kit on a machine with Rust and network (x86-64 Linux):
+# Builds the GPU run kit on a machine with Rust and network (x86-64 Linux, Debian's apt):
 #
-#   benches/gpu_kit/pack.sh [DEST] [--fmnist DIR] [--binary PATH] [--no-loader]
+#   benches/gpu_kit/pack.sh [DEST] [--fmnist DIR] [--binary PATH] [--tests PATH]
+#                           [--no-tests] [--no-debs]
 #
-# DEST (default .kit/ at the repository root, git-ignored) receives: the release binary
-# wgpu-unsupervised, run.sh, checks.sh, summarize.py, README.md, peers/ (peers.py and its
-# modules), vulkan/ (Debian's libvulkan.so.1 for amd64, and in vulkan/extra/ the X11 and
-# glvnd libraries NVIDIA's libGLX_nvidia.so.0 needs on a headless machine), fmnist/ with
-# --fmnist, and MANIFEST (commit, date, the glibc the binary needs). Copy DEST to the target
-# and run ./run.sh there. --binary uses an existing binary instead of building one;
-# --no-loader skips the Debian downloads.
+# DEST (default .kit/ at the repository root, git-ignored) receives: the release CLI
+# (wgpu-unsupervised.gz) and the GPU test suite (gpu-tests.gz: `cargo test --release
+# --all-features --test gpu`, stripped), both gzipped to save carried space; testdata/ (the
+# suite's tests/data) and manifest-dir (the CARGO_MANIFEST_DIR the suite was built with,
+# where it looks for tests/data); run.sh, device.sh, checks.sh, summarize.py, README.md;
+# peers/ (peers.py and its modules); debs/ (Debian's libvulkan1 libegl1 libglvnd0 libopengl0
+# libgl1 libglx0 libgles2 for amd64, the recipe that found an H200's Vulkan driver); fmnist/
+# with --fmnist (the four idx files); MANIFEST (commit, date, the glibc the binaries need).
+# --binary and --tests copy existing binaries instead of building; --no-tests leaves the
+# suite out; --no-debs skips the downloads.
 set -euo pipefail
 
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -17,55 +21,72 @@ REPO=$(cd "$HERE/../.." && pwd)
 DEST=$REPO/.kit
 FMNIST=
 BINARY=
-LOADER=1
+TESTS=
+WITH_TESTS=1
+DEBS=1
 while [[ $# -gt 0 ]]; do
     case $1 in
         --fmnist) FMNIST=$2; shift 2 ;;
         --binary) BINARY=$2; shift 2 ;;
-        --no-loader) LOADER=0; shift ;;
-        -h | --help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        --tests) TESTS=$2; shift 2 ;;
+        --no-tests) WITH_TESTS=0; shift ;;
+        --no-debs) DEBS=0; shift ;;
+        -h | --help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         -*) echo "pack.sh: unknown option $1" >&2; exit 64 ;;
         *) DEST=$1; shift ;;
     esac
 done
+TARGET=${CARGO_TARGET_DIR:-$REPO/target}
 
 if [[ -z $BINARY ]]; then
     echo "pack: cargo build --release --features cli --bin wgpu-unsupervised"
     (cd "$REPO" && cargo build --release --features cli --bin wgpu-unsupervised)
-    BINARY=${CARGO_TARGET_DIR:-$REPO/target}/release/wgpu-unsupervised
+    BINARY=$TARGET/release/wgpu-unsupervised
 fi
 [[ -x $BINARY ]] || { echo "pack: no binary at $BINARY" >&2; exit 1; }
 
-mkdir -p "$DEST/peers"
-DEST=$(cd "$DEST" && pwd)
-cp "$BINARY" "$DEST/wgpu-unsupervised"
-cp "$HERE/run.sh" "$HERE/checks.sh" "$HERE/summarize.py" "$HERE/README.md" "$DEST/"
-cp "$REPO"/benches/peers/*.py "$REPO/benches/peers/requirements.txt" "$DEST/peers/"
-chmod +x "$DEST/run.sh" "$DEST/wgpu-unsupervised" "$DEST/summarize.py" "$DEST/peers/peers.py"
+if [[ $WITH_TESTS == 1 && -z $TESTS ]]; then
+    echo "pack: cargo test --release --all-features --test gpu --no-run (no debug info)"
+    # The test executable's path, from cargo's own report of what it built (the CLI it
+    # also builds has an executable too: keep the artifact of the test target `gpu`).
+    TESTS=$(cd "$REPO" && CARGO_PROFILE_RELEASE_DEBUG=0 cargo test --release --all-features \
+        --test gpu --no-run --message-format=json |
+        grep '"kind":\["test"\],"crate_types":\["bin"\],"name":"gpu"' |
+        sed -n 's/.*"executable":"\([^"]*\)".*/\1/p' | tail -1)
+    [[ -n $TESTS ]] || { echo "pack: cargo built no GPU test executable" >&2; exit 1; }
+fi
 
-if [[ $LOADER == 1 ]]; then
-    # Debian's packages for amd64 whatever this machine's architecture; unpacked, not installed.
+mkdir -p "$DEST"
+DEST=$(cd "$DEST" && pwd)
+rm -rf "$DEST/peers" "$DEST/debs" "$DEST/fmnist" "$DEST/testdata" "$DEST/vulkan"
+rm -f "$DEST"/wgpu-unsupervised* "$DEST"/gpu-tests* "$DEST/manifest-dir"
+mkdir -p "$DEST/peers"
+gzip -9 -c "$BINARY" >"$DEST/wgpu-unsupervised.gz"
+if [[ $WITH_TESTS == 1 ]]; then
+    tmp=$(mktemp)
+    cp "$TESTS" "$tmp"
+    strip "$tmp" 2>/dev/null || echo "pack: strip failed; the test suite goes unstripped"
+    gzip -9 -c "$tmp" >"$DEST/gpu-tests.gz"
+    rm -f "$tmp"
+    cp -r "$REPO/tests/data" "$DEST/testdata"
+    # The suite reads tests/data under the CARGO_MANIFEST_DIR it was compiled in.
+    echo "$REPO" >"$DEST/manifest-dir"
+fi
+cp "$HERE/run.sh" "$HERE/device.sh" "$HERE/checks.sh" "$HERE/summarize.py" "$HERE/README.md" \
+    "$DEST/"
+cp "$REPO"/benches/peers/*.py "$REPO/benches/peers/requirements.txt" "$DEST/peers/"
+chmod +x "$DEST/run.sh" "$DEST/device.sh" "$DEST/summarize.py" "$DEST/peers/peers.py"
+
+if [[ $DEBS == 1 ]]; then
+    # Debian's packages for amd64 whatever this machine's architecture; unpacked on the
+    # target, not installed (see checks.sh, kit_vulkan_setup).
     tmp=$(mktemp -d)
     o=(-oAPT::Architecture=amd64 -oAPT::Architectures=amd64 -oDir::State::Lists="$tmp/lists"
         -oAPT::Sandbox::User=root)
-    mkdir -p "$tmp/lists/partial" "$tmp/debs" "$tmp/root"
-    chmod 755 "$tmp" "$tmp/debs" # apt downloads as _apt where it can
+    mkdir -p "$tmp/lists/partial" "$DEST/debs"
     apt-get "${o[@]}" update -qq
-    (cd "$tmp/debs" && apt-get "${o[@]}" download libvulkan1 libx11-6 libxext6 libxcb1 \
-        libxau6 libxdmcp6 libbsd0 libmd0 libglvnd0)
-    for deb in "$tmp"/debs/*.deb; do dpkg -x "$deb" "$tmp/root"; done
-    rm -rf "$DEST/vulkan"
-    mkdir -p "$DEST/vulkan/extra"
-    libdir=$tmp/root/usr/lib/x86_64-linux-gnu
-    cp -a "$libdir"/libvulkan.so.1* "$DEST/vulkan/"
-    for lib in libX11.so.6 libXext.so.6 libxcb.so.1 libXau.so.6 libXdmcp.so.6 libGLdispatch.so.0; do
-        cp -a "$libdir/$lib"* "$DEST/vulkan/extra/"
-    done
-    # libbsd and libmd live in /lib on some releases, /usr/lib on others.
-    for lib in libbsd.so.0 libmd.so.0; do
-        cp -a "$tmp"/root/{usr/,}lib/x86_64-linux-gnu/"$lib"* "$DEST/vulkan/extra/" 2>/dev/null || true
-    done
-    ls "$tmp/debs" >"$DEST/vulkan/PACKAGES"
+    (cd "$DEST/debs" && apt-get "${o[@]}" download libvulkan1 libegl1 libglvnd0 libopengl0 \
+        libgl1 libglx0 libgles2)
     rm -rf "$tmp"
 fi
 
@@ -74,17 +95,28 @@ if [[ -n $FMNIST ]]; then
     cp "$FMNIST"/train-images-idx3-ubyte* "$FMNIST"/t10k-images-idx3-ubyte* "$DEST/fmnist/"
 fi
 
-glibc=$(objdump -T "$DEST/wgpu-unsupervised" 2>/dev/null | grep -o 'GLIBC_[0-9.]*' |
+glibc=$(objdump -T "$BINARY" ${TESTS:+"$TESTS"} 2>/dev/null | grep -o 'GLIBC_[0-9.]*' |
     sed 's/GLIBC_//' | sort -uV | tail -1 || true)
 {
-    echo "commit=$(git -C "$REPO" rev-parse --short HEAD 2>/dev/null || echo unknown)$(
+    echo "commit=$(git -C "$REPO" rev-parse HEAD 2>/dev/null || echo unknown)$(
         git -C "$REPO" diff --quiet HEAD 2>/dev/null || echo "+uncommitted")"
     echo "packed=$(date -u +%FT%TZ) on $(uname -m)"
     echo "glibc_required=${glibc:-unknown}"
-    [[ -e $DEST/vulkan/PACKAGES ]] && echo "vulkan=$(tr '\n' ' ' <"$DEST/vulkan/PACKAGES")"
+    [[ -d $DEST/debs ]] && echo "debs=$(cd "$DEST/debs" && printf '%s ' *.deb)"
     [[ -d $DEST/fmnist ]] && echo "fmnist=yes"
+    [[ -e $DEST/gpu-tests.gz ]] && echo "gpu_tests=yes"
 } >"$DEST/MANIFEST"
 
 echo "pack: kit in $DEST ($(du -sh "$DEST" | cut -f1)):"
 sed 's/^/  /' "$DEST/MANIFEST"
-echo "pack: copy it to the target (e.g. tar czf kit.tgz -C $(dirname "$DEST") $(basename "$DEST")) and run ./run.sh there"
+if [[ $DEST == "$REPO/.kit" ]]; then
+    # What the device tool carries: the working tree (tracked and untracked, not ignored)
+    # plus .kit. It must stay within 64 MiB.
+    tree=$(cd "$REPO" && git ls-files -co --exclude-standard -z | du -cb --files0-from=- |
+        tail -1 | cut -f1)
+    kit=$(du -sb "$DEST" | cut -f1)
+    echo "pack: carried with the working tree: $(((tree + kit) >> 20)) MiB of 64" \
+        "(tree $((tree >> 20)) MiB, .kit $((kit >> 20)) MiB)"
+    ((tree + kit < 64 << 20)) || echo "pack: WARNING: over 64 MiB; the device tool will refuse it" >&2
+fi
+echo "pack: on the device, from the repository's root, carrying .kit: bash benches/gpu_kit/device.sh 540"

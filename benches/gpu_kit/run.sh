@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
-# The GPU run kit: checks, ceilings, our kernel and fit benches, the torch and scikit-learn
-# peers on the same data, a summary. Run from the kit folder that pack.sh made:
+# The GPU run kit: the Vulkan recipe and checks, the GPU test suite, ceilings, our kernel and
+# fit benches, the torch and scikit-learn peers on the same data, a summary. Run from the kit
+# folder that pack.sh made (device.sh runs it on a lent machine):
 #
 #   ./run.sh [--out DIR] [--quick] [--budget SECONDS] [--threads N] [--fmnist DIR]
+#            [--no-tests] [--tests-filter TEXT] [--results-dir DIR]
 #
-# Writes DIR/results.jsonl (every measurement, one JSON object per line) and DIR/log.txt.
-# Every step runs under `timeout` so that the whole kit ends within --budget (default 540 s).
-# Exit status: 0, or 2 when our binary could not run at all.
+# Writes DIR/results.jsonl (every measurement, one JSON object per line, each with the
+# commit the kit was built from), DIR/log.txt, DIR/gpu-tests.txt, and a copy of the results
+# as RESULTS_DIR/<date>-<adapter>.jsonl (default RESULTS_DIR: DIR), its path in
+# DIR/results-file.txt. Every step runs under `timeout` so that the whole kit ends within
+# --budget (default 540 s). Exit status: 0, or 2 when our binary could not run at all.
 set -u
 
 KIT_DIR=$(cd "$(dirname "$0")" && pwd)
@@ -16,10 +20,12 @@ BUDGET=540
 THREADS=$(nproc 2>/dev/null || echo 2)
 FMNIST=
 [[ -d $KIT_DIR/fmnist ]] && FMNIST=$KIT_DIR/fmnist
-BIN=${KIT_BIN:-$KIT_DIR/wgpu-unsupervised}
+TESTS=1
+TESTS_FILTER=
+RESULTS_DIR=
 PY=${KIT_PYTHON:-python3}
 
-usage() { sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; }
 while [[ $# -gt 0 ]]; do
     case $1 in
         --out) OUT=$2; shift 2 ;;
@@ -27,22 +33,44 @@ while [[ $# -gt 0 ]]; do
         --budget) BUDGET=$2; shift 2 ;;
         --threads) THREADS=$2; shift 2 ;;
         --fmnist) FMNIST=$2; shift 2 ;;
+        --no-tests) TESTS=0; shift ;;
+        --tests-filter) TESTS_FILTER=$2; shift 2 ;;
+        --results-dir) RESULTS_DIR=$2; shift 2 ;;
         -h | --help) usage; exit 0 ;;
         *) echo "run.sh: unknown argument $1" >&2; usage >&2; exit 64 ;;
     esac
 done
 
 START=$(date +%s)
-mkdir -p "$OUT/data"
+mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
+RESULTS_DIR=${RESULTS_DIR:-$OUT}
 LOG=$OUT/log.txt
 RESULTS=$OUT/results.jsonl
 : >"$RESULTS"
 exec > >(tee -a "$LOG") 2>&1
-export KIT_WORK=$OUT
+# Data (up to a GiB) and unpacked binaries live outside OUT, which goes back to the caller.
+SCRATCH=$(mktemp -d "${TMPDIR:-/tmp}/wgpu-kit.XXXXXX")
+trap 'rm -rf "$SCRATCH"' EXIT
+export KIT_WORK=$SCRATCH
+COMMIT=$(sed -n 's/^commit=//p' "$KIT_DIR/MANIFEST" 2>/dev/null)
+COMMIT=${COMMIT:-unknown}
+
+# The binaries travel gzipped (pack.sh); a plain one (an older kit, KIT_BIN) is used as is.
+unpacked() { # NAME: the runnable path of the kit's binary NAME
+    if [[ -e $KIT_DIR/$1.gz ]]; then
+        gzip -dc "$KIT_DIR/$1.gz" >"$SCRATCH/$1" && chmod +x "$SCRATCH/$1"
+        echo "$SCRATCH/$1"
+    else
+        echo "$KIT_DIR/$1"
+    fi
+}
+BIN=${KIT_BIN:-$(unpacked wgpu-unsupervised)}
+GPU_TESTS=${KIT_GPU_TESTS:-$(unpacked gpu-tests)}
 
 # The shapes. Full: the issue's (Fashion-MNIST k = 10 and 256, PCA-50, EM k = 10 on its
 # first 50 components; the big kernel shape). Quick: small ones, for a smoke run anywhere.
+# shellcheck disable=SC2054 # commas inside the elements are the shapes' own
 if [[ $QUICK == 1 ]]; then
     KM_K=(10 64) KM_IT=5 EM_IT=5 PCA_M=20 GMM_K=10 GMM_PCA=20 SYNTH=4000,32,8
     BIG=20000,64,64 BIG_IT=3 KERNEL_SHAPE=(--shape 10000,32,16) REPEATS=1 QUICK_FLAG=--quick
@@ -79,11 +107,23 @@ step() {
 ours() {
     local name=$1 cap=$2
     shift 2
-    step "$name" "$cap" "$BIN" bench --json "$@" >"$OUT/ours.tmp"
+    step "$name" "$cap" "$BIN" bench --json "$@" >"$SCRATCH/ours.tmp"
     local rc=$?
-    grep '^{' "$OUT/ours.tmp" >>"$RESULTS"
-    grep -v '^{' "$OUT/ours.tmp"
-    rm -f "$OUT/ours.tmp"
+    grep '^{' "$SCRATCH/ours.tmp" >>"$RESULTS"
+    grep -v '^{' "$SCRATCH/ours.tmp"
+    # Each fit's iterations and GPU-busy share, as they come.
+    awk 'function f(key) {
+             if (!match($0, "\"" key "\":[^,}]*")) return ""
+             v = substr($0, RSTART + length(key) + 3, RLENGTH - length(key) - 3)
+             gsub(/"/, "", v)
+             return v
+         }
+         /"kind":"fit"/ && /"busy":/ {
+             printf "  fit %s k=%s on %s: %s of %s iterations, %.4g s per iteration, GPU busy %.1f%% of %.4g s\n",
+                 f("kernel"), f("k"), f("data"), f("iterations"), f("iterations_requested"),
+                 f("seconds_per_iteration"), 100 * f("busy"), f("seconds")
+         }' "$SCRATCH/ours.tmp"
+    rm -f "$SCRATCH/ours.tmp"
     return $rc
 }
 
@@ -98,12 +138,32 @@ peers() {
         --max-seconds $((cap * 2 / 3)) "$@"
 }
 
+# The iterations our K-Means fits on data DATA did, as K:IT,... for peers.py: K-Means stops
+# when no label changes, so the peers are asked for the same count (the same work).
+ours_kmeans_iterations() {
+    "$PY" - "$RESULTS" "$1" <<'EOF' 2>/dev/null
+import json, sys
+pairs = {}
+for line in open(sys.argv[1]):
+    try:
+        r = json.loads(line)
+    except ValueError:
+        continue
+    if (r.get("impl") == "wgpu-unsupervised" and r.get("kind") == "fit"
+            and r.get("kernel") == "kmeans" and r.get("data") == sys.argv[2]):
+        pairs[r["k"]] = r["iterations"]
+print(",".join(f"{k}:{it}" for k, it in sorted(pairs.items())))
+EOF
+}
+
 echo "wgpu-unsupervised GPU run kit: $(date -u +%FT%TZ) on $(hostname), budget ${BUDGET}s, out $OUT"
 sed 's/^/  kit: /' "$KIT_DIR/MANIFEST" 2>/dev/null
 
-# 1. What is here.
-# shellcheck source=checks.sh
+# 1. The Vulkan recipe, then what is here.
+# shellcheck source-path=SCRIPTDIR source=checks.sh
 source "$KIT_DIR/checks.sh"
+echo "== Vulkan (Debian's loader and glvnd unpacked where missing, NVIDIA's ICD)"
+kit_vulkan_setup
 echo "== checks"
 OURS_OK=1
 check_binary "$BIN" || OURS_OK=0
@@ -118,11 +178,12 @@ fi
 echo "  env      LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-} VK_DRIVER_FILES=${VK_DRIVER_FILES:-}"
 
 # 2. The adapter and its ceilings.
-OURS_RAN=0
+OURS_RAN=0 ADAPTER=no-adapter
 if step "info" 60 "$BIN" info --json >"$OUT/info.json"; then
     OURS_RAN=1
     sed 's/^{/{"kind":"info","impl":"wgpu-unsupervised",/' "$OUT/info.json" >>"$RESULTS"
     cat "$OUT/info.json"
+    ADAPTER=$(sed -n 's/^{"name":"\([^"]*\)".*/\1/p' "$OUT/info.json")
     if ! grep -q '"backend":"Vulkan"' "$OUT/info.json"; then
         echo "  WARNING  our binary is not on Vulkan (the Vulkan ICD failed; see above): figures" \
             "are of that backend"
@@ -135,11 +196,47 @@ if step "info" 60 "$BIN" info --json >"$OUT/info.json"; then
         sed 's/^{/{"kind":"ceilings","impl":"wgpu-unsupervised",/' "$OUT/ceilings.json" >>"$RESULTS"
     cat "$OUT/ceilings.json"
 else
-    echo "== our binary could not open an adapter: see the lines above (loader, ICD, driver)"
+    echo "== our binary could not open an adapter: see the lines above (loader, ICD, driver);" \
+        "the Vulkan loader's own account is in $OUT/loader-debug.txt"
+    VK_LOADER_DEBUG=error,warn,info timeout 60 "$BIN" info --all >"$OUT/loader-debug.txt" 2>&1
 fi
 
-# 3. The data: one matrix for both sides (peers.py writes it; bench --input reads it).
-MAIN=$OUT/data/main.npy BLOBS=$OUT/data/blobs.npy HAVE_MAIN=0 HAVE_BLOBS=0
+# 3. The GPU test suite, before any bench: a wrong result makes every figure moot.
+if [[ $TESTS == 1 && $OURS_RAN == 1 ]]; then
+    if [[ -x $GPU_TESTS ]]; then
+        # It reads tests/data under the folder it was built in (manifest-dir).
+        MAN=$(cat "$KIT_DIR/manifest-dir" 2>/dev/null)
+        if [[ -n $MAN && ! -d $MAN/tests/data && -d $KIT_DIR/testdata ]]; then
+            if ! { mkdir -p "$MAN/tests" && cp -r "$KIT_DIR/testdata" "$MAN/tests/data"; }; then
+                kit_note "could not place tests/data under $MAN: the tests that read it fail"
+            fi
+        fi
+        T0=$(date +%s)
+        filter=()
+        [[ -n $TESTS_FILTER ]] && filter=("$TESTS_FILTER")
+        step "GPU test suite" $((BUDGET / 3 > 240 ? 240 : BUDGET / 3)) "$GPU_TESTS" \
+            --test-threads=4 "${filter[@]}" >"$OUT/gpu-tests.txt" 2>&1
+        rc=$?
+        summary=$(grep -E '^test result:' "$OUT/gpu-tests.txt" | tail -1)
+        count() { sed -n "s/.* \([0-9]*\) $1.*/\1/p" <<<"$summary"; }
+        failures=$(sed -n 's/^test \(.*\) \.\.\. FAILED$/\1/p' "$OUT/gpu-tests.txt" |
+            sed 's/.*/"&"/' | paste -sd, -)
+        status=ok
+        ((rc == 124 || rc == 137)) && status=timeout
+        ((rc != 0 && rc != 124 && rc != 137)) && status=failed
+        [[ -z $summary && $status == ok ]] && status=no-summary
+        printf '{"kind":"tests","suite":"gpu","status":"%s","passed":%s,"failed":%s,"ignored":%s,"seconds":%s,"filter":"%s","failures":[%s],"adapter":"%s"}\n' \
+            "$status" "$(count passed || true)" "$(count failed || true)" \
+            "$(count ignored || true)" $(($(date +%s) - T0)) "$TESTS_FILTER" "$failures" \
+            "$ADAPTER" | sed 's/:,/:null,/g' >>"$RESULTS"
+        echo "  GPU tests: $status; ${summary:-no summary line} (full output: $OUT/gpu-tests.txt)"
+    else
+        kit_note "no GPU test suite in the kit (pack.sh without --no-tests builds it)"
+    fi
+fi
+
+# 4. The data: one matrix for both sides (peers.py writes it; bench --input reads it).
+MAIN=$SCRATCH/main.npy BLOBS=$SCRATCH/blobs.npy HAVE_MAIN=0 HAVE_BLOBS=0
 if [[ ${KIT_HAVE_NUMPY:-0} == 1 ]]; then
     if [[ -n $FMNIST ]]; then
         MAIN_NAME=fashion-mnist
@@ -151,14 +248,15 @@ if [[ ${KIT_HAVE_NUMPY:-0} == 1 ]]; then
     step "data: $MAIN_NAME" 120 "$PY" "$KIT_DIR/peers/peers.py" "${SRC[@]}" $QUICK_FLAG \
         --gmm-pca "$GMM_PCA" --only gmm-diag --write-npy "$MAIN" --prepare && HAVE_MAIN=1
     [[ $QUICK == 1 && -n $FMNIST ]] && MAIN_NAME=$MAIN_NAME-first5000
-    GMM_DATA=$OUT/data/main.pca$GMM_PCA.npy
+    GMM_DATA=$SCRATCH/main.pca$GMM_PCA.npy
     [[ -e $GMM_DATA ]] || GMM_DATA=$MAIN
     step "data: blobs $BIG" 120 "$PY" "$KIT_DIR/peers/peers.py" --blobs "$BIG" \
         --only kmeans --write-npy "$BLOBS" --prepare && HAVE_BLOBS=1
 fi
 BIG_K=${BIG##*,}
 
-# 4. Ours: kernels, then fits on the same matrices as the peers.
+# 5. Ours: kernels, then fits on the same matrices as the peers, each profiled once more for
+# its GPU-busy share.
 if [[ $OURS_RAN == 1 ]]; then
     ours "ours: kernels at their default shapes" 120 --repeats "$REPEATS" "${KERNEL_SHAPE[@]}"
     ours "ours: assign, centroid-update at $BIG" 90 --kernel assign --kernel centroid-update \
@@ -166,37 +264,44 @@ if [[ $OURS_RAN == 1 ]]; then
     if [[ $HAVE_MAIN == 1 ]]; then
         ks=()
         for k in "${KM_K[@]}"; do ks+=(--k "$k"); done
-        ours "ours: kmeans on $MAIN_NAME" 120 --fit kmeans --input "$MAIN" "${ks[@]}" \
-            --iterations "$KM_IT"
-        ours "ours: pca on $MAIN_NAME" 60 --fit pca --input "$MAIN" --k "$PCA_M"
-        ours "ours: gmm on $(basename "$GMM_DATA")" 120 --fit gmm-diag --fit gmm-full \
-            --input "$GMM_DATA" --k "$GMM_K" --iterations "$EM_IT"
+        ours "ours: kmeans on $MAIN_NAME" 150 --fit kmeans --input "$MAIN" "${ks[@]}" \
+            --iterations "$KM_IT" --profile
+        ours "ours: pca on $MAIN_NAME" 60 --fit pca --input "$MAIN" --k "$PCA_M" --profile
+        ours "ours: gmm on $(basename "$GMM_DATA")" 150 --fit gmm-diag --fit gmm-full \
+            --input "$GMM_DATA" --k "$GMM_K" --iterations "$EM_IT" --profile
     else
-        ours "ours: fits on synthetic data" 120 --fit kmeans --fit pca --fit gmm-diag \
-            --fit gmm-full --shape "$SYNTH" --pca "$GMM_PCA"
+        ours "ours: fits on synthetic data" 150 --fit kmeans --fit pca --fit gmm-diag \
+            --fit gmm-full --shape "$SYNTH" --pca "$GMM_PCA" --profile
     fi
 fi
 
-# 5. The peers: torch on CUDA (and FAISS) first, then scikit-learn with every core.
+# 6. The peers: torch on CUDA (and FAISS) first, then scikit-learn with every core. K-Means
+# runs the iterations ours did.
 KM_KS=$(IFS=,; echo "${KM_K[*]}")
 if [[ $HAVE_MAIN == 1 ]]; then
     DEVICE=()
     [[ ${KIT_HAVE_TORCH_CUDA:-0} == 1 ]] && DEVICE=(--torch-device cuda)
+    # shellcheck disable=SC2054 # a list of peers for peers.py
     TORCH=(--impl torch,faiss --repeats "$REPEATS" --threads "$THREADS" "${DEVICE[@]}")
     MAIN_ARGS=(--input "$MAIN" --name "$MAIN_NAME" --gmm-input "$GMM_DATA" --k "$KM_KS"
         --iterations "$KM_IT" --em-iterations "$EM_IT" --pca-components "$PCA_M"
         --gmm-k "$GMM_K")
-    BLOB_ARGS=(--input "$BLOBS" --name "blobs-$BIG" --only kmeans --k "$BIG_K"
-        --iterations "$BIG_IT")
+    SAME=$(ours_kmeans_iterations main)
+    [[ -n $SAME ]] && MAIN_ARGS+=(--kmeans-iterations "$SAME") &&
+        echo "== K-Means iterations ours did on $MAIN_NAME (the peers do as many): $SAME"
     if [[ ${KIT_HAVE_SKLEARN:-0} == 1 ]]; then
         step "self-check of the torch loops against scikit-learn" 90 "$PY" \
             "$KIT_DIR/peers/peers.py" --self-check --threads "$THREADS" \
             "${DEVICE[@]}" | tee "$OUT/selfcheck.txt"
     fi
     peers "torch peer on $MAIN_NAME" 150 "${TORCH[@]}" "${MAIN_ARGS[@]}"
+    BLOB_ARGS=(--input "$BLOBS" --name "blobs-$BIG" --only kmeans --k "$BIG_K"
+        --iterations "$BIG_IT")
     if [[ $HAVE_BLOBS == 1 ]]; then
         [[ $OURS_RAN == 1 ]] && ours "ours: kmeans on blobs $BIG" 90 --fit kmeans \
-            --input "$BLOBS" --k "$BIG_K" --iterations "$BIG_IT"
+            --input "$BLOBS" --k "$BIG_K" --iterations "$BIG_IT" --profile
+        SAME=$(ours_kmeans_iterations blobs)
+        [[ -n $SAME ]] && BLOB_ARGS+=(--kmeans-iterations "$SAME")
         peers "torch peer on blobs $BIG" 90 "${TORCH[@]}" "${BLOB_ARGS[@]}"
     fi
     if [[ ${KIT_HAVE_SKLEARN:-0} == 1 ]]; then
@@ -209,7 +314,18 @@ else
     echo "== peers skipped: no data (python3 with numpy is needed for them)"
 fi
 
-# 6. The summary.
+# 7. Every record with the commit and the run's time; the copy to keep in the repository.
+RUN=$(date -u -d "@$START" +%FT%TZ 2>/dev/null || date -u +%FT%TZ)
+sed -i "s/^{/{\"commit\":\"$COMMIT\",\"run\":\"$RUN\",/" "$RESULTS"
+slug=$(tr '[:upper:]' '[:lower:]' <<<"$ADAPTER" | sed 's/[^a-z0-9]\{1,\}/-/g; s/^-//; s/-$//')
+name=$(date -u -d "@$START" +%F 2>/dev/null || date -u +%F)-${slug:-no-adapter}
+mkdir -p "$RESULTS_DIR"
+KEEP=$RESULTS_DIR/$name.jsonl n=2
+while [[ -e $KEEP ]]; do KEEP=$RESULTS_DIR/$name-$n.jsonl n=$((n + 1)); done
+cp "$RESULTS" "$KEEP"
+echo "$KEEP" >"$OUT/results-file.txt"
+
+# 8. The summary.
 echo "== summary ($(($(date +%s) - START))s into the kit)"
 if command -v "$PY" >/dev/null 2>&1; then
     "$PY" "$KIT_DIR/summarize.py" "$RESULTS"
@@ -219,7 +335,7 @@ fi
 [[ -s $OUT/selfcheck.txt ]] &&
     echo "peers' loops against scikit-learn: $(grep -h '^self-check:' "$OUT/selfcheck.txt" || echo 'no verdict (see the log)')"
 echo "results: $RESULTS ($(wc -l <"$RESULTS") lines); log: $LOG"
-rm -f "$OUT"/data/*.npy
+echo "to keep in the repository: $KEEP (commit $COMMIT)"
 if [[ $OURS_RAN == 0 ]]; then
     echo "our binary could not run at all (see the checks at the top of $LOG)"
     exit 2

@@ -3,13 +3,19 @@
 
     summarize.py results.jsonl [more.jsonl ...] [--markdown]
 
-One row per measurement: impl, device, kind, kernel, shape, iterations, seconds, GFLOP/s,
-GB/s, efficiency (roofline bound time / measured time) and bound, and for each peer row
-"ours/peer": our seconds over the peer's for the same kind, kernel, n, d and k (below 1:
-ours is faster). When the iteration counts differ (scikit-learn stops K-Means early once
-the labels no longer change) the ratio is per iteration and marked "*". Lines that are not
-measurements (info, ceilings, profile, other text) only feed the header. Standard library
-only.
+One row per measurement: impl, device, kind, kernel, shape, iterations (done, and /asked
+when fewer were done), seconds, seconds per iteration, GFLOP/s, GB/s, efficiency (roofline
+bound time / measured time), GPU-busy share (ours: the fit's kernels' GPU time over its
+wall time, from a profiled run; torch: CUDA-event time of the loop over the host-to-host
+time) and bound, and for each peer row "ours/peer": our time over the peer's for the same
+kind, kernel, n, d and k (below 1: ours is faster). Iterative fits (K-Means, EM) are
+compared **per iteration**: K-Means stops when no label changes, on our side and on
+scikit-learn's, so the counts can differ; the kit asks torch for the count ours did.
+
+The header gives our adapter and ceilings (and how they were timed), the peers' ceilings,
+the commit the kit was built from, and the GPU test suite's result. Lines that are not
+measurements (info, ceilings, tests, profile, other text) only feed the header. Standard
+library only.
 """
 
 import json
@@ -34,7 +40,7 @@ def read(paths):
                 if obj.get("kind") in ("kernel", "fit") and obj.get("seconds"):
                     obj.setdefault("impl", OURS)
                     rows.append(obj)
-                elif obj.get("kind") in ("info", "ceilings"):
+                elif obj.get("kind") in ("info", "ceilings", "tests"):
                     info.append(obj)
     return rows, info
 
@@ -44,18 +50,38 @@ def key(r):
     return (r["kind"], r["kernel"], str(detail or ""), r.get("n"), r.get("d"), r.get("k"))
 
 
+def per_iteration(r):
+    """Seconds per iteration done (the whole time for one-shot work)."""
+    if r["kernel"] in ITERATIVE and r.get("iterations"):
+        return r["seconds"] / r["iterations"]
+    return r["seconds"]
+
+
 def ratio(ours, peer):
-    """(ours seconds / peer seconds, per-iteration flag) or (None, False)."""
+    """Our time over the peer's, per iteration for iterative fits; None without ours."""
     if ours is None:
-        return None, False
-    io, ip = ours.get("iterations") or 0, peer.get("iterations") or 0
-    if peer["kernel"] in ITERATIVE and io and ip and io != ip:
-        return (ours["seconds"] / io) / (peer["seconds"] / ip), True
-    return ours["seconds"] / peer["seconds"], False
+        return None
+    return per_iteration(ours) / per_iteration(peer)
+
+
+def busy(r):
+    """The GPU-busy share: ours from its profiled run, torch from its CUDA-event time."""
+    if r.get("busy") is not None:
+        return r["busy"]
+    if r.get("seconds_device") and r.get("device") == "cuda":
+        return r["seconds_device"] / r["seconds"]
+    return None
 
 
 def fmt(v, spec):
     return "" if v is None else format(v, spec)
+
+
+def iterations(r):
+    done, asked = r.get("iterations"), r.get("iterations_requested")
+    if done is None:
+        return ""
+    return f"{done}/{asked}" if asked and asked != done else str(done)
 
 
 def table(rows):
@@ -63,27 +89,30 @@ def table(rows):
     for r in rows:
         if r["impl"] == OURS:
             k = key(r)
-            if k not in best_ours or r["seconds"] < best_ours[k]["seconds"]:
+            if k not in best_ours or per_iteration(r) < per_iteration(best_ours[k]):
                 best_ours[k] = r
     order = {"kernel": 0, "fit": 1}
     rows = sorted(rows, key=lambda r: (order.get(r["kind"], 2),) + key(r)[1:3]
                   + (r.get("n") or 0, r.get("d") or 0, r.get("k") or 0, r["impl"] != OURS,
                      r["impl"]))
-    header = ["impl", "device", "kind", "kernel", "n x d", "k", "it", "seconds", "GFLOP/s",
-              "GB/s", "eff.", "bound", "ours/peer"]
+    header = ["impl", "device", "kind", "kernel", "n x d", "k", "it", "seconds", "s/it",
+              "GFLOP/s", "GB/s", "eff.", "busy", "bound", "ours/peer"]
     out = []
     for r in rows:
-        rel, per_it = (None, False) if r["impl"] == OURS else ratio(best_ours.get(key(r)), r)
+        rel = None if r["impl"] == OURS else ratio(best_ours.get(key(r)), r)
         detail = str(r.get("detail") or "") if r["kind"] == "kernel" else ""
         if len(detail) > 32:
             detail = detail[:31] + "…"
         kernel = r["kernel"] + (f" ({detail})" if detail else "")
+        b = busy(r)
         out.append([
             r["impl"], str(r.get("device") or ""), r["kind"],
             kernel, f"{r.get('n')} x {r.get('d')}", str(r.get("k", "")),
-            str(r.get("iterations", "")), fmt(r["seconds"], ".4g"), fmt(r.get("gflops"), ".1f"),
-            fmt(r.get("gbps"), ".1f"), fmt(r.get("efficiency"), ".3f"), str(r.get("bound", "")),
-            (fmt(rel, ".3g") + ("*" if per_it else "")) if rel is not None else "",
+            iterations(r), fmt(r["seconds"], ".4g"),
+            fmt(per_iteration(r), ".4g") if r["kernel"] in ITERATIVE else "",
+            fmt(r.get("gflops"), ".1f"), fmt(r.get("gbps"), ".1f"),
+            fmt(r.get("efficiency"), ".3f"), "" if b is None else f"{100 * b:.0f}%",
+            str(r.get("bound", "")), fmt(rel, ".3g"),
         ])
     return header, out
 
@@ -99,18 +128,26 @@ def render(header, body, markdown):
     return "\n".join([line(header), line(["-" * w for w in widths])] + [line(r) for r in body])
 
 
-def main(argv):
-    markdown = "--markdown" in argv
-    paths = [a for a in argv if a != "--markdown"]
-    if not paths or any(a.startswith("-") for a in paths):
-        print(__doc__.strip(), file=sys.stderr)
-        return 64
-    rows, info = read(paths)
+def preamble(rows, info):
+    """The header lines: commit, tests, our adapter and ceilings, the peers' ceilings."""
+    lines = []
+    commits = sorted({r["commit"] for r in rows + info if r.get("commit")})
+    if commits:
+        lines.append("commit: " + ", ".join(commits))
     for i in info:
-        ceil = (f", ceilings {i['peak_gflops']:.1f} GFLOP/s, {i['peak_gbps']:.1f} GB/s"
-                if "peak_gflops" in i else "")
-        print(f"ours ({i['kind']}): {i.get('name', '?')} [{i.get('backend', '?')}, "
-              f"{i.get('device_type', '?')}]{ceil}")
+        if i["kind"] == "tests":
+            failures = i.get("failures") or []
+            lines.append(
+                f"GPU tests ({i.get('suite', 'gpu')}): {i.get('status', '?')}, "
+                f"{i.get('passed', '?')} passed, {i.get('failed', '?')} failed, "
+                f"{i.get('ignored', 0)} ignored in {fmt(i.get('seconds'), '.0f')} s"
+                + (f"; failed: {', '.join(failures)}" if failures else ""))
+        else:
+            ceil = (f", ceilings {i['peak_gflops']:.1f} GFLOP/s, {i['peak_gbps']:.1f} GB/s"
+                    f" ({i.get('ceilings_timing', 'timing not recorded')})"
+                    if "peak_gflops" in i else "")
+            lines.append(f"ours ({i['kind']}): {i.get('name', '?')} [{i.get('backend', '?')}, "
+                         f"{i.get('device_type', '?')}]{ceil}")
     peers = {}
     for r in rows:
         if r["impl"] != OURS:
@@ -120,16 +157,30 @@ def main(argv):
         gf = sorted(r.get("peak_gflops") or 0 for r in rs)
         gb = sorted(r.get("peak_gbps") or 0 for r in rs)
         span = lambda v: fmt(v[0], ".1f") + ("" if v[0] == v[-1] else "-" + fmt(v[-1], ".1f"))  # noqa: E731
-        print(f"{impl}: {adapter} ({device or '?'}{f', {threads} threads' if threads else ''}),"
-              f" ceilings {span(gf)} GFLOP/s, {span(gb)} GB/s")
+        lines.append(f"{impl}: {adapter} ({device or '?'}"
+                     f"{f', {threads} threads' if threads else ''}),"
+                     f" ceilings {span(gf)} GFLOP/s, {span(gb)} GB/s")
+    return lines
+
+
+def main(argv):
+    markdown = "--markdown" in argv
+    paths = [a for a in argv if a != "--markdown"]
+    if not paths or any(a.startswith("-") for a in paths):
+        print(__doc__.strip(), file=sys.stderr)
+        return 64
+    rows, info = read(paths)
+    for line in preamble(rows, info):
+        print(line)
     if not rows:
         print("no measurements in " + ", ".join(paths))
         return 1
     header, body = table(rows)
     print(render(header, body, markdown))
-    print("ours/peer: our seconds over the peer's at the same kernel and shape (< 1: ours "
-          "faster; * per iteration, the iteration counts differ). eff.: roofline bound time "
-          "over measured time, against the ceilings of the device it ran on.")
+    print("it: iterations done (/asked when fewer). ours/peer: our time over the peer's at "
+          "the same kernel and shape, per iteration for K-Means and EM (< 1: ours faster). "
+          "eff.: roofline bound time over measured time, against the ceilings of the device "
+          "it ran on. busy: GPU time over wall time of the fit.")
     return 0
 
 

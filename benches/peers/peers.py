@@ -365,8 +365,8 @@ class Faiss:
 # ---------------------------------------------------------------- driver
 
 
-def parse_list(text, kind=str):
-    return [kind(v) for v in text.split(",") if v.strip()]
+def parse_list(text, kind=str, sep=","):
+    return [kind(v) for v in text.split(sep) if v.strip()]
 
 
 def arguments(argv):
@@ -398,6 +398,10 @@ def arguments(argv):
     p.add_argument("--iterations", type=int,
                    help="iterations of every fit (default: 30 for K-Means, 20 for EM)")
     p.add_argument("--em-iterations", type=int, help="iterations of EM (default: --iterations)")
+    p.add_argument("--kmeans-iterations", metavar="K:IT,...",
+                   help="iterations of the K-Means fit with K clusters, per K (default: "
+                        "--iterations); the GPU kit passes the counts our fits did, so that "
+                        "both sides do the same work")
     p.add_argument("--repeats", type=int, default=1, help="timed runs per fit, best kept")
     p.add_argument("--threads", type=int, default=2, help="CPU threads of the CPU peers")
     p.add_argument("--torch-device", help="cuda or cpu (default: cuda when available)")
@@ -485,8 +489,10 @@ def plan(a, x):
     it_em = a.em_iterations or a.iterations or (5 if a.quick else 20)
     n, d = x.shape
     jobs = []
+    per_k = {k: it for k, it in (parse_list(pair, int, ":")
+                                 for pair in parse_list(a.kmeans_iterations or ""))}
     if "kmeans" in only:
-        jobs += [("kmeans", x, k, it_km, "") for k in ks if k <= n]
+        jobs += [("kmeans", x, k, per_k.get(k, it_km), "") for k in ks if k <= n]
     if "pca" in only:
         jobs.append(("pca", x, min(a.pca_components, d), 1, ""))
     gmm = [o for o in only if o.startswith("gmm")]

@@ -263,6 +263,12 @@ impl Gpu {
             .min(self.max_chunk_bytes.load(Ordering::Relaxed))
     }
 
+    /// The chunk size forced with [`Gpu::set_max_chunk_bytes`] (`u64::MAX` when none was),
+    /// which bounds single allocations beyond data chunks too (the ceiling probes').
+    pub(crate) fn forced_chunk_bytes(&self) -> u64 {
+        self.max_chunk_bytes.load(Ordering::Relaxed)
+    }
+
     /// The largest binding this crate makes, in bytes, from the device limits alone.
     pub(crate) fn binding_byte_limit(&self) -> u64 {
         // 2 GiB keeps every element index inside the shaders' u32 arithmetic with room for

@@ -441,16 +441,21 @@ pub struct Ceilings {
     pub peak_gflops: f64,
     /// Copy bandwidth in GB/s (10^9 bytes per second, bytes read plus bytes written).
     pub peak_gbps: f64,
-    /// Wall-clock seconds of the fastest FMA run.
+    /// Seconds of the fastest FMA dispatch (see `timing`).
     pub fma_seconds: f64,
-    /// Wall-clock seconds of the fastest copy run.
+    /// Seconds of the fastest copy dispatch (see `timing`).
     pub copy_seconds: f64,
-    /// FLOPs of one FMA run.
+    /// FLOPs of one FMA dispatch.
     pub flops: u64,
-    /// Bytes read and written by one copy run.
+    /// Bytes read and written by one copy dispatch (twice `buffer_bytes`).
     pub bytes: u64,
     /// Size of each of the two copy buffers, in bytes.
     pub buffer_bytes: u64,
+    /// Invocations of one FMA dispatch.
+    pub fma_invocations: u64,
+    /// How the dispatches were timed: `"timestamps"` (GPU timestamps around each dispatch)
+    /// or `"wall-clock"` (submit and wait per dispatch, where the device has no timestamps).
+    pub timing: String,
     /// Name of the adapter measured.
     pub adapter: String,
 }

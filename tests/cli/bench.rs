@@ -4,7 +4,7 @@ use serde_json::Value;
 
 use crate::common::{case, ok, usage, Case, Fixture};
 
-const KEYS: [&str; 20] = [
+const KEYS: [&str; 22] = [
     "impl",
     "kind",
     "kernel",
@@ -12,7 +12,9 @@ const KEYS: [&str; 20] = [
     "d",
     "k",
     "iterations",
+    "iterations_requested",
     "seconds",
+    "seconds_per_iteration",
     "flops",
     "bytes",
     "gflops",
@@ -112,8 +114,30 @@ fn bench_fit_on_an_input_with_its_profile_and_the_table() {
         (fits[0]["n"].as_u64(), fits[0]["d"].as_u64()),
         (Some(600), Some(6))
     );
-    assert_eq!(fits[0]["iterations"], 2);
-    assert_eq!(num(fits[0], "flops"), 2.0 * 2.0 * 600.0 * 6.0 * 3.0);
+    // The iterations done (K-Means stops when no label changes) and the cost of those.
+    assert_eq!(fits[0]["iterations_requested"], 2);
+    let done = num(fits[0], "iterations");
+    assert!((1.0..=2.0).contains(&done), "{}", fits[0]);
+    assert_eq!(num(fits[0], "flops"), done * 2.0 * 600.0 * 6.0 * 3.0);
+    assert_eq!(
+        num(fits[0], "seconds_per_iteration"),
+        num(fits[0], "seconds") / done
+    );
+    // EM with tolerance 0 does every iteration.
+    assert_eq!(fits[1]["iterations"], 2);
+    // The busy share: the profiled run's kernel time (its profile lines) over its wall time.
+    for fit in &fits {
+        let gpu = num(fit, "gpu_seconds");
+        let lines: f64 = rows
+            .iter()
+            .filter(|r| r["kind"] == "profile" && r["fit"] == fit["kernel"])
+            .map(|r| num(r, "seconds"))
+            .sum();
+        assert!((gpu - lines).abs() <= 1e-9 * gpu.max(1e-12), "{fit}");
+        let busy = num(fit, "busy");
+        assert!(busy > 0.0 && busy <= 1.0, "{fit}");
+        assert!(["timestamps", "wall-clock"].contains(&fit["busy_timing"].as_str().unwrap()));
+    }
     assert_eq!(fits[0]["data"], "x");
     // --pca projects the data of the mixtures only.
     assert_eq!(fits[1]["kernel"], "gmm-full");
@@ -138,6 +162,8 @@ fn bench_fit_on_an_input_with_its_profile_and_the_table() {
         "GFLOP/s",
         "covariance",
         "eff.",
+        "s/it",
+        "busy",
     ] {
         assert!(table.contains(word), "{word}: {table}");
     }

@@ -8,10 +8,13 @@
 //! at the shapes the targets name. `--pca M` projects the data on its first M
 //! principal components before the mixture benches (as the Fashion-MNIST figures do).
 //! `--json` prints one line per measurement with the keys `impl`, `kind`, `kernel`, `n`, `d`,
-//! `k`, `iterations`, `seconds`, `flops`, `bytes`, `gflops`, `gbps`, `peak_gflops`,
-//! `peak_gbps`, `efficiency`, `bound`, `adapter`, `timing`, `data`, `detail`; with
-//! `--profile`, each fit is followed by one line per kernel of its profile (`kind`
-//! `"profile"`, `fit`, `entry`, `calls`, `seconds`, `gflops`, `gbps`, `bound`, `efficiency`).
+//! `k`, `iterations` (done: a K-Means fit stops early when no label changes),
+//! `iterations_requested`, `seconds`, `seconds_per_iteration`, `flops`, `bytes`, `gflops`,
+//! `gbps`, `peak_gflops`, `peak_gbps`, `efficiency`, `bound`, `adapter`, `timing`, `data`,
+//! `detail`; with `--profile`, a fit also has `gpu_seconds`, `busy` (its kernels' GPU time
+//! over its wall time, in a second, profiled run) and `busy_timing`, and is followed by one
+//! line per kernel of its profile (`kind` `"profile"`, `fit`, `entry`, `calls`, `seconds`,
+//! `gflops`, `gbps`, `bound`, `efficiency`).
 
 use std::path::PathBuf;
 
@@ -157,12 +160,16 @@ impl Printer {
         if !self.header {
             self.header = true;
             println!(
-                "{:<6} {:<16} {:>8} {:>5} {:>5} {:>4} {:>10} {:>9} {:>8} {:>7} {:>6}  detail",
-                "kind", "name", "n", "d", "k", "it", "seconds", "GFLOP/s", "GB/s", "bound", "eff."
+                "{:<6} {:<16} {:>8} {:>5} {:>5} {:>4} {:>10} {:>10} {:>9} {:>8} {:>7} {:>6} {:>6}  detail",
+                "kind", "name", "n", "d", "k", "it", "seconds", "s/it", "GFLOP/s", "GB/s", "bound",
+                "eff.", "busy"
             );
         }
+        let busy = m
+            .busy
+            .map_or("-".to_string(), |b| format!("{:.1}%", 100.0 * b));
         println!(
-            "{:<6} {:<16} {:>8} {:>5} {:>5} {:>4} {:>10.4} {:>9.2} {:>8.2} {:>7} {:>5.1}%  {} {}",
+            "{:<6} {:<16} {:>8} {:>5} {:>5} {:>4} {:>10.4} {:>10.4} {:>9.2} {:>8.2} {:>7} {:>5.1}% {:>6}  {} {}",
             m.kind,
             m.kernel,
             m.n,
@@ -170,10 +177,12 @@ impl Printer {
             m.k,
             m.iterations,
             m.seconds,
+            m.seconds_per_iteration,
             m.gflops,
             m.gbps,
             m.bound,
             100.0 * m.efficiency,
+            busy,
             m.data,
             m.detail
         );
@@ -183,10 +192,11 @@ impl Printer {
     fn profile(&mut self, m: &Measurement, p: &Profile, c: &Ceilings) -> CliResult {
         if !self.json {
             println!(
-                "profile of {} ({}):\n{}",
+                "profile of {} ({}):\n{}GPU busy {:.1}% of the fit's wall time",
                 m.kernel,
                 m.detail,
-                p.table(Some(c))
+                p.table(Some(c)),
+                100.0 * m.busy.unwrap_or(0.0)
             );
             self.header = false;
             return Ok(());

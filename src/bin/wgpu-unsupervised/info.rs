@@ -7,7 +7,9 @@
 //! [`wgpu_unsupervised::GpuInfo`] on one line (keys `name`, `backend`, `device_type`,
 //! `driver` and the limits). `--ceilings` also measures the adapter's FMA throughput and
 //! copy bandwidth ([`wgpu_unsupervised::Gpu::measure_ceilings`]) and adds them as
-//! `peak_gflops` and `peak_gbps`.
+//! `peak_gflops` and `peak_gbps`, with how they were taken: `ceilings_timing`
+//! (`timestamps` or `wall-clock`), `fma_invocations` (of one FMA dispatch) and
+//! `copy_buffer_bytes` (each of the copy's two buffers).
 
 use wgpu_unsupervised::{Gpu, GpuInfo};
 
@@ -78,6 +80,12 @@ struct InfoReport<'a> {
     peak_gflops: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     peak_gbps: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    ceilings_timing: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    fma_invocations: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    copy_buffer_bytes: Option<u64>,
 }
 
 /// `info`: the adapter and its limits (no input, no outputs: only the report of the flow).
@@ -129,20 +137,27 @@ pub fn info(args: InfoArgs) -> CliResult {
     };
     if let Some(c) = &ceilings {
         human
-            .free("ceilings (measured on this adapter, best of a few wall-clock runs):")
             .free(format!(
-                "  FMA throughput:                        {:.1} GFLOP/s (an FMA = 2 FLOPs)",
-                c.peak_gflops
+                "ceilings (measured on this adapter, fastest dispatch, {}):",
+                c.timing
             ))
             .free(format!(
-                "  copy bandwidth:                        {:.1} GB/s (bytes read + written)",
-                c.peak_gbps
+                "  FMA throughput:                        {:.1} GFLOP/s (an FMA = 2 FLOPs; {} invocations)",
+                c.peak_gflops, c.fma_invocations
+            ))
+            .free(format!(
+                "  copy bandwidth:                        {:.1} GB/s (bytes read + written; 2 x {} MiB)",
+                c.peak_gbps,
+                mib(c.buffer_bytes)
             ));
     }
     let machine = InfoReport {
         info,
         peak_gflops: ceilings.as_ref().map(|c| c.peak_gflops),
         peak_gbps: ceilings.as_ref().map(|c| c.peak_gbps),
+        ceilings_timing: ceilings.as_ref().map(|c| c.timing.as_str()),
+        fma_invocations: ceilings.as_ref().map(|c| c.fma_invocations),
+        copy_buffer_bytes: ceilings.as_ref().map(|c| c.buffer_bytes),
     };
     Report::new(&machine, human)?.print(args.json)
 }

@@ -27,17 +27,22 @@
 //! (`kmeans-plusplus`, `kmeans-parallel`, which report the potential Σ min‖x − c‖² of their
 //! seeds) count the distances they must take: greedy k-means++ 2·n·d per row and candidate
 //! over K·(3 + ⌊ln K⌋) passes, k-means‖ 2·n·d per row against its ≈ 1 + 10·K candidates. The
-//! efficiency is the roofline's bound time over the measured time (see [`Work::roofline`]).
+//! efficiency is the roofline's bound time over the measured time (see
+//! [`Work::roofline`](crate::gpu::profile::Work::roofline)).
 
 use std::time::Instant;
 
 use crate::error::{Error, Result};
-use crate::gpu::profile::{Profile, ProfileClock, Work};
+use crate::gpu::profile::{Profile, ProfileClock};
 use crate::gpu::{Ceilings, Gpu, GpuMatrix};
 use crate::{
     Components, CovarianceType, GaussianMixture, GmmInit, KMeans, KMeansInit, KMeansModel, Matrix,
     Pca, PcaSolver,
 };
+
+mod measurement;
+
+pub use measurement::{cost, Measurement};
 
 /// The `impl` of this crate's measurements.
 pub const IMPLEMENTATION: &str = "wgpu-unsupervised";
@@ -178,153 +183,6 @@ macro_rules! parse_by_name {
 }
 parse_by_name!(KernelBench);
 parse_by_name!(FitBench);
-
-/// The least work of a step or a fit named as in `bench` (`it` iterations where it
-/// iterates; `k` clusters, components or principal components).
-pub fn cost(name: &str, n: usize, d: usize, k: usize, it: usize) -> Option<Work> {
-    let (n, d, k, it) = (n as f64, d as f64, k as f64, it as f64);
-    let read = 4.0 * n * d;
-    Some(match name {
-        "assign" => Work {
-            flops: 2.0 * n * d * k,
-            bytes: read,
-        },
-        "centroid-update" => Work {
-            flops: it * n * d,
-            bytes: it * (read + 4.0 * n),
-        },
-        "covariance" | "pca" => Work {
-            flops: n * d * (d + 1.0),
-            bytes: read,
-        },
-        "kmeans" => Work {
-            flops: it * 2.0 * n * d * k,
-            bytes: it * read,
-        },
-        // K − 1 steps of 2 + ⌊ln K⌋ trials and one update, a pass over the rows each.
-        "kmeans-plusplus" => Work {
-            flops: k * (3.0 + k.ln().floor()) * 2.0 * n * d,
-            bytes: k * (3.0 + k.ln().floor()) * read,
-        },
-        // Each row against the ≈ 1 + 5·2K candidates once (ℓ = 2K, 5 rounds), 6 passes.
-        "kmeans-parallel" => Work {
-            flops: (1.0 + 10.0 * k) * 2.0 * n * d,
-            bytes: 6.0 * read,
-        },
-        "gmm-estep-diag" => Work {
-            flops: 3.0 * n * k * d,
-            bytes: read,
-        },
-        "gmm-mstep-diag" => Work {
-            flops: 4.0 * n * k * d,
-            bytes: read,
-        },
-        "gmm-estep-full" => Work {
-            flops: n * k * (d * d + 2.0 * d),
-            bytes: read,
-        },
-        "gmm-mstep-full" => Work {
-            flops: n * k * (d * d + 3.0 * d),
-            bytes: read,
-        },
-        "gmm-diag" => Work {
-            flops: it * 7.0 * n * k * d,
-            bytes: it * read,
-        },
-        "gmm-full" => Work {
-            flops: it * n * k * (2.0 * d * d + 5.0 * d),
-            bytes: it * read,
-        },
-        _ => return None,
-    })
-}
-
-/// One measurement, with the keys the peers' script writes too.
-#[derive(Debug, Clone, PartialEq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
-pub struct Measurement {
-    /// Who ran it: [`IMPLEMENTATION`] here.
-    #[cfg_attr(feature = "serde", serde(rename = "impl"))]
-    pub implementation: String,
-    /// `"kernel"` or `"fit"`.
-    pub kind: String,
-    /// The kernel or fit name.
-    pub kernel: String,
-    /// Rows.
-    pub n: usize,
-    /// Features.
-    pub d: usize,
-    /// Clusters, components or principal components.
-    pub k: usize,
-    /// Iterations (1 for a single step).
-    pub iterations: usize,
-    /// Seconds (a kernel's GPU time; a fit's wall-clock time from host data).
-    pub seconds: f64,
-    /// FLOPs of the cost model.
-    pub flops: f64,
-    /// Bytes of the cost model.
-    pub bytes: f64,
-    /// Achieved GFLOP/s.
-    pub gflops: f64,
-    /// Achieved GB/s.
-    pub gbps: f64,
-    /// The adapter's measured FMA ceiling.
-    pub peak_gflops: f64,
-    /// The adapter's measured copy ceiling.
-    pub peak_gbps: f64,
-    /// Roofline bound time over the measured time.
-    pub efficiency: f64,
-    /// `"compute"` or `"memory"`: the ceiling that bounds the work.
-    pub bound: String,
-    /// The adapter's name.
-    pub adapter: String,
-    /// How the time was taken: `timestamps`, `wall-clock` (per dispatch) or `fit wall-clock`.
-    pub timing: String,
-    /// What the data were (`blobs` or the input file's name).
-    pub data: String,
-    /// Variant details (e.g. the covariance type or the PCA solver).
-    pub detail: String,
-}
-
-impl Measurement {
-    #[allow(clippy::too_many_arguments)]
-    fn new(
-        kind: &str,
-        name: &str,
-        (n, d, k, iterations): (usize, usize, usize, usize),
-        seconds: f64,
-        work: Work,
-        ceilings: &Ceilings,
-        timing: &str,
-        data: &str,
-        detail: String,
-    ) -> Self {
-        let (bound, least) = work.roofline(ceilings);
-        let per = |x: f64| if seconds > 0.0 { x / seconds } else { 0.0 };
-        Self {
-            implementation: IMPLEMENTATION.into(),
-            kind: kind.into(),
-            kernel: name.into(),
-            n,
-            d,
-            k,
-            iterations,
-            seconds,
-            flops: work.flops,
-            bytes: work.bytes,
-            gflops: per(work.flops) / 1e9,
-            gbps: per(work.bytes) / 1e9,
-            peak_gflops: ceilings.peak_gflops,
-            peak_gbps: ceilings.peak_gbps,
-            efficiency: per(least),
-            bound: bound.name().into(),
-            adapter: ceilings.adapter.clone(),
-            timing: timing.into(),
-            data: data.into(),
-            detail,
-        }
-    }
-}
 
 /// Data to benchmark on: the rows and a name for the report.
 pub struct BenchData<'a> {
@@ -496,7 +354,7 @@ pub fn bench_kernel(
     Ok(Measurement::new(
         "kernel",
         bench.name(),
-        (n, d, k, 1),
+        (n, d, k, 1, 1),
         median(times),
         work,
         ceilings,
@@ -507,9 +365,17 @@ pub fn bench_kernel(
 }
 
 /// Times one end-to-end fit from host data (upload included, pipelines warm): K-Means and
-/// EM run `iterations` iterations from the first k rows; PCA keeps `k` components. A
-/// one-iteration fit warms the pipelines (and the autotuner) up first. With `profile`, a
-/// second, profiled run gives the per-kernel breakdown.
+/// EM run up to `iterations` iterations from the first k rows (tolerance 0); PCA keeps `k`
+/// components. A one-iteration fit warms the pipelines (and the autotuner) up first.
+///
+/// The measurement reports the iterations **done**, and its cost model counts those: EM with
+/// tolerance 0 does every iteration asked for, but K-Means also stops when no label changes
+/// (the library's rule, which tolerance 0 does not turn off), so a fit asked for 5 may do 2.
+/// Comparisons of iterative fits divide by the iterations done
+/// ([`Measurement::seconds_per_iteration`]).
+///
+/// With `profile`, a second, profiled run of the same fit gives the per-kernel breakdown and
+/// the fit's GPU-busy share ([`Measurement::busy`]: its kernels' GPU time over its wall time).
 pub fn bench_fit(
     gpu: &Gpu,
     ceilings: &Ceilings,
@@ -522,13 +388,14 @@ pub fn bench_fit(
     let x = &data.x;
     let (n, d) = (x.n_rows(), x.n_features());
     let it = iterations.max(1);
-    let run = |it: usize| -> Result<String> {
+    // One fit of up to `it` iterations: its detail and the iterations it did.
+    let run = |it: usize| -> Result<(String, usize)> {
         let gmm = |cov| -> Result<GaussianMixture> { Ok(em(k, cov, gmm_start(x, k, cov)?, it)) };
         // The seeding alone, and the potential Σ min‖x − c‖² of its seeds.
-        let seeding = |init: KMeansInit| -> Result<String> {
+        let seeding = |init: KMeansInit| -> Result<(String, usize)> {
             let seeds = KMeans::new(k).init(init).initial_centroids(gpu, x)?;
             let potential = -KMeansModel::from_centroids(seeds, d)?.score(gpu, x)?;
-            Ok(format!("potential {potential:.6e}"))
+            Ok((format!("potential {potential:.6e}"), 1))
         };
         Ok(match bench {
             FitBench::KMeans => {
@@ -538,19 +405,27 @@ pub fn bench_fit(
                     .tol(0.0)
                     .max_iter(it)
                     .fit(gpu, x)?;
-                format!("{} iterations", m.n_iter())
+                let why = if m.n_iter() < it {
+                    " (stopped: no label changed)"
+                } else {
+                    ""
+                };
+                (
+                    format!("{} of {it} iterations{why}", m.n_iter()),
+                    m.n_iter(),
+                )
             }
             FitBench::Pca => {
                 let m = Pca::new(Components::Count(k)).fit(gpu, x)?;
-                format!("solver {}", m.solver().name())
+                (format!("solver {}", m.solver().name()), 1)
             }
             FitBench::GmmDiag => {
-                gmm(CovarianceType::Diag)?.fit(gpu, x)?;
-                "diag".into()
+                let m = gmm(CovarianceType::Diag)?.fit(gpu, x)?;
+                ("diag".into(), m.n_iter())
             }
             FitBench::GmmFull => {
-                gmm(CovarianceType::Full)?.fit(gpu, x)?;
-                "full".into()
+                let m = gmm(CovarianceType::Full)?.fit(gpu, x)?;
+                ("full".into(), m.n_iter())
             }
             FitBench::KMeansPlusPlus => seeding(KMeansInit::KMeansPlusPlus)?,
             FitBench::KMeansParallel => seeding(KMeansInit::PARALLEL)?,
@@ -566,22 +441,22 @@ pub fn bench_fit(
         run(1)?;
     }
     let start = Instant::now();
-    let detail = run(it)?;
+    let (detail, done) = run(it)?;
     let seconds = start.elapsed().as_secs_f64();
     let profile = if profile {
         Some(gpu.profile(ProfileClock::Auto, || run(it))?.1)
     } else {
         None
     };
-    let iterations = match bench {
+    let requested = match bench {
         FitBench::Pca | FitBench::KMeansPlusPlus | FitBench::KMeansParallel => 1,
         _ => it,
     };
-    let work = cost(bench.name(), n, d, k, iterations).expect("every fit bench has a cost");
-    let m = Measurement::new(
+    let work = cost(bench.name(), n, d, k, done).expect("every fit bench has a cost");
+    let mut m = Measurement::new(
         "fit",
         bench.name(),
-        (n, d, k, iterations),
+        (n, d, k, done, requested),
         seconds,
         work,
         ceilings,
@@ -589,5 +464,8 @@ pub fn bench_fit(
         &data.name,
         detail,
     );
+    if let Some(p) = &profile {
+        m = m.with_busy(p);
+    }
     Ok((m, profile))
 }
