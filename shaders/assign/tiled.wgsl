@@ -43,26 +43,34 @@ fn assign_tiled(
             if s < n_stages {
                 // Prefetch stage s while stage s − 1 is multiplied.
                 let d0 = s * GEMM_DEPTH;
-                for (var e = 0u; e * wg + lid < loads_a; e++) {
-                    let slot = gemm_item_major_slot(e * wg + lid);
-                    let row = first + slot.item;
-                    let j = d0 + slot.depth;
-                    var v = vec4<f32>();
-                    if row < params.n_rows && j < params.d {
-                        // Zeros past D: x_quad's and the shift's (padded with zeros).
-                        v = x_quad(row, j) - prepared[shift_base() + j / 4u];
+                // A constant trip count (GEMM_MAX_LOADS) that GPU compilers unroll, so the
+                // prefetch registers are indexed by constants and stay registers.
+                for (var e = 0u; e < GEMM_MAX_LOADS; e++) {
+                    if e * wg + lid < loads_a {
+                        let slot = gemm_item_major_slot(e * wg + lid);
+                        let row = first + slot.item;
+                        let j = d0 + slot.depth;
+                        var v = vec4<f32>();
+                        if row < params.n_rows && j < params.d {
+                            // Zeros past D: x_quad's and the shift's (padded with zeros).
+                            v = x_quad(row, j) - prepared[shift_base() + j / 4u];
+                        }
+                        pa[e] = v;
                     }
-                    pa[e] = v;
                 }
-                for (var e = 0u; e * wg + lid < loads_b; e++) {
-                    let slot = gemm_item_major_slot(e * wg + lid);
-                    let c = k0 + slot.item;
-                    let j = d0 + slot.depth;
-                    var v = vec4<f32>();
-                    if c < params.k && j < params.d {
-                        v = prepared[c * params.d4 + j / 4u];
+                // A constant trip count (GEMM_MAX_LOADS) that GPU compilers unroll, so the
+                // prefetch registers are indexed by constants and stay registers.
+                for (var e = 0u; e < GEMM_MAX_LOADS; e++) {
+                    if e * wg + lid < loads_b {
+                        let slot = gemm_item_major_slot(e * wg + lid);
+                        let c = k0 + slot.item;
+                        let j = d0 + slot.depth;
+                        var v = vec4<f32>();
+                        if c < params.k && j < params.d {
+                            v = prepared[c * params.d4 + j / 4u];
+                        }
+                        pb[e] = v;
                     }
-                    pb[e] = v;
                 }
             }
             if s > 0u {

@@ -132,33 +132,41 @@ fn mahalanobis_full(
                 // Prefetch stage s while stage s − 1 is multiplied: four features of a row
                 // minus the mean, and four columns of a row of Uₖ (zeros past D).
                 let i0 = s * GEMM_DEPTH;
-                for (var e = 0u; e * wg + lid < loads_a; e++) {
-                    let slot = gemm_item_major_slot(e * wg + lid);
-                    let row = first + slot.item;
-                    var v = vec4<f32>();
-                    if row < p.n_rows {
-                        for (var t = 0u; t < 4u; t++) {
-                            let i = i0 + slot.depth + t;
-                            if i < p.d {
-                                v[t] = x[p.x_offset + row * p.d + i] - means[m_base + i];
+                // A constant trip count (GEMM_MAX_LOADS) that GPU compilers unroll, so the
+                // prefetch registers are indexed by constants and stay registers.
+                for (var e = 0u; e < GEMM_MAX_LOADS; e++) {
+                    if e * wg + lid < loads_a {
+                        let slot = gemm_item_major_slot(e * wg + lid);
+                        let row = first + slot.item;
+                        var v = vec4<f32>();
+                        if row < p.n_rows {
+                            for (var t = 0u; t < 4u; t++) {
+                                let i = i0 + slot.depth + t;
+                                if i < p.d {
+                                    v[t] = x[p.x_offset + row * p.d + i] - means[m_base + i];
+                                }
                             }
                         }
+                        pa[e] = v;
                     }
-                    pa[e] = v;
                 }
-                for (var e = 0u; e * wg + lid < loads_b; e++) {
-                    let slot = gemm_depth_major_slot(e * wg + lid, tile_n);
-                    let i = i0 + slot.depth;
-                    var w = vec4<f32>();
-                    if i < p.d {
-                        for (var t = 0u; t < 4u; t++) {
-                            let j = j0 + slot.item + t;
-                            if j < p.d {
-                                w[t] = precisions[u_base + i * p.d + j];
+                // A constant trip count (GEMM_MAX_LOADS) that GPU compilers unroll, so the
+                // prefetch registers are indexed by constants and stay registers.
+                for (var e = 0u; e < GEMM_MAX_LOADS; e++) {
+                    if e * wg + lid < loads_b {
+                        let slot = gemm_depth_major_slot(e * wg + lid, tile_n);
+                        let i = i0 + slot.depth;
+                        var w = vec4<f32>();
+                        if i < p.d {
+                            for (var t = 0u; t < 4u; t++) {
+                                let j = j0 + slot.item + t;
+                                if j < p.d {
+                                    w[t] = precisions[u_base + i * p.d + j];
+                                }
                             }
                         }
+                        pb[e] = w;
                     }
-                    pb[e] = w;
                 }
             }
             if s > 0u {

@@ -220,21 +220,25 @@ fn weighted_scatter_tiled(
         if s < n_stages {
             // Prefetch stage s while stage s − 1 is multiplied.
             let r0 = first + s * GEMM_DEPTH;
-            for (var e = 0u; e * wg + lid < loads; e++) {
-                let slot = gemm_depth_major_slot(e * wg + lid, tile);
-                let row = r0 + slot.depth;
-                var va = vec4<f32>();
-                var vb = vec4<f32>();
-                if row < last {
-                    let base = p.x_offset + row * p.d;
-                    let r = resp[row * p.k + comp];
-                    for (var t = 0u; t < 4u; t++) {
-                        va[t] = r * deviation(base, s_base, col_a + slot.item + t);
-                        vb[t] = deviation(base, s_base, col_b + slot.item + t);
+            // A constant trip count (GEMM_MAX_LOADS) that GPU compilers unroll, so the
+            // prefetch registers are indexed by constants and stay registers.
+            for (var e = 0u; e < GEMM_MAX_LOADS; e++) {
+                if e * wg + lid < loads {
+                    let slot = gemm_depth_major_slot(e * wg + lid, tile);
+                    let row = r0 + slot.depth;
+                    var va = vec4<f32>();
+                    var vb = vec4<f32>();
+                    if row < last {
+                        let base = p.x_offset + row * p.d;
+                        let r = resp[row * p.k + comp];
+                        for (var t = 0u; t < 4u; t++) {
+                            va[t] = r * deviation(base, s_base, col_a + slot.item + t);
+                            vb[t] = deviation(base, s_base, col_b + slot.item + t);
+                        }
                     }
+                    pa[e] = va;
+                    pb[e] = vb;
                 }
-                pa[e] = va;
-                pb[e] = vb;
             }
         }
         if s > 0u {

@@ -155,11 +155,19 @@ fn rbf_times_block_tiled(
         for (var s = 0u; s <= n_stages; s++) {
             if s > 0u {
                 workgroupBarrier();
-                for (var e = 0u; e * wg + lid < loads_a; e++) {
-                    gemm_put_a_item_major(gemm_item_major_slot(e * wg + lid), pa[e]);
+                // A constant trip count (GEMM_MAX_LOADS) that GPU compilers unroll, so the
+                // prefetch registers are indexed by constants and stay registers.
+                for (var e = 0u; e < GEMM_MAX_LOADS; e++) {
+                    if e * wg + lid < loads_a {
+                        gemm_put_a_item_major(gemm_item_major_slot(e * wg + lid), pa[e]);
+                    }
                 }
-                for (var e = 0u; e * wg + lid < loads_b; e++) {
-                    gemm_put_b_item_major(gemm_item_major_slot(e * wg + lid), pb[e]);
+                // A constant trip count (GEMM_MAX_LOADS) that GPU compilers unroll, so the
+                // prefetch registers are indexed by constants and stay registers.
+                for (var e = 0u; e < GEMM_MAX_LOADS; e++) {
+                    if e * wg + lid < loads_b {
+                        gemm_put_b_item_major(gemm_item_major_slot(e * wg + lid), pb[e]);
+                    }
                 }
                 workgroupBarrier();
             }
@@ -167,25 +175,33 @@ fn rbf_times_block_tiled(
                 // Prefetch stage s while stage s − 1 is multiplied; zeros past D (the quads'
                 // and the shift's) and past the rows.
                 let d0 = s * GEMM_DEPTH;
-                for (var e = 0u; e * wg + lid < loads_a; e++) {
-                    let slot = gemm_item_major_slot(e * wg + lid);
-                    let r = first + slot.item;
-                    let j = d0 + slot.depth;
-                    var v = vec4<f32>();
-                    if r < p.n_queries && j < p.d {
-                        v = query_quad(r, j) - prepared[j / 4u];
+                // A constant trip count (GEMM_MAX_LOADS) that GPU compilers unroll, so the
+                // prefetch registers are indexed by constants and stay registers.
+                for (var e = 0u; e < GEMM_MAX_LOADS; e++) {
+                    if e * wg + lid < loads_a {
+                        let slot = gemm_item_major_slot(e * wg + lid);
+                        let r = first + slot.item;
+                        let j = d0 + slot.depth;
+                        var v = vec4<f32>();
+                        if r < p.n_queries && j < p.d {
+                            v = query_quad(r, j) - prepared[j / 4u];
+                        }
+                        pa[e] = v;
                     }
-                    pa[e] = v;
                 }
-                for (var e = 0u; e * wg + lid < loads_b; e++) {
-                    let slot = gemm_item_major_slot(e * wg + lid);
-                    let r = t0 + slot.item;
-                    let j = d0 + slot.depth;
-                    var v = vec4<f32>();
-                    if r < p.n_data && j < p.d {
-                        v = data_quad(r, j) - prepared[j / 4u];
+                // A constant trip count (GEMM_MAX_LOADS) that GPU compilers unroll, so the
+                // prefetch registers are indexed by constants and stay registers.
+                for (var e = 0u; e < GEMM_MAX_LOADS; e++) {
+                    if e * wg + lid < loads_b {
+                        let slot = gemm_item_major_slot(e * wg + lid);
+                        let r = t0 + slot.item;
+                        let j = d0 + slot.depth;
+                        var v = vec4<f32>();
+                        if r < p.n_data && j < p.d {
+                            v = data_quad(r, j) - prepared[j / 4u];
+                        }
+                        pb[e] = v;
                     }
-                    pb[e] = v;
                 }
             }
             if s > 0u {
@@ -225,23 +241,31 @@ fn rbf_times_block_tiled(
         // block adds them depth by depth, in data order.
         for (var j0 = 0u; j0 < tile_n; j0 += GEMM_DEPTH) {
             var pv: array<vec4<f32>, GEMM_MAX_LOADS>;
-            for (var e = 0u; e * wg + lid < loads_b; e++) {
-                let slot = gemm_depth_major_slot(e * wg + lid, tile_n);
-                let r = t0 + j0 + slot.depth;
-                var v = vec4<f32>();
-                if r < p.n_data {
-                    let at = (p.x_row0 + r) * p.m + p.col0;
-                    for (var t = 0u; t < 4u; t++) {
-                        if slot.item + t < p.n_cols {
-                            v[t] = block[at + slot.item + t];
+            // A constant trip count (GEMM_MAX_LOADS) that GPU compilers unroll, so the
+            // prefetch registers are indexed by constants and stay registers.
+            for (var e = 0u; e < GEMM_MAX_LOADS; e++) {
+                if e * wg + lid < loads_b {
+                    let slot = gemm_depth_major_slot(e * wg + lid, tile_n);
+                    let r = t0 + j0 + slot.depth;
+                    var v = vec4<f32>();
+                    if r < p.n_data {
+                        let at = (p.x_row0 + r) * p.m + p.col0;
+                        for (var t = 0u; t < 4u; t++) {
+                            if slot.item + t < p.n_cols {
+                                v[t] = block[at + slot.item + t];
+                            }
                         }
                     }
+                    pv[e] = v;
                 }
-                pv[e] = v;
             }
             workgroupBarrier();
-            for (var e = 0u; e * wg + lid < loads_b; e++) {
-                gemm_put_b_depth_major(gemm_depth_major_slot(e * wg + lid, tile_n), pv[e]);
+            // A constant trip count (GEMM_MAX_LOADS) that GPU compilers unroll, so the
+            // prefetch registers are indexed by constants and stay registers.
+            for (var e = 0u; e < GEMM_MAX_LOADS; e++) {
+                if e * wg + lid < loads_b {
+                    gemm_put_b_depth_major(gemm_depth_major_slot(e * wg + lid, tile_n), pv[e]);
+                }
             }
             for (var h = 0u; h < GEMM_RN / 4u; h++) {
                 // This lane's column quad h is tile columns 4 quad .. 4 quad + 3.

@@ -148,21 +148,29 @@ fn gram_tiled(
         }
         if s < n_stages {
             let r0 = first + s * GEMM_DEPTH;
-            for (var e = 0u; e * wg + lid < loads_a; e++) {
-                let slot = gemm_depth_major_slot(e * wg + lid, tile_m);
-                var v = vec4<f32>();
-                if r0 + slot.depth < last {
-                    v = a_quad(r0 + slot.depth, col_a + slot.item);
+            // A constant trip count (GEMM_MAX_LOADS) that GPU compilers unroll, so the
+            // prefetch registers are indexed by constants and stay registers.
+            for (var e = 0u; e < GEMM_MAX_LOADS; e++) {
+                if e * wg + lid < loads_a {
+                    let slot = gemm_depth_major_slot(e * wg + lid, tile_m);
+                    var v = vec4<f32>();
+                    if r0 + slot.depth < last {
+                        v = a_quad(r0 + slot.depth, col_a + slot.item);
+                    }
+                    pa[e] = v;
                 }
-                pa[e] = v;
             }
-            for (var e = 0u; e * wg + lid < loads_b; e++) {
-                let slot = gemm_depth_major_slot(e * wg + lid, tile_n);
-                var v = vec4<f32>();
-                if r0 + slot.depth < last {
-                    v = b_quad(r0 + slot.depth, col_b + slot.item);
+            // A constant trip count (GEMM_MAX_LOADS) that GPU compilers unroll, so the
+            // prefetch registers are indexed by constants and stay registers.
+            for (var e = 0u; e < GEMM_MAX_LOADS; e++) {
+                if e * wg + lid < loads_b {
+                    let slot = gemm_depth_major_slot(e * wg + lid, tile_n);
+                    var v = vec4<f32>();
+                    if r0 + slot.depth < last {
+                        v = b_quad(r0 + slot.depth, col_b + slot.item);
+                    }
+                    pb[e] = v;
                 }
-                pb[e] = v;
             }
         }
         if s > 0u {

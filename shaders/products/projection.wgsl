@@ -101,21 +101,29 @@ fn affine_matmul(
         if s < n_stages {
             // Prefetch stage s while stage s − 1 is multiplied.
             let k0 = s * GEMM_DEPTH;
-            for (var e = 0u; e * wg + lid < loads_a; e++) {
-                let slot = gemm_item_major_slot(e * wg + lid);
-                var v = vec4<f32>();
-                if row0 + slot.item < params.n_rows && k0 + slot.depth < params.in_cols {
-                    v = input_quad(row0 + slot.item, k0 + slot.depth);
+            // A constant trip count (GEMM_MAX_LOADS) that GPU compilers unroll, so the
+            // prefetch registers are indexed by constants and stay registers.
+            for (var e = 0u; e < GEMM_MAX_LOADS; e++) {
+                if e * wg + lid < loads_a {
+                    let slot = gemm_item_major_slot(e * wg + lid);
+                    var v = vec4<f32>();
+                    if row0 + slot.item < params.n_rows && k0 + slot.depth < params.in_cols {
+                        v = input_quad(row0 + slot.item, k0 + slot.depth);
+                    }
+                    pa[e] = v;
                 }
-                pa[e] = v;
             }
-            for (var e = 0u; e * wg + lid < loads_b; e++) {
-                let slot = gemm_depth_major_slot(e * wg + lid, tile_n);
-                var v = vec4<f32>();
-                if k0 + slot.depth < params.in_cols && col0 + slot.item < params.out_cols {
-                    v = weights_quad(k0 + slot.depth, col0 + slot.item);
+            // A constant trip count (GEMM_MAX_LOADS) that GPU compilers unroll, so the
+            // prefetch registers are indexed by constants and stay registers.
+            for (var e = 0u; e < GEMM_MAX_LOADS; e++) {
+                if e * wg + lid < loads_b {
+                    let slot = gemm_depth_major_slot(e * wg + lid, tile_n);
+                    var v = vec4<f32>();
+                    if k0 + slot.depth < params.in_cols && col0 + slot.item < params.out_cols {
+                        v = weights_quad(k0 + slot.depth, col0 + slot.item);
+                    }
+                    pb[e] = v;
                 }
-                pb[e] = v;
             }
         }
         if s > 0u {

@@ -84,21 +84,29 @@ fn cluster_distance_sums(
             if s < n_stages {
                 // Prefetch stage s while stage s − 1 is multiplied.
                 let j0 = s * GEMM_DEPTH;
-                for (var e = 0u; e * wg + lid < loads_a; e++) {
-                    let slot = gemm_item_major_slot(e * wg + lid);
-                    var v = vec4<f32>();
-                    if first + slot.item < p.n_queries && j0 + slot.depth < p.d {
-                        v = query_quad(first + slot.item, j0 + slot.depth);
+                // A constant trip count (GEMM_MAX_LOADS) that GPU compilers unroll, so the
+                // prefetch registers are indexed by constants and stay registers.
+                for (var e = 0u; e < GEMM_MAX_LOADS; e++) {
+                    if e * wg + lid < loads_a {
+                        let slot = gemm_item_major_slot(e * wg + lid);
+                        var v = vec4<f32>();
+                        if first + slot.item < p.n_queries && j0 + slot.depth < p.d {
+                            v = query_quad(first + slot.item, j0 + slot.depth);
+                        }
+                        pa[e] = v;
                     }
-                    pa[e] = v;
                 }
-                for (var e = 0u; e * wg + lid < loads_b; e++) {
-                    let slot = gemm_item_major_slot(e * wg + lid);
-                    var v = vec4<f32>();
-                    if c0 + slot.item < p.n_data && j0 + slot.depth < p.d {
-                        v = data_quad(c0 + slot.item, j0 + slot.depth);
+                // A constant trip count (GEMM_MAX_LOADS) that GPU compilers unroll, so the
+                // prefetch registers are indexed by constants and stay registers.
+                for (var e = 0u; e < GEMM_MAX_LOADS; e++) {
+                    if e * wg + lid < loads_b {
+                        let slot = gemm_item_major_slot(e * wg + lid);
+                        var v = vec4<f32>();
+                        if c0 + slot.item < p.n_data && j0 + slot.depth < p.d {
+                            v = data_quad(c0 + slot.item, j0 + slot.depth);
+                        }
+                        pb[e] = v;
                     }
-                    pb[e] = v;
                 }
             }
             if s > 0u {

@@ -182,18 +182,26 @@ fn gemm_put_stage(lid: u32, pa: array<vec4<f32>, GEMM_MAX_LOADS>, a_layout: u32,
     let tile_m = gemm_tile_m();
     let tile_n = gemm_tile_n();
     workgroupBarrier();
-    for (var e = 0u; e * wg + lid < gemm_loads(tile_m); e++) {
-        if a_layout == GEMM_DEPTH_MAJOR {
-            gemm_put_a_depth_major(gemm_depth_major_slot(e * wg + lid, tile_m), pa[e]);
-        } else {
-            gemm_put_a_item_major(gemm_item_major_slot(e * wg + lid), pa[e]);
+    // A constant trip count (GEMM_MAX_LOADS) that GPU compilers unroll, so the
+    // prefetch registers are indexed by constants and stay registers.
+    for (var e = 0u; e < GEMM_MAX_LOADS; e++) {
+        if e * wg + lid < gemm_loads(tile_m) {
+            if a_layout == GEMM_DEPTH_MAJOR {
+                gemm_put_a_depth_major(gemm_depth_major_slot(e * wg + lid, tile_m), pa[e]);
+            } else {
+                gemm_put_a_item_major(gemm_item_major_slot(e * wg + lid), pa[e]);
+            }
         }
     }
-    for (var e = 0u; e * wg + lid < gemm_loads(tile_n); e++) {
-        if b_layout == GEMM_DEPTH_MAJOR {
-            gemm_put_b_depth_major(gemm_depth_major_slot(e * wg + lid, tile_n), pb[e]);
-        } else {
-            gemm_put_b_item_major(gemm_item_major_slot(e * wg + lid), pb[e]);
+    // A constant trip count (GEMM_MAX_LOADS) that GPU compilers unroll, so the
+    // prefetch registers are indexed by constants and stay registers.
+    for (var e = 0u; e < GEMM_MAX_LOADS; e++) {
+        if e * wg + lid < gemm_loads(tile_n) {
+            if b_layout == GEMM_DEPTH_MAJOR {
+                gemm_put_b_depth_major(gemm_depth_major_slot(e * wg + lid, tile_n), pb[e]);
+            } else {
+                gemm_put_b_item_major(gemm_item_major_slot(e * wg + lid), pb[e]);
+            }
         }
     }
     workgroupBarrier();

@@ -58,7 +58,7 @@ struct AssignParams {
     block_rows: u32,   // assign_rows_update: rows per block of partials (a multiple of ROWS_WG)
     block_offset: u32, // assign_rows_update: global index of the dispatch's first block
     weighted: u32,     // assign_rows_update: 1: rows weighted by `weights`; 0: every weight 1
-    _pad0: u32,
+    n_groups: u32,     // assign_recheck: workgroups in the dispatch (they stride over the list)
     _pad1: u32,
 }
 

@@ -31,7 +31,7 @@ pub(crate) struct AssignParams {
     pub block_rows: u32,
     pub block_offset: u32,
     pub weighted: u32,
-    _pad0: u32,
+    pub n_groups: u32,
     _pad1: u32,
 }
 

@@ -34,6 +34,8 @@ pub(crate) mod uniform;
 
 #[cfg(test)]
 mod fused_tests;
+#[cfg(test)]
+mod recheck_tests;
 
 pub(crate) use args::{Assignment, SMALL_K};
 pub(crate) use distances::{pairwise_distances, DistanceTable};

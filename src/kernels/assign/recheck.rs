@@ -1,7 +1,8 @@
 //! The exact recheck of the rows the GEMM form left undecided (`shaders/assign/recheck.wgsl`,
-//! GPUs): every centroid in the difference form for the rows on the list, in runs of
-//! centroids that keep each invocation within the loop budget (D + 2 back-edges a centroid),
-//! the running best passed between runs in increasing centroid order.
+//! GPUs): every centroid in the difference form for the rows on the list, a workgroup per
+//! listed row with its invocations splitting the centroids (a row's K x D walk is not one
+//! invocation's latency), in runs of centroids that keep each invocation within the loop
+//! budget, the running best passed between runs in increasing centroid order.
 
 use super::args::{params, Assignment, FIRST_SLICE, LAST_SLICE};
 use super::scratch::AssignScratch;
@@ -12,7 +13,32 @@ use crate::gpu::device_buffer::DeviceBuffer;
 use crate::gpu::profile::Work;
 use crate::gpu::shaders::assign::recheck as wgsl;
 use crate::gpu::Gpu;
-use crate::kernels::{items_within_loop_budget, ROW_WG_SIZE};
+use crate::kernels::items_within_loop_budget;
+
+/// Invocations per workgroup (`RECHECK_WG`): the centroids of a listed row are split this many
+/// ways.
+const RECHECK_WG: usize = wgsl::RECHECK_WG as usize;
+
+/// Workgroups of a recheck dispatch where loops are unbounded: they stride over the list, so
+/// an empty or short list costs a few thousand early exits, and a long one runs every
+/// multiprocessor of a large GPU many times over.
+const MAX_GROUPS: usize = 8192;
+
+#[cfg(test)]
+thread_local! {
+    /// The tests' cap on centroids per run (runs are otherwise split only past the loop
+    /// budget), to check that the split changes nothing.
+    static RUN_CAP: std::cell::Cell<Option<usize>> = const { std::cell::Cell::new(None) };
+}
+
+/// Runs `f` with at most `cap` centroids per recheck run on this thread.
+#[cfg(test)]
+pub(crate) fn with_run_cap<R>(cap: usize, f: impl FnOnce() -> R) -> R {
+    let was = RUN_CAP.replace(Some(cap));
+    let out = f();
+    RUN_CAP.set(was);
+    out
+}
 
 /// Records `assign_recheck` for the rows on the scratch's recheck list (at most `n_rows`).
 pub(crate) fn record_recheck(
@@ -25,9 +51,20 @@ pub(crate) fn record_recheck(
     scratch: &AssignScratch,
 ) -> Result<()> {
     let k = to.k;
-    let grid = gpu.grid(n_rows.div_ceil(ROW_WG_SIZE as usize) as u64)?;
-    let per_run = items_within_loop_budget(gpu, k, d + 2, 16);
+    // Under a loop budget each workgroup takes one row (no second trip through the list) and
+    // each invocation at most the centroids the budget allows it, D + 2 back-edges each.
+    let bounded = gpu.info().loop_back_edge_budget().is_some();
+    let groups = if bounded {
+        n_rows.max(1)
+    } else {
+        n_rows.clamp(1, MAX_GROUPS)
+    };
+    let per_invocation = items_within_loop_budget(gpu, k.div_ceil(RECHECK_WG), d + 2, 32);
+    let per_run = (per_invocation * RECHECK_WG).min(k);
+    #[cfg(test)]
+    let per_run = RUN_CAP.get().map_or(per_run, |cap| cap.clamp(1, per_run));
     let n_runs = k.div_ceil(per_run);
+    let grid = gpu.grid(groups as u64)?;
     let running: DeviceBuffer<u32> = DeviceBuffer::zeroed(
         gpu,
         "recheck running labels",
@@ -37,7 +74,8 @@ pub(crate) fn record_recheck(
         let first = run * per_run;
         let flags =
             (u32::from(run == 0) * FIRST_SLICE) | (u32::from(run + 1 == n_runs) * LAST_SLICE);
-        let p = params(chunk, n_rows, d, k, grid.x).slice(first, per_run.min(k - first), flags);
+        let mut p = params(chunk, n_rows, d, k, grid.x).slice(first, per_run.min(k - first), flags);
+        p.n_groups = groups as u32;
         batch.dispatch(
             wgsl::ASSIGN_RECHECK,
             &[],
