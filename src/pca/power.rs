@@ -49,25 +49,16 @@ pub(crate) fn subspace_iteration(
     let mut previous_top = f64::NAN;
     for it in 1..=params.max_iter {
         let mut w = apply(&v, p)?;
-        let (theta, u) = linalg::rayleigh_ritz(&v, &w, p, d)?;
-        // S·U = Yᵀ·W with Yᵀ = U·Vᵀ (V has orthonormal rows).
+        // The Ritz pairs and S·U = Yᵀ·W (V has orthonormal rows), by dense products.
+        let (theta, u, su) = linalg::ritz_pairs(&v, &w, p, d)?;
         let scale = theta[0].abs().max(f64::MIN_POSITIVE);
         residual = 0.0f64;
-        for i in 0..m {
-            let ui = &u[i * d..(i + 1) * d];
-            let y: Vec<f64> = (0..p)
-                .map(|r| {
-                    ui.iter()
-                        .zip(&v[r * d..(r + 1) * d])
-                        .map(|(a, b)| a * b)
-                        .sum()
-                })
-                .collect();
-            let mut norm = 0.0;
-            for j in 0..d {
-                let su: f64 = (0..p).map(|r| y[r] * w[r * d + j]).sum();
-                norm += (su - theta[i] * ui[j]).powi(2);
-            }
+        for ((image, vector), &t) in su.chunks(d).zip(u.chunks(d)).zip(&theta).take(m) {
+            let norm: f64 = image
+                .iter()
+                .zip(vector)
+                .map(|(s, x)| (s - t * x).powi(2))
+                .sum();
             residual = residual.max(norm.sqrt() / scale);
         }
         let flow = progress.iteration(it, residual, theta[0] - previous_top);

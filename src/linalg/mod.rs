@@ -30,6 +30,11 @@ use nalgebra::DMatrix;
 use crate::error::{Error, Result};
 use crate::progress::{Algorithm, OnIteration};
 
+mod subspace;
+
+pub(crate) use subspace::ritz_pairs;
+pub use subspace::{orthonormalize_rows, rayleigh_ritz};
+
 /// What an iterative eigen-solver runs for (PCA's block power iteration, spectral
 /// clustering's LOBPCG).
 pub(crate) struct SolverSettings<'a> {
@@ -110,95 +115,6 @@ pub fn symmetric_eigen(a: &[f64], n: usize) -> Result<(Vec<f64>, Vec<f64>)> {
     Ok((values, vectors))
 }
 
-/// Makes the m rows (length n, row-major) of `v` orthonormal, keeping their span.
-///
-/// Householder QR of the n x m matrix Vᵀ = Q R; the columns of the thin Q replace the rows.
-/// Each new row is then turned so that it points the way of the old row it comes from
-/// (R's diagonal made positive), so the result is what Gram–Schmidt would give in exact
-/// arithmetic and an already orthonormal V comes back unchanged up to rounding: without this,
-/// a power iteration would see its vectors flip sign between steps.
-///
-/// Errors: [`Error::InvalidParameter`] when `v` does not hold m·n values, when m > n, or
-/// when the rows are (numerically) linearly dependent: row i has nothing left after removing
-/// its projection on rows 0..i (|R_ii| < 1e-12 · ‖v_i‖, or v_i = 0); [`Error::NonFinite`].
-pub fn orthonormalize_rows(v: &mut [f64], m: usize, n: usize) -> Result<()> {
-    check_matrix("vectors", v, m, n)?;
-    if m > n {
-        return Err(Error::invalid(
-            "vectors",
-            format!("cannot orthonormalise {m} vectors of length {n} (at most {n})"),
-        ));
-    }
-    if m == 0 {
-        return Ok(());
-    }
-    // Vᵀ: column i of `vt` is row i of `v`.
-    let vt = DMatrix::from_column_slice(n, m, v);
-    let norms: Vec<f64> = (0..m).map(|i| vt.column(i).norm()).collect();
-    let qr = vt.qr();
-    let r = qr.r();
-    for (i, &norm) in norms.iter().enumerate() {
-        let rii = r[(i, i)];
-        // Relative test: what survives the projection compared with the row's own length.
-        if norm == 0.0 || rii.abs() < 1e-12 * norm {
-            return Err(Error::invalid(
-                "vectors",
-                format!(
-                    "rank deficient: vector {i} lies in the span of the previous ones \
-                     (residual {:e} of norm {norm:e})",
-                    rii.abs()
-                ),
-            ));
-        }
-    }
-    let q = qr.q();
-    for i in 0..m {
-        let sign = if r[(i, i)] < 0.0 { -1.0 } else { 1.0 };
-        for (dst, src) in v[i * n..(i + 1) * n].iter_mut().zip(q.column(i).iter()) {
-            *dst = sign * src;
-        }
-    }
-    Ok(())
-}
-
-/// Rayleigh–Ritz on the subspace spanned by the orthonormal rows of `v`.
-///
-/// `v` holds m orthonormal rows of length n and `w` the rows S·vᵢ for a symmetric n x n S
-/// (both m x n, row-major). Forms H = V Wᵀ = V S Vᵀ (m x m), symmetrised because W comes
-/// with rounding, decomposes H = Y Θ Yᵀ with [`symmetric_eigen`] and returns the Ritz values
-/// θ (descending) and the Ritz vectors U = Yᵀ V as m rows of length n (row k ↔ θ_k).
-///
-/// Only the subspace of V matters: any orthonormal basis of it gives the same Ritz pairs
-/// (up to signs), and when it is invariant under S they are exact eigenpairs of S.
-///
-/// Errors: [`Error::InvalidParameter`] when a slice does not hold m·n values;
-/// [`Error::NonFinite`]. Orthonormality of `v` is the caller's promise, not checked.
-pub fn rayleigh_ritz(v: &[f64], w: &[f64], m: usize, n: usize) -> Result<(Vec<f64>, Vec<f64>)> {
-    check_matrix("vectors", v, m, n)?;
-    check_matrix("products", w, m, n)?;
-    let dot = |a: &[f64], b: &[f64]| a.iter().zip(b).map(|(x, y)| x * y).sum::<f64>();
-    let mut h = vec![0.0; m * m];
-    for i in 0..m {
-        for j in 0..m {
-            h[i * m + j] = dot(&v[i * n..(i + 1) * n], &w[j * n..(j + 1) * n]);
-        }
-    }
-    // symmetric_eigen symmetrises H = V Wᵀ, which is V S Vᵀ only up to rounding.
-    let (theta, y_rows) = symmetric_eigen(&h, m)?;
-    // Row k of y_rows is the eigenvector y_k of H; U's row k is Σ_i y_k[i] · v_i.
-    let mut u = vec![0.0; m * n];
-    for k in 0..m {
-        let uk = &mut u[k * n..(k + 1) * n];
-        for i in 0..m {
-            let c = y_rows[k * m + i];
-            for (dst, src) in uk.iter_mut().zip(&v[i * n..(i + 1) * n]) {
-                *dst += c * src;
-            }
-        }
-    }
-    Ok((theta, u))
-}
-
 /// Cholesky factor of a symmetric positive definite n x n matrix (row-major): the lower
 /// triangular L with A = L Lᵀ, row-major, zeros above the diagonal.
 ///
@@ -253,18 +169,18 @@ pub fn flip_signs(rows: &mut [f64], m: usize, n: usize) {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use rand::{Rng, SeedableRng};
     use rand_chacha::ChaCha8Rng;
 
-    fn random_matrix(rows: usize, cols: usize, rng: &mut ChaCha8Rng) -> Vec<f64> {
+    pub(super) fn random_matrix(rows: usize, cols: usize, rng: &mut ChaCha8Rng) -> Vec<f64> {
         (0..rows * cols)
             .map(|_| rng.random_range(-1.0..1.0))
             .collect()
     }
 
-    fn random_symmetric(n: usize, rng: &mut ChaCha8Rng) -> Vec<f64> {
+    pub(super) fn random_symmetric(n: usize, rng: &mut ChaCha8Rng) -> Vec<f64> {
         let b = random_matrix(n, n, rng);
         let mut a = vec![0.0; n * n];
         for i in 0..n {
@@ -275,18 +191,18 @@ mod tests {
         a
     }
 
-    fn matvec(a: &[f64], n: usize, v: &[f64]) -> Vec<f64> {
+    pub(super) fn matvec(a: &[f64], n: usize, v: &[f64]) -> Vec<f64> {
         a.chunks_exact(n)
             .map(|row| row.iter().zip(v).map(|(x, y)| x * y).sum())
             .collect()
     }
 
-    fn frobenius(a: &[f64]) -> f64 {
+    pub(super) fn frobenius(a: &[f64]) -> f64 {
         a.iter().map(|x| x * x).sum::<f64>().sqrt()
     }
 
     /// max |R Rᵀ − I| over the m rows of length n.
-    fn orthonormality_error(r: &[f64], m: usize, n: usize) -> f64 {
+    pub(super) fn orthonormality_error(r: &[f64], m: usize, n: usize) -> f64 {
         let mut worst: f64 = 0.0;
         for i in 0..m {
             for j in 0..m {
@@ -354,123 +270,6 @@ mod tests {
             Err(Error::NonFinite { row: 0, col: 1, .. })
         ));
         assert!(symmetric_eigen(&[1.0], usize::MAX).is_err());
-    }
-
-    #[test]
-    fn orthonormalize_keeps_span_and_direction() {
-        let mut rng = ChaCha8Rng::seed_from_u64(3);
-        for (m, n) in [(1, 1), (1, 5), (3, 3), (4, 10), (16, 64)] {
-            let original = random_matrix(m, n, &mut rng);
-            let mut v = original.clone();
-            orthonormalize_rows(&mut v, m, n).unwrap();
-            assert!(
-                orthonormality_error(&v, m, n) < 1e-13 * n as f64,
-                "{m} x {n}"
-            );
-            // Span kept: each original row equals its projection on the new rows.
-            for i in 0..m {
-                let x = &original[i * n..(i + 1) * n];
-                let mut proj = vec![0.0; n];
-                for k in 0..m {
-                    let q = &v[k * n..(k + 1) * n];
-                    let c: f64 = x.iter().zip(q).map(|(a, b)| a * b).sum();
-                    for (p, qv) in proj.iter_mut().zip(q) {
-                        *p += c * qv;
-                    }
-                }
-                let err = x
-                    .iter()
-                    .zip(&proj)
-                    .map(|(a, b)| (a - b).abs())
-                    .fold(0.0, f64::max);
-                assert!(err < 1e-12, "{m} x {n}: row {i} left the span ({err:e})");
-                // Gram–Schmidt orientation: new row i points along old row i.
-                let c: f64 = x
-                    .iter()
-                    .zip(&v[i * n..(i + 1) * n])
-                    .map(|(a, b)| a * b)
-                    .sum();
-                assert!(c > 0.0);
-            }
-        }
-        // An orthonormal input comes back unchanged.
-        let mut e = vec![0.0, 1.0, 0.0, 0.0, 0.0, -1.0];
-        orthonormalize_rows(&mut e, 2, 3).unwrap();
-        let expected = [0.0, 1.0, 0.0, 0.0, 0.0, -1.0];
-        assert!(e.iter().zip(expected).all(|(a, b)| (a - b).abs() < 1e-15));
-    }
-
-    #[test]
-    fn orthonormalize_rejects_rank_deficiency_and_bad_shapes() {
-        // Third row = first + second.
-        let mut v = vec![1.0, 0.0, 2.0, 0.0, 1.0, 1.0, 1.0, 1.0, 3.0];
-        assert!(matches!(
-            orthonormalize_rows(&mut v, 3, 3),
-            Err(Error::InvalidParameter {
-                name: "vectors",
-                ..
-            })
-        ));
-        let mut zero = vec![1.0, 0.0, 0.0, 0.0];
-        assert!(orthonormalize_rows(&mut zero, 2, 2).is_err());
-        let mut tall = vec![1.0, 2.0, 3.0];
-        assert!(orthonormalize_rows(&mut tall, 3, 1).is_err());
-        let mut short = vec![1.0, 2.0, 3.0];
-        assert!(orthonormalize_rows(&mut short, 2, 2).is_err());
-        let mut nan = vec![f64::NAN, 1.0];
-        assert!(matches!(
-            orthonormalize_rows(&mut nan, 1, 2),
-            Err(Error::NonFinite { .. })
-        ));
-        let mut empty: Vec<f64> = vec![];
-        orthonormalize_rows(&mut empty, 0, 4).unwrap();
-    }
-
-    #[test]
-    fn rayleigh_ritz_on_an_invariant_subspace_is_exact() {
-        let mut rng = ChaCha8Rng::seed_from_u64(11);
-        let n = 12;
-        let a = random_symmetric(n, &mut rng);
-        let (values, vectors) = symmetric_eigen(&a, n).unwrap();
-        // A mixed (rotated) basis of the span of eigenvectors 0, 3 and 7.
-        let picked = [0usize, 3, 7];
-        let m = picked.len();
-        let mix = random_matrix(m, m, &mut rng);
-        let mut v = vec![0.0; m * n];
-        for r in 0..m {
-            for (c, &k) in picked.iter().enumerate() {
-                for j in 0..n {
-                    v[r * n + j] += mix[r * m + c] * vectors[k * n + j];
-                }
-            }
-        }
-        orthonormalize_rows(&mut v, m, n).unwrap();
-        let w: Vec<f64> = v
-            .chunks_exact(n)
-            .flat_map(|row| matvec(&a, n, row))
-            .collect();
-        let (theta, u) = rayleigh_ritz(&v, &w, m, n).unwrap();
-        let scale = frobenius(&a);
-        for (r, &k) in picked.iter().enumerate() {
-            assert!(
-                (theta[r] - values[k]).abs() < 1e-12 * scale,
-                "θ_{r} vs λ_{k}"
-            );
-            // Same vector up to sign.
-            let dot: f64 = (0..n).map(|j| u[r * n + j] * vectors[k * n + j]).sum();
-            assert!(
-                (dot.abs() - 1.0).abs() < 1e-12,
-                "Ritz vector {r}: |cos| = {}",
-                dot.abs()
-            );
-            let au = matvec(&a, n, &u[r * n..(r + 1) * n]);
-            let res = (0..n)
-                .map(|j| (au[j] - theta[r] * u[r * n + j]).abs())
-                .fold(0.0, f64::max);
-            assert!(res < 1e-12 * scale);
-        }
-        assert!(orthonormality_error(&u, m, n) < 1e-13);
-        assert!(rayleigh_ritz(&v, &w[1..], m, n).is_err());
     }
 
     #[test]
