@@ -11,6 +11,9 @@ pub struct Matrix<'a> {
     data: &'a [f32],
     n_rows: usize,
     n_features: usize,
+    /// The largest |value|, from the same scan that checked them (what the fits' range
+    /// scaling needs: no second pass over the data).
+    max_abs: f32,
 }
 
 impl<'a> Matrix<'a> {
@@ -20,11 +23,13 @@ impl<'a> Matrix<'a> {
     /// length is not a multiple of `n_features`, [`Error::NonFinite`] with the row and column
     /// of the first NaN or infinity.
     pub fn new(data: &'a [f32], n_features: usize) -> Result<Self> {
-        validate_row_major(data, n_features)?;
+        check_shape_of(data.len(), n_features)?;
+        let max_abs = scan_f32(data, n_features)?;
         Ok(Self {
             data,
             n_rows: data.len() / n_features,
             n_features,
+            max_abs,
         })
     }
 
@@ -36,6 +41,7 @@ impl<'a> Matrix<'a> {
             data,
             n_rows,
             n_features,
+            max_abs: largest_abs_bits(data).map_or(0.0, f32::from_bits),
         }
     }
 
@@ -54,6 +60,11 @@ impl<'a> Matrix<'a> {
         self.data
     }
 
+    /// The largest |value| (found when the values were checked).
+    pub fn max_abs(&self) -> f32 {
+        self.max_abs
+    }
+
     /// Row `i` as a slice.
     pub fn row(&self, i: usize) -> &'a [f32] {
         &self.data[i * self.n_features..(i + 1) * self.n_features]
@@ -68,25 +79,70 @@ impl<'a> Matrix<'a> {
 /// Checks row-major `data` of `n_features` columns: at least one column and one row, a whole
 /// number of rows, every value finite (the first NaN/inf is reported with its position).
 pub(crate) fn validate_row_major<T: Copy + Into<f64>>(data: &[T], n_features: usize) -> Result<()> {
+    check_shape_of(data.len(), n_features)?;
+    check_finite(data, n_features)
+}
+
+/// At least one column and one row, and a whole number of rows in `len` values.
+fn check_shape_of(len: usize, n_features: usize) -> Result<()> {
     if n_features == 0 {
         return Err(Error::EmptyData {
             what: "input matrix",
             missing: "columns",
         });
     }
-    if data.is_empty() {
+    if len == 0 {
         return Err(Error::EmptyData {
             what: "input matrix",
             missing: "rows",
         });
     }
-    if !data.len().is_multiple_of(n_features) {
-        return Err(Error::Shape {
-            len: data.len(),
-            n_features,
-        });
+    if !len.is_multiple_of(n_features) {
+        return Err(Error::Shape { len, n_features });
     }
-    check_finite(data, n_features)
+    Ok(())
+}
+
+/// Values per thread of [`largest_abs_bits`] below which one thread scans alone.
+const SCAN_VALUES_PER_THREAD: usize = 1 << 22;
+
+/// The largest |value| of `data` as f32 bits (the sign bit cleared); `None` for no values. A
+/// NaN or infinity has bits ≥ 0x7f80_0000, above every finite value, so one integer maximum
+/// (which compilers vectorise, where a float maximum must mind NaNs) both finds the largest
+/// value and tells whether any is not finite. Large data are split over the available
+/// threads: the scan is bound by memory bandwidth, which one core does not fill.
+fn largest_abs_bits(data: &[f32]) -> Option<u32> {
+    let fold = |part: &[f32]| {
+        part.iter()
+            .fold(0u32, |m, v| m.max(v.to_bits() & 0x7fff_ffff))
+    };
+    if data.is_empty() {
+        return None;
+    }
+    let threads = std::thread::available_parallelism().map_or(1, |t| t.get());
+    let parts = threads.min(data.len().div_ceil(SCAN_VALUES_PER_THREAD));
+    if parts <= 1 {
+        return Some(fold(data));
+    }
+    let per = data.len().div_ceil(parts);
+    Some(std::thread::scope(|s| {
+        let handles: Vec<_> = data.chunks(per).map(|c| s.spawn(move || fold(c))).collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+            .max()
+            .unwrap_or(0)
+    }))
+}
+
+/// The largest |value| of f32 data, or [`Error::NonFinite`] at the first NaN or infinity
+/// (found by a second scan only when there is one).
+fn scan_f32(data: &[f32], n_features: usize) -> Result<f32> {
+    let bits = largest_abs_bits(data).unwrap_or(0);
+    if bits >= 0x7f80_0000 {
+        check_finite(data, n_features)?;
+    }
+    Ok(f32::from_bits(bits))
 }
 
 /// Checks per-row sample weights: one per row, finite, non-negative, not all zero.
@@ -155,6 +211,41 @@ pub(crate) const F32_SAFE_MAX: f32 = (1u64 << 50) as f32;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn one_scan_finds_the_largest_value_and_the_first_non_finite_one() {
+        let m = Matrix::new(&[1.0, -7.5, 0.0, 3.0], 2).unwrap();
+        assert_eq!(m.max_abs(), 7.5);
+        assert_eq!(Matrix::new(&[0.0, -0.0], 1).unwrap().max_abs(), 0.0);
+        assert_eq!(
+            Matrix::new(&[f32::MAX, -1.0], 1).unwrap().max_abs(),
+            f32::MAX
+        );
+        // Large enough to be split over threads: the largest value and the first bad one are
+        // found wherever they fall.
+        let d = 7;
+        let mut x: Vec<f32> = (0..(3 << 22) + 5)
+            .map(|i| (i % 1000) as f32 * 1e-3)
+            .collect();
+        x.truncate(x.len() / d * d);
+        let last = x.len() - 3;
+        x[last] = -42.0;
+        assert_eq!(Matrix::new(&x, d).unwrap().max_abs(), 42.0);
+        for (at, bad) in [
+            (x.len() - 1, f32::INFINITY),
+            (123_457, f32::NAN),
+            (5 << 20, -f32::INFINITY),
+        ] {
+            let mut y = x.clone();
+            y[at] = bad;
+            let next = (at + 1).min(y.len() - 1);
+            y[next] = f32::NAN;
+            match Matrix::new(&y, d) {
+                Err(Error::NonFinite { row, col, .. }) => assert_eq!((row, col), (at / d, at % d)),
+                other => panic!("{at}: {other:?}"),
+            }
+        }
+    }
 
     #[test]
     fn rejects_bad_shapes_and_values() {

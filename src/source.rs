@@ -57,7 +57,7 @@ pub trait RowSource: Sync {
 
 impl RowSource for Matrix<'_> {
     fn max_abs(&self) -> Option<f32> {
-        Some(self.as_slice().iter().fold(0.0f32, |m, v| m.max(v.abs())))
+        Some(Matrix::max_abs(self))
     }
 
     fn shape(&self) -> (usize, usize) {
