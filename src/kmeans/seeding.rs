@@ -33,6 +33,9 @@
 //! ([`KMeansInit::default_for`]). When fewer than K distinct candidates come out (tiny or highly duplicated
 //! data), the rest are distinct rows drawn uniformly, as Spark MLlib does.
 //!
+//! **Many rows per cluster.** Past `max(10 000, 256·K)` rows, k-means‖ runs on a uniform
+//! sample of that many (gathered on the device), as it does for rows on the host below.
+//!
 //! **Rows on the host** (streamed or partitioned): random and given starts are as for
 //! resident rows (the same rows for the same seed); k-means++ and k-means‖ run on the device
 //! over a uniform sample of `max(10 000, 256·K)` rows (all rows when they fit in one piece),
@@ -96,7 +99,29 @@ pub(super) fn resident_start(
             Ok(kmeans_plus_plus(ws.gpu, &ws.x, rows, rng, params.n_local_trials())?.0)
         }
         KMeansInit::KMeansParallel { .. } => {
-            device_seeds(ws.gpu, &ws.x, ws.k, ws.host_weights(), &params.init, rng)
+            let (gpu, x, k) = (ws.gpu, &ws.x, ws.k);
+            let (n, d) = (x.n_rows(), x.n_features());
+            // The sample is one binding; its size must not depend on a forced chunking.
+            let binding = crate::gpu::STANDARD_CHUNK_BYTES.min(gpu.binding_byte_limit());
+            let capacity = (binding / (4 * d as u64)).max(1) as usize;
+            let m = plus_plus_sample_size(n, capacity, k);
+            if m >= n {
+                return device_seeds(gpu, x, k, ws.host_weights(), &params.init, rng);
+            }
+            // Many rows per cluster: k-means‖ on a uniform sample of max(10 000, 256·K) rows
+            // (the rule of rows on the host; FAISS trains on 256 rows per centroid), gathered
+            // on the device. Its rounds are passes over the rows against the new candidates,
+            // N·ℓ·D work each: over 20M rows at K = 1000 that is most of a fit.
+            let idx = uniform_sample(rng, n, m);
+            let sample = DeviceBuffer::zeroed(gpu, "k-means|| sample", m * d);
+            let mut batch = Batch::new(gpu, "k-means|| sample");
+            rows::gather_rows(gpu, &mut batch, x, &idx, &sample)?;
+            batch.finish()?;
+            let weights = ws
+                .host_weights()
+                .map(|w| idx.iter().map(|&i| w[i]).collect::<Vec<_>>());
+            let sample = crate::gpu::stream::view(&sample, m, d);
+            device_seeds(gpu, &sample, k, weights.as_deref(), &params.init, rng)
         }
     }
 }

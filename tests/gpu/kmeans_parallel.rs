@@ -181,3 +181,29 @@ fn data_in_many_chunks_with_large_k_and_empty_clusters() {
         );
     }
 }
+
+#[test]
+fn many_rows_per_cluster_seed_from_a_sample_in_any_chunking() {
+    // 30 000 rows for K = 12: past max(10 000, 256·K), so k-means‖ runs on a sample of 10 000
+    // rows gathered on the device; the seeds are still distinct data rows, fixed by the seed
+    // whatever the chunking, and as good a start.
+    let gpu = gpu();
+    let (n, d, k, seed) = (30_000, 3, 12, 9);
+    let (x, truth, _) = datasets::make_blobs(n, d, k, 0.4, (-40.0, 40.0), seed).unwrap();
+    let m = Matrix::new(&x, d).unwrap();
+    let params = KMeans::new(k).init(KMeansInit::PARALLEL).seed(seed);
+    let seeds = params.initial_centroids(&gpu, &m).unwrap();
+    let mut rows: Vec<usize> = seeds
+        .chunks(d)
+        .map(|c| x.chunks(d).position(|r| r == c).expect("a data row"))
+        .collect();
+    rows.sort_unstable();
+    rows.dedup();
+    assert_eq!(rows.len(), k);
+    let chunked = crate::common::gpu();
+    chunked.set_max_chunk_bytes((7001 * d * 4) as u64);
+    assert_eq!(params.initial_centroids(&chunked, &m).unwrap(), seeds);
+    let model = params.fit(&gpu, &m).unwrap();
+    let ari = adjusted_rand_index(model.labels(), &truth).unwrap();
+    assert!(ari > 0.97, "ARI {ari}");
+}
