@@ -158,15 +158,18 @@ pub(crate) fn with_variant<R>(variant: AssignVariant, f: impl FnOnce() -> R) -> 
     out
 }
 
-/// Rows the autotuner times each variant on.
+/// Rows the autotuner times each variant on: on CPU-like adapters a slice of the work; on
+/// GPUs enough 128-row tiles to fill every multiprocessor of a large GPU several times, so
+/// that a larger tile is not timed at a fraction of a wave.
 const TRIAL_ROWS: usize = 16384;
+const GPU_TRIAL_ROWS: usize = 1 << 18;
 
 /// The variant for assigning `chunk` (D features) to the centroids of `to`, with the update's
-/// partials in blocks of `blocks` rows when given: on GPUs by fixed rules (K ≤ [`SMALL_K`]:
-/// [`AssignVariant::RowsUpdate`] where it fits, else [`AssignVariant::Rows`]; past it
-/// [`AssignVariant::Tiled`]); on CPU-like adapters the only candidate or the autotuner's
-/// choice, timed on the first rows of `chunk` with scratch outputs (the textures copied before
-/// the timing, as a workspace copies them once).
+/// partials in blocks of `blocks` rows when given: [`AssignVariant::RowsUpdate`] on GPUs
+/// wherever it fits; otherwise the only candidate or the autotuner's choice among the GPU
+/// design's (the coalesced rows for K ≤ [`SMALL_K`], the GEMM form in each tile shape) or the
+/// CPU-like adapters' variants, timed on the first rows of `chunk` with scratch outputs (the
+/// textures copied before the timing, as a workspace copies them once), cached per device.
 ///
 /// Errors: no variant fits this shape on this adapter (D past what a CPU adapter's loop
 /// budget lets an invocation sum: [`Error::DeviceLimit`]), and the trials' GPU errors.
@@ -183,23 +186,27 @@ pub(crate) fn choose(
     if let Some(v) = FORCED.get().filter(|v| v.runs(gpu, chunk, (d, k), blocks)) {
         return Ok(v);
     }
-    if !cpu_like(gpu) {
-        return Ok(if k > SMALL_K {
-            AssignVariant::Tiled(GemmConfig::for_shape(chunk.n_rows, k))
-        } else if AssignVariant::RowsUpdate.runs(gpu, chunk, (d, k), blocks) {
-            AssignVariant::RowsUpdate
-        } else {
-            AssignVariant::Rows
-        });
-    }
-    let candidates: Vec<AssignVariant> = [
-        AssignVariant::Registers,
-        AssignVariant::Uniform,
-        AssignVariant::Texture,
-    ]
-    .into_iter()
-    .filter(|v| v.runs(gpu, chunk, (d, k), blocks) && v.within_loop_budget(gpu, d, k))
-    .collect();
+    let candidates: Vec<AssignVariant> = if cpu_like(gpu) {
+        [
+            AssignVariant::Registers,
+            AssignVariant::Uniform,
+            AssignVariant::Texture,
+        ]
+        .into_iter()
+        .filter(|v| v.runs(gpu, chunk, (d, k), blocks) && v.within_loop_budget(gpu, d, k))
+        .collect()
+    } else if AssignVariant::RowsUpdate.runs(gpu, chunk, (d, k), blocks) {
+        // A K-Means step with few clusters and features: one read of X for both halves of the
+        // step, which no assignment alone can beat (nor be timed against).
+        return Ok(AssignVariant::RowsUpdate);
+    } else {
+        // GPUs: the coalesced difference form where K ≤ SMALL_K, and the GEMM form in each
+        // tile shape, timed on this device (the same bits from each).
+        let rows = (k <= SMALL_K).then_some(AssignVariant::Rows);
+        rows.into_iter()
+            .chain(GemmConfig::ALL.map(AssignVariant::Tiled))
+            .collect()
+    };
     match candidates[..] {
         [] => {
             return Err(Error::DeviceLimit {
@@ -219,7 +226,12 @@ pub(crate) fn choose(
     if let Some(v) = gpu.tuned_choice(&candidates, (d, k)) {
         return Ok(v);
     }
-    let rows = chunk.n_rows.min(TRIAL_ROWS);
+    let trial_rows = if cpu_like(gpu) {
+        TRIAL_ROWS
+    } else {
+        GPU_TRIAL_ROWS
+    };
+    let rows = chunk.n_rows.min(trial_rows);
     let labels = DeviceBuffer::zeroed(gpu, "assign trial labels", rows);
     let min_sq_dist = DeviceBuffer::zeroed(gpu, "assign trial distances", rows);
     let changed = DeviceBuffer::zeroed(gpu, "assign trial count", 1);

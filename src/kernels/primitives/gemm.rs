@@ -41,8 +41,8 @@ impl GemmConfig {
     /// 128 x 32 outputs, 128 invocations of 8 x 4: few output columns (projections on a few
     /// components).
     pub(crate) const NARROW: Self = Self::new(16, 8, 8, 4);
-    /// Every configuration the host may pick (the tests run each).
-    #[cfg(test)]
+    /// Every configuration the host may pick (GPUs time them on first use; the tests run
+    /// each).
     pub(crate) const ALL: [Self; 3] = [Self::LARGE, Self::SMALL, Self::NARROW];
 
     const fn new(lanes_m: u32, lanes_n: u32, rm: u32, rn: u32) -> Self {

@@ -100,8 +100,10 @@ impl Variant for GramVariant {
     }
 }
 
-/// Rows the autotuner times each variant on.
+/// Rows the autotuner times each variant on (CPU-like adapters; GPUs take more, so that a
+/// trial fills the device).
 const TRIAL_ROWS: usize = 2048;
+const GPU_TRIAL_ROWS: usize = 1 << 16;
 
 /// One operand of [`gram_partials`]: rows bound from a buffer range, and a per-column shift.
 pub(crate) struct Operand<'a> {
@@ -173,10 +175,14 @@ fn gram_variant(
     upper_only: bool,
 ) -> Result<GramVariant> {
     let tiled = GramVariant::Tiled(GemmConfig::for_shape(a.cols, b.cols));
-    if !cpu_like(gpu) {
-        return Ok(tiled);
-    }
-    let candidates: Vec<GramVariant> = [GramVariant::Uniform, GramVariant::Texture]
+    // GPUs time the tile core's shapes (the same bits from each); CPU-like adapters their
+    // own variants.
+    let own: Vec<GramVariant> = if cpu_like(gpu) {
+        vec![GramVariant::Uniform, GramVariant::Texture]
+    } else {
+        GemmConfig::ALL.map(GramVariant::Tiled).to_vec()
+    };
+    let candidates: Vec<GramVariant> = own
         .into_iter()
         .filter(|&v| runs(v, a, upper_only))
         .collect();
@@ -185,12 +191,17 @@ fn gram_variant(
         1 => return Ok(candidates[0]),
         _ => {}
     }
-    // Only symmetric products have two candidates (the texture kernel), so the candidates
+    // Symmetric and general products run different tiles (square ones only for the upper
+    // triangle) and CPU-like adapters the texture kernel for the first only, so the candidates
     // and the shape tell the choices apart.
     if let Some(c) = gpu.tuned_choice(&candidates, (a.cols, b.cols)) {
         return Ok(c);
     }
-    let rows = n_rows.min(TRIAL_ROWS);
+    let rows = n_rows.min(if cpu_like(gpu) {
+        TRIAL_ROWS
+    } else {
+        GPU_TRIAL_ROWS
+    });
     let scratch = DeviceBuffer::zeroed(
         gpu,
         "gram trial partials",

@@ -208,3 +208,47 @@ fn trial_clock(gpu: &Gpu) {
         }
     );
 }
+
+#[test]
+fn gpus_time_the_tile_shapes_of_the_gemm_assignment() {
+    // The GPU design (forced here) times the coalesced rows and each tile of the GEMM form for
+    // K ≤ 16 and the tiles alone past it, and keeps the choice; the labels are the same bits
+    // whichever wins (tests/variants.rs).
+    let gpu = gpu();
+    for (k, expected) in [
+        (
+            40,
+            "assign [assign_tiled 128x128|assign_tiled 64x64|assign_tiled 128x32]",
+        ),
+        (
+            9,
+            "assign [assign_rows|assign_tiled 128x128|assign_tiled 64x64|assign_tiled 128x32]",
+        ),
+    ] {
+        let (n, d) = (700, 12);
+        let x = GpuMatrix::upload(&gpu, &Matrix::new(&random(n * d, 3), d).unwrap()).unwrap();
+        let chunk = &x.chunks()[0];
+        let centroids = DeviceBuffer::from_slice(&gpu, "centroids", &random(k * d, 4));
+        let labels = DeviceBuffer::zeroed(&gpu, "labels", n);
+        let dist = DeviceBuffer::<f32>::zeroed(&gpu, "dist", n);
+        let changed = DeviceBuffer::<u32>::zeroed(&gpu, "changed", 1);
+        let to = Assignment {
+            centroids: &centroids,
+            k,
+            labels: &labels,
+            min_sq_dist: &dist,
+            changed: &changed,
+        };
+        crate::kernels::primitives::gemm::with_design(false, || {
+            let mut batch = Batch::new(&gpu, "tiles");
+            crate::kernels::assign::assign_nearest_centroid(&gpu, &mut batch, chunk, d, &to)
+                .unwrap();
+            batch.finish().unwrap();
+        });
+        let choices = gpu.tuning_choices();
+        assert!(
+            choices.iter().any(|c| c.0 == expected),
+            "k {k}: {choices:?}"
+        );
+    }
+}
