@@ -65,6 +65,47 @@ impl<'a> Matrix<'a> {
     }
 }
 
+/// Host rows of f32 ([`Matrix`]) or f64 ([`Matrix64`](crate::Matrix64)) values: what the
+/// computations that run on the host in f64 read (the metrics of `metrics::internal`,
+/// [`PcaModel::score_samples`](crate::PcaModel::score_samples)), so that f64 data reach
+/// them with every digit.
+pub trait HostMatrix {
+    /// The type of the values.
+    type Value: Copy + Into<f64>;
+    /// Number of rows N.
+    fn n_rows(&self) -> usize;
+    /// Number of features D.
+    fn n_features(&self) -> usize;
+    /// Row `i` (i < N).
+    fn values_of_row(&self, i: usize) -> &[Self::Value];
+}
+
+impl HostMatrix for Matrix<'_> {
+    type Value = f32;
+    fn n_rows(&self) -> usize {
+        self.n_rows
+    }
+    fn n_features(&self) -> usize {
+        self.n_features
+    }
+    fn values_of_row(&self, i: usize) -> &[f32] {
+        self.row(i)
+    }
+}
+
+impl HostMatrix for crate::Matrix64<'_> {
+    type Value = f64;
+    fn n_rows(&self) -> usize {
+        crate::Matrix64::n_rows(self)
+    }
+    fn n_features(&self) -> usize {
+        crate::Matrix64::n_features(self)
+    }
+    fn values_of_row(&self, i: usize) -> &[f64] {
+        self.row(i)
+    }
+}
+
 /// Checks row-major `data` of `n_features` columns: at least one column and one row, a whole
 /// number of rows, every value finite (the first NaN/inf is reported with its position).
 pub(crate) fn validate_row_major<T: Copy + Into<f64>>(data: &[T], n_features: usize) -> Result<()> {

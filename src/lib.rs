@@ -119,6 +119,7 @@ pub mod model_file;
 mod names;
 #[cfg(any(feature = "io", feature = "datasets"))]
 mod npy;
+pub mod origin;
 pub mod pca;
 #[cfg(feature = "plot")]
 pub mod plot;
@@ -145,6 +146,7 @@ pub use kmeans::{
 };
 #[cfg(feature = "io")]
 pub use model_file::Model;
+pub use origin::Matrix64;
 pub use pca::{Components, IncrementalPca, Pca, PcaModel, PcaMoments, PcaSolver};
 pub use progress::{Iteration, OnIteration};
 pub use selection::{Criterion, Curve, GapCurve, Spectrum};

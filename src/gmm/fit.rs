@@ -18,6 +18,7 @@ use crate::error::{Error, Result};
 use crate::gpu::stream::DeviceRows;
 use crate::gpu::{Gpu, GpuInput, GpuMatrix};
 use crate::kernels::rows::in_f32_range;
+use crate::origin::Centred;
 use crate::source::{check_shape, RowSource, Scaled};
 
 impl GaussianMixture {
@@ -38,6 +39,9 @@ impl GaussianMixture {
     /// (data of extreme scale); [`Error::NonFinite`] for NaN/inf in host data; the GPU errors
     /// of the upload and the kernels.
     pub fn fit(&self, gpu: &Gpu, x: &impl GpuInput) -> Result<GaussianMixtureModel> {
+        if let Some(c) = Centred::of_input(x, None)? {
+            return c.fit(self, |p, c| p.fit(gpu, c));
+        }
         self.fit_input(gpu, x, None)
     }
 
@@ -58,6 +62,9 @@ impl GaussianMixture {
         let (n, d) = x.shape();
         self.validate(n, d)?;
         check_sample_weights(sample_weight, n)?;
+        if let Some(c) = Centred::of_input(x, None)? {
+            return c.fit(self, |p, c| p.fit_weighted(gpu, c, sample_weight));
+        }
         self.fit_input(gpu, x, Some(sample_weight))
     }
 
@@ -79,6 +86,9 @@ impl GaussianMixture {
         gpu: &Gpu,
         source: &(impl RowSource + ?Sized),
     ) -> Result<GaussianMixtureModel> {
+        if let Some(c) = Centred::of_source(source, None)? {
+            return c.fit(self, |p, c| p.fit_source(gpu, c));
+        }
         self.fit_rows(gpu, source, None)
     }
 
@@ -95,6 +105,9 @@ impl GaussianMixture {
     ) -> Result<GaussianMixtureModel> {
         let (n, _) = check_shape(source)?;
         check_sample_weights(sample_weight, n)?;
+        if let Some(c) = Centred::of_source(source, None)? {
+            return c.fit(self, |p, c| p.fit_source_weighted(gpu, c, sample_weight));
+        }
         self.fit_rows(gpu, source, Some(sample_weight))
     }
 

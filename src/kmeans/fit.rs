@@ -23,6 +23,7 @@ use crate::error::Result;
 use crate::gpu::stream::DeviceRows;
 use crate::gpu::{Gpu, GpuInput, GpuMatrix};
 use crate::kernels::rows::{in_f32_range, normalize_rows};
+use crate::origin::Centred;
 use crate::progress::OnIteration;
 use crate::source::{check_shape, RowSource, Scaled};
 
@@ -36,6 +37,9 @@ impl KMeans {
     /// [`Error::TooFewSamples`](crate::Error::TooFewSamples)), and the GPU errors of
     /// [`GpuMatrix::upload`] and of the kernels.
     pub fn fit(&self, gpu: &Gpu, x: &impl GpuInput) -> Result<KMeansModel> {
+        if let Some(c) = Centred::of_input(x, None)? {
+            return c.fit(self, |p, c| p.fit(gpu, c));
+        }
         self.fit_input(gpu, x, None, &mut self.generator())
     }
 
@@ -54,6 +58,9 @@ impl KMeans {
         sample_weight: &[f32],
     ) -> Result<KMeansModel> {
         check_sample_weights(sample_weight, x.shape().0)?;
+        if let Some(c) = Centred::of_input(x, None)? {
+            return c.fit(self, |p, c| p.fit_weighted(gpu, c, sample_weight));
+        }
         self.fit_input(gpu, x, Some(sample_weight), &mut self.generator())
     }
 
@@ -71,6 +78,9 @@ impl KMeans {
     /// ([`Error::Source`](crate::Error::Source), [`Error::NonFinite`](crate::Error::NonFinite)
     /// with the global row).
     pub fn fit_source(&self, gpu: &Gpu, source: &(impl RowSource + ?Sized)) -> Result<KMeansModel> {
+        if let Some(c) = Centred::of_source(source, None)? {
+            return c.fit(self, |p, c| p.fit_source(gpu, c));
+        }
         self.fit_rows(gpu, source, None, &mut self.generator())
     }
 
@@ -86,6 +96,9 @@ impl KMeans {
     ) -> Result<KMeansModel> {
         let (n, _) = check_shape(source)?;
         check_sample_weights(sample_weight, n)?;
+        if let Some(c) = Centred::of_source(source, None)? {
+            return c.fit(self, |p, c| p.fit_source_weighted(gpu, c, sample_weight));
+        }
         self.fit_rows(gpu, source, Some(sample_weight), &mut self.generator())
     }
 
@@ -211,6 +224,13 @@ impl KMeans {
         self.validate(n, d)?;
         if let Some(w) = sample_weight {
             check_sample_weights(w, n)?;
+        }
+        if let Some(c) = Centred::of_input(x, None)? {
+            // The seeds are rows: the centred ones moved back (f32, as every seed).
+            let (seeds, rows) = self.kmeans_plusplus(gpu, &c, sample_weight)?;
+            let mut seeds: Vec<f64> = seeds.iter().map(|&v| v as f64).collect();
+            crate::origin::translate_rows(&mut seeds, c.origin());
+            return Ok((seeds.iter().map(|&v| v as f32).collect(), rows));
         }
         let x = x.on_gpu(gpu)?;
         let rows = self.on_metric(gpu, &x)?;
@@ -415,6 +435,7 @@ impl KMeans {
             converged: run.converged,
             inertia_history: run.history,
             init_seconds: Elapsed(init_seconds),
+            origin: None,
         }
     }
 }
@@ -426,6 +447,9 @@ impl MiniBatchKMeans {
     ///
     /// Errors: invalid parameters, the source's and the GPU's errors.
     pub fn fit(&self, gpu: &Gpu, source: &(impl RowSource + ?Sized)) -> Result<KMeansModel> {
+        if let Some(c) = Centred::of_source(source, None)? {
+            return c.fit(self, |p, c| p.fit(gpu, c));
+        }
         self.fit_in_range(gpu, source, None)
     }
 
@@ -443,6 +467,9 @@ impl MiniBatchKMeans {
     ) -> Result<KMeansModel> {
         let (n, _) = check_shape(source)?;
         check_sample_weights(sample_weight, n)?;
+        if let Some(c) = Centred::of_source(source, None)? {
+            return c.fit(self, |p, c| p.fit_weighted(gpu, c, sample_weight));
+        }
         self.fit_in_range(gpu, source, Some(sample_weight))
     }
 

@@ -163,6 +163,7 @@ impl MiniBatchKMeansFit {
             converged: false,
             inertia_history: Vec::new(),
             init_seconds: Default::default(),
+            origin: None,
         })
     }
 }

@@ -46,9 +46,9 @@
 //! Davies–Bouldin and inertia in [`internal`]; the (adjusted) Rand index in [`agreement`].
 use std::collections::BTreeMap;
 
-use crate::data::Matrix;
+use crate::data::HostMatrix;
 use crate::error::{Error, Result};
-use crate::gpu::Gpu;
+use crate::gpu::{Gpu, GpuInput};
 
 pub mod agreement;
 pub mod information;
@@ -195,7 +195,7 @@ impl Evaluation {
 /// Errors: labels or truth of the wrong length, the errors of [`silhouette`].
 pub fn evaluate(
     gpu: &Gpu,
-    x: &Matrix<'_>,
+    x: &(impl HostMatrix + GpuInput),
     labels: &[u32],
     truth: Option<&[u32]>,
     sample_size: Option<usize>,

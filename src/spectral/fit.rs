@@ -9,6 +9,7 @@ use crate::error::{Error, Result};
 use crate::gpu::{Gpu, GpuInput};
 use crate::kernels::affinity;
 use crate::kmeans::KMeans;
+use crate::origin::Centred;
 use crate::pca::power::PowerSettings;
 use crate::progress::Algorithm;
 
@@ -101,6 +102,10 @@ impl SpectralClustering {
     /// underflows) as [`Error::InvalidParameter`] naming it; [`Error::NotConverged`] when the
     /// eigen-solver does not reach `tol` in `max_iter` iterations; the GPU errors.
     pub fn fit(&self, gpu: &Gpu, x: &impl GpuInput) -> Result<SpectralModel> {
+        // Affinities depend on differences only: f64 rows are centred in f64 first.
+        if let Some(c) = Centred::of_input(x, None)? {
+            return self.fit(gpu, &c);
+        }
         let (n, _) = x.shape();
         self.validate(n)?;
         let k = self.k;

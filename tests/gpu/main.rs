@@ -28,6 +28,7 @@ mod kmeans_stream;
 mod kmeans_weights;
 mod metrics_gpu;
 mod ndarray_interop;
+mod origin;
 mod pca_gpu;
 mod pca_probabilistic;
 mod pca_stream;
