@@ -146,7 +146,7 @@ pub use kmeans::{
 };
 #[cfg(feature = "io")]
 pub use model_file::Model;
-pub use origin::Matrix64;
+pub use origin::{Matrix64, Translate};
 pub use pca::{Components, IncrementalPca, Pca, PcaModel, PcaMoments, PcaSolver};
 pub use progress::{Iteration, OnIteration};
 pub use selection::{Criterion, Curve, GapCurve, Spectrum};

@@ -85,6 +85,17 @@ impl<'a> Matrix64<'a> {
     pub fn column_means(&self) -> Vec<f64> {
         column_means(self.data, self.n_features)
     }
+
+    /// The rows less `origin` (D values), in f64, rounded to f32: what the kernels see of
+    /// these rows in a fit centred on `origin`. For the partitions of a remote fit, which
+    /// centre their rows on the driver's global mean (module docs).
+    ///
+    /// Errors: an origin of another length ([`Error::FeatureMismatch`]), a spread about it
+    /// outside f32's range ([`Error::Float32Range`]).
+    pub fn centred_on(&self, origin: &[f64]) -> Result<Vec<f32>> {
+        let c = Centred::of_input(self, Some(origin))?.expect("f64 rows");
+        c.gather(&(0..self.n_rows).collect::<Vec<_>>())
+    }
 }
 
 /// The column means of row-major `values` of `d` features (see [`Matrix64::column_means`]).
@@ -327,8 +338,13 @@ impl GpuInput for Centred<'_> {
 }
 
 /// What moves with the data when they are translated: parameters with given starts (their
-/// positions), and fitted models (their means, centroids, origins).
-pub(crate) trait Translate: Clone {
+/// positions), fitted models (their means, centroids, origins) and moments (their mean).
+///
+/// The fits of f64 data use it to fit in the centred frame and report in the data's; a
+/// driver of a remote fit whose partitions centre their rows on a global origin
+/// ([`Matrix64::centred_on`]) does the same by hand: the parameters translated by −origin,
+/// the model by +origin.
+pub trait Translate: Clone {
     /// The same thing for data moved by `by` (D values: every position plus `by`).
     ///
     /// Errors: a position that the thing keeps in f32 and that f32 cannot hold
@@ -337,7 +353,7 @@ pub(crate) trait Translate: Clone {
 }
 
 /// `positions` (row-major rows of `by.len()` values) plus `by`, row by row.
-pub(crate) fn translate_rows(positions: &mut [f64], by: &[f64]) {
+pub fn translate_rows(positions: &mut [f64], by: &[f64]) {
     if by.is_empty() {
         return;
     }

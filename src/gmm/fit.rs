@@ -115,8 +115,9 @@ impl GaussianMixture {
     /// machines), reached through `remote` (module docs of `gmm::remote`): the EM loop of
     /// [`GaussianMixture::fit`] with every iteration one round of requests and the
     /// statistics merged in f64 in partition order. From the same start the model equals a
-    /// single-device fit of all rows (partitions in order) within f32 rounding; its labels
-    /// follow the partitions in order.
+    /// single-device fit of all rows (partitions in order) within f32 rounding. The labels
+    /// stay with the partitions: the model has none (ask each partition for
+    /// [`GmmRequest::Labels`](crate::gmm::GmmRequest::Labels), or predict).
     ///
     /// Errors: no rows or features, the parameter errors of [`GaussianMixture::validate`]
     /// for all rows, those of [`GaussianMixture::fit`], replies that do not fit their
@@ -346,6 +347,11 @@ pub fn estimate_gaussian_parameters(
     covariance_type: CovarianceType,
     reg_covar: f64,
 ) -> Result<GaussianParameters> {
+    if let Some(c) = Centred::of_input(x, None)? {
+        let mut p = estimate_gaussian_parameters(gpu, &c, resp, k, covariance_type, reg_covar)?;
+        crate::origin::translate_rows(&mut p.means, c.origin());
+        return Ok(p);
+    }
     let (n, _) = x.shape();
     Error::require_count("k", k)?;
     Error::require_non_negative("reg_covar", reg_covar)?;

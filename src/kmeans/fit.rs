@@ -131,8 +131,9 @@ impl KMeans {
     /// reached through `remote` (module docs of `kmeans::remote`): the loop of
     /// [`KMeans::fit`] with every pass a round of requests to the partitions and their
     /// statistics merged in f64 in partition order. The model equals a single-device fit of
-    /// all rows (partitions in order) from the same start within f32 rounding; its labels
-    /// follow the partitions in order.
+    /// all rows (partitions in order) from the same start within f32 rounding. The labels
+    /// stay with the partitions: the model has none (ask each partition for
+    /// [`KMeansRequest::Labels`](crate::kmeans::KMeansRequest::Labels), or predict).
     ///
     /// Errors: the cosine metric (not supported across partitions yet), no rows or
     /// features, the parameter errors of [`KMeans::validate`] for all rows, replies that do
