@@ -150,6 +150,26 @@ pub(crate) fn check_sample_weights(weights: &[f32], n_rows: usize) -> Result<()>
     Ok(())
 }
 
+/// Per-row weights multiplied by the power of two that brings the largest into [1, 2), and
+/// that factor (1, and the weights as they are, when they are there already or all zero).
+///
+/// A weighted fit's answer does not depend on the weights' scale (centroids, means,
+/// covariances, responsibilities and the weighted mean log-likelihood are ratios of weighted
+/// sums), but the device sums them in f32: weights of 10³⁸ overflow there and weights of
+/// 10⁻²⁰ lose their rows' products to underflow. Scaled by a power of two (exact), they do
+/// neither; sums reported in the weights' units (a K-Means inertia) are divided by the
+/// factor again.
+pub(crate) fn weights_in_range(weights: &[f32]) -> (std::borrow::Cow<'_, [f32]>, f32) {
+    let largest = weights.iter().fold(0.0f32, |m, &w| m.max(w));
+    if largest == 0.0 || !largest.is_finite() || (1.0..2.0).contains(&largest) {
+        return (std::borrow::Cow::Borrowed(weights), 1.0);
+    }
+    let exponent = (largest as f64).log2().floor() as i32;
+    let factor = 2f32.powi(-exponent.clamp(-126, 126));
+    let scaled = weights.iter().map(|&w| w * factor).collect();
+    (std::borrow::Cow::Owned(scaled), factor)
+}
+
 /// Returns [`Error::NonFinite`] for the first NaN/inf in row-major `data`.
 pub(crate) fn check_finite<T: Copy + Into<f64>>(data: &[T], n_features: usize) -> Result<()> {
     match data.iter().position(|&v| !v.into().is_finite()) {
@@ -212,6 +232,26 @@ mod tests {
         assert!(matches!(e, Error::NonFinite { row: 1, col: 1, .. }), "{e}");
         let e = Matrix::new(&[f32::NEG_INFINITY, 0.0], 2).unwrap_err();
         assert!(e.to_string().contains("-inf"), "{e}");
+    }
+
+    #[test]
+    fn weights_are_scaled_by_a_power_of_two_into_one_to_two() {
+        for w in [
+            vec![1e38f32, 2e37, 0.0],
+            vec![1e-20, 3e-20],
+            vec![0.3, 0.6],
+            vec![5.0, 1.0],
+        ] {
+            let (scaled, f) = weights_in_range(&w);
+            assert_eq!(f.to_bits() & 0x007f_ffff, 0, "{f} is a power of two");
+            let top = scaled.iter().fold(0.0f32, |m, &v| m.max(v));
+            assert!((1.0..2.0).contains(&top), "{w:?}: {top}");
+            for (a, b) in scaled.iter().zip(&w) {
+                assert_eq!(*a, b * f, "exact");
+            }
+        }
+        assert_eq!(weights_in_range(&[1.5, 0.25]).1, 1.0);
+        assert_eq!(weights_in_range(&[0.0, 0.0]).1, 1.0);
     }
 
     #[test]

@@ -13,7 +13,7 @@ use super::{
     check_responsibilities, seeding, CovarianceType, GaussianMixture, GaussianMixtureModel,
     GaussianParameters, GmmInit, GmmStats,
 };
-use crate::data::check_sample_weights;
+use crate::data::{check_sample_weights, weights_in_range};
 use crate::error::{Error, Result};
 use crate::gpu::stream::DeviceRows;
 use crate::gpu::{Gpu, GpuInput, GpuMatrix};
@@ -65,7 +65,8 @@ impl GaussianMixture {
         if let Some(c) = Centred::of_input(x, None)? {
             return c.fit(self, |p, c| p.fit_weighted(gpu, c, sample_weight));
         }
-        self.fit_input(gpu, x, Some(sample_weight))
+        // The mixture does not depend on the weights' scale; their f32 sums do.
+        self.fit_input(gpu, x, Some(&weights_in_range(sample_weight).0))
     }
 
     /// Fits on a [`RowSource`]: a host [`Matrix`](crate::Matrix),
@@ -108,7 +109,7 @@ impl GaussianMixture {
         if let Some(c) = Centred::of_source(source, None)? {
             return c.fit(self, |p, c| p.fit_source_weighted(gpu, c, sample_weight));
         }
-        self.fit_rows(gpu, source, Some(sample_weight))
+        self.fit_rows(gpu, source, Some(&weights_in_range(sample_weight).0))
     }
 
     /// Fits a mixture to rows split into partitions that live elsewhere (other processes or

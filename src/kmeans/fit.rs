@@ -18,7 +18,7 @@ use super::remote::{Driven, RemoteKMeans};
 use super::stream::{device_rows, Streamed};
 use super::workspace::Workspace;
 use super::{seeding, KMeans, KMeansInit, KMeansModel, KMeansStats, MiniBatchKMeans};
-use crate::data::check_sample_weights;
+use crate::data::{check_sample_weights, weights_in_range};
 use crate::error::Result;
 use crate::gpu::stream::DeviceRows;
 use crate::gpu::{Gpu, GpuInput, GpuMatrix};
@@ -61,7 +61,9 @@ impl KMeans {
         if let Some(c) = Centred::of_input(x, None)? {
             return c.fit(self, |p, c| p.fit_weighted(gpu, c, sample_weight));
         }
-        self.fit_input(gpu, x, Some(sample_weight), &mut self.generator())
+        let (w, scale) = weights_in_range(sample_weight);
+        let model = self.fit_input(gpu, x, Some(&w), &mut self.generator())?;
+        Ok(model.reweighted(1.0 / scale as f64))
     }
 
     /// Fits on a [`RowSource`]: a host [`Matrix`](crate::Matrix),
@@ -99,7 +101,9 @@ impl KMeans {
         if let Some(c) = Centred::of_source(source, None)? {
             return c.fit(self, |p, c| p.fit_source_weighted(gpu, c, sample_weight));
         }
-        self.fit_rows(gpu, source, Some(sample_weight), &mut self.generator())
+        let (w, scale) = weights_in_range(sample_weight);
+        let model = self.fit_rows(gpu, source, Some(&w), &mut self.generator())?;
+        Ok(model.reweighted(1.0 / scale as f64))
     }
 
     /// Fits on rows split across devices: partition i (its rows numbered after those of
@@ -471,7 +475,9 @@ impl MiniBatchKMeans {
         if let Some(c) = Centred::of_source(source, None)? {
             return c.fit(self, |p, c| p.fit_weighted(gpu, c, sample_weight));
         }
-        self.fit_in_range(gpu, source, Some(sample_weight))
+        let (w, scale) = weights_in_range(sample_weight);
+        let model = self.fit_in_range(gpu, source, Some(&w))?;
+        Ok(model.reweighted(1.0 / scale as f64))
     }
 
     /// The mini-batch fit of `source` multiplied by the power of two that brings it into

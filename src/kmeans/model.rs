@@ -267,6 +267,14 @@ impl KMeansModel {
         self
     }
 
+    /// This model of rows whose weights were multiplied by `1 / factor`
+    /// ([`crate::data::weights_in_range`]), in the caller's weights: inertias × `factor`.
+    pub(super) fn reweighted(mut self, factor: f64) -> Self {
+        self.inertia *= factor;
+        self.inertia_history.iter_mut().for_each(|v| *v *= factor);
+        self
+    }
+
     /// `x` on the device as the centroids see it (unit rows for the cosine metric; f64 rows
     /// less the model's origin, module [`origin`](crate::origin)), the power of two that
     /// rows and centroids are multiplied by so that their squared distances neither
