@@ -5,8 +5,8 @@ per measurement.
     python python/benchmarks/offsets.py [--rows N] [--offsets 0 1e7 1e8]
 
 Measured: K-Means (k = 10, one k-means++ start) inertia; PCA (50 components) explained
-variance ratio; a diagonal mixture (5 components) on the 20 leading principal components
-(mean log-likelihood); Calinski-Harabasz of scikit-learn's K-Means labels; spectral
+variance ratio; diagonal and full mixtures (5 components) on the 20 leading principal
+components (mean log-likelihood); Calinski-Harabasz of scikit-learn's K-Means labels; spectral
 clustering (RBF) on the first 1500 rows, agreement (ARI) with scikit-learn's labels on the
 same rows. Every estimator gets X + offset as float64, as a user hands it over.
 """
@@ -44,6 +44,7 @@ def main():
     ap.add_argument("--data", default=str(DEFAULT))
     ap.add_argument("--offsets", type=float, nargs="+", default=[0.0, 1e7, 1e8])
     ap.add_argument("--skip", nargs="*", default=[])
+    ap.add_argument("--gmm-covariances", nargs="+", default=["diag", "full"])
     args = ap.parse_args()
     X32, _ = load(args.data, args.rows)
     X = X32.astype(np.float64)
@@ -70,13 +71,14 @@ def main():
                      value=None if m is None else float(np.sum(m.explained_variance_ratio_)),
                      first=None if m is None else float(m.explained_variance_ratio_[0]),
                      seconds=s, error=err, **base)
-        if "gmm" not in args.skip:
+        for cov in [] if "gmm" in args.skip else args.gmm_covariances:
             for lib, est in (
-                ("sklearn", skx.GaussianMixture(5, covariance_type="diag", random_state=0)),
-                ("wgpu", wu.GaussianMixture(5, covariance_type="diag", random_state=0)),
+                ("sklearn", skx.GaussianMixture(5, covariance_type=cov, random_state=0)),
+                ("wgpu", wu.GaussianMixture(5, covariance_type=cov, random_state=0)),
             ):
                 m, s, err = run(lambda: est.fit(Zo))
-                emit(what="gmm_score", lib=lib, value=None if m is None else float(m.score(Zo)),
+                emit(what=f"gmm_{cov}_score", lib=lib,
+                     value=None if m is None else float(m.score(Zo)),
                      seconds=s, error=err, **dict(base, d=20))
         if "ch" not in args.skip:
             for lib, fn in (
