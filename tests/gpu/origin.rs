@@ -322,14 +322,30 @@ fn data_beyond_f32_are_centred_or_refused_with_the_reason() {
     let gpu = gpu();
     let (n, d, k) = (300, 2, 2);
     let (x, _) = offset_blobs(n, d, k, 12, 0.0);
-    // Far beyond f32's largest value, close together: the mixtures and PCA (f64 models)
-    // fit; K-Means keeps centroids in f32 and says why it cannot.
-    let far: Vec<f64> = x.iter().map(|v| v + 1e39).collect();
+    // Far beyond f32's largest value, their spread within it (and held by f64 at that
+    // offset, whose values are 2e23 apart): the mixtures and PCA (f64 models) fit as the
+    // data without the offset do; K-Means keeps centroids in f32 and says why it cannot.
+    let far: Vec<f64> = x.iter().map(|v| v * 1e30 + 1e39).collect();
     let m = Matrix64::new(&far, d).unwrap();
+    let base = Matrix64::new(&x, d).unwrap();
     let pca = Pca::new(Components::Count(1)).fit(&gpu, &m).unwrap();
-    assert!((pca.mean()[0] / 1e39 - 1.0).abs() < 1e-12);
+    assert!((pca.mean()[0] / 1e39 - 1.0).abs() < 1e-6);
+    let p0 = tuned(|| Pca::new(Components::Count(1)).fit(&gpu, &base));
+    let err = max_rel_err(
+        pca.explained_variance_ratio(),
+        p0.explained_variance_ratio(),
+        1e-6,
+    );
+    assert!(err < 1e-5, "PCA beyond f32: ratio off by {err:e}");
     let gmm = GaussianMixture::new(k).seed(1).fit(&gpu, &m).unwrap();
-    assert!(gmm.lower_bound().is_finite());
+    let g0 = tuned(|| GaussianMixture::new(k).seed(1).fit(&gpu, &base));
+    // log p(1e30·x) = log p(x) − D ln 1e30.
+    let lb = gmm.lower_bound() + d as f64 * 1e30f64.ln();
+    assert!(
+        (lb - g0.lower_bound()).abs() < 1e-3,
+        "{lb} vs {}",
+        g0.lower_bound()
+    );
     let e = KMeans::new(k).fit(&gpu, &m).unwrap_err();
     assert!(matches!(e, Error::Float32Range { .. }), "{e}");
     assert!(e.to_string().contains("float32"), "{e}");
