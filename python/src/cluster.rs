@@ -132,12 +132,7 @@ impl KMeansFit {
     }
 
     /// −Σ‖x − c‖² of the rows (higher is better).
-    fn score(
-        &self,
-        py: Python<'_>,
-        device: &Device,
-        x: Rows<'_>,
-    ) -> PyResult<f64> {
+    fn score(&self, py: Python<'_>, device: &Device, x: Rows<'_>) -> PyResult<f64> {
         on_rows(py, &x, |x| self.model.score(device.gpu, x))
     }
 

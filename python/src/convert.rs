@@ -76,7 +76,9 @@ pub enum View<'a> {
 fn c_order<'a, T: numpy::Element>(x: &'a PyReadonlyArray2<'_, T>) -> PyResult<(&'a [T], usize)> {
     let d = x.shape()[1];
     let values = x.as_slice().map_err(|_| {
-        PyValueError::new_err("expected an aligned C-contiguous array (the Python wrapper converts)")
+        PyValueError::new_err(
+            "expected an aligned C-contiguous array (the Python wrapper converts)",
+        )
     })?;
     Ok((values, d))
 }

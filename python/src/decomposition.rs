@@ -6,7 +6,9 @@ use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use wgpu_unsupervised::{Components, Pca, PcaModel, PcaMoments};
 
-use crate::convert::{array1, array2, from_json, on_rows, reduce_json, run, to_json, OrPy, Rows, View};
+use crate::convert::{
+    array1, array2, from_json, on_rows, reduce_json, run, to_json, OrPy, Rows, View,
+};
 use crate::device::Device;
 
 /// `n_components` as the library's `Components`: an int, a float fraction in (0, 1),

@@ -32,7 +32,9 @@ mod session;
 /// panic left to trigger on purpose).
 #[pyfunction]
 fn _panic_for_tests(py: Python<'_>, message: String) -> PyResult<()> {
-    convert::run(py, move || -> wgpu_unsupervised::Result<()> { panic!("{message}") })
+    convert::run(py, move || -> wgpu_unsupervised::Result<()> {
+        panic!("{message}")
+    })
 }
 
 #[pymodule]

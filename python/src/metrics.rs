@@ -83,11 +83,7 @@ fn calinski_harabasz(
 }
 
 #[pyfunction]
-fn davies_bouldin(
-    py: Python<'_>,
-    x: Rows<'_>,
-    labels: PyReadonlyArray1<'_, i64>,
-) -> PyResult<f64> {
+fn davies_bouldin(py: Python<'_>, x: Rows<'_>, labels: PyReadonlyArray1<'_, i64>) -> PyResult<f64> {
     on_labelled_rows(py, &x, &labels, |x, labels| match x {
         View::F32(m) => metrics::davies_bouldin(m, labels),
         View::F64(m) => metrics::davies_bouldin(m, labels),
@@ -134,11 +130,7 @@ fn agreement(
 
 /// inertia(x, labels) -> Σ‖x − mean of its cluster‖²
 #[pyfunction]
-fn inertia(
-    py: Python<'_>,
-    x: Rows<'_>,
-    labels: PyReadonlyArray1<'_, i64>,
-) -> PyResult<f64> {
+fn inertia(py: Python<'_>, x: Rows<'_>, labels: PyReadonlyArray1<'_, i64>) -> PyResult<f64> {
     on_labelled_rows(py, &x, &labels, |x, labels| match x {
         View::F32(m) => metrics::inertia(m, labels),
         View::F64(m) => metrics::inertia(m, labels),

@@ -7,8 +7,8 @@ use wgpu_unsupervised::gmm::{estimate_gaussian_parameters, InitialParameters};
 use wgpu_unsupervised::{CovarianceType, GaussianMixture, GaussianMixtureModel, GmmInit};
 
 use crate::convert::{
-    array1, array2, from_json, labels_array, on_rows, on_weighted_rows, reduce_json, run,
-    to_json, values, vector, Array, Labels, OrPy, Rows, View,
+    array1, array2, from_json, labels_array, on_rows, on_weighted_rows, reduce_json, run, to_json,
+    values, vector, Array, Labels, OrPy, Rows, View,
 };
 use crate::device::Device;
 
@@ -112,12 +112,7 @@ impl GmmFit {
         Ok(array1(py, s))
     }
 
-    fn score(
-        &self,
-        py: Python<'_>,
-        device: &Device,
-        x: Rows<'_>,
-    ) -> PyResult<f64> {
+    fn score(&self, py: Python<'_>, device: &Device, x: Rows<'_>) -> PyResult<f64> {
         on_rows(py, &x, |x| self.model.score(device.gpu, x))
     }
 

@@ -47,9 +47,8 @@ impl Bridge {
             d,
             error: None,
         };
-        let result = py.detach(|| {
-            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| fit(&mut bridge)))
-        });
+        let result = py
+            .detach(|| std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| fit(&mut bridge))));
         match result {
             Ok(result) => result.map_err(|e| bridge.error.take().unwrap_or_else(|| to_py(e))),
             Err(panic) => Err(panicked(panic.as_ref())),

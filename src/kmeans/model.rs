@@ -9,7 +9,6 @@ use crate::kernels::rows::{input_in_f32_range, scale_rows_in, scale_vector_in};
 use crate::origin::Centred;
 use std::borrow::Cow;
 
-use super::model_origin::Origin;
 use super::{KMeans, KMeansInit};
 
 /// A fitted K-Means model.
@@ -48,6 +47,18 @@ pub struct KMeansModel {
         serde(default, skip_serializing_if = "Option::is_none")
     )]
     pub(super) origin: Option<Box<Origin>>,
+}
+
+/// The origin of a K-Means model fitted on f64 data (module [`origin`](crate::origin)): the
+/// data's column means, taken in f64, and the centroids relative to them, which keep the
+/// precision that the centroids in the data's units (f32) lose under a large offset.
+#[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub(crate) struct Origin {
+    /// The point, D values.
+    pub(super) point: Vec<f64>,
+    /// The centroids less `point`, K x D row-major.
+    pub(super) centroids: Vec<f32>,
 }
 
 /// A duration in seconds that every other one equals: models fitted twice from one seed are

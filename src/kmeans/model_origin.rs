@@ -1,22 +1,11 @@
 //! The origin of a K-Means model fitted on f64 data (module [`origin`](crate::origin)):
 //! kept beside the model's f32 centroids, moved with the data, checked with the model.
 
+use super::model::Origin;
 use super::{KMeans, KMeansInit, KMeansModel};
 use crate::error::{Error, Result};
 use crate::gpu::GpuInput;
 use crate::origin::{translate_rows, Translate};
-
-/// The origin of a K-Means model fitted on f64 data (module [`origin`](crate::origin)): the
-/// data's column means, taken in f64, and the centroids relative to them, which keep the
-/// precision that the centroids in the data's units (f32) lose under a large offset.
-#[derive(Debug, Clone, PartialEq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
-pub(crate) struct Origin {
-    /// The point, D values.
-    pub(super) point: Vec<f64>,
-    /// The centroids less `point`, K x D row-major.
-    pub(super) centroids: Vec<f32>,
-}
 
 impl Origin {
     /// The centroids in the data's units, f64.

@@ -23,7 +23,8 @@
 //! (drawn with a seeded ChaCha8 generator), which bounds the work for very large N.
 //!
 //! The other criteria are two passes over the data (O(N D)) on the host in f64, from a host
-//! [`Matrix`] (no f64 copy of the data).
+//! [`Matrix`](crate::Matrix) or [`Matrix64`](crate::Matrix64) (no f64 copy of the data;
+//! f64 rows keep every digit).
 //!
 //! ```
 //! use wgpu_unsupervised::{datasets, metrics, Gpu, KMeans, Matrix};
