@@ -352,6 +352,20 @@ pub trait Translate: Clone {
     fn translated(self, by: &[f64]) -> Result<Self>;
 }
 
+/// Checks a translation `by` for positions of `d` features: D finite values.
+///
+/// Errors: another length ([`Error::FeatureMismatch`]), a value that is not finite
+/// ([`Error::NonFinite`]).
+pub(crate) fn check_shift(by: &[f64], d: usize) -> Result<()> {
+    if by.len() != d {
+        return Err(Error::FeatureMismatch {
+            expected: d,
+            found: by.len(),
+        });
+    }
+    crate::data::check_finite(by, d.max(1))
+}
+
 /// `positions` (row-major rows of `by.len()` values) plus `by`, row by row.
 pub fn translate_rows(positions: &mut [f64], by: &[f64]) {
     if by.is_empty() {
@@ -413,6 +427,27 @@ mod tests {
         assert!(Centred::of_input(&Matrix::new(&f, 2).unwrap(), None)
             .unwrap()
             .is_none());
+    }
+
+    #[test]
+    fn translations_must_fit_the_model() {
+        let m = crate::KMeansModel::from_centroids(vec![0.0, 1.0, 2.0, 3.0], 2).unwrap();
+        assert!(matches!(
+            m.clone().translated(&[1.0]),
+            Err(Error::FeatureMismatch { .. })
+        ));
+        assert!(m.clone().translated(&[f64::NAN, 0.0]).is_err());
+        let moved = m.translated(&[10.0, -10.0]).unwrap();
+        assert_eq!(moved.centroids(), &[10.0, -9.0, 12.0, -7.0]);
+        assert_eq!(moved.origin(), Some(&[10.0, -10.0][..]));
+        assert_eq!(moved.centroids_f64(), vec![10.0, -9.0, 12.0, -7.0]);
+        moved.validate().unwrap();
+        // Beyond f32: the K-Means model says it cannot keep it.
+        let far = crate::KMeansModel::from_centroids(vec![0.0, 1.0], 2).unwrap();
+        assert!(matches!(
+            far.translated(&[1e39, 0.0]),
+            Err(Error::Float32Range { .. })
+        ));
     }
 
     #[test]

@@ -96,7 +96,12 @@ fn selector(spec: Option<&Bound<'_, PyAny>>) -> PyResult<Option<String>> {
 /// The device a spec names, opened on first use.
 pub fn open(py: Python<'_>, spec: Option<String>) -> PyResult<Device> {
     let key = spec.clone().unwrap_or_default();
-    if let Some(&(_, gpu)) = DEVICES.lock().unwrap().iter().find(|(k, _)| *k == key) {
+    if let Some(&(_, gpu)) = DEVICES
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .iter()
+        .find(|(k, _)| *k == key)
+    {
         return Ok(Device { gpu, spec });
     }
     let options = match &spec {
@@ -104,7 +109,7 @@ pub fn open(py: Python<'_>, spec: Option<String>) -> PyResult<Device> {
         Some(s) => AdapterOptions::from_selector(s).or_py()?,
     };
     let gpu = run(py, || Gpu::with_options(&options))?;
-    let mut devices = DEVICES.lock().unwrap();
+    let mut devices = DEVICES.lock().unwrap_or_else(|p| p.into_inner());
     // Another thread may have opened it meanwhile; keep the first.
     if let Some(&(_, first)) = devices.iter().find(|(k, _)| *k == key) {
         return Ok(Device { gpu: first, spec });

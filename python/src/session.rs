@@ -51,6 +51,14 @@ static UPLOADS: AtomicU64 = AtomicU64::new(0);
 static REUSES: AtomicU64 = AtomicU64::new(0);
 static REPLACED: AtomicU64 = AtomicU64::new(0);
 
+/// The sessions, also after a panic while they were held (the panic became a Python
+/// exception; the list itself is whole, so the next request goes on with it).
+fn sessions() -> std::sync::MutexGuard<'static, Vec<Entry>> {
+    SESSIONS
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
 /// The checksum of a partition's rows: XXH3 (64 bits) of their bytes.
 fn checksum(values: &[f32]) -> u64 {
     xxhash_rust::xxh3::xxh3_64(bytemuck::cast_slice(values))
@@ -67,7 +75,7 @@ fn session(
     let sum = checksum(values);
     let shape = (values.len() / d.max(1), d);
     {
-        let sessions = SESSIONS.lock().unwrap();
+        let sessions = sessions();
         if let Some(e) = sessions.iter().find(|e| e.key == key) {
             if std::ptr::eq(e.gpu, gpu) && e.checksum == sum && e.shape == shape {
                 REUSES.fetch_add(1, Ordering::Relaxed);
@@ -88,7 +96,7 @@ fn session(
         shape,
         parts: parts.clone(),
     };
-    let mut sessions = SESSIONS.lock().unwrap();
+    let mut sessions = sessions();
     match sessions.iter_mut().find(|e| e.key == key) {
         Some(slot) => {
             REPLACED.fetch_add(1, Ordering::Relaxed);
@@ -129,10 +137,11 @@ pub fn encode<T: serde::Serialize>(value: &T) -> PyResult<Vec<u8>> {
     postcard::to_allocvec(value).map_err(|e| PyValueError::new_err(e.to_string()))
 }
 
-/// partition_answer(device, key, rows, kind, request) -> bytes
+/// partition_answer(device, key, rows, kind, request, origin=None) -> bytes
 ///
-/// The reply of the partition `key` (x: its float32 C-order rows) to one request of a
-/// distributed fit; `kind` is "kmeans" or "mixture".
+/// The reply of the partition `key` (x: its float32 or float64 C-order rows; float64 rows
+/// centred on the driver's `origin` in f64) to one request of a distributed fit; `kind` is
+/// "kmeans" or "mixture".
 #[pyfunction]
 #[pyo3(signature = (device, key, x, kind, request, origin=None))]
 fn partition_answer<'py>(
@@ -156,7 +165,7 @@ fn partition_answer<'py>(
             let reply = run(py, || {
                 session(gpu, key, values, d)?
                     .lock()
-                    .unwrap()
+                    .unwrap_or_else(|p| p.into_inner())
                     .kmeans
                     .answer(&request)
             })?;
@@ -167,7 +176,7 @@ fn partition_answer<'py>(
             let reply = run(py, || {
                 session(gpu, key, values, d)?
                     .lock()
-                    .unwrap()
+                    .unwrap_or_else(|p| p.into_inner())
                     .mixture
                     .answer(&request)
             })?;
@@ -189,7 +198,7 @@ fn partition_answer<'py>(
 #[pyfunction]
 #[pyo3(signature = (keys=None))]
 fn partition_release(keys: Option<Vec<String>>) -> usize {
-    let mut sessions = SESSIONS.lock().unwrap();
+    let mut sessions = sessions();
     let before = sessions.len();
     match keys {
         None => sessions.clear(),
@@ -205,12 +214,7 @@ fn partition_release(keys: Option<Vec<String>>) -> usize {
 #[pyfunction]
 fn partition_sessions(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
     let d = PyDict::new(py);
-    let keys: Vec<String> = SESSIONS
-        .lock()
-        .unwrap()
-        .iter()
-        .map(|e| e.key.clone())
-        .collect();
+    let keys: Vec<String> = sessions().iter().map(|e| e.key.clone()).collect();
     d.set_item("keys", keys)?;
     d.set_item("uploads", UPLOADS.load(Ordering::Relaxed))?;
     d.set_item("reuses", REUSES.load(Ordering::Relaxed))?;

@@ -292,12 +292,12 @@ def test_mixture_starts_and_em_reach_scikit_learns(digits):
         assert ours.n_iter_ == theirs.n_iter_
         assert ours.score(Z) == pytest.approx(theirs.score(Z), abs=1e-4)
     # The K-Means starts themselves are as good as scikit-learn's: the mean inertia of one
-    # k-means++ run over 40 seeds (the standard error of either mean is about 0.25%).
-    ours = [wu.KMeans(10, n_init=1, random_state=s).fit(Z).inertia_ for s in range(40)]
-    theirs = [skc.KMeans(10, n_init=1, random_state=s).fit(Z).inertia_ for s in range(40)]
+    # k-means++ run over 30 seeds (the standard error of either mean is about 0.3%).
+    ours = [wu.KMeans(10, n_init=1, random_state=s).fit(Z).inertia_ for s in range(30)]
+    theirs = [skc.KMeans(10, n_init=1, random_state=s).fit(Z).inertia_ for s in range(30)]
     assert np.mean(ours) < 1.01 * np.mean(theirs), (np.mean(ours), np.mean(theirs))
     # And so the best of n_init = 5, over seeds.
-    ours = [wu.GaussianMixture(10, n_init=5, random_state=s).fit(Z).score(Z) for s in range(6)]
-    theirs = [skx.GaussianMixture(10, n_init=5, random_state=s).fit(Z).score(Z) for s in range(6)]
+    ours = [wu.GaussianMixture(10, n_init=5, random_state=s).fit(Z).score(Z) for s in range(2)]
+    theirs = [skx.GaussianMixture(10, n_init=5, random_state=s).fit(Z).score(Z) for s in range(2)]
     assert max(ours) > max(theirs) - 0.02, (ours, theirs)
     assert np.mean(ours) > np.mean(theirs) - 0.02, (ours, theirs)

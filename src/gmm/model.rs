@@ -8,7 +8,7 @@ use super::workspace::{Outputs, Workspace};
 use super::{CovarianceType, GaussianMixture, GmmInit, InitialParameters};
 use crate::error::{Error, Result};
 use crate::gpu::{CommandEncoder, Gpu, GpuInput, GpuMatrix, GpuVector};
-use crate::origin::{translate_rows, Centred, Translate};
+use crate::origin::{check_shift, translate_rows, Centred, Translate};
 
 /// A fitted Gaussian mixture. Parameters are kept in f64 (the host algebra's precision) and
 /// sent to the device as f32 for each evaluation.
@@ -568,6 +568,7 @@ impl Translate for GaussianMixtureModel {
     /// The mixture of the data moved by `by`: means and the given start moved; covariances,
     /// weights and log-likelihoods do not change.
     fn translated(mut self, by: &[f64]) -> Result<Self> {
+        check_shift(by, self.n_features)?;
         translate_rows(&mut self.means, by);
         self.params = self.params.translated(by)?;
         Ok(self)

@@ -51,6 +51,7 @@ impl Translate for KMeansModel {
     /// as its origin and its centroids as the relative ones), the centroids in the data's
     /// units recomputed, the given start moved.
     fn translated(mut self, by: &[f64]) -> Result<Self> {
+        crate::origin::check_shift(by, self.n_features)?;
         let mut origin = self.origin.take().unwrap_or_else(|| {
             Box::new(Origin {
                 point: vec![0.0; by.len()],

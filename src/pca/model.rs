@@ -425,6 +425,7 @@ impl PcaModel {
 impl Translate for PcaModel {
     /// The model of the data moved by `by`: the mean moved.
     fn translated(mut self, by: &[f64]) -> Result<Self> {
+        crate::origin::check_shift(by, self.n_features)?;
         translate_rows(&mut self.mean, by);
         Ok(self)
     }
