@@ -76,6 +76,47 @@ impl<'a> Matrix<'a> {
     }
 }
 
+/// Host rows of f32 ([`Matrix`]) or f64 ([`Matrix64`](crate::Matrix64)) values: what the
+/// computations that run on the host in f64 read (the metrics of `metrics::internal`,
+/// [`PcaModel::score_samples`](crate::PcaModel::score_samples)), so that f64 data reach
+/// them with every digit.
+pub trait HostMatrix {
+    /// The type of the values.
+    type Value: Copy + Into<f64>;
+    /// Number of rows N.
+    fn n_rows(&self) -> usize;
+    /// Number of features D.
+    fn n_features(&self) -> usize;
+    /// Row `i` (i < N).
+    fn values_of_row(&self, i: usize) -> &[Self::Value];
+}
+
+impl HostMatrix for Matrix<'_> {
+    type Value = f32;
+    fn n_rows(&self) -> usize {
+        self.n_rows
+    }
+    fn n_features(&self) -> usize {
+        self.n_features
+    }
+    fn values_of_row(&self, i: usize) -> &[f32] {
+        self.row(i)
+    }
+}
+
+impl HostMatrix for crate::Matrix64<'_> {
+    type Value = f64;
+    fn n_rows(&self) -> usize {
+        crate::Matrix64::n_rows(self)
+    }
+    fn n_features(&self) -> usize {
+        crate::Matrix64::n_features(self)
+    }
+    fn values_of_row(&self, i: usize) -> &[f64] {
+        self.row(i)
+    }
+}
+
 /// Checks row-major `data` of `n_features` columns: at least one column and one row, a whole
 /// number of rows, every value finite (the first NaN/inf is reported with its position).
 pub(crate) fn validate_row_major<T: Copy + Into<f64>>(data: &[T], n_features: usize) -> Result<()> {
@@ -163,6 +204,26 @@ pub(crate) fn check_sample_weights(weights: &[f32], n_rows: usize) -> Result<()>
         return Err(Error::invalid("sample_weight", "every weight is 0"));
     }
     Ok(())
+}
+
+/// Per-row weights multiplied by the power of two that brings the largest into [1, 2), and
+/// that factor (1, and the weights as they are, when they are there already or all zero).
+///
+/// A weighted fit's answer does not depend on the weights' scale (centroids, means,
+/// covariances, responsibilities and the weighted mean log-likelihood are ratios of weighted
+/// sums), but the device sums them in f32: weights of 10³⁸ overflow there and weights of
+/// 10⁻²⁰ lose their rows' products to underflow. Scaled by a power of two (exact), they do
+/// neither; sums reported in the weights' units (a K-Means inertia) are divided by the
+/// factor again.
+pub(crate) fn weights_in_range(weights: &[f32]) -> (std::borrow::Cow<'_, [f32]>, f32) {
+    let largest = weights.iter().fold(0.0f32, |m, &w| m.max(w));
+    if largest == 0.0 || !largest.is_finite() || (1.0..2.0).contains(&largest) {
+        return (std::borrow::Cow::Borrowed(weights), 1.0);
+    }
+    let exponent = (largest as f64).log2().floor() as i32;
+    let factor = 2f32.powi(-exponent.clamp(-126, 126));
+    let scaled = weights.iter().map(|&w| w * factor).collect();
+    (std::borrow::Cow::Owned(scaled), factor)
 }
 
 /// Returns [`Error::NonFinite`] for the first NaN/inf in row-major `data`.
@@ -262,6 +323,26 @@ mod tests {
         assert!(matches!(e, Error::NonFinite { row: 1, col: 1, .. }), "{e}");
         let e = Matrix::new(&[f32::NEG_INFINITY, 0.0], 2).unwrap_err();
         assert!(e.to_string().contains("-inf"), "{e}");
+    }
+
+    #[test]
+    fn weights_are_scaled_by_a_power_of_two_into_one_to_two() {
+        for w in [
+            vec![1e38f32, 2e37, 0.0],
+            vec![1e-20, 3e-20],
+            vec![0.3, 0.6],
+            vec![5.0, 1.0],
+        ] {
+            let (scaled, f) = weights_in_range(&w);
+            assert_eq!(f.to_bits() & 0x007f_ffff, 0, "{f} is a power of two");
+            let top = scaled.iter().fold(0.0f32, |m, &v| m.max(v));
+            assert!((1.0..2.0).contains(&top), "{w:?}: {top}");
+            for (a, b) in scaled.iter().zip(&w) {
+                assert_eq!(*a, b * f, "exact");
+            }
+        }
+        assert_eq!(weights_in_range(&[1.5, 0.25]).1, 1.0);
+        assert_eq!(weights_in_range(&[0.0, 0.0]).1, 1.0);
     }
 
     #[test]

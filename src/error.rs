@@ -172,6 +172,17 @@ pub enum Error {
         /// The result.
         what: String,
     },
+    /// A value the GPU would have to hold in f32 that f32 cannot hold: float64 data whose
+    /// spread about their mean lies outside f32's range (below its smallest normal value,
+    /// 1.2·10⁻³⁸, or above its largest, 3.4·10³⁸), or a float64 value beyond f32's range
+    /// where it is not centred (module `origin`). The data are valid; they need rescaling.
+    #[error("{what} is {value:e}, outside the range of float32 (1.2e-38 to 3.4e38) in which the GPU computes: multiply the data by a constant first")]
+    Float32Range {
+        /// What could not be held.
+        what: String,
+        /// Its value.
+        value: f64,
+    },
     /// A file's content could not be understood.
     #[error("{path}: {reason}")]
     Format {

@@ -82,7 +82,9 @@
 //! - [`linalg`]: small dense host algebra in f64 (eigen, QR, Cholesky);
 //! - [`bench`](mod@bench): the kernel and fit benchmarks behind `wgpu-unsupervised bench`, on top of the
 //!   profiler ([`gpu::profile`]) and the ceilings ([`ceilings`], [`Gpu::measure_ceilings`]);
-//! - [`data`], [`error`], [`datasets`]: validated input views, the one [`Error`], data;
+//! - [`data`], [`origin`], [`error`], [`datasets`]: validated input views (f32 [`Matrix`],
+//!   f64 [`Matrix64`], which every fit, predict and metric centres in f64 before the f32
+//!   cast), the one [`Error`], data;
 //! - [`source`]: row sources that need not fit (their device side is `gpu::stream`);
 //! - `io`, `model_file`, `plot`: files and pictures, behind features;
 //! - [`reference`](mod@reference): the CPU oracle, a leaf that nothing else in `src/`
@@ -122,6 +124,7 @@ mod names;
 pub mod neighbors;
 #[cfg(any(feature = "io", feature = "datasets"))]
 mod npy;
+pub mod origin;
 pub mod pca;
 #[cfg(feature = "plot")]
 pub mod plot;
@@ -148,6 +151,7 @@ pub use kmeans::{
 };
 #[cfg(feature = "io")]
 pub use model_file::Model;
+pub use origin::{Matrix64, Translate};
 pub use pca::{Components, IncrementalPca, Pca, PcaModel, PcaMoments, PcaSolver};
 pub use progress::{Iteration, OnIteration};
 pub use selection::{Criterion, Curve, GapCurve, Spectrum};

@@ -53,6 +53,13 @@ pub trait RowSource: Sync {
     fn max_abs(&self) -> Option<f32> {
         None
     }
+
+    /// The row-major f64 values when the source holds f64 data in memory (a
+    /// [`Matrix64`](crate::origin::Matrix64)): the fits then centre them in f64 before the
+    /// f32 cast (module [`origin`](crate::origin)). `None` (the default) for f32 rows.
+    fn f64_rows(&self) -> Option<std::borrow::Cow<'_, [f64]>> {
+        None
+    }
 }
 
 impl RowSource for Matrix<'_> {

@@ -66,10 +66,23 @@ pub struct KMeansFit {
 
 #[pymethods]
 impl KMeansFit {
-    /// Centroids, k x d float32.
+    /// Centroids, k x d float32 (rounded; see `cluster_centers_f64`).
     #[getter]
     fn cluster_centers<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyArray2<f32>>> {
         array2(py, self.model.centroids().to_vec(), self.model.n_features())
+    }
+
+    /// Centroids, k x d float64: the origin plus the centroids relative to it for a model
+    /// of float64 data (every digit the fit has), else the float32 centroids widened.
+    #[getter]
+    fn cluster_centers_f64<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyArray2<f64>>> {
+        array2(py, self.model.centroids_f64(), self.model.n_features())
+    }
+
+    /// The point float64 data were centred on before the float32 cast (None for float32).
+    #[getter]
+    fn origin<'py>(&self, py: Python<'py>) -> Option<Bound<'py, PyArray1<f64>>> {
+        self.model.origin().map(|o| array1(py, o.to_vec()))
     }
 
     /// Training labels (int64; empty for a model read back from JSON).
@@ -101,7 +114,7 @@ impl KMeansFit {
         &self,
         py: Python<'py>,
         device: &Device,
-        x: PyReadonlyArray2<'py, f32>,
+        x: Rows<'py>,
     ) -> PyResult<Bound<'py, PyArray1<i64>>> {
         let labels = on_rows(py, &x, |x| self.model.predict(device.gpu, x))?;
         Ok(labels_array(py, &labels))
@@ -112,19 +125,14 @@ impl KMeansFit {
         &self,
         py: Python<'py>,
         device: &Device,
-        x: PyReadonlyArray2<'py, f32>,
+        x: Rows<'py>,
     ) -> PyResult<Bound<'py, PyArray2<f32>>> {
         let d = on_rows(py, &x, |x| self.model.transform(device.gpu, x))?;
         array2(py, d, self.model.k())
     }
 
     /// −Σ‖x − c‖² of the rows (higher is better).
-    fn score(
-        &self,
-        py: Python<'_>,
-        device: &Device,
-        x: PyReadonlyArray2<'_, f32>,
-    ) -> PyResult<f64> {
+    fn score(&self, py: Python<'_>, device: &Device, x: Rows<'_>) -> PyResult<f64> {
         on_rows(py, &x, |x| self.model.score(device.gpu, x))
     }
 
@@ -154,7 +162,7 @@ impl KMeansFit {
 fn kmeans_fit(
     py: Python<'_>,
     device: &Device,
-    x: PyReadonlyArray2<'_, f32>,
+    x: Rows<'_>,
     sample_weight: Option<PyReadonlyArray1<'_, f32>>,
     n_clusters: usize,
     init: &str,
@@ -191,11 +199,11 @@ fn kmeans_fit(
 fn kmeans_plusplus<'py>(
     py: Python<'py>,
     device: &Device,
-    x: PyReadonlyArray2<'py, f32>,
+    x: Rows<'py>,
     n_clusters: usize,
     sample_weight: Option<PyReadonlyArray1<'py, f32>>,
     seed: u64,
-) -> PyResult<(Rows<'py, f32>, Labels<'py>)> {
+) -> PyResult<(Bound<'py, PyArray2<f32>>, Labels<'py>)> {
     let params = KMeans::new(n_clusters).seed(seed);
     let (centers, idx, d) = on_weighted_rows(py, &x, sample_weight.as_ref(), |x, w| {
         let (centers, idx) = params.kmeans_plusplus(device.gpu, x, w)?;
@@ -238,7 +246,7 @@ fn minibatch(
 fn minibatch_kmeans_fit(
     py: Python<'_>,
     device: &Device,
-    x: PyReadonlyArray2<'_, f32>,
+    x: Rows<'_>,
     sample_weight: Option<PyReadonlyArray1<'_, f32>>,
     n_clusters: usize,
     init: &str,
@@ -315,7 +323,7 @@ impl MiniBatchPartial {
         &mut self,
         py: Python<'_>,
         device: &Device,
-        x: PyReadonlyArray2<'_, f32>,
+        x: Rows<'_>,
         sample_weight: Option<PyReadonlyArray1<'_, f32>>,
     ) -> PyResult<()> {
         let inner = &mut self.inner;
@@ -330,7 +338,7 @@ impl MiniBatchPartial {
         &self,
         py: Python<'_>,
         device: &Device,
-        x: PyReadonlyArray2<'_, f32>,
+        x: Rows<'_>,
         sample_weight: Option<PyReadonlyArray1<'_, f32>>,
     ) -> PyResult<KMeansFit> {
         let model = on_weighted_rows(py, &x, sample_weight.as_ref(), |x, w| match w {
@@ -361,7 +369,7 @@ impl MiniBatchPartial {
 fn spectral_fit<'py>(
     py: Python<'py>,
     device: &Device,
-    x: PyReadonlyArray2<'py, f32>,
+    x: Rows<'py>,
     n_clusters: usize,
     affinity: &str,
     gamma: f64,

@@ -1,6 +1,8 @@
 //! Conversions between NumPy arrays and the library's views, the library's errors as
-//! Python exceptions, and the one way every binding runs the library on an array: the view
-//! checked, the GIL released while the library works, its error mapped.
+//! Python exceptions, and the one way every binding runs the library ([`run`]): the GIL
+//! released while the library works, its error mapped, a panic caught as `RuntimeError`.
+
+use std::borrow::Cow;
 
 use numpy::{
     IntoPyArray, PyArray1, PyArray2, PyArrayMethods, PyReadonlyArray1, PyReadonlyArray2,
@@ -8,10 +10,10 @@ use numpy::{
 };
 use pyo3::exceptions::{PyOSError, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
-use wgpu_unsupervised::{Error, Matrix};
+use wgpu_unsupervised::{Error, Gpu, GpuInput, GpuMatrix, Matrix, Matrix64, RowSource};
 
-/// An n x d NumPy array owned by Python.
-pub type Rows<'py, T> = Bound<'py, PyArray2<T>>;
+/// An n x d NumPy array owned by Python (an output).
+pub type Array<'py, T> = Bound<'py, PyArray2<T>>;
 /// A NumPy vector of labels (int64).
 pub type Labels<'py> = Bound<'py, PyArray1<i64>>;
 
@@ -32,6 +34,7 @@ pub fn to_py(e: Error) -> PyErr {
         | Error::ModelFormat { .. }
         | Error::Source { .. }
         | Error::OutOfRange { .. }
+        | Error::Float32Range { .. }
         | Error::Format { .. } => PyValueError::new_err(message),
         Error::Io { .. } => PyOSError::new_err(message),
         _ => PyRuntimeError::new_err(message),
@@ -50,64 +53,195 @@ impl<T> OrPy<T> for wgpu_unsupervised::Result<T> {
     }
 }
 
-/// The values of a 2-D float32 array in C order (the Python side makes it so).
-pub fn rows<'a>(x: &'a PyReadonlyArray2<'_, f32>) -> PyResult<(&'a [f32], usize)> {
+/// A 2-D array of float32 or float64 rows in C order (the Python side makes it so, copying
+/// only when needed): float64 stays float64, so that the library centres it in f64 before
+/// the f32 cast (its module `origin`).
+#[derive(FromPyObject)]
+pub enum Rows<'py> {
+    /// float32 rows.
+    F32(PyReadonlyArray2<'py, f32>),
+    /// float64 rows.
+    F64(PyReadonlyArray2<'py, f64>),
+}
+
+/// The library's validated view of [`Rows`]: a `Matrix` or a `Matrix64`, which every fit,
+/// predict, transform and metric takes.
+pub enum View<'a> {
+    /// float32 rows.
+    F32(Matrix<'a>),
+    /// float64 rows.
+    F64(Matrix64<'a>),
+}
+
+fn c_order<'a, T: numpy::Element>(x: &'a PyReadonlyArray2<'_, T>) -> PyResult<(&'a [T], usize)> {
     let d = x.shape()[1];
     let values = x.as_slice().map_err(|_| {
         PyValueError::new_err(
-            "expected an aligned C-contiguous float32 array (the Python wrapper converts)",
+            "expected an aligned C-contiguous array (the Python wrapper converts)",
         )
     })?;
     Ok((values, d))
 }
 
-/// A validated matrix view of a 2-D float32 array.
-pub fn matrix<'a>(x: &'a PyReadonlyArray2<'_, f32>) -> PyResult<Matrix<'a>> {
-    let (values, d) = rows(x)?;
-    Matrix::new(values, d).or_py()
+impl Rows<'_> {
+    /// The validated view (finite values, whole rows, rows and columns).
+    pub fn view(&self) -> PyResult<View<'_>> {
+        match self {
+            Rows::F32(x) => {
+                let (values, d) = c_order(x)?;
+                Ok(View::F32(Matrix::new(values, d).or_py()?))
+            }
+            Rows::F64(x) => {
+                let (values, d) = c_order(x)?;
+                Ok(View::F64(Matrix64::new(values, d).or_py()?))
+            }
+        }
+    }
+
+    /// Rows N and features D.
+    pub fn shape(&self) -> (usize, usize) {
+        let s = match self {
+            Rows::F32(x) => x.shape(),
+            Rows::F64(x) => x.shape(),
+        };
+        (s[0], s[1])
+    }
 }
 
-/// `f` on the matrix view of `x`, with the GIL released while it runs; the library's error
-/// as a Python exception.
-pub fn on_rows<T, F>(py: Python<'_>, x: &PyReadonlyArray2<'_, f32>, f: F) -> PyResult<T>
+impl View<'_> {
+    /// Rows N.
+    pub fn n_rows(&self) -> usize {
+        GpuInput::shape(self).0
+    }
+
+    /// Features D.
+    pub fn n_features(&self) -> usize {
+        GpuInput::shape(self).1
+    }
+}
+
+impl GpuInput for View<'_> {
+    fn shape(&self) -> (usize, usize) {
+        match self {
+            View::F32(m) => GpuInput::shape(m),
+            View::F64(m) => GpuInput::shape(m),
+        }
+    }
+    fn on_gpu(&self, gpu: &Gpu) -> wgpu_unsupervised::Result<Cow<'_, GpuMatrix>> {
+        match self {
+            View::F32(m) => m.on_gpu(gpu),
+            View::F64(m) => m.on_gpu(gpu),
+        }
+    }
+    fn as_source(&self) -> Option<&dyn RowSource> {
+        Some(self)
+    }
+    fn f64_rows(&self) -> Option<Cow<'_, [f64]>> {
+        match self {
+            View::F32(_) => None,
+            View::F64(m) => GpuInput::f64_rows(m),
+        }
+    }
+}
+
+impl RowSource for View<'_> {
+    fn shape(&self) -> (usize, usize) {
+        GpuInput::shape(self)
+    }
+    fn visit_rows(
+        &self,
+        max_rows: usize,
+        visit: &mut dyn FnMut(usize, &[f32]) -> wgpu_unsupervised::Result<()>,
+    ) -> wgpu_unsupervised::Result<()> {
+        match self {
+            View::F32(m) => m.visit_rows(max_rows, visit),
+            View::F64(m) => m.visit_rows(max_rows, visit),
+        }
+    }
+    fn gather(&self, indices: &[usize]) -> wgpu_unsupervised::Result<Vec<f32>> {
+        match self {
+            View::F32(m) => m.gather(indices),
+            View::F64(m) => m.gather(indices),
+        }
+    }
+    fn max_abs(&self) -> Option<f32> {
+        match self {
+            View::F32(m) => m.max_abs(),
+            View::F64(m) => RowSource::max_abs(m),
+        }
+    }
+    fn f64_rows(&self) -> Option<Cow<'_, [f64]>> {
+        GpuInput::f64_rows(self)
+    }
+}
+
+/// `f` run with the GIL released, a panic caught: the library's error as a Python exception
+/// ([`to_py`]), a panic as `RuntimeError` (never pyo3's `PanicException`, a `BaseException`
+/// that `except Exception` does not catch). Every binding runs the library through here.
+pub fn run<T, F>(py: Python<'_>, f: F) -> PyResult<T>
 where
     T: Send,
-    F: FnOnce(&Matrix<'_>) -> wgpu_unsupervised::Result<T> + Send,
+    F: FnOnce() -> wgpu_unsupervised::Result<T> + Send,
 {
-    let x = matrix(x)?;
-    py.detach(|| f(&x)).or_py()
+    match py.detach(|| std::panic::catch_unwind(std::panic::AssertUnwindSafe(f))) {
+        Ok(result) => result.or_py(),
+        Err(panic) => Err(panicked(panic.as_ref())),
+    }
+}
+
+/// A caught panic as a `RuntimeError` with its message.
+pub fn panicked(panic: &(dyn std::any::Any + Send)) -> PyErr {
+    let what = panic
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "no message".to_string());
+    PyRuntimeError::new_err(format!(
+        "internal error in wgpu-unsupervised (a bug; please report it with the call that \
+         raised it): {what}"
+    ))
+}
+
+/// `f` on the view of `x`, with the GIL released while it runs ([`run`]).
+pub fn on_rows<T, F>(py: Python<'_>, x: &Rows<'_>, f: F) -> PyResult<T>
+where
+    T: Send,
+    F: FnOnce(&View<'_>) -> wgpu_unsupervised::Result<T> + Send,
+{
+    let x = x.view()?;
+    run(py, || f(&x))
 }
 
 /// As [`on_rows`], with the optional per-row weights (`None`: unweighted).
 pub fn on_weighted_rows<T, F>(
     py: Python<'_>,
-    x: &PyReadonlyArray2<'_, f32>,
+    x: &Rows<'_>,
     sample_weight: Option<&PyReadonlyArray1<'_, f32>>,
     f: F,
 ) -> PyResult<T>
 where
     T: Send,
-    F: FnOnce(&Matrix<'_>, Option<&[f32]>) -> wgpu_unsupervised::Result<T> + Send,
+    F: FnOnce(&View<'_>, Option<&[f32]>) -> wgpu_unsupervised::Result<T> + Send,
 {
-    let x = matrix(x)?;
+    let x = x.view()?;
     let w = sample_weight.map(values).transpose()?;
-    py.detach(|| f(&x, w)).or_py()
+    run(py, || f(&x, w))
 }
 
 /// As [`on_rows`], with the rows' labels (int64 codes 0..k).
 pub fn on_labelled_rows<T, F>(
     py: Python<'_>,
-    x: &PyReadonlyArray2<'_, f32>,
+    x: &Rows<'_>,
     labels: &PyReadonlyArray1<'_, i64>,
     f: F,
 ) -> PyResult<T>
 where
     T: Send,
-    F: FnOnce(&Matrix<'_>, &[u32]) -> wgpu_unsupervised::Result<T> + Send,
+    F: FnOnce(&View<'_>, &[u32]) -> wgpu_unsupervised::Result<T> + Send,
 {
-    let x = matrix(x)?;
+    let x = x.view()?;
     let labels = labels_from(labels, "labels")?;
-    py.detach(|| f(&x, &labels)).or_py()
+    run(py, || f(&x, &labels))
 }
 
 /// The values of a 1-D array (weights, labels), contiguous.

@@ -1,12 +1,14 @@
 //! PCA and incremental PCA (exact moments merged chunk by chunk).
 
-use numpy::{PyArray1, PyArray2, PyReadonlyArray2};
+use numpy::{PyArray1, PyArray2};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use wgpu_unsupervised::{Components, Pca, PcaModel, PcaMoments};
 
-use crate::convert::{array1, array2, from_json, matrix, on_rows, reduce_json, to_json, OrPy};
+use crate::convert::{
+    array1, array2, from_json, on_rows, reduce_json, run, to_json, OrPy, Rows, View,
+};
 use crate::device::Device;
 
 /// `n_components` as the library's `Components`: an int, a float fraction in (0, 1),
@@ -141,7 +143,7 @@ impl PcaFit {
         &self,
         py: Python<'py>,
         device: &Device,
-        x: PyReadonlyArray2<'py, f32>,
+        x: Rows<'py>,
     ) -> PyResult<Bound<'py, PyArray2<f32>>> {
         let z = on_rows(py, &x, |x| self.model.transform(device.gpu, x))?;
         array2(py, z, self.model.n_components())
@@ -151,19 +153,35 @@ impl PcaFit {
         &self,
         py: Python<'py>,
         device: &Device,
-        z: PyReadonlyArray2<'py, f32>,
+        z: Rows<'py>,
     ) -> PyResult<Bound<'py, PyArray2<f32>>> {
         let x = on_rows(py, &z, |z| self.model.inverse_transform(device.gpu, z))?;
         array2(py, x, self.model.n_features())
     }
 
-    /// Log-likelihood of every row under the probabilistic PCA model (float64).
+    /// Reconstructions in float64: relative to the mean on the device, the mean added in
+    /// float64 (no digits lost to a mean far from 0).
+    fn inverse_transform_f64<'py>(
+        &self,
+        py: Python<'py>,
+        device: &Device,
+        z: Rows<'py>,
+    ) -> PyResult<Bound<'py, PyArray2<f64>>> {
+        let x = on_rows(py, &z, |z| self.model.inverse_transform_f64(device.gpu, z))?;
+        array2(py, x, self.model.n_features())
+    }
+
+    /// Log-likelihood of every row under the probabilistic PCA model (float64; float64 rows
+    /// are read in float64).
     fn score_samples<'py>(
         &self,
         py: Python<'py>,
-        x: PyReadonlyArray2<'py, f32>,
+        x: Rows<'py>,
     ) -> PyResult<Bound<'py, PyArray1<f64>>> {
-        let s = on_rows(py, &x, |x| self.model.score_samples(x))?;
+        let s = on_rows(py, &x, |x| match x {
+            View::F32(m) => self.model.score_samples(m),
+            View::F64(m) => self.model.score_samples(m),
+        })?;
         Ok(array1(py, s))
     }
 
@@ -200,7 +218,7 @@ impl PcaFit {
 fn pca_fit(
     py: Python<'_>,
     device: &Device,
-    x: PyReadonlyArray2<'_, f32>,
+    x: Rows<'_>,
     n_components: &Bound<'_, PyAny>,
     whiten: bool,
     solver: &str,
@@ -208,18 +226,9 @@ fn pca_fit(
     max_iter: usize,
     seed: u64,
 ) -> PyResult<PcaFit> {
-    let x = matrix(&x)?;
-    let params = pca_params(
-        n_components,
-        x.n_rows(),
-        x.n_features(),
-        whiten,
-        solver,
-        tol,
-        max_iter,
-        seed,
-    )?;
-    let model = py.detach(|| params.fit(device.gpu, &x)).or_py()?;
+    let (n, d) = x.shape();
+    let params = pca_params(n_components, n, d, whiten, solver, tol, max_iter, seed)?;
+    let model = on_rows(py, &x, |x| params.fit(device.gpu, x))?;
     Ok(PcaFit { model })
 }
 
@@ -234,7 +243,7 @@ pub struct Moments {
 impl Moments {
     /// The moments of the rows of `x` (one pass on the device; the full d x d co-moment).
     #[staticmethod]
-    fn of(py: Python<'_>, device: &Device, x: PyReadonlyArray2<'_, f32>) -> PyResult<Self> {
+    fn of(py: Python<'_>, device: &Device, x: Rows<'_>) -> PyResult<Self> {
         let moments = on_rows(py, &x, |x| PcaMoments::of(device.gpu, x, true))?;
         Ok(Self { moments })
     }
@@ -280,9 +289,7 @@ impl Moments {
     ) -> PyResult<PcaFit> {
         let (n, d) = (self.moments.n as usize, self.moments.n_features);
         let params = pca_params(n_components, n, d, whiten, solver, tol, max_iter, seed)?;
-        let model = py
-            .detach(|| params.fit_moments(device.gpu, &self.moments))
-            .or_py()?;
+        let model = run(py, || params.fit_moments(device.gpu, &self.moments))?;
         Ok(PcaFit { model })
     }
 

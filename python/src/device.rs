@@ -8,7 +8,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use wgpu_unsupervised::{AdapterOptions, Gpu, GpuInfo};
 
-use crate::convert::OrPy;
+use crate::convert::{run, OrPy};
 
 /// The devices opened by this process, by spec. A device lives as long as the process (its
 /// partitions and pipelines are cached on it), so it is leaked rather than dropped.
@@ -96,15 +96,20 @@ fn selector(spec: Option<&Bound<'_, PyAny>>) -> PyResult<Option<String>> {
 /// The device a spec names, opened on first use.
 pub fn open(py: Python<'_>, spec: Option<String>) -> PyResult<Device> {
     let key = spec.clone().unwrap_or_default();
-    if let Some(&(_, gpu)) = DEVICES.lock().unwrap().iter().find(|(k, _)| *k == key) {
+    if let Some(&(_, gpu)) = DEVICES
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .iter()
+        .find(|(k, _)| *k == key)
+    {
         return Ok(Device { gpu, spec });
     }
     let options = match &spec {
         None => AdapterOptions::default(),
         Some(s) => AdapterOptions::from_selector(s).or_py()?,
     };
-    let gpu = py.detach(|| Gpu::with_options(&options)).or_py()?;
-    let mut devices = DEVICES.lock().unwrap();
+    let gpu = run(py, || Gpu::with_options(&options))?;
+    let mut devices = DEVICES.lock().unwrap_or_else(|p| p.into_inner());
     // Another thread may have opened it meanwhile; keep the first.
     if let Some(&(_, first)) = devices.iter().find(|(k, _)| *k == key) {
         return Ok(Device { gpu: first, spec });
@@ -131,9 +136,7 @@ fn device(py: Python<'_>, spec: Option<&Bound<'_, PyAny>>) -> PyResult<Device> {
 /// device_type, driver.
 #[pyfunction]
 fn adapters(py: Python<'_>) -> PyResult<Vec<Bound<'_, PyDict>>> {
-    let list = py
-        .detach(|| Gpu::adapters(&AdapterOptions::default()))
-        .or_py()?;
+    let list = run(py, || Gpu::adapters(&AdapterOptions::default()))?;
     list.iter()
         .enumerate()
         .map(|(i, a)| {
@@ -154,9 +157,7 @@ fn adapters(py: Python<'_>) -> PyResult<Vec<Bound<'_, PyDict>>> {
 /// cycling through the hardware adapters (the software ones when there is no hardware).
 #[pyfunction]
 fn worker_adapter(py: Python<'_>, index: usize) -> PyResult<usize> {
-    let list = py
-        .detach(|| Gpu::adapters(&AdapterOptions::default()))
-        .or_py()?;
+    let list = run(py, || Gpu::adapters(&AdapterOptions::default()))?;
     let hardware: Vec<usize> = (0..list.len())
         .filter(|&i| list[i].device_type != "Cpu")
         .collect();

@@ -2,12 +2,12 @@
 //! between two labellings. Labels arrive as int64 codes 0..k (the Python side encodes
 //! arbitrary labels).
 
-use numpy::{PyArray1, PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods};
+use numpy::{PyArray1, PyReadonlyArray1};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use wgpu_unsupervised::metrics::{self, AverageMethod};
 
-use crate::convert::{array1, labels_from, on_labelled_rows, OrPy};
+use crate::convert::{array1, labels_from, on_labelled_rows, on_rows, OrPy, Rows, View};
 use crate::device::Device;
 
 fn average(name: &str) -> PyResult<AverageMethod> {
@@ -28,7 +28,7 @@ fn average(name: &str) -> PyResult<AverageMethod> {
 fn silhouette<'py>(
     py: Python<'py>,
     device: &Device,
-    x: PyReadonlyArray2<'py, f32>,
+    x: Rows<'py>,
     labels: PyReadonlyArray1<'py, i64>,
     sample_size: Option<usize>,
     seed: u64,
@@ -40,43 +40,54 @@ fn silhouette<'py>(
     Ok((s.score, array1(py, rows), array1(py, s.samples)))
 }
 
-/// silhouette_precomputed(distances (n x n float64), labels) -> (score, samples)
+/// silhouette_precomputed(distances (n x n float32 or float64), labels) -> (score, samples)
+///
+/// The diagonal is checked at the tolerance of the matrix's own dtype (100 x its epsilon),
+/// as scikit-learn does.
 #[pyfunction]
 fn silhouette_precomputed<'py>(
     py: Python<'py>,
-    distances: PyReadonlyArray2<'py, f64>,
+    distances: Rows<'py>,
     labels: PyReadonlyArray1<'py, i64>,
 ) -> PyResult<(f64, Bound<'py, PyArray1<f64>>)> {
-    let n = distances.shape()[0];
-    let dist = distances
-        .as_slice()
-        .map_err(|_| PyValueError::new_err("distances: a C-contiguous array"))?;
+    let (n, _) = distances.shape();
     let labels = labels_from(&labels, "labels")?;
-    let samples = py
-        .detach(|| metrics::silhouette_samples_precomputed(dist, n, &labels))
-        .or_py()?;
-    let score = py
-        .detach(|| metrics::silhouette_precomputed(dist, n, &labels))
-        .or_py()?;
+    let (score, samples) = on_rows(py, &distances, |d| match d {
+        View::F32(m) => precomputed(m.as_slice(), n, &labels),
+        View::F64(m) => precomputed(m.as_slice(), n, &labels),
+    })?;
     Ok((score, array1(py, samples)))
+}
+
+/// The mean silhouette and the samples' from a precomputed matrix.
+fn precomputed<T: metrics::DistanceValue>(
+    d: &[T],
+    n: usize,
+    labels: &[u32],
+) -> wgpu_unsupervised::Result<(f64, Vec<f64>)> {
+    let samples = metrics::silhouette_samples_precomputed(d, n, labels)?;
+    let score = samples.iter().sum::<f64>() / n as f64;
+    Ok((score, samples))
 }
 
 #[pyfunction]
 fn calinski_harabasz(
     py: Python<'_>,
-    x: PyReadonlyArray2<'_, f32>,
+    x: Rows<'_>,
     labels: PyReadonlyArray1<'_, i64>,
 ) -> PyResult<f64> {
-    on_labelled_rows(py, &x, &labels, metrics::calinski_harabasz)
+    on_labelled_rows(py, &x, &labels, |x, labels| match x {
+        View::F32(m) => metrics::calinski_harabasz(m, labels),
+        View::F64(m) => metrics::calinski_harabasz(m, labels),
+    })
 }
 
 #[pyfunction]
-fn davies_bouldin(
-    py: Python<'_>,
-    x: PyReadonlyArray2<'_, f32>,
-    labels: PyReadonlyArray1<'_, i64>,
-) -> PyResult<f64> {
-    on_labelled_rows(py, &x, &labels, metrics::davies_bouldin)
+fn davies_bouldin(py: Python<'_>, x: Rows<'_>, labels: PyReadonlyArray1<'_, i64>) -> PyResult<f64> {
+    on_labelled_rows(py, &x, &labels, |x, labels| match x {
+        View::F32(m) => metrics::davies_bouldin(m, labels),
+        View::F64(m) => metrics::davies_bouldin(m, labels),
+    })
 }
 
 /// agreement(name, labels_true, labels_pred, average_method, beta) -> float
@@ -119,12 +130,11 @@ fn agreement(
 
 /// inertia(x, labels) -> Σ‖x − mean of its cluster‖²
 #[pyfunction]
-fn inertia(
-    py: Python<'_>,
-    x: PyReadonlyArray2<'_, f32>,
-    labels: PyReadonlyArray1<'_, i64>,
-) -> PyResult<f64> {
-    on_labelled_rows(py, &x, &labels, metrics::inertia)
+fn inertia(py: Python<'_>, x: Rows<'_>, labels: PyReadonlyArray1<'_, i64>) -> PyResult<f64> {
+    on_labelled_rows(py, &x, &labels, |x, labels| match x {
+        View::F32(m) => metrics::inertia(m, labels),
+        View::F64(m) => metrics::inertia(m, labels),
+    })
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {

@@ -1,14 +1,14 @@
 //! Gaussian mixtures.
 
-use numpy::{PyArray1, PyArray2, PyReadonlyArray1, PyReadonlyArray2};
+use numpy::{PyArray1, PyArray2, PyReadonlyArray1};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use wgpu_unsupervised::gmm::{estimate_gaussian_parameters, InitialParameters};
 use wgpu_unsupervised::{CovarianceType, GaussianMixture, GaussianMixtureModel, GmmInit};
 
 use crate::convert::{
-    array1, array2, from_json, labels_array, on_rows, on_weighted_rows, reduce_json, to_json,
-    values, vector, Labels, OrPy, Rows,
+    array1, array2, from_json, labels_array, on_rows, on_weighted_rows, reduce_json, run, to_json,
+    values, vector, Array, Labels, OrPy, Rows, View,
 };
 use crate::device::Device;
 
@@ -86,7 +86,7 @@ impl GmmFit {
         &self,
         py: Python<'py>,
         device: &Device,
-        x: PyReadonlyArray2<'py, f32>,
+        x: Rows<'py>,
     ) -> PyResult<Bound<'py, PyArray1<i64>>> {
         let labels = on_rows(py, &x, |x| self.model.predict(device.gpu, x))?;
         Ok(labels_array(py, &labels))
@@ -96,7 +96,7 @@ impl GmmFit {
         &self,
         py: Python<'py>,
         device: &Device,
-        x: PyReadonlyArray2<'py, f32>,
+        x: Rows<'py>,
     ) -> PyResult<Bound<'py, PyArray2<f32>>> {
         let p = on_rows(py, &x, |x| self.model.predict_proba(device.gpu, x))?;
         array2(py, p, self.model.k())
@@ -106,26 +106,21 @@ impl GmmFit {
         &self,
         py: Python<'py>,
         device: &Device,
-        x: PyReadonlyArray2<'py, f32>,
+        x: Rows<'py>,
     ) -> PyResult<Bound<'py, PyArray1<f32>>> {
         let s = on_rows(py, &x, |x| self.model.score_samples(device.gpu, x))?;
         Ok(array1(py, s))
     }
 
-    fn score(
-        &self,
-        py: Python<'_>,
-        device: &Device,
-        x: PyReadonlyArray2<'_, f32>,
-    ) -> PyResult<f64> {
+    fn score(&self, py: Python<'_>, device: &Device, x: Rows<'_>) -> PyResult<f64> {
         on_rows(py, &x, |x| self.model.score(device.gpu, x))
     }
 
-    fn bic(&self, py: Python<'_>, device: &Device, x: PyReadonlyArray2<'_, f32>) -> PyResult<f64> {
+    fn bic(&self, py: Python<'_>, device: &Device, x: Rows<'_>) -> PyResult<f64> {
         on_rows(py, &x, |x| self.model.bic(device.gpu, x))
     }
 
-    fn aic(&self, py: Python<'_>, device: &Device, x: PyReadonlyArray2<'_, f32>) -> PyResult<f64> {
+    fn aic(&self, py: Python<'_>, device: &Device, x: Rows<'_>) -> PyResult<f64> {
         on_rows(py, &x, |x| self.model.aic(device.gpu, x))
     }
 
@@ -135,8 +130,8 @@ impl GmmFit {
         py: Python<'py>,
         n: usize,
         seed: u64,
-    ) -> PyResult<(Rows<'py, f64>, Labels<'py>)> {
-        let (x, labels) = py.detach(|| self.model.sample(n, seed)).or_py()?;
+    ) -> PyResult<(Array<'py, f64>, Labels<'py>)> {
+        let (x, labels) = run(py, || self.model.sample(n, seed))?;
         Ok((
             array2(py, x, self.model.n_features())?,
             labels_array(py, &labels),
@@ -164,12 +159,12 @@ impl GmmFit {
 /// the library's M-step), as given parameters.
 fn from_rows(
     gpu: &wgpu_unsupervised::Gpu,
-    x: &wgpu_unsupervised::Matrix<'_>,
+    x: &View<'_>,
     indices: &[usize],
     t: CovarianceType,
     reg_covar: f64,
 ) -> wgpu_unsupervised::Result<InitialParameters> {
-    let (n, k) = (x.n_rows(), indices.len());
+    let (n, k) = (wgpu_unsupervised::GpuInput::shape(x).0, indices.len());
     let mut resp = vec![0f32; n * k];
     for (c, &i) in indices.iter().enumerate() {
         if i >= n {
@@ -231,7 +226,7 @@ pub fn mixture_params(
 fn gmm_fit(
     py: Python<'_>,
     device: &Device,
-    x: PyReadonlyArray2<'_, f32>,
+    x: Rows<'_>,
     sample_weight: Option<PyReadonlyArray1<'_, f32>>,
     n_components: usize,
     covariance_type: &str,
@@ -283,7 +278,8 @@ fn gmm_fit(
     let model = on_weighted_rows(py, &x, sample_weight.as_ref(), |x, w| {
         let mut params = params;
         if let (Some(rows), None) = (&rows, warm_start) {
-            params.validate(x.n_rows(), x.n_features())?;
+            let (n, d) = wgpu_unsupervised::GpuInput::shape(x);
+            params.validate(n, d)?;
             let start = from_rows(gpu, x, rows, params.covariance_type, params.reg_covar)?;
             params = params.init(GmmInit::Given(start));
         }

@@ -16,10 +16,10 @@ use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use wgpu_unsupervised::gmm::{GmmReply, GmmRequest, RemoteGaussianMixture};
 use wgpu_unsupervised::kmeans::{KMeansReply, KMeansRequest, RemoteKMeans};
-use wgpu_unsupervised::{Error, Result};
+use wgpu_unsupervised::{Error, Result, Translate};
 
 use crate::cluster::{kmeans_params, KMeansFit};
-use crate::convert::{array1, array2, to_py, vector};
+use crate::convert::{array1, array2, panicked, to_py, vector};
 use crate::mixture::{mixture_params, GmmFit};
 use crate::session::encode;
 
@@ -47,8 +47,12 @@ impl Bridge {
             d,
             error: None,
         };
-        let result = py.detach(|| fit(&mut bridge));
-        result.map_err(|e| bridge.error.take().unwrap_or_else(|| to_py(e)))
+        let result = py
+            .detach(|| std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| fit(&mut bridge))));
+        match result {
+            Ok(result) => result.map_err(|e| bridge.error.take().unwrap_or_else(|| to_py(e))),
+            Err(panic) => Err(panicked(panic.as_ref())),
+        }
     }
 
     /// Keeps a Python exception and gives the library an error that stops the fit.
@@ -125,11 +129,28 @@ impl RemoteGaussianMixture for Bridge {
     }
 }
 
-/// kmeans_fit_remote(bridge, sizes, d, *, ...) -> KMeansFit
+/// `fit` of `params` in the frame of partitions centred on `origin` (their rows less it, in
+/// f64: float64 data), the model moved back to the data's units; `fit` of `params` as they
+/// are without an origin.
+fn in_frame<P: Translate, M: Translate>(
+    params: P,
+    origin: Option<Vec<f64>>,
+    fit: impl FnOnce(P) -> PyResult<M>,
+) -> PyResult<M> {
+    let Some(origin) = origin else {
+        return fit(params);
+    };
+    let there: Vec<f64> = origin.iter().map(|v| -v).collect();
+    let model = fit(params.translated(&there).map_err(to_py)?)?;
+    model.translated(&origin).map_err(to_py)
+}
+
+/// kmeans_fit_remote(bridge, sizes, d, *, ..., origin=None) -> KMeansFit
 ///
-/// K-Means over partitions of `sizes` rows of `d` features reached through `bridge`.
+/// K-Means over partitions of `sizes` rows of `d` features reached through `bridge`; with
+/// `origin`, the partitions centre their (float64) rows on it and the model is moved back.
 #[pyfunction]
-#[pyo3(signature = (bridge, sizes, d, *, n_clusters, init, init_centroids, n_init, max_iter, tol, seed, oversampling, rounds))]
+#[pyo3(signature = (bridge, sizes, d, *, n_clusters, init, init_centroids, n_init, max_iter, tol, seed, oversampling, rounds, origin=None))]
 #[allow(clippy::too_many_arguments)]
 fn kmeans_fit_remote(
     py: Python<'_>,
@@ -145,6 +166,7 @@ fn kmeans_fit_remote(
     seed: u64,
     oversampling: f64,
     rounds: usize,
+    origin: Option<PyReadonlyArray1<'_, f64>>,
 ) -> PyResult<KMeansFit> {
     let params = kmeans_params(
         n_clusters,
@@ -157,7 +179,9 @@ fn kmeans_fit_remote(
         oversampling,
         rounds,
     )?;
-    let model = Bridge::fit(py, bridge, sizes, d, |b| params.fit_remote(b))?;
+    let model = in_frame(params, vector(origin), |p| {
+        Bridge::fit(py, bridge, sizes, d, |b| p.fit_remote(b))
+    })?;
     Ok(KMeansFit { model })
 }
 
@@ -166,7 +190,7 @@ fn kmeans_fit_remote(
 /// A Gaussian mixture over partitions of `sizes` rows of `d` features reached through
 /// `bridge` (`init`: "kmeans", "k-means++" or "random").
 #[pyfunction]
-#[pyo3(signature = (bridge, sizes, d, *, n_components, covariance_type, tol, reg_covar, max_iter, n_init, init, weights_init, means_init, precisions_init, seed))]
+#[pyo3(signature = (bridge, sizes, d, *, n_components, covariance_type, tol, reg_covar, max_iter, n_init, init, weights_init, means_init, precisions_init, seed, origin=None))]
 #[allow(clippy::too_many_arguments)]
 fn gmm_fit_remote(
     py: Python<'_>,
@@ -184,6 +208,7 @@ fn gmm_fit_remote(
     means_init: Option<PyReadonlyArray1<'_, f64>>,
     precisions_init: Option<PyReadonlyArray1<'_, f64>>,
     seed: u64,
+    origin: Option<PyReadonlyArray1<'_, f64>>,
 ) -> PyResult<GmmFit> {
     let params = mixture_params(
         n_components,
@@ -198,7 +223,9 @@ fn gmm_fit_remote(
         vector(precisions_init),
         seed,
     )?;
-    let model = Bridge::fit(py, bridge, sizes, d, |b| params.fit_remote(b))?;
+    let model = in_frame(params, vector(origin), |p| {
+        Bridge::fit(py, bridge, sizes, d, |b| p.fit_remote(b))
+    })?;
     Ok(GmmFit { model })
 }
 

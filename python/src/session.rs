@@ -16,15 +16,17 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use numpy::{PyArray2, PyReadonlyArray1, PyReadonlyArray2};
+use std::borrow::Cow;
+
+use numpy::{PyArray2, PyReadonlyArray1, PyReadonlyArray2, PyUntypedArrayMethods};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 use wgpu_unsupervised::gmm::{GmmPartition, GmmRequest};
 use wgpu_unsupervised::kmeans::{seed_candidates as library_seeds, KMeansPartition, KMeansRequest};
-use wgpu_unsupervised::{Gpu, GpuMatrix, Matrix};
+use wgpu_unsupervised::{Gpu, GpuMatrix, Matrix, Matrix64};
 
-use crate::convert::{array2, rows, values, OrPy};
+use crate::convert::{array2, run, values, vector, Rows, View};
 use crate::device::Device;
 
 /// One partition's rows on a device, as the requests of both kinds see them.
@@ -49,6 +51,14 @@ static UPLOADS: AtomicU64 = AtomicU64::new(0);
 static REUSES: AtomicU64 = AtomicU64::new(0);
 static REPLACED: AtomicU64 = AtomicU64::new(0);
 
+/// The sessions, also after a panic while they were held (the panic became a Python
+/// exception; the list itself is whole, so the next request goes on with it).
+fn sessions() -> std::sync::MutexGuard<'static, Vec<Entry>> {
+    SESSIONS
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
 /// The checksum of a partition's rows: XXH3 (64 bits) of their bytes.
 fn checksum(values: &[f32]) -> u64 {
     xxhash_rust::xxh3::xxh3_64(bytemuck::cast_slice(values))
@@ -65,7 +75,7 @@ fn session(
     let sum = checksum(values);
     let shape = (values.len() / d.max(1), d);
     {
-        let sessions = SESSIONS.lock().unwrap();
+        let sessions = sessions();
         if let Some(e) = sessions.iter().find(|e| e.key == key) {
             if std::ptr::eq(e.gpu, gpu) && e.checksum == sum && e.shape == shape {
                 REUSES.fetch_add(1, Ordering::Relaxed);
@@ -86,7 +96,7 @@ fn session(
         shape,
         parts: parts.clone(),
     };
-    let mut sessions = SESSIONS.lock().unwrap();
+    let mut sessions = sessions();
     match sessions.iter_mut().find(|e| e.key == key) {
         Some(slot) => {
             REPLACED.fetch_add(1, Ordering::Relaxed);
@@ -95,6 +105,27 @@ fn session(
         None => sessions.push(entry),
     }
     Ok(parts)
+}
+
+/// A partition's rows as the fit sees them: float32 rows as they are; float64 rows less the
+/// driver's global `origin`, in f64, rounded to f32 (the library's `Matrix64::centred_on`).
+fn partition_rows<'a>(
+    py: Python<'_>,
+    x: &'a View<'a>,
+    origin: Option<&[f64]>,
+) -> PyResult<Cow<'a, [f32]>> {
+    match (x, origin) {
+        (View::F32(m), None) => Ok(Cow::Borrowed(m.as_slice())),
+        (View::F64(m), Some(o)) => run(py, || m.centred_on(o)).map(Cow::Owned),
+        (View::F64(_), None) => Err(PyValueError::new_err(
+            "float64 partitions need the driver's origin (the rows' global mean)",
+        )),
+        (View::F32(m), Some(o)) => run(py, || {
+            let wide: Vec<f64> = m.as_slice().iter().map(|&v| v as f64).collect();
+            Matrix64::new(&wide, m.n_features())?.centred_on(o)
+        })
+        .map(Cow::Owned),
+    }
 }
 
 fn decode<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> PyResult<T> {
@@ -106,46 +137,49 @@ pub fn encode<T: serde::Serialize>(value: &T) -> PyResult<Vec<u8>> {
     postcard::to_allocvec(value).map_err(|e| PyValueError::new_err(e.to_string()))
 }
 
-/// partition_answer(device, key, rows, kind, request) -> bytes
+/// partition_answer(device, key, rows, kind, request, origin=None) -> bytes
 ///
-/// The reply of the partition `key` (x: its float32 C-order rows) to one request of a
-/// distributed fit; `kind` is "kmeans" or "mixture".
+/// The reply of the partition `key` (x: its float32 or float64 C-order rows; float64 rows
+/// centred on the driver's `origin` in f64) to one request of a distributed fit; `kind` is
+/// "kmeans" or "mixture".
 #[pyfunction]
+#[pyo3(signature = (device, key, x, kind, request, origin=None))]
 fn partition_answer<'py>(
     py: Python<'py>,
     device: &Device,
     key: &str,
-    x: PyReadonlyArray2<'py, f32>,
+    x: Rows<'py>,
     kind: &str,
     request: &[u8],
+    origin: Option<PyReadonlyArray1<'py, f64>>,
 ) -> PyResult<Bound<'py, PyBytes>> {
-    let (values, d) = rows(&x)?;
+    let (_, d) = x.shape();
+    let origin = vector(origin);
+    let view = x.view()?;
+    let values = partition_rows(py, &view, origin.as_deref())?;
+    let values = &values[..];
     let gpu = device.gpu;
     let reply = match kind {
         "kmeans" => {
             let request: KMeansRequest = decode(request)?;
-            let reply = py
-                .detach(|| {
-                    session(gpu, key, values, d)?
-                        .lock()
-                        .unwrap()
-                        .kmeans
-                        .answer(&request)
-                })
-                .or_py()?;
+            let reply = run(py, || {
+                session(gpu, key, values, d)?
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .kmeans
+                    .answer(&request)
+            })?;
             encode(&reply)?
         }
         "mixture" => {
             let request: GmmRequest = decode(request)?;
-            let reply = py
-                .detach(|| {
-                    session(gpu, key, values, d)?
-                        .lock()
-                        .unwrap()
-                        .mixture
-                        .answer(&request)
-                })
-                .or_py()?;
+            let reply = run(py, || {
+                session(gpu, key, values, d)?
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .mixture
+                    .answer(&request)
+            })?;
             encode(&reply)?
         }
         other => {
@@ -164,7 +198,7 @@ fn partition_answer<'py>(
 #[pyfunction]
 #[pyo3(signature = (keys=None))]
 fn partition_release(keys: Option<Vec<String>>) -> usize {
-    let mut sessions = SESSIONS.lock().unwrap();
+    let mut sessions = sessions();
     let before = sessions.len();
     match keys {
         None => sessions.clear(),
@@ -180,12 +214,7 @@ fn partition_release(keys: Option<Vec<String>>) -> usize {
 #[pyfunction]
 fn partition_sessions(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
     let d = PyDict::new(py);
-    let keys: Vec<String> = SESSIONS
-        .lock()
-        .unwrap()
-        .iter()
-        .map(|e| e.key.clone())
-        .collect();
+    let keys: Vec<String> = sessions().iter().map(|e| e.key.clone()).collect();
     d.set_item("keys", keys)?;
     d.set_item("uploads", UPLOADS.load(Ordering::Relaxed))?;
     d.set_item("reuses", REUSES.load(Ordering::Relaxed))?;
@@ -206,11 +235,12 @@ fn seed_candidates<'py>(
     k: usize,
     seed: u64,
 ) -> PyResult<Bound<'py, PyArray2<f32>>> {
-    let (c, d) = rows(&candidates)?;
+    let d = candidates.shape()[1];
+    let c = candidates
+        .as_slice()
+        .map_err(|_| PyValueError::new_err("candidates: a C-contiguous array"))?;
     let w = values(&weights)?;
-    let seeds = py
-        .detach(|| library_seeds(device.gpu, c, d, w, k, seed))
-        .or_py()?;
+    let seeds = run(py, || library_seeds(device.gpu, c, d, w, k, seed))?;
     array2(py, seeds, d)
 }
 

@@ -14,6 +14,7 @@ distributed = pytest.importorskip("distributed", reason="wgpu_unsupervised.dask 
 
 import wgpu_unsupervised as wu  # noqa: E402
 from wgpu_unsupervised import _core  # noqa: E402
+from wgpu_unsupervised import _dask_workers as wdw  # noqa: E402
 from wgpu_unsupervised import dask as wd  # noqa: E402
 
 CHUNK = 300  # rows per partition: Digits (1797 rows) in 6 partitions
@@ -43,7 +44,7 @@ def healthy(client):
 
 
 def _clear_fault_hook():
-    wd._fault_hook = None
+    wdw._fault_hook = None
 
 
 def _sessions(client):
@@ -64,11 +65,13 @@ def test_kmeans_equals_the_single_process_fit(healthy, digits):
     assert dist.n_iter_ == single.n_iter_ > 5
     np.testing.assert_allclose(dist.cluster_centers_, single.cluster_centers_, rtol=1e-4, atol=1e-4)
     assert dist.inertia_ == pytest.approx(single.inertia_, rel=1e-5)
+    # The labels stay on the workers: a lazy dask array over the persisted rows.
+    assert isinstance(dist.labels_, da.Array)
     labels = dist.labels_.compute()
     assert np.sum(labels != single.labels_) <= 2
-    # One map and one reduction per iteration: the tolerance pass, the iterations, the
-    # last labelling pass and the labels.
-    assert dist.n_rounds_ == 1 + 1 + dist.n_iter_ + 1 + 1
+    # One map and one reduction per iteration: the tolerance pass, the iterations and the
+    # last labelling pass (no round gathers the labels).
+    assert dist.n_rounds_ == 1 + 1 + dist.n_iter_ + 1
     # Each partition's rows went up once on the worker that ran its tasks (Dask's work
     # stealing may move a task once to the other worker, which then uploads it there);
     # every later request reused them; all were released at the end.
@@ -191,7 +194,7 @@ def _fail_once_after(calls):
         if state["n"] == calls:
             raise RuntimeError("injected failure")
 
-    wd._fault_hook = hook
+    wdw._fault_hook = hook
 
 
 def test_a_task_failing_once_gives_the_same_model(healthy, iris):
@@ -223,7 +226,104 @@ def test_devices_are_chosen_per_worker(healthy, iris):
 def test_bad_input_is_rejected(healthy):
     bad = np.ones((100, 3), dtype=np.float32)
     bad[57, 1] = np.nan
-    with pytest.raises(ValueError, match="non-finite value"):
-        wd.KMeans(2, retries=0).fit(da.from_array(bad, chunks=(25, 3)))
+    # The row is the whole array's (57), not the partition's (7).
+    for dtype in (np.float32, np.float64):
+        Xd = da.from_array(bad.astype(dtype), chunks=(25, 3))
+        with pytest.raises(ValueError, match=r"non-finite value \(nan\) at row 57, column 1"):
+            wd.KMeans(2, retries=0).fit(Xd)
+        with pytest.raises(ValueError, match="at row 57, column 1"):
+            wd.PCA(2, retries=0).fit(Xd)
+    good = wd.KMeans(2, random_state=0).fit(da.from_array(np.ones((100, 3)) + np.arange(100)[:, None], chunks=(25, 3)))
+    with pytest.raises(ValueError, match="at row 57, column 1"):
+        good.predict(da.from_array(bad, chunks=(25, 3))).compute()
+    with pytest.raises(ValueError, match="Complex data not supported"):
+        wd.KMeans(2).fit(da.from_array(bad.astype(complex), chunks=(25, 3)))
+    with pytest.raises(ValueError, match="'n_clusters' parameter of KMeans"):
+        wd.KMeans(-1).fit(da.from_array(np.ones((10, 2)), chunks=(5, 2)))
     with pytest.raises(ValueError, match="2-D"):
         wd.PCA(2).fit(da.ones(10, chunks=5))
+
+
+def _offset(X, offset):
+    """``X`` in float64 plus a different offset per column (offset times 1, -3, 7, ...)."""
+    factors = np.resize([1.0, -3.0, 7.0, 0.5], X.shape[1])
+    return X.astype(np.float64) + offset * factors
+
+
+@pytest.mark.parametrize("offset", [0.0, 1e8])
+def test_float64_data_far_from_zero_equal_the_single_process_fits(healthy, iris, offset):
+    X = _offset(iris[0], offset)
+    Xd = da.from_array(X, chunks=(40, 4))
+    start = X[[0, 70, 140]]
+    dist = wd.KMeans(3, init=start).fit(Xd)
+    single = wu.KMeans(3, init=start).fit(X)
+    assert dist.cluster_centers_.dtype == np.float64
+    np.testing.assert_allclose(dist.cluster_centers_ - start[0], single.cluster_centers_ - start[0], atol=1e-4)
+    assert dist.inertia_ == pytest.approx(single.inertia_, rel=1e-5)
+    assert np.sum(dist.labels_.compute() != single.labels_) <= 1
+    assert dist.transform(Xd).dtype == np.float64
+    g = dict(covariance_type="full", random_state=0, max_iter=20, tol=0.0)
+    gd = wd.GaussianMixture(3, init_params="k-means++", **g).fit(Xd)
+    gs = wu.GaussianMixture(3, init_params="k-means++", **g).fit(X)
+    # The same fit up to where the distributed k-means++ sample starts (it is a sample):
+    # the quality of the single-process fit, and the score of its rows.
+    assert gd.score(Xd) == pytest.approx(gd.lower_bound_, abs=1e-3)
+    assert gd.score(Xd) > gs.score(X) - 0.1
+    pd_ = wd.PCA(2).fit(Xd)
+    ps = wu.PCA(2).fit(X)
+    np.testing.assert_allclose(pd_.explained_variance_, ps.explained_variance_, rtol=1e-5)
+    np.testing.assert_allclose(pd_.mean_ - start[0], ps.mean_ - start[0], atol=1e-5)
+    back = pd_.inverse_transform(pd_.transform(Xd)).compute()
+    np.testing.assert_allclose(back - start[0], ps.inverse_transform(ps.transform(X)) - start[0], atol=1e-3)
+
+
+def test_mixture_scores_sampling_and_pca_inverse(healthy, iris):
+    X, _ = iris
+    Xd = da.from_array(X, chunks=(40, 4))
+    kw = dict(covariance_type="diag", random_state=2, max_iter=30)
+    g = wd.GaussianMixture(3, **kw).fit(Xd)
+    score = g.score(Xd)
+    local = g._model.score(wu.device(), X)
+    assert score == pytest.approx(local, rel=1e-6)
+    n, p = len(X), g._model.n_parameters
+    assert g.bic(Xd) == pytest.approx(-2 * local * n + p * np.log(n), rel=1e-6)
+    assert g.aic(Xd) == pytest.approx(-2 * local * n + 2 * p, rel=1e-6)
+    samples, comps = g.sample(500)
+    assert samples.shape == (500, 4) and comps.shape == (500,)
+    assert np.all(np.bincount(comps, minlength=3) > 0)
+    with pytest.raises(ValueError, match="n_samples"):
+        g.sample(0)
+    pca = wd.PCA(2).fit(Xd)
+    Z = pca.transform(Xd)
+    back = pca.inverse_transform(Z)
+    assert isinstance(back, da.Array) and back.shape == X.shape
+    single = wu.PCA(2).fit(X)
+    np.testing.assert_allclose(back.compute(), single.inverse_transform(single.transform(X)), atol=1e-3)
+
+
+def test_the_client_holds_no_value_per_row(healthy, monkeypatch):
+    # Every round's replies are statistics of K x D values: their total size does not grow
+    # with the rows (the labels stay on the workers, the repair sends K + empty rows).
+    sizes = {}
+
+    def record(n_rows):
+        run = wd._Bridge.run
+
+        def counting(self, kind, requests):
+            replies = run(self, kind, requests)
+            sizes[n_rows] = max(sizes.get(n_rows, 0), sum(len(r) for r in replies))
+            return replies
+
+        return counting
+
+    rng = np.random.default_rng(0)
+    for n in (2_000, 16_000):
+        X = np.concatenate([rng.normal(c, 0.5, size=(n // 4, 3)) for c in (-6, -2, 2, 6)])
+        # A far centre: its cluster empties and is repaired.
+        start = np.vstack([X[[0, n // 2, n - 1]], [[1e3, 1e3, 1e3]]])
+        monkeypatch.setattr(wd._Bridge, "run", record(n))
+        model = wd.KMeans(4, init=start, max_iter=20).fit(da.from_array(X, chunks=(n // 8, 3)))
+        assert isinstance(model.labels_, da.Array)
+        assert np.all(np.bincount(model.labels_.compute(), minlength=4) > 0)
+    # 16 000 labels and distances alone would be 128 kB.
+    assert sizes[16_000] <= 1.1 * sizes[2_000] and sizes[16_000] < 32_000, sizes

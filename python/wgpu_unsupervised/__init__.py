@@ -8,10 +8,13 @@ scikit-learn estimators.
 >>> KMeans(n_clusters=3, random_state=0).fit(X).cluster_centers_.shape
 (3, 4)
 
-The estimators are thin: the algorithms, their parameter checks and the data checks are
-the Rust library's, whose errors arrive as ``ValueError`` (bad input) or ``RuntimeError``
-(the device). ``wgpu_unsupervised.dask`` fits K-Means, PCA and mixtures across the
-workers of a Dask cluster.
+The estimators are thin: parameters are checked by scikit-learn's own machinery
+(``InvalidParameterError``, naming the parameter), data by ``validate_data``; the algorithms
+are the Rust library's, whose errors arrive as ``ValueError`` (bad input) or
+``RuntimeError`` (the device, or a panic caught at the boundary). float64 data stay float64:
+the library centres them in float64 before the float32 cast, so data far from 0 keep their
+digits. ``wgpu_unsupervised.dask`` fits K-Means, PCA and mixtures across the workers of a
+Dask cluster, the client holding no value per row.
 """
 
 import os as _os

@@ -1,24 +1,35 @@
-"""Helpers shared by the estimators: devices, seeds, the arrays handed to the library, and
-the fitted model's methods on checked rows (``OnDevice``).
+"""Helpers shared by the estimators: devices, seeds, the arrays handed to the library, the
+parameter constraints every estimator shares, and the fitted model's methods on checked rows
+(``OnDevice``).
 
-The estimators convert and call; the algorithms, their parameter checks and the checks of
-the data (finite values, shapes, counts) are the Rust library's. scikit-learn's
-``validate_data`` does the array checks scikit-learn users expect (2-D, numeric, no
-complex or sparse input, ``n_features_in_``, feature names).
+The estimators check their parameters with scikit-learn's own machinery
+(``_parameter_constraints``, checked at ``fit``: ``InvalidParameterError``, a ``ValueError``
+naming the parameter) and their data with ``validate_data`` (2-D, numeric, finite, no
+complex or sparse input, ``n_features_in_``, feature names; float32 and float64 kept as they
+are, other dtypes made float64, as scikit-learn does). The algorithms and the checks of the
+data against them (counts, shapes) are the Rust library's. float64 rows reach the library as
+float64: it centres them in f64 before the f32 cast (its module ``origin``), so data far from
+0 keep their digits; outputs are float64 where the input was.
 """
 
 from __future__ import annotations
 
 import numbers
+from numbers import Integral
 
 import numpy as np
 from sklearn.utils import check_random_state
+from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
 from . import _core
 
-#: The float types the estimators take as they are; anything else becomes float64 first.
-FLOAT_DTYPES = (np.float32, np.float64)
+#: The float types the estimators take as they are; anything else becomes float64 first
+#: (scikit-learn's order: the first is the one other dtypes are converted to).
+FLOAT_DTYPES = (np.float64, np.float32)
+
+#: The constraint of every ``device`` parameter: None, an adapter index, or a name.
+DEVICE = [None, Interval(Integral, 0, None, closed="left"), str]
 
 
 def device(spec=None) -> _core.Device:
@@ -46,23 +57,44 @@ def seed_of(random_state) -> int:
     return int(rng.randint(np.iinfo(np.int32).max))
 
 
+def rows(x) -> np.ndarray:
+    """``x`` (float32 or float64) as aligned values in C order, in its own dtype: the same
+    memory when it already is (read-only and memory-mapped arrays included), else one copy.
+    (Arrays unpickled from buffers, as Dask hands them to workers, can be misaligned.)"""
+    x = np.asarray(x)
+    dtype = x.dtype if x.dtype in (np.float32, np.float64) else np.float64
+    return np.require(x, dtype=dtype, requirements=("C_CONTIGUOUS", "ALIGNED"))
+
+
 def as_f32(x) -> np.ndarray:
-    """``x`` as aligned float32 in C order: the same memory when it already is (read-only
-    and memory-mapped arrays included), else one copy. (Arrays unpickled from buffers, as
-    Dask hands them to workers, can be misaligned.)"""
+    """``x`` as aligned float32 in C order (weights, candidates: values the library takes in
+    float32 only)."""
     return np.require(x, dtype=np.float32, requirements=("C_CONTIGUOUS", "ALIGNED"))
 
 
 def check_x(estimator, X, *, reset: bool, **checks) -> np.ndarray:
-    """scikit-learn's checks of ``X`` (float32 and float64 kept as they are)."""
+    """scikit-learn's checks of ``X`` (float32 and float64 kept as they are, other dtypes
+    made float64; complex, sparse, 1-D or 3-D input refused with scikit-learn's messages)."""
     return validate_data(estimator, X, dtype=FLOAT_DTYPES, reset=reset, **checks)
 
 
 def check_weights(sample_weight, X) -> np.ndarray | None:
-    """Per-row weights as float32 (None stays None: unweighted)."""
+    """Per-row weights as float32 (None stays None: unweighted). The library scales them by a
+    power of two itself, so any weights within float32's range fit; weights beyond it are
+    refused with the reason rather than rounded to 0 or infinity."""
     if sample_weight is None:
         return None
-    return as_f32(_check_sample_weight(sample_weight, X, dtype=X.dtype))
+    w = _check_sample_weight(sample_weight, X, dtype=np.float64)
+    w32 = as_f32(w)
+    lost = (w != 0) & ((w32 == 0) | ~np.isfinite(w32))
+    if np.any(lost):
+        i = int(np.argmax(lost))
+        raise ValueError(
+            f"sample_weight[{i}] = {w[i]!r} is beyond float32's range (1e-45 to 3.4e38), in "
+            "which the GPU computes: divide the weights by a constant (it does not change the "
+            "fit)"
+        )
+    return w32
 
 
 def f64_or_none(x) -> np.ndarray | None:
@@ -81,5 +113,5 @@ class OnDevice:
         the dtype of ``X`` with ``keep_dtype``."""
         check_is_fitted(self)
         X = check_x(self, X, reset=False)
-        out = getattr(self._model, method)(device(self.device), as_f32(X))
+        out = getattr(self._model, method)(device(self.device), rows(X))
         return out.astype(X.dtype, copy=False) if keep_dtype else out

@@ -2,25 +2,41 @@
 
 from __future__ import annotations
 
+import warnings
+from numbers import Integral, Real
+
 import numpy as np
 from sklearn.base import (
     BaseEstimator,
     ClassNamePrefixFeaturesOutMixin,
     ClusterMixin,
     TransformerMixin,
+    _fit_context,
 )
+from sklearn.utils import check_array
+from sklearn.utils._param_validation import Interval, StrOptions, validate_params
 
 from . import _core
-from ._base import OnDevice, as_f32, check_weights, check_x, device, seed_of
+from ._base import DEVICE, OnDevice, check_weights, check_x, device, rows, seed_of
 
 __all__ = ["KMeans", "MiniBatchKMeans", "SpectralClustering", "kmeans_plusplus"]
 
+#: What K-Means and mini-batch K-Means take as ``init``.
+INIT = [StrOptions({"k-means++", "k-means||", "random"}), "array-like"]
 
-def init_args(init):
-    """(name, centroids): a named initialisation, or given centroids as float64."""
+
+def init_args(init, n_features=None):
+    """(name, centroids): a named initialisation, or given centroids as float64 (checked:
+    2-D, finite, real, of ``n_features`` columns when given)."""
     if isinstance(init, str):
         return init, None
-    return "given", np.ascontiguousarray(np.asarray(init, dtype=np.float64))
+    c = check_array(init, dtype=np.float64, input_name="init")
+    if n_features is not None and c.shape[1] != n_features:
+        raise ValueError(
+            f"The shape of the initial centers {c.shape} does not match the number of "
+            f"features of the data {n_features}."
+        )
+    return "given", np.ascontiguousarray(c)
 
 
 def _n_init(n_init, init, auto_random: int) -> int:
@@ -39,10 +55,10 @@ class _Centroids(
         """``fit`` (a fit of the extension) on the rows of ``X``, with the arguments both
         estimators have and ``params``; the model's attributes set."""
         X = check_x(self, X, reset=True)
-        name, centroids = init_args(self.init)
+        name, centroids = init_args(self.init, X.shape[1])
         model = fit(
             device(self.device),
-            as_f32(X),
+            rows(X),
             check_weights(sample_weight, X),
             n_clusters=self.n_clusters,
             init=name,
@@ -56,7 +72,9 @@ class _Centroids(
 
     def _set_model(self, model, dtype) -> None:
         self._model = model
-        self.cluster_centers_ = model.cluster_centers.astype(dtype, copy=False)
+        # float64 data: every digit the fit has (origin + relative centroids).
+        centers = model.cluster_centers_f64 if dtype == np.float64 else model.cluster_centers
+        self.cluster_centers_ = centers.astype(dtype, copy=False)
         self.labels_ = model.labels
         self.inertia_ = model.inertia
         self._n_features_out = self.cluster_centers_.shape[0]
@@ -114,6 +132,19 @@ class KMeans(_Centroids):
     cluster_centers_, labels_, inertia_, n_iter_, n_features_in_, feature_names_in_
     """
 
+    _parameter_constraints: dict = {
+        "n_clusters": [Interval(Integral, 1, None, closed="left")],
+        "init": INIT,
+        "n_init": [StrOptions({"auto"}), Interval(Integral, 1, None, closed="left")],
+        "max_iter": [Interval(Integral, 1, None, closed="left")],
+        "tol": [Interval(Real, 0, None, closed="left")],
+        "random_state": ["random_state"],
+        "metric": [StrOptions({"euclidean", "cosine"})],
+        "oversampling_factor": [Interval(Real, 0, None, closed="neither")],
+        "init_rounds": [Interval(Integral, 1, None, closed="left")],
+        "device": DEVICE,
+    }
+
     def __init__(
         self,
         n_clusters=8,
@@ -139,6 +170,7 @@ class KMeans(_Centroids):
         self.init_rounds = init_rounds
         self.device = device
 
+    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None, sample_weight=None):
         """Clusters the rows of ``X`` (optionally weighted)."""
         self._fit(
@@ -178,6 +210,20 @@ class MiniBatchKMeans(_Centroids):
     ``cluster_centers_`` (the running counts start again).
     """
 
+    _parameter_constraints: dict = {
+        "n_clusters": [Interval(Integral, 1, None, closed="left")],
+        "init": INIT,
+        "max_iter": [Interval(Integral, 1, None, closed="left")],
+        "batch_size": [Interval(Integral, 1, None, closed="left")],
+        "tol": [Interval(Real, 0, None, closed="left")],
+        "max_no_improvement": [Interval(Integral, 0, None, closed="left"), None],
+        "init_size": [Interval(Integral, 1, None, closed="left"), None],
+        "n_init": [StrOptions({"auto"}), Interval(Integral, 1, None, closed="left")],
+        "reassignment_ratio": [Interval(Real, 0, None, closed="left")],
+        "random_state": ["random_state"],
+        "device": DEVICE,
+    }
+
     def __init__(
         self,
         n_clusters=8,
@@ -205,6 +251,20 @@ class MiniBatchKMeans(_Centroids):
         self.random_state = random_state
         self.device = device
 
+    def _init_size(self):
+        """``init_size``, as scikit-learn takes it: below ``n_clusters`` it warns and uses
+        3·n_clusters (the library caps it at the rows)."""
+        if self.init_size is not None and self.init_size < self.n_clusters:
+            warnings.warn(
+                f"init_size={self.init_size} should be larger than n_clusters="
+                f"{self.n_clusters}. Setting it to min(3*n_clusters, n_samples)",
+                RuntimeWarning,
+                stacklevel=3,
+            )
+            return 3 * self.n_clusters
+        return self.init_size
+
+    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None, sample_weight=None):
         """Clusters the rows of ``X`` by mini-batch steps."""
         model = self._fit(
@@ -217,19 +277,21 @@ class MiniBatchKMeans(_Centroids):
             reassignment_ratio=self.reassignment_ratio,
             tol=self.tol,
             n_init=_n_init(self.n_init, self.init, 3),
-            init_size=self.init_size,
+            init_size=self._init_size(),
         )
         self.n_steps_ = model.n_iter
         self._partial = None
         return self
 
+    @_fit_context(prefer_skip_nested_validation=True)
     def partial_fit(self, X, y=None, sample_weight=None):
-        """One mini-batch step on the rows of ``X`` (the first call also initialises)."""
+        """One mini-batch step on the rows of ``X`` (the first call also initialises; float64
+        rows are centred on the first batch's mean, kept for every later batch)."""
         first = not hasattr(self, "cluster_centers_")
         X = check_x(self, X, reset=first)
         if getattr(self, "_partial", None) is None:
             if first:
-                name, centroids = init_args(self.init)
+                name, centroids = init_args(self.init, X.shape[1])
             else:
                 name, centroids = "given", self.cluster_centers_.astype(np.float64)
             self._partial = _core.MiniBatchPartial(
@@ -238,10 +300,10 @@ class MiniBatchKMeans(_Centroids):
                 init_centroids=centroids,
                 reassignment_ratio=self.reassignment_ratio,
                 n_init=_n_init(self.n_init, self.init, 3),
-                init_size=self.init_size,
+                init_size=self._init_size(),
                 seed=seed_of(self.random_state),
             )
-        x = as_f32(X)
+        x = rows(X)
         w = check_weights(sample_weight, X)
         dev = device(self.device)
         self._partial.partial_fit(dev, x, w)
@@ -280,6 +342,18 @@ class SpectralClustering(ClusterMixin, BaseEstimator):
     labels_, embedding_ (the spectral embedding), eigenvalues_, n_iter_, n_features_in_
     """
 
+    _parameter_constraints: dict = {
+        "n_clusters": [Interval(Integral, 1, None, closed="left")],
+        "affinity": [StrOptions({"rbf", "nearest_neighbors"})],
+        "gamma": [Interval(Real, 0, None, closed="neither")],
+        "n_neighbors": [Interval(Integral, 1, 64, closed="both")],
+        "n_init": [Interval(Integral, 1, None, closed="left")],
+        "eigen_tol": [Interval(Real, 0, None, closed="neither")],
+        "max_iter": [Interval(Integral, 1, None, closed="left")],
+        "random_state": ["random_state"],
+        "device": DEVICE,
+    }
+
     def __init__(
         self,
         n_clusters=8,
@@ -303,12 +377,13 @@ class SpectralClustering(ClusterMixin, BaseEstimator):
         self.random_state = random_state
         self.device = device
 
+    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):
-        """Clusters the rows of ``X``."""
-        X = check_x(self, X, reset=True)
+        """Clusters the rows of ``X`` (at least 2; float64 rows centred in float64 first)."""
+        X = check_x(self, X, reset=True, ensure_min_samples=2)
         labels, embedding, eigenvalues, n_iter = _core.spectral_fit(
             device(self.device),
-            as_f32(X),
+            rows(X),
             n_clusters=self.n_clusters,
             affinity=self.affinity,
             gamma=self.gamma,
@@ -325,14 +400,23 @@ class SpectralClustering(ClusterMixin, BaseEstimator):
         return self
 
 
+@validate_params(
+    {
+        "X": ["array-like"],
+        "n_clusters": [Interval(Integral, 1, None, closed="left")],
+        "sample_weight": ["array-like", None],
+        "random_state": ["random_state"],
+        "device": DEVICE,
+    },
+    prefer_skip_nested_validation=True,
+)
 def kmeans_plusplus(X, n_clusters, *, sample_weight=None, random_state=None, device=None):
     """Greedy k-means++ seeds of ``X`` on the GPU (scikit-learn's ``kmeans_plusplus``):
-    returns (centers, indices)."""
-    X = np.asarray(X)
-    if X.dtype not in (np.float32, np.float64):
-        X = X.astype(np.float64)
-    w = None if sample_weight is None else as_f32(np.asarray(sample_weight).ravel())
-    centers, indices = _core.kmeans_plusplus(
-        _core.device(device), as_f32(X), n_clusters, w, seed_of(random_state)
-    )
-    return centers.astype(X.dtype, copy=False), indices
+    returns (centers, indices); the centers are the rows ``X[indices]``, in the dtype of
+    ``X`` (float32 kept, anything else float64)."""
+    X = check_array(X, dtype=[np.float64, np.float32])
+    if X.shape[0] < n_clusters:
+        raise ValueError(f"n_samples={X.shape[0]} should be >= n_clusters={n_clusters}.")
+    w = check_weights(sample_weight, X)
+    _, indices = _core.kmeans_plusplus(_core.device(device), rows(X), n_clusters, w, seed_of(random_state))
+    return X[indices], indices

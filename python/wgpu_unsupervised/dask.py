@@ -27,99 +27,36 @@ workers' names) modulo the number of adapters.
 
 from __future__ import annotations
 
-import functools
-import re
-import zlib
+import uuid
+from numbers import Integral, Real
 
 import dask
 import dask.array as da
 import numpy as np
-from distributed import get_client, get_worker
-from sklearn.base import BaseEstimator, ClusterMixin, DensityMixin, TransformerMixin
+from distributed import get_client
+from sklearn.base import BaseEstimator, ClusterMixin, DensityMixin, TransformerMixin, _fit_context
+from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from . import _core
-from ._base import as_f32, seed_of
-from .cluster import init_args
-from .decomposition import PcaMixin, pca_params
-from .mixture import MixtureMixin
+from ._base import seed_of
+from ._dask_workers import _answer, _apply, _moments, _pca_fit, _seed
+from .cluster import INIT, init_args
+from .decomposition import N_COMPONENTS, PcaMixin, pca_params
+from .mixture import MIXTURE_CONSTRAINTS, MixtureMixin
 
 __all__ = ["KMeans", "PCA", "GaussianMixture", "release_sessions"]
 
-# Test hooks (None in normal use): called with (kind, key) at the start of every map task
-# on a worker, and with the round number before every round of requests on the client.
-_fault_hook = None
+# Test hook (None in normal use): called with the round number before every round of
+# requests on the client. (The workers' hook is `_dask_workers._fault_hook`.)
 _round_hook = None
 
-
-# --- worker side ---------------------------------------------------------------------
-
-
-def _worker_index(worker, names) -> int:
-    name = worker.name
-    if isinstance(name, int):
-        return name
-    text = str(name)
-    if text.isdigit():
-        return int(text)
-    tail = re.search(r"-(\d+)$", text)
-    if tail:
-        return int(tail.group(1))
-    if names and text in names:
-        return names.index(text)
-    return zlib.crc32(text.encode())
-
-
-def _worker_device(devices, names):
-    """This worker's device: from the explicit mapping, else by the worker's index."""
-    worker = get_worker()
-    if devices is not None:
-        for key in (worker.name, str(worker.name), worker.address):
-            if key in devices:
-                return _core.device(devices[key])
-        raise ValueError(
-            f"devices names no adapter for worker {worker.name!r} ({worker.address})"
-        )
-    return _core.device(_adapter_of(_worker_index(worker, names)))
-
-
-@functools.lru_cache(maxsize=None)
-def _adapter_of(index: int) -> int:
-    """The adapter of the worker numbered ``index`` (listing adapters once per process)."""
-    return _core.worker_adapter(index)
-
-
-def _answer(block, key, kind, request, devices, names):
-    """One partition's reply to one request (a map task)."""
-    if _fault_hook is not None:
-        _fault_hook(kind, key)
-    device = _worker_device(devices, names)
-    return _core.partition_answer(device, key, as_f32(block), kind, request)
-
-
-def _seed(candidates, weights, k, seed, devices, names):
-    device = _worker_device(devices, names)
-    return _core.seed_candidates(device, as_f32(candidates), as_f32(weights), k, seed)
-
-
-def _moments(block, devices, names):
-    device = _worker_device(devices, names)
-    return _core.Moments.of(device, as_f32(block)).to_bytes()
-
-
-def _pca_fit(parts, params, devices, names):
-    first, *rest = [_core.Moments.from_bytes(b) for b in parts]
-    merged = first.merged(rest)
-    return merged.fit(_worker_device(devices, names), **params)
-
-
-def _apply(block, model, method, width, dtype, devices, names):
-    """A fitted model's ``method`` (predict, transform, ...) on one block; ``width`` is the
-    number of output columns (None: one value per row)."""
-    x = as_f32(block)
-    if x.shape[0] == 0:
-        return np.empty((0,) if width is None else (0, width), dtype=dtype)
-    return getattr(model, method)(_worker_device(devices, names), x)
+#: The parameters every Dask estimator has besides the algorithm's.
+DISTRIBUTED = {
+    "devices": [dict, None],
+    "client": "no_validation",
+    "retries": [Interval(Integral, 0, None, closed="left")],
+}
 
 
 def release_sessions(client=None, keys=None) -> dict:
@@ -139,36 +76,56 @@ def _worker_names(client) -> list[str]:
 
 
 def _rows(X) -> da.Array:
-    """``X`` as a float32 dask array with one chunk along the features, persisted."""
+    """``X`` as a dask array of float32 or float64 rows (other dtypes made float64, complex
+    refused), one chunk along the features, its row chunks known."""
     if not isinstance(X, da.Array):
         X = da.asarray(X)
     if X.ndim != 2:
         raise ValueError(f"Expected a 2-D dask array, got {X.ndim} dimension(s)")
-    if X.dtype != np.float32:
-        X = X.astype(np.float32)
+    if np.issubdtype(X.dtype, np.complexfloating):
+        raise ValueError("Complex data not supported")
+    if X.dtype not in (np.float32, np.float64):
+        X = X.astype(np.float64)
     if len(X.chunks[1]) != 1:
         X = X.rechunk({1: -1})
+    if any(np.isnan(c) for c in X.chunks[0]):
+        X = X.compute_chunk_sizes()
     return X
 
 
 class _Bridge:
-    """The library's bridge to the partitions: one Dask task per partition and request."""
+    """The library's bridge to the partitions: one Dask task per partition and request.
 
-    def __init__(self, client, X: da.Array, devices, retries: int):
+    The rows are persisted on the workers and stay there; float64 rows get a global origin,
+    their mean taken by Dask in one pass (D values to the client), which every partition
+    centres its rows on before the float32 cast. The client holds the partitions' sizes and
+    the replies of one round (statistics of K x D values), never a value per row."""
+
+    def __init__(self, client, X: da.Array, devices, retries: int, origin: bool):
         self.client = client
         self.X = client.persist(X)
         blocks = self.X.to_delayed().ravel()
         keys = [str(b.key) for b in blocks]
         sizes = list(self.X.chunks[0])
+        firsts = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(int).tolist()
         kept = [i for i, s in enumerate(sizes) if s > 0]
         self.blocks = [blocks[i] for i in kept]
         self.keys = [keys[i] for i in kept]
-        self.sizes = [sizes[i] for i in kept]
+        self.sizes = [int(sizes[i]) for i in kept]
+        self.firsts = [firsts[i] for i in kept]
         self.d = int(self.X.shape[1])
         self.devices = devices
         self.names = _worker_names(client)
         self.retries = retries
         self.rounds = 0
+        self.fit_id = uuid.uuid4().hex
+        self.origin = None
+        if origin and self.X.dtype == np.float64 and self.sizes:
+            mean = self.X.mean(axis=0, dtype=np.float64)
+            self.origin = np.ascontiguousarray(client.compute(mean).result(), dtype=np.float64)
+            if not np.all(np.isfinite(self.origin)):
+                # A non-finite value somewhere: the partitions name it (global row).
+                self.origin = np.zeros(self.d)
 
     def run(self, kind, requests):
         self.rounds += 1
@@ -176,7 +133,8 @@ class _Bridge:
             _round_hook(self.rounds)
         tasks = [
             dask.delayed(_answer, pure=True)(
-                self.blocks[p], self.keys[p], kind, request, self.devices, self.names
+                self.blocks[p], self.keys[p], kind, request, self.devices, self.names,
+                self.origin, self.firsts[p], self.fit_id,
             )
             for p, request in requests
         ]
@@ -191,7 +149,10 @@ class _Bridge:
         return future.result()
 
     def map_blocks(self, fn, *args):
-        tasks = [dask.delayed(fn, pure=True)(b, *args, self.devices, self.names) for b in self.blocks]
+        tasks = [
+            dask.delayed(fn, pure=True)(b, first, *args, self.devices, self.names)
+            for b, first in zip(self.blocks, self.firsts)
+        ]
         return self.client.gather(self.client.compute(tasks, retries=self.retries))
 
     def submit(self, fn, *args):
@@ -207,10 +168,10 @@ class _Bridge:
 class _Distributed(BaseEstimator):
     """What the Dask estimators share: the client, devices, and block-wise methods."""
 
-    def _bridge(self, X):
+    def _bridge(self, X, origin=False):
         client = self.client or get_client()
         X = _rows(X)
-        bridge = _Bridge(client, X, self.devices, self.retries)
+        bridge = _Bridge(client, X, self.devices, self.retries, origin)
         if not bridge.sizes:
             raise ValueError("Found array with 0 sample(s) while a minimum of 1 is required")
         self.n_features_in_ = bridge.d
@@ -218,16 +179,19 @@ class _Distributed(BaseEstimator):
 
     def _fit_remote(self, X, fit, **params):
         """The library's remote ``fit`` (``kmeans_fit_remote``, ``gmm_fit_remote``) over the
-        partitions of ``X`` with ``params``; the sessions released, the training labels (a
-        dask array chunked as ``X``) and the rounds of requests set."""
-        bridge = self._bridge(X)
+        partitions of ``X`` with ``params`` (float64 rows centred on their global mean);
+        the sessions released; the training labels a lazy dask array over the persisted
+        rows (computed on the workers when asked for: the client never holds them); the
+        rounds of requests counted."""
+        bridge = self._bridge(X, origin=True)
         try:
-            model = fit(bridge, bridge.sizes, bridge.d, **params)
+            model = fit(bridge, bridge.sizes, bridge.d, origin=bridge.origin, **params)
         finally:
             bridge.release()
         self._model = model
-        self.labels_ = da.from_array(model.labels, chunks=(bridge.X.chunks[0],))
+        self._dtype = bridge.X.dtype
         self.n_rounds_ = bridge.rounds
+        self.labels_ = self._map(bridge.X, "predict", np.int64, None)
         return model
 
     def _map(self, X, method, dtype, width):
@@ -247,6 +211,10 @@ class _Distributed(BaseEstimator):
         if width is None:
             return X.map_blocks(_apply, *args, drop_axis=1, **kw)
         return X.map_blocks(_apply, *args, chunks=(X.chunks[0], (width,)), **kw)
+
+    def _out_dtype(self, X):
+        """The float dtype of outputs for ``X``: float64 unless ``X`` is float32."""
+        return np.float32 if _rows(X).dtype == np.float32 else np.float64
 
 
 class KMeans(ClusterMixin, _Distributed):
@@ -275,8 +243,24 @@ class KMeans(ClusterMixin, _Distributed):
 
     Attributes
     ----------
-    cluster_centers_, labels_ (a dask array), inertia_, n_iter_, n_features_in_
+    cluster_centers_, labels_ (a lazy dask array over the persisted rows: the labels stay
+    on the workers), inertia_, n_iter_, n_rounds_, n_features_in_
+
+    float64 rows are centred on their global mean (one Dask pass) in float64 on the workers
+    before the float32 cast; ``cluster_centers_`` are then float64 with every digit.
     """
+
+    _parameter_constraints: dict = {
+        "n_clusters": [Interval(Integral, 1, None, closed="left")],
+        "init": INIT,
+        "n_init": [Interval(Integral, 1, None, closed="left")],
+        "max_iter": [Interval(Integral, 1, None, closed="left")],
+        "tol": [Interval(Real, 0, None, closed="left")],
+        "random_state": ["random_state"],
+        "oversampling_factor": [Interval(Real, 0, None, closed="neither")],
+        "init_max_iter": [Interval(Integral, 1, None, closed="left")],
+        **DISTRIBUTED,
+    }
 
     def __init__(
         self,
@@ -305,9 +289,10 @@ class KMeans(ClusterMixin, _Distributed):
         self.client = client
         self.retries = retries
 
+    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):
         """Clusters the rows of the dask array ``X``."""
-        name, centroids = init_args(self.init)
+        name, centroids = init_args(self.init, _rows(X).shape[1])
         model = self._fit_remote(
             X,
             _core.kmeans_fit_remote,
@@ -321,7 +306,10 @@ class KMeans(ClusterMixin, _Distributed):
             oversampling=self.oversampling_factor,
             rounds=self.init_max_iter,
         )
-        self.cluster_centers_ = model.cluster_centers
+        if self._dtype == np.float64:
+            self.cluster_centers_ = model.cluster_centers_f64
+        else:
+            self.cluster_centers_ = model.cluster_centers
         self.inertia_ = model.inertia
         self.n_iter_ = model.n_iter
         return self
@@ -331,8 +319,15 @@ class KMeans(ClusterMixin, _Distributed):
         return self._map(X, "predict", np.int64, None)
 
     def transform(self, X):
-        """Distances of every row to every centroid: a dask array (n x n_clusters)."""
-        return self._map(X, "transform", np.float32, self.n_clusters)
+        """Distances of every row to every centroid: a dask array (n x n_clusters), float64
+        unless ``X`` is float32."""
+        return self._map(X, "transform", self._out_dtype(X), self.n_clusters)
+
+    def score(self, X, y=None):
+        """Opposite of the K-Means objective of ``X`` (higher is better): a float, summed
+        on the workers."""
+        d = self._map(X, "transform", np.float64, self.n_clusters)
+        return -float((d.min(axis=1) ** 2).sum().compute())
 
 
 class PCA(PcaMixin, TransformerMixin, _Distributed):
@@ -346,7 +341,20 @@ class PCA(PcaMixin, TransformerMixin, _Distributed):
     solver : {"auto", "full", "power"}, default="auto"
     tol, max_iter, random_state : of the power solver
     devices, client, retries : as for KMeans
+
+    Each partition's moments are taken about its own mean (float64 rows: in float64 on
+    the worker), and merged in float64, so data far from 0 keep their digits.
     """
+
+    _parameter_constraints: dict = {
+        "n_components": N_COMPONENTS,
+        "whiten": ["boolean"],
+        "solver": [StrOptions({"auto", "full", "power"})],
+        "tol": [Interval(Real, 0, None, closed="neither")],
+        "max_iter": [Interval(Integral, 1, None, closed="left")],
+        "random_state": ["random_state"],
+        **DISTRIBUTED,
+    }
 
     def __init__(
         self,
@@ -371,17 +379,38 @@ class PCA(PcaMixin, TransformerMixin, _Distributed):
         self.client = client
         self.retries = retries
 
+    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):
         """Fits the principal axes of the rows of the dask array ``X``."""
         bridge = self._bridge(X)
         parts = bridge.map_blocks(_moments)
         model = bridge.submit(_pca_fit, list(parts), pca_params(self))
-        self._set_model(model)
+        self._set_model(model, bridge.X.dtype)
+        self.n_iter_ = max(1, model.n_iter)
         return self
 
     def transform(self, X):
-        """The rows projected on the principal axes: a dask array."""
-        return self._map(X, "transform", np.float32, self.n_components_)
+        """The rows projected on the principal axes: a dask array (float64 unless ``X`` is
+        float32)."""
+        return self._map(X, "transform", self._out_dtype(X), self.n_components_)
+
+    def inverse_transform(self, X):
+        """Rows in the original space from their projections: a dask array (float64 unless
+        ``X`` is float32; float64: the mean added in float64)."""
+        Z = _rows(X)
+        if Z.shape[1] != self.n_components_:
+            raise ValueError(
+                f"X has {Z.shape[1]} features, but {type(self).__name__} is expecting "
+                f"{self.n_components_} components as input"
+            )
+        method = "inverse_transform_f64" if Z.dtype == np.float64 else "inverse_transform"
+        dtype = Z.dtype
+        names = None if self.devices is not None else _worker_names(self.client or get_client())
+        args = (self._model, method, self.n_features_in_, dtype, self.devices, names)
+        return Z.map_blocks(
+            _apply, *args, dtype=dtype, chunks=(Z.chunks[0], (self.n_features_in_,)),
+            meta=np.empty((0, 0), dtype=dtype),
+        )
 
     def fit_transform(self, X, y=None):
         return self.fit(X).transform(X)
@@ -399,7 +428,16 @@ class GaussianMixture(MixtureMixin, DensityMixin, _Distributed):
         "kmeans" runs the distributed K-Means (k-means++ on a sample) first; "random" draws
         each partition's responsibilities from its own stream.
     devices, client, retries : as for KMeans
+
+    float64 rows are centred on their global mean (one Dask pass) in float64 on the workers
+    before the float32 cast; the means come back in the data's units, in float64.
     """
+
+    _parameter_constraints: dict = {
+        **MIXTURE_CONSTRAINTS,
+        "init_params": [StrOptions({"kmeans", "k-means++", "random"})],
+        **DISTRIBUTED,
+    }
 
     def __init__(
         self,
@@ -434,6 +472,7 @@ class GaussianMixture(MixtureMixin, DensityMixin, _Distributed):
         self.client = client
         self.retries = retries
 
+    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):
         """Fits the mixture to the rows of the dask array ``X``."""
         model = self._fit_remote(X, _core.gmm_fit_remote, **self._em_params())
@@ -445,9 +484,31 @@ class GaussianMixture(MixtureMixin, DensityMixin, _Distributed):
         return self._map(X, "predict", np.int64, None)
 
     def predict_proba(self, X):
-        """p(component | row): a dask array (n x n_components)."""
-        return self._map(X, "predict_proba", np.float32, self.n_components)
+        """p(component | row): a dask array (n x n_components, float64)."""
+        return self._map(X, "predict_proba", np.float64, self.n_components)
 
     def score_samples(self, X):
-        """log p(x) of every row: a dask array."""
-        return self._map(X, "score_samples", np.float32, None)
+        """log p(x) of every row: a dask array (float64)."""
+        return self._map(X, "score_samples", np.float64, None)
+
+    def score(self, X, y=None):
+        """Mean log-likelihood of the rows (a float, summed on the workers)."""
+        return float(self.score_samples(X).mean().compute())
+
+    def bic(self, X):
+        """Bayesian information criterion on ``X`` (lower is better)."""
+        n = _rows(X).shape[0]
+        return -2 * self.score(X) * n + self._model.n_parameters * np.log(n)
+
+    def aic(self, X):
+        """Akaike information criterion on ``X`` (lower is better)."""
+        n = _rows(X).shape[0]
+        return -2 * self.score(X) * n + 2 * self._model.n_parameters
+
+    def sample(self, n_samples=1):
+        """``n_samples`` draws from the mixture (numpy arrays on the client: X grouped by
+        component, and the components), from ``random_state``."""
+        check_is_fitted(self)
+        if not (isinstance(n_samples, Integral) and n_samples >= 1):
+            raise ValueError(f"Invalid value for 'n_samples': {n_samples!r} (at least 1)")
+        return self._model.sample(int(n_samples), seed_of(self.random_state))

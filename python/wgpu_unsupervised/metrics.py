@@ -9,7 +9,7 @@ from sklearn.utils import check_array
 from sklearn.utils.validation import column_or_1d
 
 from . import _core
-from ._base import FLOAT_DTYPES, as_f32, seed_of
+from ._base import FLOAT_DTYPES, rows, seed_of
 
 __all__ = [
     "silhouette_score",
@@ -36,7 +36,15 @@ def _codes(labels) -> np.ndarray:
 
 
 def _x(X) -> np.ndarray:
-    return as_f32(check_array(X, dtype=FLOAT_DTYPES))
+    """The rows as the library takes them: float32 or float64 (centred in float64 there),
+    other dtypes float64; complex, sparse or non-2-D input refused."""
+    return rows(check_array(X, dtype=FLOAT_DTYPES))
+
+
+def _distances(X) -> np.ndarray:
+    """A precomputed distance matrix in its own float dtype: its diagonal is checked at that
+    dtype's tolerance (100 x its epsilon), as scikit-learn does."""
+    return rows(check_array(X, dtype=FLOAT_DTYPES))
 
 
 def silhouette_score(
@@ -48,8 +56,7 @@ def silhouette_score(
     if metric == "precomputed":
         if sample_size is not None:
             raise ValueError("sample_size is not supported with metric='precomputed'")
-        d = np.ascontiguousarray(check_array(X, dtype=np.float64))
-        return _core.silhouette_precomputed(d, _codes(labels))[0]
+        return _core.silhouette_precomputed(_distances(X), _codes(labels))[0]
     if metric != "euclidean":
         raise ValueError(f"metric must be 'euclidean' or 'precomputed', got {metric!r}")
     score, _, _ = _core.silhouette(
@@ -61,8 +68,7 @@ def silhouette_score(
 def silhouette_samples(X, labels, *, metric="euclidean", device=None):
     """The silhouette coefficient of every row."""
     if metric == "precomputed":
-        d = np.ascontiguousarray(check_array(X, dtype=np.float64))
-        return _core.silhouette_precomputed(d, _codes(labels))[1]
+        return _core.silhouette_precomputed(_distances(X), _codes(labels))[1]
     if metric != "euclidean":
         raise ValueError(f"metric must be 'euclidean' or 'precomputed', got {metric!r}")
     _, rows, samples = _core.silhouette(_core.device(device), _x(X), _codes(labels), None, 0)

@@ -2,15 +2,32 @@
 
 from __future__ import annotations
 
+from numbers import Integral, Real
+
 import numpy as np
-from sklearn.base import BaseEstimator, DensityMixin
+from sklearn.base import BaseEstimator, DensityMixin, _fit_context
 from sklearn.utils import check_random_state
+from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from . import _core
-from ._base import OnDevice, as_f32, check_weights, check_x, device, f64_or_none, seed_of
+from ._base import DEVICE, OnDevice, check_weights, check_x, device, f64_or_none, rows, seed_of
 
 __all__ = ["GaussianMixture"]
+
+#: The parameters every mixture (single-process and Dask) shares, and their constraints.
+MIXTURE_CONSTRAINTS: dict = {
+    "n_components": [Interval(Integral, 1, None, closed="left")],
+    "covariance_type": [StrOptions({"full", "tied", "diag", "spherical"})],
+    "tol": [Interval(Real, 0.0, None, closed="left")],
+    "reg_covar": [Interval(Real, 0.0, None, closed="left")],
+    "max_iter": [Interval(Integral, 1, None, closed="left")],
+    "n_init": [Interval(Integral, 1, None, closed="left")],
+    "weights_init": ["array-like", None],
+    "means_init": ["array-like", None],
+    "precisions_init": ["array-like", None],
+    "random_state": ["random_state"],
+}
 
 
 def covariance_shape(covariance_type: str, k: int, d: int) -> tuple:
@@ -81,6 +98,13 @@ class GaussianMixture(OnDevice, MixtureMixin, DensityMixin, BaseEstimator):
     n_iter_, lower_bound_, lower_bounds_, n_features_in_
     """
 
+    _parameter_constraints: dict = {
+        **MIXTURE_CONSTRAINTS,
+        "init_params": [StrOptions({"kmeans", "k-means++", "random", "random_from_data"})],
+        "warm_start": ["boolean"],
+        "device": DEVICE,
+    }
+
     def __init__(
         self,
         n_components=1,
@@ -112,11 +136,14 @@ class GaussianMixture(OnDevice, MixtureMixin, DensityMixin, BaseEstimator):
         self.warm_start = warm_start
         self.device = device
 
+    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None, sample_weight=None):
-        """Fits the mixture to the rows of ``X`` (optionally weighted)."""
+        """Fits the mixture to the rows of ``X`` (optionally weighted; float64 rows centred in
+        float64)."""
         self._fit(X, sample_weight)
         return self
 
+    @_fit_context(prefer_skip_nested_validation=True)
     def fit_predict(self, X, y=None, sample_weight=None):
         """Fits, then the most probable component of every row under the final
         parameters."""
@@ -124,16 +151,17 @@ class GaussianMixture(OnDevice, MixtureMixin, DensityMixin, BaseEstimator):
 
     def _fit(self, X, sample_weight):
         X = check_x(self, X, reset=not (self.warm_start and hasattr(self, "_model")))
-        rows = None
+        start_rows = None
         if self.init_params == "random_from_data":
             rng = check_random_state(self.random_state)
-            if isinstance(self.n_components, int) and 0 < self.n_components <= X.shape[0]:
-                rows = rng.choice(X.shape[0], size=self.n_components, replace=False).astype(np.int64)
+            if 0 < self.n_components <= X.shape[0]:
+                start_rows = rng.choice(X.shape[0], size=self.n_components, replace=False)
+                start_rows = start_rows.astype(np.int64)
         model = _core.gmm_fit(
             device(self.device),
-            as_f32(X),
+            rows(X),
             check_weights(sample_weight, X),
-            init_rows=rows,
+            init_rows=start_rows,
             warm_start=self._model if self.warm_start and hasattr(self, "_model") else None,
             **self._em_params(),
         )

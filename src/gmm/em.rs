@@ -48,8 +48,14 @@ pub(super) trait EmData {
     /// with [`check_lower_bound`] before the M-step) and the M-step's parameters.
     fn step(&mut self, p: &Parameters, reg_covar: f64) -> Result<(f64, Parameters)>;
 
-    /// The most probable component of every row under `p`.
+    /// The most probable component of every row under `p` (none for rows that live
+    /// elsewhere: remote partitions keep their labels).
     fn labels(&mut self, p: &Parameters) -> Result<Vec<u32>>;
+
+    /// The rows, when [`EmData::labels`] does not give one label per row.
+    fn n_rows(&self) -> Option<usize> {
+        None
+    }
 }
 
 /// What the loop needs of the fit's parameters.
@@ -103,7 +109,7 @@ pub(super) fn fit_restarts<D: EmData>(
     let labels = data.labels(&run.parameters)?;
     fit_done(
         Algorithm::GaussianMixture,
-        labels.len(),
+        data.n_rows().unwrap_or(labels.len()),
         d,
         run.n_iter,
         run.converged,

@@ -13,11 +13,12 @@ use super::{
     check_responsibilities, seeding, CovarianceType, GaussianMixture, GaussianMixtureModel,
     GaussianParameters, GmmInit, GmmStats,
 };
-use crate::data::check_sample_weights;
+use crate::data::{check_sample_weights, weights_in_range};
 use crate::error::{Error, Result};
 use crate::gpu::stream::DeviceRows;
 use crate::gpu::{Gpu, GpuInput, GpuMatrix};
 use crate::kernels::primitives::rows::in_f32_range;
+use crate::origin::Centred;
 use crate::source::{check_shape, RowSource, Scaled};
 
 impl GaussianMixture {
@@ -38,6 +39,9 @@ impl GaussianMixture {
     /// (data of extreme scale); [`Error::NonFinite`] for NaN/inf in host data; the GPU errors
     /// of the upload and the kernels.
     pub fn fit(&self, gpu: &Gpu, x: &impl GpuInput) -> Result<GaussianMixtureModel> {
+        if let Some(c) = Centred::of_input(x, None)? {
+            return c.fit(self, |p, c| p.fit(gpu, c));
+        }
         self.fit_input(gpu, x, None)
     }
 
@@ -58,7 +62,11 @@ impl GaussianMixture {
         let (n, d) = x.shape();
         self.validate(n, d)?;
         check_sample_weights(sample_weight, n)?;
-        self.fit_input(gpu, x, Some(sample_weight))
+        if let Some(c) = Centred::of_input(x, None)? {
+            return c.fit(self, |p, c| p.fit_weighted(gpu, c, sample_weight));
+        }
+        // The mixture does not depend on the weights' scale; their f32 sums do.
+        self.fit_input(gpu, x, Some(&weights_in_range(sample_weight).0))
     }
 
     /// Fits on a [`RowSource`]: a host [`Matrix`](crate::Matrix),
@@ -79,6 +87,9 @@ impl GaussianMixture {
         gpu: &Gpu,
         source: &(impl RowSource + ?Sized),
     ) -> Result<GaussianMixtureModel> {
+        if let Some(c) = Centred::of_source(source, None)? {
+            return c.fit(self, |p, c| p.fit_source(gpu, c));
+        }
         self.fit_rows(gpu, source, None)
     }
 
@@ -95,15 +106,19 @@ impl GaussianMixture {
     ) -> Result<GaussianMixtureModel> {
         let (n, _) = check_shape(source)?;
         check_sample_weights(sample_weight, n)?;
-        self.fit_rows(gpu, source, Some(sample_weight))
+        if let Some(c) = Centred::of_source(source, None)? {
+            return c.fit(self, |p, c| p.fit_source_weighted(gpu, c, sample_weight));
+        }
+        self.fit_rows(gpu, source, Some(&weights_in_range(sample_weight).0))
     }
 
     /// Fits a mixture to rows split into partitions that live elsewhere (other processes or
     /// machines), reached through `remote` (module docs of `gmm::remote`): the EM loop of
     /// [`GaussianMixture::fit`] with every iteration one round of requests and the
     /// statistics merged in f64 in partition order. From the same start the model equals a
-    /// single-device fit of all rows (partitions in order) within f32 rounding; its labels
-    /// follow the partitions in order.
+    /// single-device fit of all rows (partitions in order) within f32 rounding. The labels
+    /// stay with the partitions: the model has none (ask each partition for
+    /// [`GmmRequest::Labels`](crate::gmm::GmmRequest::Labels), or predict).
     ///
     /// Errors: no rows or features, the parameter errors of [`GaussianMixture::validate`]
     /// for all rows, those of [`GaussianMixture::fit`], replies that do not fit their
@@ -333,6 +348,11 @@ pub fn estimate_gaussian_parameters(
     covariance_type: CovarianceType,
     reg_covar: f64,
 ) -> Result<GaussianParameters> {
+    if let Some(c) = Centred::of_input(x, None)? {
+        let mut p = estimate_gaussian_parameters(gpu, &c, resp, k, covariance_type, reg_covar)?;
+        crate::origin::translate_rows(&mut p.means, c.origin());
+        return Ok(p);
+    }
     let (n, _) = x.shape();
     Error::require_count("k", k)?;
     Error::require_non_negative("reg_covar", reg_covar)?;

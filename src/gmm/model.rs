@@ -5,9 +5,10 @@
 use super::em::Parameters;
 use super::math;
 use super::workspace::{Outputs, Workspace};
-use super::{CovarianceType, GaussianMixture, InitialParameters};
+use super::{CovarianceType, GaussianMixture, GmmInit, InitialParameters};
 use crate::error::{Error, Result};
 use crate::gpu::{CommandEncoder, Gpu, GpuInput, GpuMatrix, GpuVector};
+use crate::origin::{check_shift, translate_rows, Centred, Translate};
 
 /// A fitted Gaussian mixture. Parameters are kept in f64 (the host algebra's precision) and
 /// sent to the device as f32 for each evaluation.
@@ -376,8 +377,14 @@ impl GaussianMixtureModel {
         Ok(())
     }
 
-    /// Checks that `x` has the model's feature count; returns the parameters to evaluate.
-    fn check(&self, x: &impl GpuInput) -> Result<Parameters> {
+    /// Checks that `x` has the model's feature count; returns the parameters to evaluate and
+    /// the rows on the device: f64 rows less the weighted mean of the means (in f64, module
+    /// [`origin`](crate::origin)) against the means moved alike, f32 rows as they are.
+    fn on_device<'x>(
+        &self,
+        gpu: &Gpu,
+        x: &'x impl GpuInput,
+    ) -> Result<(Parameters, std::borrow::Cow<'x, GpuMatrix>)> {
         let (_, d) = x.shape();
         if d != self.n_features {
             return Err(Error::FeatureMismatch {
@@ -385,7 +392,18 @@ impl GaussianMixtureModel {
                 found: d,
             });
         }
-        Ok(self.parameters())
+        let mut p = self.parameters();
+        let mut centre = vec![0.0f64; d];
+        for (w, mean) in self.weights.iter().zip(self.means.chunks_exact(d)) {
+            centre.iter_mut().zip(mean).for_each(|(c, m)| *c += w * m);
+        }
+        if let Some(c) = Centred::of_input(x, Some(&centre))? {
+            let back: Vec<f64> = centre.iter().map(|v| -v).collect();
+            translate_rows(&mut p.means, &back);
+            let xg = std::borrow::Cow::Owned(c.on_gpu(gpu)?.into_owned());
+            return Ok((p, xg));
+        }
+        Ok((p, x.on_gpu(gpu)?))
     }
 
     /// The parameters as the device passes take them.
@@ -403,8 +421,7 @@ impl GaussianMixtureModel {
     /// responsibilities (K values a row) are split further where a chunk's would not fit one
     /// binding ([`GpuMatrix::chunk_views`] gives every chunk's first row).
     pub fn evaluate_gpu(&self, gpu: &Gpu, x: &impl GpuInput) -> Result<GmmEvaluation> {
-        let p = self.check(x)?;
-        let xg = x.on_gpu(gpu)?;
+        let (p, xg) = self.on_device(gpu, x)?;
         let ws = Workspace::new(gpu, &xg, self.k(), self.covariance_type(), false)?;
         let ((responsibilities, log_density, labels), mean_log_likelihood) = ws.evaluate(&p)?;
         Ok(GmmEvaluation {
@@ -424,8 +441,7 @@ impl GaussianMixtureModel {
         encoder: &mut CommandEncoder,
         x: &impl GpuInput,
     ) -> Result<Outputs> {
-        let p = self.check(x)?;
-        let xg = x.on_gpu(gpu)?;
+        let (p, xg) = self.on_device(gpu, x)?;
         let ws = Workspace::new(gpu, &xg, self.k(), self.covariance_type(), false)?;
         gpu.record_into(encoder, "mixture evaluation", |batch| {
             ws.record_evaluation(batch, &p)?;
@@ -545,6 +561,30 @@ impl GaussianMixtureModel {
             n,
             seed,
         )
+    }
+}
+
+impl Translate for GaussianMixtureModel {
+    /// The mixture of the data moved by `by`: means and the given start moved; covariances,
+    /// weights and log-likelihoods do not change.
+    fn translated(mut self, by: &[f64]) -> Result<Self> {
+        check_shift(by, self.n_features)?;
+        translate_rows(&mut self.means, by);
+        self.params = self.params.translated(by)?;
+        Ok(self)
+    }
+}
+
+impl Translate for GaussianMixture {
+    /// The given means (a whole start or an override) moved by `by`.
+    fn translated(mut self, by: &[f64]) -> Result<Self> {
+        if let GmmInit::Given(p) = &mut self.init {
+            translate_rows(&mut p.means, by);
+        }
+        if let Some(m) = &mut self.init_overrides.means {
+            translate_rows(m, by);
+        }
+        Ok(self)
     }
 }
 

@@ -13,7 +13,9 @@
 //!   equals a single-device fit of all rows from the same start within f32 rounding.
 //!
 //! Requests are pure (their replies depend on the request and the rows only), so an engine
-//! may retry them or recompute a lost partition elsewhere.
+//! may retry them or recompute a lost partition elsewhere. The driver receives statistics of
+//! K x D (or K x D x D) values per partition and round, never a value per row: the model has
+//! no training labels (each partition gives its own, [`GmmRequest::Labels`]).
 //!
 //! **Starts.** Given parameters are used as they are. `KMeans` runs
 //! [`KMeans::fit_remote`](crate::KMeans::fit_remote) on the same partitions, drawing from
@@ -437,19 +439,13 @@ impl<R: RemoteGaussianMixture + ?Sized> EmData for Driven<'_, R> {
         Ok((lower_bound, stats.next(reg_covar)?))
     }
 
-    fn labels(&mut self, p: &Parameters) -> Result<Vec<u32>> {
-        let parameters = MixtureParameters::from_parameters(self.covariance_type, p.clone());
-        let mut labels = Vec::new();
-        let sizes = self.sizes.clone();
-        let replies = self.broadcast(|_| GmmRequest::Labels {
-            parameters: parameters.clone(),
-        })?;
-        for (reply, size) in replies.into_iter().zip(sizes) {
-            match reply {
-                GmmReply::Labels(l) if l.len() == size => labels.extend(l),
-                _ => return Err(mismatch("something other than one label per row")),
-            }
-        }
-        Ok(labels)
+    /// None: the labels stay with the partitions (ask each for [`GmmRequest::Labels`], or
+    /// predict), so the driver's memory does not grow with the rows.
+    fn labels(&mut self, _p: &Parameters) -> Result<Vec<u32>> {
+        Ok(Vec::new())
+    }
+
+    fn n_rows(&self) -> Option<usize> {
+        Some(self.shape().0)
     }
 }

@@ -21,6 +21,13 @@ pub trait GpuInput {
     fn as_source(&self) -> Option<&dyn RowSource> {
         None
     }
+    /// The row-major f64 values when the data are f64 (a
+    /// [`Matrix64`](crate::origin::Matrix64), an `ndarray` f64 array): every fit, predict
+    /// and transform then centres them in f64 before the f32 cast (module
+    /// [`origin`](crate::origin)). `None` (the default) for f32 data.
+    fn f64_rows(&self) -> Option<Cow<'_, [f64]>> {
+        None
+    }
 }
 
 impl GpuInput for Matrix<'_> {

@@ -130,6 +130,16 @@ pub(crate) fn view(buffer: &DeviceBuffer<f32>, n: usize, d: usize) -> GpuMatrix 
     GpuMatrix::from_chunks(vec![chunk], n, d)
 }
 
+/// Uploads all of `source` in chunks of whole rows sized to the binding limit, as
+/// [`GpuMatrix::upload`] cuts a host matrix (a piece of the source at a time on the host).
+///
+/// Errors: [`Error::OutOfDeviceMemory`] past the memory budget, and the source's errors.
+pub(crate) fn upload_source<S: RowSource + ?Sized>(gpu: &Gpu, source: &S) -> Result<GpuMatrix> {
+    let (n, d) = crate::source::check_shape(source)?;
+    super::buffer::check_budget(gpu, "the data matrix", n as u64 * d as u64 * 4)?;
+    upload(gpu, source)
+}
+
 /// Uploads all of `source` (which fits the budget) in chunks of whole rows sized to the
 /// binding limit, as [`GpuMatrix::upload`] cuts a host matrix.
 fn upload<S: RowSource + ?Sized>(gpu: &Gpu, source: &S) -> Result<GpuMatrix> {

@@ -7,9 +7,13 @@
 //! - **f32 in standard (C, row-major) layout** is uploaded straight from the array's memory,
 //!   as a [`Matrix`] would be; any other layout (a transposed view, a column slice) is first
 //!   copied into row-major order on the host. The values are checked for NaN and infinity.
-//! - **f64** is rounded to the nearest f32 on the host before upload: each value keeps a
-//!   relative error of at most 2⁻²⁴ ≈ 6·10⁻⁸, and a finite value beyond f32's range
-//!   (|x| > 3.4·10³⁸) is an [`Error::InvalidParameter`] rather than an infinity. Results are computed in f32 on the GPU (host algebra in f64) as for any input.
+//! - **f64** is centred in f64 before it is rounded to f32, as every f64 input is (module
+//!   [`origin`](crate::origin)): a fit takes the column means in f64 and keeps them in the
+//!   model (a K-Means model's origin, a PCA model's mean, a mixture's means), and predict,
+//!   transform and score subtract the model's origin in f64 first. So data far from 0 (an
+//!   offset of 10⁸) lose nothing to the cast. Where f32 cannot hold the centred values
+//!   (their spread beyond f32's range), the error is [`Error::Float32Range`]. Results are
+//!   computed in f32 on the GPU (host algebra in f64) as for any input.
 //!
 //! Arrays are not streamed: data over the device-memory budget should come as a
 //! [`RowSource`](crate::RowSource) (or a [`Matrix`] over the array's slice, which streams).
@@ -33,18 +37,18 @@
 //! # Ok::<(), wgpu_unsupervised::Error>(())
 //! ```
 //!
-//! [`Error::InvalidParameter`]: crate::Error::InvalidParameter
+//! [`Error::Float32Range`]: crate::Error::Float32Range
 
 use std::borrow::Cow;
 
 use ::ndarray::{Array2, ArrayView1, ArrayView2, ArrayViewD, IxDyn};
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::gmm::{CovarianceType, GaussianMixtureModel};
 use crate::gpu::{Gpu, GpuInput, GpuMatrix};
 use crate::kmeans::KMeansModel;
 use crate::pca::PcaModel;
-use crate::Matrix;
+use crate::{Matrix, Matrix64};
 
 /// The rows of `view` as row-major f32: borrowed when the layout is already standard.
 fn rows_f32<'a>(view: &'a ArrayView2<'_, f32>) -> Cow<'a, [f32]> {
@@ -54,27 +58,20 @@ fn rows_f32<'a>(view: &'a ArrayView2<'_, f32>) -> Cow<'a, [f32]> {
     }
 }
 
-/// The rows of `view` rounded to f32, row-major; a finite value beyond f32's range is an
-/// error naming its place.
-fn rows_from_f64(view: &ArrayView2<'_, f64>) -> Result<Vec<f32>> {
-    let d = view.ncols();
-    view.iter()
-        .enumerate()
-        .map(|(e, &v)| {
-            let f = v as f32;
-            if v.is_finite() && !f.is_finite() {
-                return Err(Error::invalid(
-                    "data",
-                    format!(
-                        "value {v} at row {}, column {} is beyond f32's range",
-                        e / d.max(1),
-                        e % d.max(1)
-                    ),
-                ));
-            }
-            Ok(f)
-        })
-        .collect()
+/// The rows of `view` as row-major f64: borrowed when the layout is already standard.
+fn rows_f64<'a>(view: &'a ArrayView2<'_, f64>) -> Cow<'a, [f64]> {
+    match view.as_slice() {
+        Some(s) => Cow::Borrowed(s),
+        None => Cow::Owned(view.iter().copied().collect()),
+    }
+}
+
+/// The f64 rows of `view` uploaded as f32 without centring (what the paths that do not
+/// centre see; module [`origin`](crate::origin)).
+fn upload_f64(gpu: &Gpu, view: &ArrayView2<'_, f64>) -> Result<Cow<'static, GpuMatrix>> {
+    let rows = rows_f64(view);
+    let m = Matrix64::new(&rows, view.ncols())?;
+    Ok(Cow::Owned(m.on_gpu(gpu)?.into_owned()))
 }
 
 /// Uploads row-major `values` of `d` features (checked like any [`Matrix`]).
@@ -108,7 +105,10 @@ impl GpuInput for ArrayView2<'_, f64> {
         self.dim()
     }
     fn on_gpu(&self, gpu: &Gpu) -> Result<Cow<'_, GpuMatrix>> {
-        upload(gpu, &rows_from_f64(self)?, self.ncols())
+        upload_f64(gpu, self)
+    }
+    fn f64_rows(&self) -> Option<Cow<'_, [f64]>> {
+        Some(rows_f64(self))
     }
 }
 
@@ -117,7 +117,13 @@ impl GpuInput for Array2<f64> {
         self.dim()
     }
     fn on_gpu(&self, gpu: &Gpu) -> Result<Cow<'_, GpuMatrix>> {
-        upload(gpu, &rows_from_f64(&self.view())?, self.ncols())
+        upload_f64(gpu, &self.view())
+    }
+    fn f64_rows(&self) -> Option<Cow<'_, [f64]>> {
+        match self.as_slice() {
+            Some(s) => Some(Cow::Borrowed(s)),
+            None => Some(Cow::Owned(self.iter().copied().collect())),
+        }
     }
 }
 

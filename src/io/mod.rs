@@ -46,7 +46,7 @@ mod rows;
 mod tests;
 
 pub use crate::atomic::OutputSet;
-pub use crate::npy::Dataset;
+pub use crate::npy::{Dataset, Dataset64};
 pub use csv::MAX_FIELD_BYTES;
 pub use rows::{open_matrix, InputMatrix, NpyRows};
 

@@ -16,7 +16,8 @@ use std::path::{Path, PathBuf};
 use crate::data::Matrix;
 use crate::error::{Error, Result};
 use crate::gpu::{Gpu, GpuInput, GpuMatrix};
-use crate::npy::{read_header, Dataset, Header};
+use crate::npy::{npy_matrix64_from_reader, read_header, Dataset, Dataset64, Header};
+use crate::origin::Matrix64;
 use crate::source::RowSource;
 
 /// Rows checked per read when a file is opened.
@@ -47,6 +48,9 @@ pub enum InputMatrix {
     File(NpyRows),
     /// Values read whole by [`read_matrix`](super::read_matrix).
     Read(Dataset),
+    /// A `.npy` file of f64 (`f8`), read whole and kept in f64: the fits centre it in f64
+    /// before the f32 cast (module [`origin`](crate::origin)).
+    Read64(Dataset64),
 }
 
 impl InputMatrix {
@@ -55,6 +59,17 @@ impl InputMatrix {
         match self {
             InputMatrix::File(rows) => (rows.n_rows, rows.n_features),
             InputMatrix::Read(d) => (d.n_rows, d.n_features),
+            InputMatrix::Read64(d) => (d.n_rows, d.n_features),
+        }
+    }
+
+    /// The f64 values of an `f8` file as a matrix view (`None` for every other input).
+    ///
+    /// Errors: those of [`Matrix64::new`] for a [`Dataset64`] whose fields do not fit.
+    pub fn wide(&self) -> Result<Option<Matrix64<'_>>> {
+        match self {
+            InputMatrix::Read64(d) => view64(d).map(Some),
+            _ => Ok(None),
         }
     }
 
@@ -66,6 +81,9 @@ impl InputMatrix {
         match self {
             InputMatrix::File(rows) => rows.read_all().map(Cow::Owned),
             InputMatrix::Read(d) => Ok(Cow::Borrowed(&d.data)),
+            InputMatrix::Read64(d) => view64(d)?
+                .gather(&(0..d.n_rows).collect::<Vec<_>>())
+                .map(Cow::Owned),
         }
     }
 
@@ -75,21 +93,26 @@ impl InputMatrix {
     /// Errors: those of [`Matrix::new`] for a [`Dataset`] whose fields do not fit together.
     pub fn in_memory(&self) -> Result<Option<Matrix<'_>>> {
         match self {
-            InputMatrix::File(_) => Ok(None),
+            InputMatrix::File(_) | InputMatrix::Read64(_) => Ok(None),
             InputMatrix::Read(d) => view(d).map(Some),
         }
     }
 }
 
 /// Opens a matrix file for a fit: `.npy` files of f32 in this machine's byte order are read a
-/// piece at a time ([`NpyRows`]); everything else (other dtypes, `.csv`, pipes) is read whole
-/// by [`read_matrix`](super::read_matrix).
+/// piece at a time ([`NpyRows`]); `.npy` files of f64 are read whole and kept in f64
+/// ([`InputMatrix::Read64`]: centred in f64 before the f32 cast); everything else (other
+/// dtypes, `.csv`, pipes) is read whole by [`read_matrix`](super::read_matrix).
 ///
 /// Errors: those of [`NpyRows::open`] and [`read_matrix`](super::read_matrix).
 pub fn open_matrix(path: &Path) -> Result<InputMatrix> {
     if super::extension(path).as_deref() == Some("npy") {
         if let Some(rows) = NpyRows::try_open(path)? {
             return Ok(InputMatrix::File(rows));
+        }
+        let (reader, len) = super::open(path)?;
+        if let Some(wide) = npy_matrix64_from_reader(reader, len, path)? {
+            return Ok(InputMatrix::Read64(wide));
         }
     }
     super::read_matrix(path).map(InputMatrix::Read)
@@ -317,6 +340,7 @@ impl RowSource for InputMatrix {
         match self {
             InputMatrix::File(rows) => rows.visit_rows(max_rows, visit),
             InputMatrix::Read(d) => view(d)?.visit_rows(max_rows, visit),
+            InputMatrix::Read64(d) => view64(d)?.visit_rows(max_rows, visit),
         }
     }
 
@@ -324,6 +348,14 @@ impl RowSource for InputMatrix {
         match self {
             InputMatrix::File(rows) => rows.gather(indices),
             InputMatrix::Read(d) => view(d)?.gather(indices),
+            InputMatrix::Read64(d) => view64(d)?.gather(indices),
+        }
+    }
+
+    fn f64_rows(&self) -> Option<Cow<'_, [f64]>> {
+        match self {
+            InputMatrix::Read64(d) => Some(Cow::Borrowed(&d.data)),
+            _ => None,
         }
     }
 }
@@ -337,12 +369,29 @@ impl GpuInput for InputMatrix {
         match self {
             InputMatrix::File(rows) => rows.on_gpu(gpu),
             InputMatrix::Read(d) => Ok(Cow::Owned(GpuMatrix::upload(gpu, &view(d)?)?)),
+            InputMatrix::Read64(d) => Ok(Cow::Owned(view64(d)?.on_gpu(gpu)?.into_owned())),
         }
     }
 
     fn as_source(&self) -> Option<&dyn RowSource> {
         Some(self)
     }
+
+    fn f64_rows(&self) -> Option<Cow<'_, [f64]>> {
+        RowSource::f64_rows(self)
+    }
+}
+
+/// The matrix view of f64 values read whole, checked as [`view`] checks.
+fn view64(d: &Dataset64) -> Result<Matrix64<'_>> {
+    let m = Matrix64::new(&d.data, d.n_features)?;
+    if m.n_rows() != d.n_rows {
+        return Err(Error::Shape {
+            len: d.data.len(),
+            n_features: d.n_features,
+        });
+    }
+    Ok(m)
 }
 
 /// The matrix view of values read whole, checked (a [`Dataset`]'s fields are public, so its

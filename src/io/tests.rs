@@ -284,7 +284,7 @@ fn native_f4_files_are_read_in_pieces_and_the_rest_read_whole() {
     assert!(input.in_memory().unwrap().is_none());
     assert_eq!(input.values().unwrap().as_ref(), &data[..]);
 
-    // 1-D is N x 1; f8 and Fortran order are read whole (or refused) by read_matrix.
+    // 1-D is N x 1; f8 is read whole and kept in f64; Fortran order is refused.
     let p1 = dir.path().join("v.npy");
     write_npy_f32(&p1, &data[..10], &[10]).unwrap();
     assert_eq!(NpyRows::open(&p1).unwrap().shape(), (10, 1));
@@ -293,9 +293,25 @@ fn native_f4_files_are_read_in_pieces_and_the_rest_read_whole() {
     write_npy(&p8, &wide, &[1000, 3], Order::C);
     assert!(matches!(NpyRows::open(&p8), Err(Error::Format { .. })));
     let read = open_matrix(&p8).unwrap();
-    assert!(matches!(read, InputMatrix::Read(_)));
-    assert_eq!(read.in_memory().unwrap().unwrap().as_slice(), &data[..]);
+    assert!(matches!(read, InputMatrix::Read64(_)));
+    assert_eq!(read.wide().unwrap().unwrap().as_slice(), &wide[..]);
+    assert!(read.in_memory().unwrap().is_none());
+    assert_eq!(read.values().unwrap().as_ref(), &data[..]);
+    assert_eq!(RowSource::f64_rows(&read).unwrap().as_ref(), &wide[..]);
     assert_eq!(read.shape(), (1000, 3));
+    // f64 values beyond f32 are kept (the fits centre them); a NaN is refused with its place.
+    let big = dir.path().join("big.npy");
+    write_npy(&big, &[1e39f64, 1.0, 1e39 + 1e24, 2.0], &[2, 2], Order::C);
+    assert_eq!(
+        open_matrix(&big).unwrap().wide().unwrap().unwrap().row(1)[0],
+        1e39 + 1e24
+    );
+    let nan = dir.path().join("nan.npy");
+    write_npy(&nan, &[1.0f64, 1.0, f64::NAN, 2.0], &[2, 2], Order::C);
+    assert!(matches!(
+        open_matrix(&nan),
+        Err(Error::NonFiniteInFile { row: 2, col: 1, .. })
+    ));
     let pf = dir.path().join("xf.npy");
     write_npy(&pf, &data, &[1000, 3], Order::Fortran);
     assert!(matches!(open_matrix(&pf), Err(Error::Format { .. })));

@@ -20,11 +20,12 @@ use super::remote::{Driven, RemoteKMeans};
 use super::stream::{device_rows, Streamed};
 use super::workspace::Workspace;
 use super::{seeding, KMeans, KMeansInit, KMeansModel, KMeansStats, MiniBatchKMeans};
-use crate::data::check_sample_weights;
+use crate::data::{check_sample_weights, weights_in_range};
 use crate::error::Result;
 use crate::gpu::stream::DeviceRows;
 use crate::gpu::{Gpu, GpuInput, GpuMatrix};
 use crate::kernels::primitives::rows::{in_f32_range, normalize_rows};
+use crate::origin::Centred;
 use crate::progress::OnIteration;
 use crate::source::{check_shape, RowSource, Scaled};
 
@@ -38,6 +39,9 @@ impl KMeans {
     /// [`Error::TooFewSamples`](crate::Error::TooFewSamples)), and the GPU errors of
     /// [`GpuMatrix::upload`] and of the kernels.
     pub fn fit(&self, gpu: &Gpu, x: &impl GpuInput) -> Result<KMeansModel> {
+        if let Some(c) = Centred::of_input(x, None)? {
+            return c.fit(self, |p, c| p.fit(gpu, c));
+        }
         self.route(gpu, Rows::of(gpu, x)?, None, &mut self.generator())
     }
 
@@ -56,8 +60,13 @@ impl KMeans {
         sample_weight: &[f32],
     ) -> Result<KMeansModel> {
         check_sample_weights(sample_weight, x.shape().0)?;
+        if let Some(c) = Centred::of_input(x, None)? {
+            return c.fit(self, |p, c| p.fit_weighted(gpu, c, sample_weight));
+        }
+        let (w, scale) = weights_in_range(sample_weight);
         let rows = Rows::of(gpu, x)?;
-        self.route(gpu, rows, Some(sample_weight), &mut self.generator())
+        let model = self.route(gpu, rows, Some(&w), &mut self.generator())?;
+        Ok(model.reweighted(1.0 / scale as f64))
     }
 
     /// Fits on a [`RowSource`]: a host [`Matrix`](crate::Matrix),
@@ -74,6 +83,9 @@ impl KMeans {
     /// ([`Error::Source`](crate::Error::Source), [`Error::NonFinite`](crate::Error::NonFinite)
     /// with the global row).
     pub fn fit_source(&self, gpu: &Gpu, source: &(impl RowSource + ?Sized)) -> Result<KMeansModel> {
+        if let Some(c) = Centred::of_source(source, None)? {
+            return c.fit(self, |p, c| p.fit_source(gpu, c));
+        }
         self.route(gpu, Rows::Host(source), None, &mut self.generator())
     }
 
@@ -88,8 +100,12 @@ impl KMeans {
         sample_weight: &[f32],
     ) -> Result<KMeansModel> {
         check_sample_weights(sample_weight, source.shape().0)?;
-        let rows = Rows::Host(source);
-        self.route(gpu, rows, Some(sample_weight), &mut self.generator())
+        if let Some(c) = Centred::of_source(source, None)? {
+            return c.fit(self, |p, c| p.fit_source_weighted(gpu, c, sample_weight));
+        }
+        let (w, scale) = weights_in_range(sample_weight);
+        let model = self.route(gpu, Rows::Host(source), Some(&w), &mut self.generator())?;
+        Ok(model.reweighted(1.0 / scale as f64))
     }
 
     /// Fits on rows split across devices: partition i (its rows numbered after those of
@@ -121,8 +137,9 @@ impl KMeans {
     /// reached through `remote` (module docs of `kmeans::remote`): the loop of
     /// [`KMeans::fit`] with every pass a round of requests to the partitions and their
     /// statistics merged in f64 in partition order. The model equals a single-device fit of
-    /// all rows (partitions in order) from the same start within f32 rounding; its labels
-    /// follow the partitions in order.
+    /// all rows (partitions in order) from the same start within f32 rounding. The labels
+    /// stay with the partitions: the model has none (ask each partition for
+    /// [`KMeansRequest::Labels`](crate::kmeans::KMeansRequest::Labels), or predict).
     ///
     /// Errors: the cosine metric (not supported across partitions yet), no rows or
     /// features, the parameter errors of [`KMeans::validate`] for all rows, replies that do
@@ -214,6 +231,13 @@ impl KMeans {
         self.validate(n, d)?;
         if let Some(w) = sample_weight {
             check_sample_weights(w, n)?;
+        }
+        if let Some(c) = Centred::of_input(x, None)? {
+            // The seeds are rows: the centred ones moved back (f32, as every seed).
+            let (seeds, rows) = self.kmeans_plusplus(gpu, &c, sample_weight)?;
+            let mut seeds: Vec<f64> = seeds.iter().map(|&v| v as f64).collect();
+            crate::origin::translate_rows(&mut seeds, c.origin());
+            return Ok((seeds.iter().map(|&v| v as f32).collect(), rows));
         }
         let x = x.on_gpu(gpu)?;
         let rows = self.on_metric(gpu, &x)?;
@@ -407,6 +431,7 @@ impl KMeans {
             converged: run.converged,
             inertia_history: run.history,
             init_seconds: Elapsed(init_seconds),
+            origin: None,
         }
     }
 }
@@ -418,6 +443,9 @@ impl MiniBatchKMeans {
     ///
     /// Errors: invalid parameters, the source's and the GPU's errors.
     pub fn fit(&self, gpu: &Gpu, source: &(impl RowSource + ?Sized)) -> Result<KMeansModel> {
+        if let Some(c) = Centred::of_source(source, None)? {
+            return c.fit(self, |p, c| p.fit(gpu, c));
+        }
         self.fit_in_range(gpu, source, None)
     }
 
@@ -435,7 +463,12 @@ impl MiniBatchKMeans {
     ) -> Result<KMeansModel> {
         let (n, _) = check_shape(source)?;
         check_sample_weights(sample_weight, n)?;
-        self.fit_in_range(gpu, source, Some(sample_weight))
+        if let Some(c) = Centred::of_source(source, None)? {
+            return c.fit(self, |p, c| p.fit_weighted(gpu, c, sample_weight));
+        }
+        let (w, scale) = weights_in_range(sample_weight);
+        let model = self.fit_in_range(gpu, source, Some(&w))?;
+        Ok(model.reweighted(1.0 / scale as f64))
     }
 
     /// The mini-batch fit of `source` multiplied by the power of two that brings it into

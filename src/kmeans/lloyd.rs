@@ -28,6 +28,11 @@ pub(super) trait LloydData {
     fn pass(&mut self, centroids: &[f32]) -> Result<KMeansStats>;
     /// Every row's label and squared distance from the last pass.
     fn labels_and_distances(&mut self) -> Result<(Vec<u32>, Vec<f32>)>;
+    /// The labels the model keeps of the last pass: every row's, or none where the rows
+    /// live elsewhere (remote partitions keep theirs).
+    fn final_labels(&mut self) -> Result<Vec<u32>> {
+        Ok(self.labels_and_distances()?.0)
+    }
     /// The first rows of the repair's order over the last pass (squared distance descending,
     /// row ascending) as (row, label, squared distance): at least `at_least` of them, or all.
     /// By default every row's, from [`LloydData::labels_and_distances`]; rows resident on the
@@ -295,7 +300,7 @@ pub(super) fn fit_restarts<D: LloydData>(
         let run = lloyd(data, start, settings, tol_abs, &progress)?;
         let stopped = run.stopped;
         if best.as_ref().is_none_or(|(b, _)| run.inertia < b.inertia) {
-            let labels = data.labels_and_distances()?.0;
+            let labels = data.final_labels()?;
             best = Some((run, labels));
         }
         if stopped {

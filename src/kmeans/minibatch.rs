@@ -141,6 +141,7 @@ pub(super) fn fit(
         converged,
         inertia_history: history,
         init_seconds: Default::default(),
+        origin: None,
     })
 }
 

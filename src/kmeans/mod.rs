@@ -71,6 +71,7 @@ mod lloyd;
 mod minibatch;
 mod minibatch_partial;
 mod model;
+mod model_origin;
 mod params;
 mod partitions;
 mod remote;

@@ -6,6 +6,8 @@ use crate::gpu::device_buffer::DeviceBuffer;
 use crate::gpu::{CommandEncoder, Gpu, GpuInput, GpuMatrix, GpuVector};
 use crate::kernels::assign::{self, Assignment, DistanceTable};
 use crate::kernels::primitives::rows::{input_in_f32_range, scale_rows_in, scale_vector_in};
+use crate::origin::Centred;
+use std::borrow::Cow;
 
 use super::{KMeans, KMeansInit};
 
@@ -38,6 +40,25 @@ pub struct KMeansModel {
     /// what makes two models equal.
     #[cfg_attr(feature = "serde", serde(skip))]
     pub(super) init_seconds: Elapsed,
+    /// For a model fitted on f64 data: the point they were centred on and the centroids
+    /// relative to it (module `origin`); `None` for f32 data.
+    #[cfg_attr(
+        feature = "serde",
+        serde(default, skip_serializing_if = "Option::is_none")
+    )]
+    pub(super) origin: Option<Box<Origin>>,
+}
+
+/// The origin of a K-Means model fitted on f64 data (module [`origin`](crate::origin)): the
+/// data's column means, taken in f64, and the centroids relative to them, which keep the
+/// precision that the centroids in the data's units (f32) lose under a large offset.
+#[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub(crate) struct Origin {
+    /// The point, D values.
+    pub(super) point: Vec<f64>,
+    /// The centroids less `point`, K x D row-major.
+    pub(super) centroids: Vec<f32>,
 }
 
 /// A duration in seconds that every other one equals: models fitted twice from one seed are
@@ -64,6 +85,8 @@ pub(crate) struct KMeansModelFields {
     n_iter: usize,
     converged: bool,
     inertia_history: Vec<f64>,
+    #[serde(default)]
+    origin: Option<Box<Origin>>,
 }
 
 #[cfg(feature = "serde")]
@@ -81,6 +104,7 @@ impl TryFrom<KMeansModelFields> for KMeansModel {
             converged: f.converged,
             inertia_history: f.inertia_history,
             init_seconds: Default::default(),
+            origin: f.origin,
         };
         model.validate()?;
         Ok(model)
@@ -117,12 +141,31 @@ impl KMeansModel {
             converged: false,
             inertia_history: Vec::new(),
             init_seconds: Default::default(),
+            origin: None,
         })
     }
 
-    /// Centroids, row-major K x D.
+    /// Centroids, row-major K x D, in the data's units rounded to f32. For a model fitted on
+    /// f64 data far from 0, [`KMeansModel::centroids_f64`] keeps the digits f32 loses.
     pub fn centroids(&self) -> &[f32] {
         &self.centroids
+    }
+
+    /// Centroids, row-major K x D, in f64: the origin plus the centroids relative to it for
+    /// a model fitted on f64 data (module [`origin`](crate::origin)), else the f32
+    /// centroids widened.
+    pub fn centroids_f64(&self) -> Vec<f64> {
+        match &self.origin {
+            Some(o) => o.absolute(),
+            None => self.centroids.iter().map(|&v| v as f64).collect(),
+        }
+    }
+
+    /// The point the data were centred on in f64 before the f32 cast (their column means),
+    /// for a model fitted on f64 data; `None` for f32 data (module [`origin`](crate::origin)).
+    /// Predictions of f64 data subtract it in f64.
+    pub fn origin(&self) -> Option<&[f64]> {
+        self.origin.as_ref().map(|o| &o.point[..])
     }
 
     /// Number of clusters K.
@@ -215,6 +258,9 @@ impl KMeansModel {
         if let Some(l) = self.labels.iter().find(|&&l| l as usize >= k) {
             return Err(bad(format!("training label {l} out of range for k = {k}")));
         }
+        if let Some(o) = &self.origin {
+            o.validate(k, d, &self.centroids).map_err(bad)?;
+        }
         Ok(())
     }
 
@@ -223,31 +269,48 @@ impl KMeansModel {
     pub(super) fn rescaled(mut self, factor: f32) -> Self {
         let f2 = factor as f64 * factor as f64;
         self.centroids.iter_mut().for_each(|c| *c *= factor);
+        if let Some(o) = &mut self.origin {
+            o.point.iter_mut().for_each(|p| *p *= factor as f64);
+            o.centroids.iter_mut().for_each(|c| *c *= factor);
+        }
         self.inertia *= f2;
         self.inertia_history.iter_mut().for_each(|v| *v *= f2);
         self
     }
 
-    /// `x` on the device as the centroids see it (unit rows for the cosine metric), and the
-    /// power of two that rows and centroids are multiplied by so that their squared
-    /// distances neither overflow nor underflow f32 (1 for data in range).
-    fn rows_on_gpu<'x>(
-        &self,
-        gpu: &Gpu,
-        x: &'x impl GpuInput,
-    ) -> Result<(std::borrow::Cow<'x, GpuMatrix>, f32)> {
+    /// This model of rows whose weights were multiplied by `1 / factor`
+    /// ([`crate::data::weights_in_range`]), in the caller's weights: inertias × `factor`.
+    pub(super) fn reweighted(mut self, factor: f64) -> Self {
+        self.inertia *= factor;
+        self.inertia_history.iter_mut().for_each(|v| *v *= factor);
+        self
+    }
+
+    /// `x` on the device as the centroids see it (unit rows for the cosine metric; f64 rows
+    /// less the model's origin, module [`origin`](crate::origin)), the power of two that
+    /// rows and centroids are multiplied by so that their squared distances neither
+    /// overflow nor underflow f32 (1 for data in range), and the centroids in that frame.
+    fn rows_on_gpu<'x>(&'x self, gpu: &Gpu, x: &'x impl GpuInput) -> Result<OnDevice<'x>> {
         if self.params.metric.is_spherical() {
             let xg = x.on_gpu(gpu)?;
             let unit = crate::kernels::primitives::rows::normalize_rows(gpu, &xg)?;
-            return Ok((std::borrow::Cow::Owned(unit), 1.0));
+            return Ok((Cow::Owned(unit), 1.0, Cow::Borrowed(&self.centroids)));
+        }
+        if let Some(centred) = self.centred(x)? {
+            let (o, relative) = &centred;
+            let c = Centred::of_input(x, Some(o))?.expect("f64 rows");
+            let largest = relative.iter().fold(0.0f32, |m, c| m.max(c.abs()));
+            let (xg, scale) = input_in_f32_range(gpu, &c, largest)?;
+            return Ok((Cow::Owned(xg.into_owned()), scale, Cow::Owned(centred.1)));
         }
         let largest = self.centroids.iter().fold(0.0f32, |m, c| m.max(c.abs()));
-        input_in_f32_range(gpu, x, largest)
+        let (xg, scale) = input_in_f32_range(gpu, x, largest)?;
+        Ok((xg, scale, Cow::Borrowed(&self.centroids)))
     }
 
-    /// The centroids times `scale`, on the device.
-    fn centroids_on_gpu(&self, gpu: &Gpu, scale: f32) -> DeviceBuffer<f32> {
-        let scaled: Vec<f32> = self.centroids.iter().map(|c| c * scale).collect();
+    /// `centroids` times `scale`, on the device.
+    fn centroids_on_gpu(gpu: &Gpu, centroids: &[f32], scale: f32) -> DeviceBuffer<f32> {
+        let scaled: Vec<f32> = centroids.iter().map(|c| c * scale).collect();
         DeviceBuffer::from_slice(gpu, "centroids", &scaled)
     }
 
@@ -303,11 +366,11 @@ impl KMeansModel {
         in_caller_units: bool,
     ) -> Result<(GpuVector<u32>, GpuVector<f32>, f32)> {
         self.check_features(x)?;
-        let (xg, scale) = self.rows_on_gpu(gpu, x)?;
+        let (xg, scale, centroids) = self.rows_on_gpu(gpu, x)?;
         gpu.run_or_record(encoder, "K-Means predict", |batch| {
             let labels = GpuVector::zeroed(gpu, &xg, "labels");
             let dists = GpuVector::zeroed(gpu, &xg, "squared distances");
-            let centroids = self.centroids_on_gpu(gpu, scale);
+            let centroids = Self::centroids_on_gpu(gpu, &centroids, scale);
             let changed = DeviceBuffer::zeroed(gpu, "changed labels", 1);
             for (i, chunk) in xg.chunks().iter().enumerate() {
                 let to = Assignment {
@@ -377,11 +440,11 @@ impl KMeansModel {
         encoder: Option<&mut CommandEncoder>,
     ) -> Result<GpuMatrix> {
         self.check_features(x)?;
-        let (xg, scale) = self.rows_on_gpu(gpu, x)?;
+        let (xg, scale, centroids) = self.rows_on_gpu(gpu, x)?;
         let (k, d) = (self.params.k, self.n_features);
         let what = "K-Means transform";
         gpu.run_or_record(encoder, what, |batch| {
-            let centroids = self.centroids_on_gpu(gpu, scale);
+            let centroids = Self::centroids_on_gpu(gpu, &centroids, scale);
             let table = xg.map_rows_in(gpu, batch, k, what, |batch, chunk, first, rows, out| {
                 let table = DistanceTable {
                     centroids: &centroids,
@@ -417,6 +480,10 @@ impl KMeansModel {
         Ok(t)
     }
 }
+
+/// Rows on the device, the power of two they were multiplied by, and the centroids in their
+/// frame (see `KMeansModel::rows_on_gpu`).
+type OnDevice<'x> = (Cow<'x, GpuMatrix>, f32, Cow<'x, [f32]>);
 
 #[cfg(test)]
 mod tests {

@@ -31,9 +31,11 @@
 //! differ from a single-device fit's, so k-means‖ and k-means++ start elsewhere than
 //! [`KMeans::fit`] does; from given centroids both fits take the same steps.
 //!
-//! The driver holds the labels and squared distances of every row when the fit ends (8 bytes
-//! a row, for the model's labels) and when a cluster empties (for the repair); all else it
-//! receives is K x D statistics, candidate rows and scalars.
+//! The driver never holds a value per row: it receives K x D statistics, candidate rows and
+//! scalars. The labels stay with the partitions (the model has none: ask each partition for
+//! [`KMeansRequest::Labels`], or predict), and when a cluster empties each partition sends
+//! its rows farthest from their centroids ([`KMeansRequest::Farthest`], K + the empty
+//! clusters of them), of which the repair takes the farthest overall.
 
 use std::collections::HashSet;
 
@@ -343,6 +345,39 @@ impl<R: RemoteKMeans + ?Sized> LloydData for Driven<'_, R> {
             }
         }
         Ok((labels, dists))
+    }
+
+    fn final_labels(&mut self) -> Result<Vec<u32>> {
+        Ok(Vec::new())
+    }
+
+    fn farthest_rows(&mut self, at_least: usize) -> Result<Vec<(usize, u32, f32)>> {
+        let centroids = self
+            .last
+            .clone()
+            .ok_or_else(|| Error::invalid("labels", "no pass has run yet"))?;
+        let replies = self.broadcast(KMeansRequest::Farthest {
+            centroids,
+            at_least,
+        })?;
+        let mut far = Vec::new();
+        for (p, reply) in replies.into_iter().enumerate() {
+            let size = self.starts[p + 1] - self.starts[p];
+            match reply {
+                KMeansReply::Farthest(rows) if rows.iter().all(|&(r, _, _)| r < size) => {
+                    far.extend(rows.into_iter().map(|(r, l, d)| (self.starts[p] + r, l, d)));
+                }
+                _ => {
+                    return Err(mismatch(
+                        "something other than rows of its own, farthest first",
+                    ))
+                }
+            }
+        }
+        // Each partition's first rows of the order hold the first rows of the whole order.
+        far.sort_by(|a, b| b.2.total_cmp(&a.2).then(a.0.cmp(&b.0)));
+        far.truncate(at_least.max(1));
+        Ok(far)
     }
 
     fn rows(&mut self, indices: &[usize]) -> Result<Vec<f32>> {

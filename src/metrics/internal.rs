@@ -16,11 +16,14 @@
 //! same centroid count as infinitely far apart (their ratio is 0). Both need
 //! 2 ≤ K ≤ N − 1.
 //!
+//! They take f32 ([`Matrix`](crate::Matrix)) or f64 ([`Matrix64`](crate::Matrix64)) rows
+//! and compute in f64, so f64 data far from 0 keep every digit.
+//!
 //! Each criterion reads the data twice: centroids (sums per cluster in f64) first, then
 //! distances to them, so nothing is computed as a difference of large sums.
 
 use super::{check_cluster_count, check_label_count, cluster_index};
-use crate::data::Matrix;
+use crate::data::HostMatrix;
 use crate::error::Result;
 
 /// Per-cluster sizes and centroids of a labelling, and each row's cluster position.
@@ -35,7 +38,7 @@ struct Clusters {
 
 impl Clusters {
     /// The clusters of `labels` over the rows of `x` (one label per row, checked).
-    fn of(x: &Matrix<'_>, labels: &[u32]) -> Result<Self> {
+    fn of(x: &impl HostMatrix, labels: &[u32]) -> Result<Self> {
         check_label_count(labels, x.n_rows())?;
         let (ids, of_row) = cluster_index(labels);
         let (k, d) = (ids.len(), x.n_features());
@@ -43,8 +46,11 @@ impl Clusters {
         let mut centroids = vec![0.0f64; k * d];
         for (i, &c) in of_row.iter().enumerate() {
             sizes[c] += 1;
-            for (s, &v) in centroids[c * d..(c + 1) * d].iter_mut().zip(x.row(i)) {
-                *s += v as f64;
+            for (s, &v) in centroids[c * d..(c + 1) * d]
+                .iter_mut()
+                .zip(x.values_of_row(i))
+            {
+                *s += v.into();
             }
         }
         for (c, &size) in sizes.iter().enumerate() {
@@ -69,17 +75,17 @@ impl Clusters {
     }
 
     /// ‖xᵢ − μ_{C(i)}‖² of row i.
-    fn squared_distance(&self, x: &Matrix<'_>, i: usize) -> f64 {
+    fn squared_distance(&self, x: &impl HostMatrix, i: usize) -> f64 {
         let mu = self.centroid(self.of_row[i]);
-        x.row(i)
+        x.values_of_row(i)
             .iter()
             .zip(mu)
-            .map(|(&v, m)| (v as f64 - m).powi(2))
+            .map(|(&v, m)| (v.into() - m).powi(2))
             .sum()
     }
 
     /// Σᵢ ‖xᵢ − μ_{C(i)}‖².
-    fn within(&self, x: &Matrix<'_>) -> f64 {
+    fn within(&self, x: &impl HostMatrix) -> f64 {
         (0..x.n_rows()).map(|i| self.squared_distance(x, i)).sum()
     }
 }
@@ -93,7 +99,7 @@ fn squared_distance(a: &[f64], b: &[f64]) -> f64 {
 ///
 /// Errors: [`Error::InvalidParameter`](crate::Error::InvalidParameter) for labels of the
 /// wrong length, fewer than 2 or more than N − 1 clusters.
-pub fn calinski_harabasz(x: &Matrix<'_>, labels: &[u32]) -> Result<f64> {
+pub fn calinski_harabasz(x: &impl HostMatrix, labels: &[u32]) -> Result<f64> {
     let clusters = Clusters::of(x, labels)?;
     let (n, k, d) = (x.n_rows(), clusters.k(), x.n_features());
     check_cluster_count("Calinski-Harabasz", k, n)?;
@@ -119,7 +125,7 @@ pub fn calinski_harabasz(x: &Matrix<'_>, labels: &[u32]) -> Result<f64> {
 ///
 /// Errors: [`Error::InvalidParameter`](crate::Error::InvalidParameter) for labels of the
 /// wrong length, fewer than 2 or more than N − 1 clusters.
-pub fn davies_bouldin(x: &Matrix<'_>, labels: &[u32]) -> Result<f64> {
+pub fn davies_bouldin(x: &impl HostMatrix, labels: &[u32]) -> Result<f64> {
     let clusters = Clusters::of(x, labels)?;
     let (n, k) = (x.n_rows(), clusters.k());
     check_cluster_count("Davies-Bouldin", k, n)?;
@@ -156,6 +162,6 @@ pub fn davies_bouldin(x: &Matrix<'_>, labels: &[u32]) -> Result<f64> {
 ///
 /// Errors: [`Error::InvalidParameter`](crate::Error::InvalidParameter) for labels of the
 /// wrong length.
-pub fn inertia(x: &Matrix<'_>, labels: &[u32]) -> Result<f64> {
+pub fn inertia(x: &impl HostMatrix, labels: &[u32]) -> Result<f64> {
     Ok(Clusters::of(x, labels)?.within(x))
 }

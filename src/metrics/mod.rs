@@ -23,7 +23,8 @@
 //! (drawn with a seeded ChaCha8 generator), which bounds the work for very large N.
 //!
 //! The other criteria are two passes over the data (O(N D)) on the host in f64, from a host
-//! [`Matrix`] (no f64 copy of the data).
+//! [`Matrix`](crate::Matrix) or [`Matrix64`](crate::Matrix64) (no f64 copy of the data;
+//! f64 rows keep every digit).
 //!
 //! ```
 //! use wgpu_unsupervised::{datasets, metrics, Gpu, KMeans, Matrix};
@@ -46,9 +47,9 @@
 //! Davies–Bouldin and inertia in [`internal`]; the (adjusted) Rand index in [`agreement`].
 use std::collections::BTreeMap;
 
-use crate::data::Matrix;
+use crate::data::HostMatrix;
 use crate::error::{Error, Result};
-use crate::gpu::Gpu;
+use crate::gpu::{Gpu, GpuInput};
 
 pub mod agreement;
 pub mod information;
@@ -195,7 +196,7 @@ impl Evaluation {
 /// Errors: labels or truth of the wrong length, the errors of [`silhouette`].
 pub fn evaluate(
     gpu: &Gpu,
-    x: &Matrix<'_>,
+    x: &(impl HostMatrix + GpuInput),
     labels: &[u32],
     truth: Option<&[u32]>,
     sample_size: Option<usize>,

@@ -14,6 +14,7 @@ use crate::gpu::buffer::{check_budget, Chunk};
 use crate::gpu::device_buffer::DeviceBuffer;
 use crate::gpu::{Gpu, GpuInput, GpuMatrix};
 use crate::kernels::{primitives::rows, products::silhouette as kernel};
+use crate::origin::Centred;
 use crate::source::{check_shape, RowSource};
 
 /// Rows of one cluster summed by one dispatch at most: bounds the f32 sums of distances.
@@ -38,7 +39,8 @@ pub struct Silhouette {
 }
 
 /// The silhouette coefficient of every row (or of a random sample of `sample_size` rows,
-/// drawn with `seed`), computed on the GPU (module docs).
+/// drawn with `seed`), computed on the GPU (module docs). f64 rows are centred on their
+/// column means in f64 before the f32 cast (module [`origin`](crate::origin)).
 ///
 /// Errors: [`Error::InvalidParameter`] for labels of the wrong length, fewer than 2 or more
 /// than N − 1 distinct labels (among the sampled rows), or a `sample_size` below 3;
@@ -51,6 +53,9 @@ pub fn silhouette(
     sample_size: Option<usize>,
     seed: u64,
 ) -> Result<Silhouette> {
+    if let Some(c) = Centred::of_input(x, None)? {
+        return silhouette(gpu, &c, labels, sample_size, seed);
+    }
     silhouette_with(gpu, x.shape().0, labels, sample_size, seed, |sorted_rows| {
         sorted_copy(gpu, &*x.on_gpu(gpu)?, sorted_rows)
     })
@@ -70,6 +75,9 @@ pub fn silhouette_source(
     sample_size: Option<usize>,
     seed: u64,
 ) -> Result<Silhouette> {
+    if let Some(c) = Centred::of_source(source, None)? {
+        return silhouette_source(gpu, &c, labels, sample_size, seed);
+    }
     let (n, d) = check_shape(source)?;
     silhouette_with(gpu, n, labels, sample_size, seed, |sorted_rows| {
         check_budget(

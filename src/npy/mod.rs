@@ -164,6 +164,67 @@ pub(crate) fn npy_matrix_from_reader(
     })
 }
 
+/// A matrix of f64 values read from a file (an `f8` `.npy`): `n_rows` x `n_features`,
+/// row-major, kept in f64 so that the fits centre them in f64 before the f32 cast (module
+/// [`origin`](crate::origin)).
+#[cfg(feature = "io")]
+#[derive(Debug, Clone, PartialEq)]
+pub struct Dataset64 {
+    /// Row-major values, `n_rows * n_features` of them.
+    pub data: Vec<f64>,
+    /// Number of rows (samples).
+    pub n_rows: usize,
+    /// Number of columns (features).
+    pub n_features: usize,
+}
+
+/// Parses a `.npy` matrix of f64 values (`f8` of either byte order) from `reader`, every
+/// value checked finite; `file_len` and `path` as for [`npy_matrix_from_reader`]. `None`
+/// when the file holds another dtype (read it with [`npy_matrix_from_reader`]).
+#[cfg(feature = "io")]
+pub(crate) fn npy_matrix64_from_reader(
+    mut reader: impl Read,
+    file_len: Option<u64>,
+    path: &Path,
+) -> Result<Option<Dataset64>> {
+    let header = read_header(&mut reader, path)?;
+    if !(header.dtype.kind == Kind::Float && header.dtype.size == 8) {
+        return Ok(None);
+    }
+    let (n_rows, n_features) = header.matrix_shape(path)?;
+    if let Some(len) = file_len {
+        header.check_file_len(len, path)?;
+    }
+    let count = n_rows * n_features;
+    let mut data = Vec::with_capacity(if file_len.is_some() {
+        count
+    } else {
+        count.min(1 << 20)
+    });
+    read_values(
+        &mut reader,
+        &header,
+        count as u64,
+        file_len.is_none(),
+        path,
+        |i, v| {
+            let i = i as usize;
+            let v = v.as_f64();
+            if !v.is_finite() {
+                // The same error as every other dtype's (row and column from 1).
+                narrow(v, path, None, i / n_features + 1, i % n_features + 1)?;
+            }
+            data.push(v);
+            Ok(())
+        },
+    )?;
+    Ok(Some(Dataset64 {
+        data,
+        n_rows,
+        n_features,
+    }))
+}
+
 /// Parses `.npy` labels (1-D or N x 1, an integer dtype) from `reader`; `file_len` and
 /// `path` as for [`npy_matrix_from_reader`].
 pub(crate) fn npy_labels_from_reader(

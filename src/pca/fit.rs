@@ -19,6 +19,7 @@ use crate::gpu::{Gpu, GpuInput, GpuMatrix};
 use crate::kernels::primitives::rows::in_f32_range;
 use crate::linalg;
 use crate::linalg::SolverSettings;
+use crate::origin::{Centred, Translate};
 use crate::progress::Algorithm;
 use crate::source::{check_shape, RowSource, Scaled};
 
@@ -26,6 +27,9 @@ use crate::source::{check_shape, RowSource, Scaled};
 /// device (two passes: means, then centred cross products) and returned as D x D row-major
 /// f64. Errors: fewer than 2 rows, `ddof` > 1, a D x D matrix over the device's binding limit.
 pub fn covariance(gpu: &Gpu, x: &impl GpuInput, ddof: usize) -> Result<Vec<f64>> {
+    if let Some(c) = Centred::of_input(x, None)? {
+        return covariance(gpu, &c, ddof);
+    }
     let (n, d) = x.shape();
     Pca::new(Components::Count(1)).ddof(ddof).validate(n, d)?;
     let bytes = (d * d * 4) as u64;
@@ -84,6 +88,9 @@ impl Pca {
     /// Errors: invalid parameters, fewer than 2 samples, a non-converging power iteration
     /// ([`Error::NotConverged`]), whitening a component of zero variance, and the GPU errors.
     pub fn fit(&self, gpu: &Gpu, x: &impl GpuInput) -> Result<PcaModel> {
+        if let Some(c) = Centred::of_input(x, None)? {
+            return c.fit(self, |p, c| p.fit(gpu, c));
+        }
         let (n, d) = x.shape();
         self.validate(n, d)?;
         let solver = self.resolve_solver(gpu, n, d)?;
@@ -107,6 +114,9 @@ impl Pca {
     ///
     /// Errors: those of [`Pca::fit`] and of the source.
     pub fn fit_source(&self, gpu: &Gpu, source: &(impl RowSource + ?Sized)) -> Result<PcaModel> {
+        if let Some(c) = Centred::of_source(source, None)? {
+            return c.fit(self, |p, c| p.fit_source(gpu, c));
+        }
         let (n, d) = check_shape(source)?;
         self.validate(n, d)?;
         let solver = self.resolve_solver(gpu, n, d)?;
@@ -346,6 +356,11 @@ impl Pca {
 
     /// Fits, then projects the training data: (model, N x M projections).
     pub fn fit_transform(&self, gpu: &Gpu, x: &impl GpuInput) -> Result<(PcaModel, Vec<f32>)> {
+        if x.f64_rows().is_some() {
+            let model = self.fit(gpu, x)?;
+            let z = model.transform(gpu, x)?;
+            return Ok((model, z));
+        }
         let xg = x.on_gpu(gpu)?;
         let model = self.fit(gpu, &*xg)?;
         let z = model.transform(gpu, &*xg)?;
@@ -388,6 +403,9 @@ impl PcaMoments {
     /// Errors: an empty source, a D x D matrix over the binding limit
     /// ([`Error::DeviceLimit`]), the source's and the GPU's errors.
     pub fn of(gpu: &Gpu, source: &(impl RowSource + ?Sized), full: bool) -> Result<Self> {
+        if let Some(c) = Centred::of_source(source, None)? {
+            return PcaMoments::of(gpu, &c, full)?.translated(c.origin());
+        }
         let (n, d) = check_shape(source)?;
         let s_bytes = (d as u64).saturating_mul(d as u64).saturating_mul(4);
         if full && s_bytes > gpu.binding_byte_limit() {

@@ -6,6 +6,8 @@ use crate::error::{Error, Result};
 use crate::gpu::device_buffer::DeviceBuffer;
 use crate::gpu::{CommandEncoder, Gpu, GpuInput, GpuMatrix};
 use crate::kernels::products::projection::{self, AffineMap};
+use crate::origin::{translate_rows, Centred, Translate};
+use std::borrow::Cow;
 
 /// A fitted PCA model.
 ///
@@ -285,6 +287,20 @@ impl PcaModel {
         forward: bool,
         encoder: Option<&mut CommandEncoder>,
     ) -> Result<GpuMatrix> {
+        self.apply_about(gpu, x, forward, encoder, false)
+    }
+
+    /// [`PcaModel::apply`]; f64 rows are centred on the mean in f64 before the f32 cast
+    /// (module [`origin`](crate::origin)), and with `relative` the reconstructions are left
+    /// relative to the mean (the caller adds it in f64).
+    fn apply_about(
+        &self,
+        gpu: &Gpu,
+        x: &impl GpuInput,
+        forward: bool,
+        encoder: Option<&mut CommandEncoder>,
+        relative: bool,
+    ) -> Result<GpuMatrix> {
         let (m, d) = (self.n_components, self.n_features);
         let (_, cols) = x.shape();
         let (expected, out_cols) = if forward { (d, m) } else { (m, d) };
@@ -306,7 +322,14 @@ impl PcaModel {
                 }
             }
         }
-        let mean: Vec<f32> = self.mean.iter().map(|&v| v as f32).collect();
+        let centred = match forward {
+            true => Centred::of_input(x, Some(&self.mean))?,
+            false => None,
+        };
+        let mean: Vec<f32> = match centred.is_some() || relative {
+            true => vec![0.0; d],
+            false => self.mean.iter().map(|&v| v as f32).collect(),
+        };
         let (in_shift, out_shift) = match forward {
             true => (mean, vec![0.0; m]),
             false => (vec![0.0; m], mean),
@@ -316,7 +339,10 @@ impl PcaModel {
         } else {
             "PCA inverse transform"
         };
-        let xg = x.on_gpu(gpu)?;
+        let xg = match &centred {
+            Some(c) => Cow::Owned(c.on_gpu(gpu)?.into_owned()),
+            None => x.on_gpu(gpu)?,
+        };
         gpu.run_or_record(encoder, what, |batch| {
             let map = AffineMap {
                 in_cols: cols,
@@ -383,6 +409,32 @@ impl PcaModel {
     /// Reconstructions of every row, N x D row-major.
     pub fn inverse_transform(&self, gpu: &Gpu, z: &impl GpuInput) -> Result<Vec<f32>> {
         self.inverse_transform_gpu(gpu, z)?.to_host(gpu)
+    }
+
+    /// [`PcaModel::inverse_transform`] in f64: the reconstructions relative to the mean
+    /// computed on the device, the mean added in f64 on the host, so that a mean far from 0
+    /// (data of a large offset) costs no digits (module [`origin`](crate::origin)).
+    pub fn inverse_transform_f64(&self, gpu: &Gpu, z: &impl GpuInput) -> Result<Vec<f64>> {
+        let relative = self.apply_about(gpu, z, false, None, true)?.to_host(gpu)?;
+        let mut x: Vec<f64> = relative.iter().map(|&v| v as f64).collect();
+        translate_rows(&mut x, &self.mean);
+        Ok(x)
+    }
+}
+
+impl Translate for PcaModel {
+    /// The model of the data moved by `by`: the mean moved.
+    fn translated(mut self, by: &[f64]) -> Result<Self> {
+        crate::origin::check_shift(by, self.n_features)?;
+        translate_rows(&mut self.mean, by);
+        Ok(self)
+    }
+}
+
+impl Translate for Pca {
+    /// PCA's parameters hold no positions.
+    fn translated(self, _by: &[f64]) -> Result<Self> {
+        Ok(self)
     }
 }
 

@@ -20,7 +20,7 @@
 //! rows at O(N·D·M) using the low-rank form of C⁻¹, never a D x D product per row.
 
 use super::PcaModel;
-use crate::data::Matrix;
+use crate::data::HostMatrix;
 use crate::error::{Error, Result};
 
 impl PcaModel {
@@ -108,7 +108,7 @@ impl PcaModel {
     ///
     /// Errors: [`Error::FeatureMismatch`], and a singular model covariance as for
     /// [`PcaModel::precision`].
-    pub fn score_samples(&self, x: &Matrix<'_>) -> Result<Vec<f64>> {
+    pub fn score_samples(&self, x: &impl HostMatrix) -> Result<Vec<f64>> {
         let (d, m) = (self.n_features, self.n_components);
         if x.n_features() != d {
             return Err(Error::FeatureMismatch {
@@ -131,10 +131,10 @@ impl PcaModel {
             .map(|r| {
                 for ((zj, &v), (mu, s)) in z
                     .iter_mut()
-                    .zip(x.row(r))
+                    .zip(x.values_of_row(r))
                     .zip(self.mean.iter().zip(&self.scale))
                 {
-                    *zj = (v as f64 - mu) / s;
+                    *zj = (v.into() - mu) / s;
                 }
                 // zᵀC⁻¹z = ‖z − UᵀUz‖²/σ² + Σᵢ (uᵢ·z)²/λ̂ᵢ: the residual is summed directly,
                 // not as ‖z‖² − ‖Uz‖², so no cancellation when σ² is small.
@@ -159,7 +159,7 @@ impl PcaModel {
     /// The mean of [`PcaModel::score_samples`] (scikit-learn's `score`).
     ///
     /// Errors: those of [`PcaModel::score_samples`], and an empty `x`.
-    pub fn score(&self, x: &Matrix<'_>) -> Result<f64> {
+    pub fn score(&self, x: &impl HostMatrix) -> Result<f64> {
         let ll = self.score_samples(x)?;
         if ll.is_empty() {
             return Err(Error::EmptyData {

@@ -150,3 +150,13 @@ impl PcaMoments {
         s
     }
 }
+
+impl crate::origin::Translate for PcaMoments {
+    /// The moments of the rows moved by `by`: the mean moved (the co-moment is about the
+    /// mean, so it does not change).
+    fn translated(mut self, by: &[f64]) -> Result<Self> {
+        crate::origin::check_shift(by, self.n_features)?;
+        crate::origin::translate_rows(&mut self.mean, by);
+        Ok(self)
+    }
+}

@@ -11,6 +11,7 @@ use crate::gpu::{Gpu, GpuInput};
 use crate::kernels::neighbors;
 use crate::kmeans::KMeans;
 use crate::linalg::SolverSettings;
+use crate::origin::Centred;
 use crate::progress::Algorithm;
 
 /// Extra vectors the eigen-solver iterates beyond the K wanted: the K-th converges at a rate
@@ -59,6 +60,10 @@ impl SpectralClustering {
     /// underflows) as [`Error::InvalidParameter`] naming it; [`Error::NotConverged`] when the
     /// eigen-solver does not reach `tol` in `max_iter` iterations; the GPU errors.
     pub fn fit(&self, gpu: &Gpu, x: &impl GpuInput) -> Result<SpectralModel> {
+        // Affinities depend on differences only: f64 rows are centred in f64 first.
+        if let Some(c) = Centred::of_input(x, None)? {
+            return self.fit(gpu, &c);
+        }
         let (n, _) = x.shape();
         self.validate(n)?;
         let k = self.k;

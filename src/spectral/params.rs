@@ -51,7 +51,7 @@ impl Affinity {
 #[derive(Debug, Clone, PartialEq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct SpectralClustering {
-    /// Number of clusters K (≥ 2).
+    /// Number of clusters K (≥ 1; one cluster labels every row 0).
     pub k: usize,
     /// The graph.
     pub affinity: Affinity,
@@ -123,10 +123,16 @@ impl SpectralClustering {
 
     /// Checks the parameters against data of `n` rows.
     pub fn validate(&self, n: usize) -> Result<()> {
-        if self.k < 2 {
+        if self.k < 1 {
             return Err(Error::invalid(
                 "k",
-                format!("{}: must be at least 2", self.k),
+                format!("{}: must be at least 1", self.k),
+            ));
+        }
+        if n < 2 {
+            return Err(Error::invalid(
+                "x",
+                format!("n_samples = {n}: spectral clustering needs at least 2 rows"),
             ));
         }
         if self.k > n {

@@ -13,6 +13,7 @@ mod adapter;
 mod bench;
 mod common;
 mod evaluate;
+mod float64;
 mod gmm;
 mod gmm_start;
 mod headless;

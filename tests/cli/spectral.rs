@@ -62,7 +62,7 @@ fn spectral_refuses_options_of_the_other_graph_and_bad_values() {
             2,
             &["n_neighbors"],
         ),
-        case("spectral --input {x} --k 1", 2, &["k"]),
+        case("spectral --input {x} --k 0", 2, &["k"]),
         case("spectral --input {x} --k 2 --gamma -1", 2, &["gamma"]),
         usage("spectral --input {x} --k 2 --affinity cosine", &["cosine"]),
     ]);

@@ -147,3 +147,46 @@ fn weighted_fits_stream_like_resident_ones() {
         }
     }
 }
+
+#[test]
+fn the_weights_scale_does_not_change_the_mixture_or_the_clustering() {
+    let gpu = gpu();
+    for (t, seed) in [(CovarianceType::Full, 3u64), (CovarianceType::Diag, 4)] {
+        let (n, d, k) = (600, 3, 3);
+        let x = mixture_data(t, n, d, k, seed);
+        let m = Matrix::new(&x, d).unwrap();
+        let w: Vec<f32> = (0..n).map(|i| 1.0 + (i % 3) as f32).collect();
+        let params = GaussianMixture::new(k).covariance(t).seed(seed);
+        let base = params.fit_weighted(&gpu, &m, &w).unwrap();
+        let km = wgpu_unsupervised::KMeans::new(k).seed(seed);
+        let kbase = km.fit_weighted(&gpu, &m, &w).unwrap();
+        // Weights of 1e-20 (their products underflow f32) and 1e38 (their sums overflow it).
+        for c in [1e-20f32, 1e38 / 4.0] {
+            let wc: Vec<f32> = w.iter().map(|v| v * c).collect();
+            let model = params.fit_weighted(&gpu, &m, &wc).unwrap();
+            assert_eq!(model.labels(), base.labels(), "{t:?} x{c:e}");
+            let err = (model.lower_bound() - base.lower_bound()).abs();
+            assert!(
+                err < 1e-4,
+                "{t:?} x{c:e}: lower bound {} vs {}",
+                model.lower_bound(),
+                base.lower_bound()
+            );
+            assert!(
+                scaled_err(model.means(), base.means(), 1.0) < 1e-4,
+                "{t:?} x{c:e}"
+            );
+            let km_c = km.fit_weighted(&gpu, &m, &wc).unwrap();
+            assert_eq!(km_c.labels(), kbase.labels(), "x{c:e}");
+            // The inertia is in the weights' units: Σ w·‖x − c‖².
+            let rel = (km_c.inertia() / c as f64 - kbase.inertia()).abs() / kbase.inertia();
+            assert!(
+                rel < 1e-5,
+                "x{c:e}: inertia {} vs {}",
+                km_c.inertia(),
+                kbase.inertia()
+            );
+            assert!(km_c.centroids().iter().all(|v| v.is_finite()));
+        }
+    }
+}

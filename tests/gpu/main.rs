@@ -29,6 +29,7 @@ mod kmeans_weights;
 mod metrics_gpu;
 mod ndarray_interop;
 mod neighbors_gpu;
+mod origin;
 mod pca_gpu;
 mod pca_probabilistic;
 mod pca_stream;

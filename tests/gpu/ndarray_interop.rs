@@ -27,11 +27,28 @@ fn every_layout_and_f64_fit_like_the_matrix() {
             params.fit(&gpu, &standard.view()).unwrap(),
             params.fit(&gpu, &standard).unwrap(),
             params.fit(&gpu, &fortran.view()).unwrap(),
+        ] {
+            // Every layout of f32 data gives the same bits.
+            assert_eq!(model, expected);
+        }
+        let mut wide_fortran = Array2::<f64>::zeros((n, d).f());
+        wide_fortran.assign(&wide);
+        for model in [
             params.fit(&gpu, &wide.view()).unwrap(),
             params.fit(&gpu, &wide).unwrap(),
+            params.fit(&gpu, &wide_fortran.view()).unwrap(),
         ] {
-            // f32 data round-trip through f64 exactly, so every form gives the same bits.
-            assert_eq!(model, expected);
+            // f64 data are centred in f64 first (module `origin`): the same clustering, the
+            // centroids within f32 rounding, and the origin kept.
+            assert_eq!(model.labels(), expected.labels());
+            let c: Vec<f64> = expected.centroids().iter().map(|&v| v as f64).collect();
+            let err = crate::common::max_rel_err(&model.centroids_f64(), &c, 1.0);
+            assert!(err < 1e-5, "centroids off by {err:e}");
+            assert_eq!(model.origin().unwrap().len(), d);
+            assert_eq!(
+                model.predict(&gpu, &wide_fortran).unwrap(),
+                expected.labels()
+            );
         }
         let c = expected.centroids_array();
         assert_eq!(c.dim(), (4, d));
@@ -45,6 +62,10 @@ fn every_layout_and_f64_fit_like_the_matrix() {
             .fit(&gpu, &standard.view())
             .unwrap();
         assert_eq!(pca, Pca::new(Components::Count(2)).fit(&gpu, &m).unwrap());
+        let pca64 = Pca::new(Components::Count(2)).fit(&gpu, &wide).unwrap();
+        let err =
+            crate::common::max_rel_err(pca64.explained_variance(), pca.explained_variance(), 1e-6);
+        assert!(err < 1e-5, "PCA of f64 data: variances off by {err:e}");
         assert_eq!(pca.components_array().dim(), (2, d));
         assert_eq!(
             pca.components_array().row(1).to_vec(),
@@ -99,12 +120,16 @@ fn bad_values_in_arrays_are_errors() {
     let mut b = f64_copy(&a);
     b[[7, 1]] = 0.5;
     b[[3, 0]] = 1e300;
+    // A spread f32 cannot hold: refused with the reason, not as a non-finite value.
     match KMeans::new(2).fit(&gpu, &b.view()) {
-        Err(Error::InvalidParameter { reason, .. }) => {
-            assert!(reason.contains("row 3, column 0"), "{reason}")
-        }
+        Err(e @ Error::Float32Range { .. }) => assert!(e.to_string().contains("float32"), "{e}"),
         other => panic!("expected an out-of-range error, got {other:?}"),
     }
+    b[[3, 0]] = f64::NAN;
+    assert!(matches!(
+        KMeans::new(2).fit(&gpu, &b.view()),
+        Err(Error::NonFinite { row: 3, col: 0, .. })
+    ));
     let empty = Array2::<f32>::zeros((0, 3));
     assert!(KMeans::new(1).fit(&gpu, &empty.view()).is_err());
 }

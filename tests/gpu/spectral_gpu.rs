@@ -229,13 +229,43 @@ fn normalised_rows_have_unit_length_and_cluster_the_same() {
 }
 
 #[test]
+fn one_cluster_is_every_row_and_one_row_is_refused() {
+    let gpu = gpu();
+    for seed in [1u64, 2] {
+        let (x, _) = datasets::make_moons(40, 0.1, seed).unwrap();
+        let m = Matrix::new(&x, 2).unwrap();
+        for affinity in [
+            Affinity::Rbf { gamma: 1.0 },
+            Affinity::NearestNeighbors { n_neighbors: 8 },
+        ] {
+            let model = SpectralClustering::new(1)
+                .affinity(affinity)
+                .seed(seed)
+                .fit(&gpu, &m)
+                .unwrap();
+            assert_eq!(model.labels(), &[0u32; 40][..], "{affinity:?}");
+            // The one eigenvector is D^{1/2}·1, whose eigenvalue of L is 0.
+            assert!(
+                model.eigenvalues()[0].abs() < 1e-5,
+                "{:?}",
+                model.eigenvalues()
+            );
+            assert_eq!(model.embedding().len(), 40);
+        }
+        let one = Matrix::new(&x[..2], 2).unwrap();
+        let e = SpectralClustering::new(1).fit(&gpu, &one).unwrap_err();
+        assert!(e.to_string().contains("n_samples = 1"), "{e}");
+    }
+}
+
+#[test]
 fn bad_parameters_are_errors() {
     let gpu = gpu();
     let (x, _) = datasets::make_moons(40, 0.1, 1).unwrap();
     let m = Matrix::new(&x, 2).unwrap();
     let nn = |n_neighbors| Affinity::NearestNeighbors { n_neighbors };
     for params in [
-        SpectralClustering::new(1),
+        SpectralClustering::new(0),
         SpectralClustering::new(41),
         SpectralClustering::new(2).affinity(Affinity::Rbf { gamma: 0.0 }),
         SpectralClustering::new(2).affinity(Affinity::Rbf {

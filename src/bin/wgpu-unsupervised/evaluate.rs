@@ -166,6 +166,27 @@ impl Task for Evaluate {
 
     fn compute(&self, gpu: &Gpu, x: &InputMatrix) -> CliResult<Self::Outcome> {
         let (n, d) = x.shape();
+        // f64 files keep their values: distances checked at f64's tolerance, data centred
+        // in f64 (module `origin`).
+        let input = |e| Failure::input(&self.args.input, e);
+        if let Some(wide) = x.wide().map_err(input)? {
+            let truth = self.truth.as_deref();
+            if self.args.precomputed {
+                let (slice, labels) = (wide.as_slice(), &self.labels);
+                return timed(|| Ok(metrics::evaluate_precomputed(slice, n, labels, truth)?));
+            }
+            let (size, seed) = (self.args.sample_size, self.args.seed.unwrap_or(0));
+            return timed(|| {
+                Ok(metrics::evaluate(
+                    gpu,
+                    &wide,
+                    &self.labels,
+                    truth,
+                    size,
+                    seed,
+                )?)
+            });
+        }
         let values = whole(&self.args.input, x)?;
         let x = Matrix::new(&values, d).map_err(|e| Failure::input(&self.args.input, e))?;
         if self.args.precomputed {

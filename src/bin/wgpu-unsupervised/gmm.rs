@@ -336,15 +336,24 @@ impl Task for Gmm {
         if self.args.max_gpu_memory.is_some() || self.weights.is_some() {
             return self.compute_in_slices(gpu, x);
         }
+        // f64 rows are fitted and evaluated as they are (centred in f64, module `origin`);
+        // f32 rows are uploaded once for both.
+        let wide = x.wide()?.is_some();
         let ((xg, model), fit_seconds) = self.fitted(timed(|| {
+            if wide {
+                return Ok((None, self.params.fit(gpu, x)?));
+            }
             let xg = x.on_gpu(gpu)?;
             let model = self.params.fit(gpu, xg.as_ref())?;
-            Ok((xg, model))
+            Ok((Some(xg), model))
         }))?;
         // One E-step with the final parameters gives the mean log-likelihood of the training
         // rows (hence BIC and AIC) and the responsibilities.
         let ((log_likelihood, proba), score_seconds) = timed(|| {
-            let evaluation = model.evaluate_gpu(gpu, xg.as_ref())?;
+            let evaluation = match &xg {
+                Some(xg) => model.evaluate_gpu(gpu, xg.as_ref())?,
+                None => model.evaluate_gpu(gpu, x)?,
+            };
             let proba = match &self.args.proba {
                 Some(_) => Some(evaluation.responsibilities.to_host(gpu)?),
                 None => None,

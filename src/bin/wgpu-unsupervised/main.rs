@@ -7,8 +7,9 @@
 //! [`select_k`] (`select-k`), [`spectral`], [`sample`] and [`info`].
 //!
 //! Inputs are read by `wgpu_unsupervised::io::open_matrix`: `.npy` (2-D, C order, float or
-//! integer dtype; f32 read a piece at a time) or numeric `.csv` with an optional header line
-//! (one that holds no number at all). Every value must be finite.
+//! integer dtype; f32 read a piece at a time, f64 kept in f64 and centred by every fit,
+//! prediction and metric) or numeric `.csv` with an optional header line (one that holds no
+//! number at all). Every value must be finite.
 //!
 //! With `--json` a command prints exactly one line of JSON on stdout and nothing else;
 //! without it, a short human report. No output may be one of the command's inputs (exit 2,

@@ -18,8 +18,8 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 use wgpu_unsupervised::io::InputMatrix;
 use wgpu_unsupervised::{
-    plot, selection, Components, Gpu, GpuInput, IncrementalPca, Matrix, Pca, PcaModel, PcaSolver,
-    RowSource,
+    plot, selection, Components, Gpu, GpuInput, IncrementalPca, Matrix, Matrix64, Pca, PcaModel,
+    PcaSolver, RowSource,
 };
 
 use crate::flow::{timed, Context, Human, Outputs, Report, Staging, Task};
@@ -376,6 +376,13 @@ impl PcaFit {
             let (model, fit_seconds) = timed(|| match self.args.incremental {
                 Some(rows) => {
                     let mut inc = IncrementalPca::new(self.params.clone());
+                    if let Some(wide) = x.wide()? {
+                        // f64 pieces, each centred in f64 (module `origin`).
+                        for part in wide.as_slice().chunks(rows as usize * d) {
+                            inc.partial_fit(gpu, &Matrix64::new(part, d)?)?;
+                        }
+                        return Ok(inc.model(gpu)?);
+                    }
                     x.visit_rows(rows as usize, &mut |_, part| {
                         inc.partial_fit(gpu, &Matrix::new(part, d)?)
                     })?;
@@ -388,12 +395,33 @@ impl PcaFit {
             let projections = match &self.args.output {
                 Some(_) => Some(timed(|| {
                     let mut z = Vec::new();
+                    if let Some(wide) = x.wide()? {
+                        for part in wide.as_slice().chunks(rows * d) {
+                            z.extend(model.transform(gpu, &Matrix64::new(part, d)?)?);
+                        }
+                        return Ok(z);
+                    }
                     x.visit_rows(rows, &mut |_, part| {
                         z.extend(model.transform(gpu, &Matrix::new(part, d)?)?);
                         Ok(())
                     })?;
                     Ok(z)
                 })?),
+                None => None,
+            };
+            let score = self.score(&model, x)?;
+            return Ok(Fitted {
+                model,
+                fit_seconds,
+                projections,
+                score,
+            });
+        }
+        if x.wide()?.is_some() {
+            // f64 rows: the fit and the projections centre them in f64 (module `origin`).
+            let (model, fit_seconds) = timed(|| Ok(self.params.fit(gpu, x)?))?;
+            let projections = match &self.args.output {
+                Some(_) => Some(timed(|| Ok(model.transform(gpu, x)?))?),
                 None => None,
             };
             let score = self.score(&model, x)?;
@@ -429,6 +457,9 @@ impl PcaFit {
             return Ok(None);
         }
         let (n, d) = x.shape();
+        if let Some(wide) = x.wide()? {
+            return Ok(Some(model.score(&wide)?));
+        }
         let mut total = 0.0;
         x.visit_rows(1 << 16, &mut |_, part| {
             total += model

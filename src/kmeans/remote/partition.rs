@@ -31,6 +31,15 @@ pub enum KMeansRequest {
         /// The centroids, K x D row-major.
         centroids: Vec<f32>,
     },
+    /// The rows farthest from their nearest centroid among `centroids`, as the empty-cluster
+    /// repair orders them (squared distance descending, row ascending): at least
+    /// `at_least` of them or all, [`KMeansReply::Farthest`].
+    Farthest {
+        /// The centroids, K x D row-major.
+        centroids: Vec<f32>,
+        /// Rows wanted.
+        at_least: usize,
+    },
     /// The rows at these partition-local indices, in that order: [`KMeansReply::Rows`].
     Rows {
         /// Local row indices.
@@ -87,6 +96,8 @@ pub enum KMeansReply {
         /// Squared distance to it.
         sq_dists: Vec<f32>,
     },
+    /// (local row, label, squared distance) of the farthest rows, in the repair's order.
+    Farthest(Vec<(usize, u32, f32)>),
     /// Rows, row-major.
     Rows(Vec<f32>),
     /// Σ D² in f64.
@@ -174,6 +185,17 @@ impl<'g> KMeansPartition<'g> {
             KMeansRequest::Labels { centroids } => {
                 let (labels, sq_dists) = self.labels_and_distances(centroids)?;
                 Ok(KMeansReply::Labels { labels, sq_dists })
+            }
+            KMeansRequest::Farthest {
+                centroids,
+                at_least,
+            } => {
+                let k = self.count(centroids)?;
+                self.assigned_to(centroids, k)?;
+                let ws = self.workspace(k)?;
+                Ok(KMeansReply::Farthest(LloydData::farthest_rows(
+                    ws, *at_least,
+                )?))
             }
             KMeansRequest::Rows { indices } => {
                 let n = self.x.n_rows();
@@ -282,6 +304,13 @@ impl<'g> KMeansPartition<'g> {
     /// Labels and squared distances of every row against `centroids`.
     fn labels_and_distances(&mut self, centroids: &[f32]) -> Result<(Vec<u32>, Vec<f32>)> {
         let k = self.count(centroids)?;
+        self.assigned_to(centroids, k)?;
+        self.workspace(k)?.labels_and_distances()
+    }
+
+    /// The workspace holding every row's label and distance against `centroids` (K of
+    /// them): a pass when it holds another pass's.
+    fn assigned_to(&mut self, centroids: &[f32], k: usize) -> Result<()> {
         self.workspace(k)?;
         if self.labels_for.as_deref() != Some(centroids) {
             self.labels_for = None;
@@ -289,7 +318,7 @@ impl<'g> KMeansPartition<'g> {
             self.workspace(k)?.step(&mut discard, None)?;
             self.labels_for = Some(centroids.to_vec());
         }
-        self.workspace(k)?.labels_and_distances()
+        Ok(())
     }
 
     /// Every row's running nearest among `candidates` over the rounds that `ends` closes
