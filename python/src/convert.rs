@@ -166,7 +166,7 @@ impl RowSource for View<'_> {
     }
     fn max_abs(&self) -> Option<f32> {
         match self {
-            View::F32(m) => m.max_abs(),
+            View::F32(m) => RowSource::max_abs(m),
             View::F64(m) => RowSource::max_abs(m),
         }
     }

@@ -205,6 +205,44 @@ fn rbf_on_blobs_matches_the_reference_and_chunks_change_nothing() {
 }
 
 #[test]
+fn rbf_on_rows_of_24_000_features_clusters_them() {
+    // Wide rows (text-like features): on CPU-like adapters one tile of the tiled RBF kernel
+    // would outrun llvmpipe's loop cap and the weights came back cut short ("row 0 has no
+    // affinity", issue 35); the product runs on the host there. Two blobs, two seeds, against
+    // the truth and the f64 reference.
+    let gpu = gpu();
+    let d = 24_000;
+    for seed in [1u64, 2] {
+        let noise = datasets::make_blobs(16, d, 1, 0.01, (0.0, 0.0), seed)
+            .unwrap()
+            .0;
+        let x: Vec<f32> = noise
+            .iter()
+            .enumerate()
+            .map(|(e, v)| v + if e / d >= 8 { 0.05 } else { 0.0 })
+            .collect();
+        let truth: Vec<u32> = (0..16).map(|i| u32::from(i >= 8)).collect();
+        let m = Matrix::new(&x, d).unwrap();
+        let graph = Affinity::Rbf { gamma: 1e-3 };
+        let model = SpectralClustering::new(2)
+            .affinity(graph)
+            .seed(seed)
+            .fit(&gpu, &m);
+        let model = model.unwrap();
+        assert_eq!(adjusted_rand_index(model.labels(), &truth).unwrap(), 1.0);
+        let r = refs::fit(&f64s(&x), d, 2, graph, 10, seed).unwrap();
+        for (a, b) in model.eigenvalues().iter().zip(&r.eigenvalues) {
+            assert!(
+                (a - b).abs() < 2e-4,
+                "{:?} vs {:?}",
+                model.eigenvalues(),
+                r.eigenvalues
+            );
+        }
+    }
+}
+
+#[test]
 fn normalised_rows_have_unit_length_and_cluster_the_same() {
     let gpu = gpu();
     for seed in [5, 6] {

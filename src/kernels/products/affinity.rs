@@ -10,6 +10,9 @@
 //! argument), then the weights times the block as a second product on the same core. On
 //! CPU-like adapters `rbf_times_block_uniform` sums the difference form from uniform slices.
 //! Either is deterministic: each query's sum is one chain over the data rows in order.
+//! Where one tile of so many features would outrun llvmpipe's loop cap (wide rows on CPU-like
+//! adapters, from about 11 000 features), the host twin [`rbf_times_block_host`] computes the
+//! same product on the same cores instead of returning pairs cut short.
 
 use crate::error::Result;
 use crate::gpu::batch::Batch;
@@ -22,7 +25,7 @@ use crate::kernels::primitives::pairs::{
     slice_bind, slice_buffer, PaddedRows, PairParams, BLOCK_COLS, PAIR_D4, SLICE_VALUES,
     UNIFORM_MAX_D,
 };
-use crate::kernels::{items_within_loop_budget, ROW_WG_SIZE};
+use crate::kernels::{fits_loop_budget, items_within_loop_budget, ROW_WG_SIZE};
 
 /// Which kernel computes the RBF product.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -32,6 +35,9 @@ pub(crate) enum RbfVariant {
     /// `rbf_times_block_uniform`: the difference form with the data rows from uniform slices
     /// (CPU-like adapters, D ≤ [`UNIFORM_MAX_D`]).
     Uniform,
+    /// [`rbf_times_block_host`] on the host's cores (CPU-like adapters whose loop cap one
+    /// tile of D features would outrun: [`tile_fits_loop_budget`]).
+    Host,
 }
 
 impl RbfVariant {
@@ -41,12 +47,30 @@ impl RbfVariant {
     /// for the eigen-solver's blocks of at most 32 columns, which matters here because the
     /// kernel's second phase costs a tile width of FMAs per pair.
     pub(crate) fn for_adapter(gpu: &Gpu, n: usize, d: usize, m: usize) -> Self {
+        let config = GemmConfig::for_shape(n, m);
         if cpu_like(gpu) && d <= UNIFORM_MAX_D {
             Self::Uniform
+        } else if tile_fits_loop_budget(gpu, d, config) {
+            Self::Tiled(config)
         } else {
-            Self::Tiled(GemmConfig::for_shape(n, m))
+            Self::Host
         }
     }
+}
+
+/// Loop back-edges one invocation of `rbf_times_block_tiled` takes per data tile of `tile_n`
+/// rows with D features: about 40 per stage of GEMM_DEPTH (8) features (the load and store
+/// loops, the scalar quads, the multiply) and per stage of 8 data rows (the V loads and the W
+/// stores), and 64 for the weights.
+fn tile_back_edges(d: usize, tile_n: usize) -> usize {
+    40 * (d.div_ceil(8) + 1) + 64 + 40 * tile_n / 8
+}
+
+/// Whether one data tile of the tiled product over `d` features stays within this adapter's
+/// loop budget (always on GPUs): past it llvmpipe would cut the feature loop short and the
+/// pairs' weights would be wrong however the data rows were split.
+fn tile_fits_loop_budget(gpu: &Gpu, d: usize, config: GemmConfig) -> bool {
+    fits_loop_budget(gpu, tile_back_edges(d, config.tile_n()) + 256)
 }
 
 /// W = A'·V for the RBF affinity A'_ij = exp(−γ‖xᵢ − xⱼ‖²), i ≠ j, of the rows of `x`, with
@@ -81,6 +105,22 @@ pub(crate) fn rbf_times_block_with(
             "the uniform RBF product takes D <= {UNIFORM_MAX_D}"
         )));
     }
+    if let RbfVariant::Tiled(config) = variant {
+        if !tile_fits_loop_budget(gpu, d, config) {
+            return Err(crate::error::Error::Gpu(format!(
+                "the tiled RBF product of {d} features outruns this adapter's loop budget"
+            )));
+        }
+    }
+    if variant == RbfVariant::Host {
+        return gpu.scoped("RBF affinity product on the host", || {
+            let rows = x.to_host(gpu)?;
+            let mut batch = Batch::new(gpu, "rbf_times_block block read");
+            let h = batch.read_all(v);
+            let block = batch.finish()?.f32s(h);
+            Ok(rbf_times_block_host(&rows, d, gamma, &block[..n * m], m))
+        });
+    }
     gpu.scoped("RBF affinity product", || {
         let out = DeviceBuffer::<f32>::zeroed(gpu, "affinity product", n * m);
         let mut batch = Batch::new(gpu, "rbf_times_block");
@@ -94,6 +134,11 @@ pub(crate) fn rbf_times_block_with(
         match variant {
             RbfVariant::Uniform => product.record_uniform(gpu, &mut batch)?,
             RbfVariant::Tiled(config) => product.record_tiled(gpu, &mut batch, config)?,
+            RbfVariant::Host => {
+                return Err(crate::error::Error::Gpu(
+                    "the host RBF product records no dispatches".into(),
+                ))
+            }
         }
         let h = batch.read_all(&out);
         Ok(batch.finish()?.f32s(h))
@@ -201,12 +246,10 @@ impl RbfProduct<'_> {
             let work = Work::f32s(2.0 * rows * d as f64, rows * (d + 1) as f64 + d as f64);
             batch.dispatch(wgsl::RBF_NORMS, &[], &params, &binds, grid, work)?;
         }
-        // Data rows per dispatch, in whole tiles, within llvmpipe's loop budget: per data
-        // tile an invocation takes at most about 40 back-edges per stage of GEMM_DEPTH
-        // features (the load and store loops, the scalar quads, the multiply) and per stage
-        // of GEMM_DEPTH data rows (the V loads and the W stores), and 64 for the weights.
+        // Data rows per dispatch, in whole tiles, within llvmpipe's loop budget
+        // (tile_back_edges per data tile; one tile fits, checked by the caller).
         let (tile_m, tile_n) = (config.tile_m(), config.tile_n());
-        let per_tile = 40 * (d.div_ceil(8) + 1) + 64 + 40 * tile_n / 8;
+        let per_tile = tile_back_edges(d, tile_n);
         let run = items_within_loop_budget(gpu, n, per_tile.div_ceil(tile_n), 256);
         let run = if run >= n {
             run
@@ -267,4 +310,70 @@ fn rbf_work(queries: usize, rows: usize, d: usize, cols: usize, first_pass: bool
         (queries * rows) as f64 * (2 * d + 2 + 2 * cols) as f64,
         ((queries + rows) * d + rows * cols + outputs) as f64,
     )
+}
+
+/// The host twin of `rbf_times_block_tiled` for CPU-like adapters, whose "device" is these
+/// same cores, where one tile of D features would outrun llvmpipe's loop cap: W = A'·V with
+/// A'_ij = exp(−γ‖xᵢ − xⱼ‖²), i ≠ j, for `rows` (N x D row-major) and `block` (N x m).
+/// Distances in the difference form and the sums in f64 from the f32 values (no shift is
+/// needed: nothing cancels), each query's sum one chain over the data rows in order, queries
+/// split over the available threads: the same bits at any thread count, within f32 rounding
+/// of the kernels.
+pub(crate) fn rbf_times_block_host(
+    rows: &[f32],
+    d: usize,
+    gamma: f32,
+    block: &[f32],
+    m: usize,
+) -> Vec<f32> {
+    let n = rows.len().checked_div(d).unwrap_or(0);
+    let mut out = vec![0.0f32; n * m];
+    if n == 0 || m == 0 {
+        return out;
+    }
+    let threads = std::thread::available_parallelism().map_or(1, |t| t.get());
+    let per_thread = n.div_ceil(threads);
+    let gamma = f64::from(gamma);
+    std::thread::scope(|scope| {
+        for (part, outputs) in out.chunks_mut(per_thread * m).enumerate() {
+            scope.spawn(move || {
+                let mut acc = vec![0.0f64; m];
+                for (r, w_row) in outputs.chunks_mut(m).enumerate() {
+                    let i = part * per_thread + r;
+                    let query = &rows[i * d..(i + 1) * d];
+                    acc.fill(0.0);
+                    for j in (0..n).filter(|&j| j != i) {
+                        let w = (-gamma * squared_distance(query, &rows[j * d..(j + 1) * d])).exp();
+                        for (a, &v) in acc.iter_mut().zip(&block[j * m..(j + 1) * m]) {
+                            *a += w * f64::from(v);
+                        }
+                    }
+                    for (o, &a) in w_row.iter_mut().zip(&acc) {
+                        *o = a as f32;
+                    }
+                }
+            });
+        }
+    });
+    out
+}
+
+/// ‖a − b‖² in f64 in four interleaved partial sums (they vectorise; the order is fixed, so
+/// the bits are too).
+fn squared_distance(a: &[f32], b: &[f32]) -> f64 {
+    let mut lanes = [0.0f64; 4];
+    let (a4, a_rest) = a.split_at(a.len() / 4 * 4);
+    let (b4, b_rest) = b.split_at(a4.len());
+    for (qa, qb) in a4.chunks_exact(4).zip(b4.chunks_exact(4)) {
+        for l in 0..4 {
+            let t = f64::from(qa[l]) - f64::from(qb[l]);
+            lanes[l] += t * t;
+        }
+    }
+    let tail: f64 = a_rest
+        .iter()
+        .zip(b_rest)
+        .map(|(&x, &y)| (f64::from(x) - f64::from(y)).powi(2))
+        .sum();
+    (lanes[0] + lanes[1]) + (lanes[2] + lanes[3]) + tail
 }

@@ -178,3 +178,52 @@ fn the_tiled_rbf_product_is_whole_past_llvmpipes_loop_budget() {
     let err = relative_error(&out, &host);
     assert!(err <= RBF_TOLERANCE, "relative error {err:e}");
 }
+
+#[test]
+fn wide_rows_take_the_host_product_where_a_tile_would_outrun_the_loop_cap() {
+    // 30 000 features: one tile of the tiled kernel takes about 150 000 back-edges, past
+    // llvmpipe's 65 535 (it would cut the feature loop short and return wrong weights, the
+    // "degree 0" spectral clustering once reported). CPU-like adapters compute the product on
+    // the host instead; GPUs keep the tiled kernel. Two seeds, and a narrow D where the host
+    // twin is held against the tiled kernel too.
+    let gpu = gpu();
+    let cpu_like = crate::kernels::primitives::gemm::cpu_like(&gpu);
+    for (n, d, m, seed) in [(40, 30_000, 3, 1u64), (33, 30_001, 2, 2), (90, 19, 5, 3)] {
+        let gamma = 0.5 / d as f64;
+        let x = random(n * d, seed);
+        let v: Vec<f32> = random(n * m, seed + 10).iter().map(|a| a - 0.5).collect();
+        let host = rbf_host(&x, &v, d, m, gamma);
+        let xg = GpuMatrix::upload(&gpu, &Matrix::new(&x, d).unwrap()).unwrap();
+        let vb = DeviceBuffer::from_slice(&gpu, "block", &v);
+        let chosen = RbfVariant::for_adapter(&gpu, n, d, m);
+        if d > 10_000 {
+            assert_eq!(chosen == RbfVariant::Host, cpu_like, "D = {d}: {chosen:?}");
+        }
+        let what = format!("n = {n}, D = {d}, seed {seed}");
+        let out = super::affinity::rbf_times_block(&gpu, &xg, gamma as f32, &vb, m).unwrap();
+        let err = relative_error(&out, &host);
+        assert!(
+            err <= RBF_TOLERANCE,
+            "{what}, {chosen:?}: relative error {err:e}"
+        );
+        let twin = rbf_times_block_with(&gpu, &xg, gamma as f32, &vb, m, RbfVariant::Host);
+        let twin = twin.unwrap();
+        // f64 sums rounded once: within a few f32 units of the f64 reference.
+        let err = relative_error(&twin, &host);
+        assert!(err <= 1e-6, "{what}, host: relative error {err:e}");
+        let again = rbf_times_block_with(&gpu, &xg, gamma as f32, &vb, m, RbfVariant::Host);
+        assert!(
+            same_bits(&twin, &again.unwrap()),
+            "{what}: not the same bits twice"
+        );
+        if d > 10_000 && cpu_like {
+            // Forced, the tiled kernel refuses rather than returning pairs cut short.
+            let tiled = RbfVariant::Tiled(GemmConfig::NARROW);
+            let refused = rbf_times_block_with(&gpu, &xg, gamma as f32, &vb, m, tiled);
+            assert!(
+                refused.is_err(),
+                "{what}: the tiled kernel ran past the loop cap"
+            );
+        }
+    }
+}
