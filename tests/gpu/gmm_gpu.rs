@@ -419,3 +419,65 @@ fn fitted_models_round_trip_through_model_files_bit_for_bit() {
         assert_eq!(back.predict(&gpu, &x).unwrap(), m.labels());
     }
 }
+
+#[test]
+fn wide_rows_score_their_own_parameters_or_are_refused_on_cpu_adapters() {
+    // Rows of 20 000 and 60 000 features, two blobs. On CPU-like adapters a diagonal E-step
+    // of 60 000 features would outrun llvmpipe's loop cap and score rows on part of their
+    // features without a word (it once reported −65 146 where its own parameters give
+    // −73 305): the fit is refused there, saying why. Every fit that runs scores its own
+    // parameters as the f64 formula does.
+    let gpu = gpu();
+    let cpu_like = gpu.info().device_type == "Cpu" || gpu.info().name.contains("llvmpipe");
+    for (d, seed) in [(20_000usize, 1u64), (60_000, 2)] {
+        let noise = datasets::make_blobs(12, d, 1, 1.0, (0.0, 0.0), seed)
+            .unwrap()
+            .0;
+        let x: Vec<f32> = noise
+            .iter()
+            .enumerate()
+            .map(|(e, v)| v + if e / d >= 6 { 5.0 } else { 0.0 })
+            .collect();
+        let m = Matrix::new(&x, d).unwrap();
+        let params = GaussianMixture::new(2)
+            .covariance(CovarianceType::Diag)
+            .init(GmmInit::Random)
+            .seed(seed)
+            .max_iter(5);
+        let model = match params.fit(&gpu, &m) {
+            Err(e) => {
+                assert!(cpu_like && d > 20_000, "D = {d}: {e}");
+                assert!(e.to_string().contains("reduce the features"), "{e}");
+                continue;
+            }
+            Ok(model) => model,
+        };
+        // log p(x) = log Σ_k w_k N(x; μ_k, diag σ²_k), in f64 from the model's parameters.
+        let (w, mu, var) = (model.weights(), model.means(), model.covariances());
+        let mut total = 0.0;
+        for row in x.chunks(d) {
+            let logs: Vec<f64> = (0..2)
+                .map(|c| {
+                    let (mu, var) = (&mu[c * d..(c + 1) * d], &var[c * d..(c + 1) * d]);
+                    let q: f64 = row
+                        .iter()
+                        .zip(mu.iter().zip(var))
+                        .map(|(&v, (&m, &s))| {
+                            ((v as f64 - m).powi(2) / s) + (2.0 * std::f64::consts::PI * s).ln()
+                        })
+                        .sum();
+                    w[c].ln() - 0.5 * q
+                })
+                .collect();
+            let top = logs.iter().cloned().fold(f64::MIN, f64::max);
+            total += top + logs.iter().map(|l| (l - top).exp()).sum::<f64>().ln();
+        }
+        let expected = total / 12.0;
+        let score = model.score(&gpu, &m).unwrap();
+        let rel = (score - expected).abs() / expected.abs();
+        assert!(
+            rel < 1e-5,
+            "D = {d}: score {score} against {expected} from its parameters"
+        );
+    }
+}
