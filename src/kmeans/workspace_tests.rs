@@ -1,6 +1,6 @@
 //! The K-Means workspace's step in the GPU design (forced on any adapter): a whole fit with the
 //! assignment and the update fused in one kernel (`assign_rows_update`) and apart
-//! (`assign_rows`, then `accumulate_cluster_partials`) gives the same bits; so does a fit
+//! (`assign_stream`, then `accumulate_cluster_partials`) gives the same bits; so does a fit
 //! whose pipelines keep every runtime check against one with the checks the shaders declare.
 
 use crate::gpu::tests::{gpu, random};
@@ -31,7 +31,7 @@ fn a_fit_in_the_gpu_design_has_the_same_bits_fused_and_apart() {
                 with_design(false, || {
                     let variant = match fused {
                         true => AssignVariant::RowsUpdate,
-                        false => AssignVariant::Rows,
+                        false => AssignVariant::Stream,
                     };
                     with_variant(variant, || {
                         let params = KMeans::new(k)
@@ -62,7 +62,7 @@ fn a_fit_in_the_gpu_design_has_the_same_bits_fused_and_apart() {
             );
             assert!(!ran(&apart_profile, "assign_rows_update"), "{what}");
             assert!(
-                ran(&apart_profile, "assign_rows"),
+                ran(&apart_profile, "assign_stream"),
                 "{what}: not the GPU design"
             );
             assert!(fused.n_iter() > 1, "{what}: a single iteration");
