@@ -11,7 +11,8 @@
 //! tile's rows, still in workgroup memory, to the block's sums in registers, written once at
 //! the end: the partials of the sliced update ([`UpdatePath::Sliced`]), bit for bit (the same
 //! sums in the same order), without the update's second read of X and of the labels,
-//! distances and weights.
+//! distances and weights. (The GPU design's unfused update sorts the rows by label instead,
+//! [`sorted`], and sums in its own order.)
 //!
 //! It is the assignment's variant [`AssignVariant::RowsUpdate`](super::AssignVariant): where
 //! the GPU design would run `assign_stream` and the caller wants the update's partials (not
@@ -23,6 +24,7 @@
 //!
 //! [`accumulate_cluster_partials`]: crate::kernels::centroids::update::accumulate_cluster_partials
 //! [`UpdatePath::Sliced`]: crate::kernels::centroids::update::UpdatePath::Sliced
+//! [`sorted`]: crate::kernels::centroids::sorted
 
 use super::args::{params, Assignment, SMALL_K};
 use crate::error::{Error, Result};

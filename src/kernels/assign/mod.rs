@@ -314,7 +314,16 @@ pub(crate) fn record_step(
         old_centroids: to.centroids,
     };
     scratch.with_update_textures(chunk, |textures| {
-        update::accumulate_cluster_partials(gpu, batch, chunk, &rows, sums.partials, textures)
+        let partials = sums.partials;
+        update::accumulate_cluster_partials(
+            gpu,
+            batch,
+            chunk,
+            &rows,
+            partials,
+            textures,
+            &scratch.sort,
+        )
     })
 }
 
