@@ -1,8 +1,9 @@
 // GPUs, few centroids and features: the Lloyd update in the assignment's epilogue. Host:
 // src/kernels/assign/fused.rs.
 //
-// assign_rows_update is assign_rows (the same labels, distances and changed count, bit for
-// bit) that also writes the per-block partials of the Lloyd update, which
+// assign_rows_update assigns as assign_stream does (the same labels, distances and changed
+// count, bit for bit: the family's difference form, assign/shared/rows_piece.wgsl) and also
+// writes the per-block partials of the Lloyd update, which
 // accumulate_cluster_partials (centroids/update.wgsl) would write from the labels afterwards.
 // The update c_k = Σ_{i∈k} w_i x_i / Σ_{i∈k} w_i is computed as
 // c_k = old c_k + Σ_{i∈k} w_i (x_i − old c_k) / Σ_{i∈k} w_i, and the partials hold, per block
@@ -31,7 +32,9 @@
 // Bit equality with accumulate_cluster_partials rests on writing the same expression,
 // sum += w * (x − old c): a driver that contracts it into an fma does so in both kernels
 //
-// @trusted: as rows.wgsl; the partials are written at block, cluster and feature indices below
+// @trusted: as stream.wgsl (rows below n_rows, features below d and centroids below k are
+//   guarded before every load, workgroup arrays indexed by constants and the invocation id);
+//   the partials are written at block, cluster and feature indices below
 //   the dispatch's blocks, k and d, and a label only selects a register through a switch
 
 #import constants

@@ -28,7 +28,8 @@ pub(super) fn device_rows<'s, S: RowSource + ?Sized>(
     weighted: bool,
 ) -> Result<DeviceRows<'s, S>> {
     let (n, d) = source.shape();
-    DeviceRows::new(gpu, source, row_extra_bytes(weighted), fixed_bytes(n, d, k))
+    let (extra, fixed) = (row_extra_bytes(gpu, weighted), fixed_bytes(gpu, n, d, k));
+    DeviceRows::new(gpu, source, extra, fixed)
 }
 
 /// Rows on the device (streamed, or resident for the one-pass statistics), one workspace

@@ -11,8 +11,8 @@ use crate::gpu::buffer::Chunk;
 use crate::gpu::device_buffer::DeviceBuffer;
 use crate::gpu::{Gpu, GpuMatrix, GpuVector};
 use crate::kernels::assign::{self, AssignScratch, Assignment, UpdateSums};
-use crate::kernels::centroids::farthest;
-use crate::kernels::centroids::update::ClusterPartials;
+use crate::kernels::centroids::update::{self, ClusterPartials};
+use crate::kernels::centroids::{farthest, sorted};
 use crate::kernels::primitives::{reduce, rows};
 
 /// Bytes the per-block partial sums may take: large enough for good parallelism, small
@@ -20,23 +20,34 @@ use crate::kernels::primitives::{reduce, rows};
 const PARTIALS_TARGET_BYTES: u64 = 64 << 20;
 
 /// Device bytes per row besides the row: its label and its squared distance (and its weight
-/// when the rows are weighted).
-pub(super) fn row_extra_bytes(weighted: bool) -> u64 {
-    8 + 4 * weighted as u64
+/// when the rows are weighted), and where the update sorts the rows (GPUs), its scratch.
+pub(super) fn row_extra_bytes(gpu: &Gpu, weighted: bool) -> u64 {
+    let sort = if update::sorts(gpu) {
+        sorted::ROW_BYTES
+    } else {
+        0
+    };
+    8 + 4 * weighted as u64 + sort
 }
 
 /// Device bytes a workspace for N x D rows and K clusters needs besides the rows and the
 /// per-row buffers: the per-block partials (at most [`PARTIALS_TARGET_BYTES`] each), the
-/// centroids and the per-cluster sums, the assignment's prepared centroids and recheck list.
+/// centroids and the per-cluster sums, the assignment's prepared centroids and recheck list,
+/// the sorted update's scratch besides its bytes per row (GPUs; made on the first step).
 /// Kept beside [`Workspace::weighted`], which allocates them, so that the budget and the
 /// allocation cannot drift apart. (On CPU adapters the assignment may also mirror the rows
 /// into a texture, in host memory there.)
-pub(super) fn fixed_bytes(n: usize, d: usize, k: usize) -> u64 {
+pub(super) fn fixed_bytes(gpu: &Gpu, n: usize, d: usize, k: usize) -> u64 {
     let kd = (k * d) as u64;
     let partials =
         (n.div_ceil(256) as u64 * (kd + 2 * k as u64) * 4).min(3 * PARTIALS_TARGET_BYTES);
     let assign = 16 * (k * d.div_ceil(4) + k + d.div_ceil(4)) as u64 + 4 * (n as u64 + 1);
-    partials + 4 * kd * 4 + 16 * k as u64 + assign + 1024
+    let sort = if update::sorts(gpu) {
+        sorted::fixed_bytes(k)
+    } else {
+        0
+    };
+    partials + 4 * kd * 4 + 16 * k as u64 + assign + sort + 1024
 }
 
 /// Device buffers of one fit, reused by every restart and iteration.

@@ -34,6 +34,8 @@ const NORMALIZE_K: &str = "NORMALIZE_K";
 /// Whether the centroid update's segments read a weight per row, false or true
 /// (src/kernels/centroids/update.rs).
 const SEGMENT_WEIGHTED: &str = "SEGMENT_WEIGHTED";
+/// The small-K streamed assignment's K, 1 to SMALL_K (src/kernels/assign/stream.rs).
+const STREAM_K: &str = "STREAM_K";
 /// Blocks of 8 candidates per pass of the texture assignment, 1 or 2
 /// (src/kernels/assign/texture.rs).
 const TEXTURE_BLOCKS: &str = "TEXTURE_BLOCKS";
@@ -103,6 +105,7 @@ fn host_values(reflection: &reflect::Reflection, name: &str) -> Vec<u32> {
         ESTEP_ROWS => return (1..=constant(reflection, "ESTEP_MAX_ROWS")).collect(),
         NORMALIZE_K => return (1..=constant(reflection, "NORMALIZE_MAX_K")).collect(),
         SEGMENT_WEIGHTED => return vec![0, 1],
+        STREAM_K => return (1..=constant(reflection, "SMALL_K")).collect(),
         TEXTURE_BLOCKS => return vec![1, 2],
         KNN_K => {
             let max = constant(reflection, "KNN_UNIFORM_MAX_K");
@@ -193,6 +196,7 @@ fn only_sizes_the_host_chooses_are_overrides() {
                         || name == ESTEP_ROWS
                         || name == NORMALIZE_K
                         || name == SEGMENT_WEIGHTED
+                        || name == STREAM_K
                         || name == TEXTURE_BLOCKS
                         || GEMM_OVERRIDES.contains(&name.as_str()),
                     "{shown}: `{name}` is an override the host never sets; make it a const"

@@ -29,12 +29,14 @@
 // fails both (several near ties, or a non-finite value) goes on the recheck list, and
 // assign_recheck compares all K centroids in the difference form, as the other variants do.
 //
-// assign_rows (GPUs, K <= SMALL_K) reads the rows of a workgroup cooperatively with vec4 loads
-// into workgroup memory, the centroids beside them, and sums the difference form directly:
-// with few centroids the pass is bound by reading X, and the exact form costs nothing.
-// assign_rows_update (GPUs, K <= SMALL_K, D <= FUSED_MAX_D; host: src/kernels/assign/fused.rs)
-// is assign_rows with the K-Means (Lloyd) update's per-block partials summed in its epilogue
-// from the rows it staged, so K-Means reads X once per iteration (see its section below).
+// assign_stream (GPUs, K <= SMALL_K) reads the rows of a workgroup cooperatively with vec4
+// loads into workgroup memory, the next piece in flight while the current one is summed, the
+// centroids beside them, and sums the difference form directly: with few centroids the pass
+// is bound by reading X, and the exact form costs nothing. assign_rows_update (GPUs,
+// K <= SMALL_K, D <= FUSED_MAX_D; host: src/kernels/assign/fused.rs) stages the rows with
+// coalesced loads too, a piece at a time without the look-ahead (assign/shared/rows_piece.wgsl),
+// and sums the K-Means (Lloyd) update's per-block partials in its epilogue from the rows it
+// staged, so K-Means reads X once per iteration (see its section below).
 // assign_nearest_centroid_registers and assign_nearest_centroid_uniform (one row per
 // invocation, centroids from storage or from 64 KiB uniform slices) suit CPU-like adapters.
 

@@ -1,11 +1,11 @@
-// The staged pieces of rows of the small-K kernels (assign/rows.wgsl, assign/fused.wgsl):
+// The staged pieces of rows of the fused small-K assignment and update (assign/fused.wgsl):
 // coalesced vec4 loads of a workgroup's rows into workgroup memory, the centroids beside them,
 // and the difference form summed per row.
 
 #import constants
 #import assign/params
 
-// Rows per workgroup of assign_rows, features per staged piece, and the padded row of the
+// Rows per workgroup of assign_rows_update, features per staged piece, and the padded row of the
 // staged piece (a vec4 of padding, so neighbouring invocations read neighbouring banks).
 const ROWS_WG: u32 = 64u;
 const ROWS_PIECE: u32 = 32u;
@@ -68,8 +68,10 @@ struct Nearest {
 fn settle_row(row: u32, acc: array<f32, SMALL_K>) -> Nearest {
     var best = F32_MAX;
     var best_k = 0u;
-    for (var c = 0u; c < min(SMALL_K, params.k); c++) {
-        if acc[c] < best {
+    // A constant trip count with the test inside, so the driver unrolls the loop and `acc`
+    // stays in registers (a run-time bound indexes it at run time).
+    for (var c = 0u; c < SMALL_K; c++) {
+        if c < params.k && acc[c] < best {
             best = acc[c];
             best_k = c;
         }

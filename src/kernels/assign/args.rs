@@ -10,7 +10,7 @@ use crate::gpu::device_buffer::DeviceBuffer;
 use crate::gpu::shaders::{assign as wgsl, check_params};
 
 /// Register accumulators of the one-row kernels (`SMALL_K` in the shader). Up to this K GPUs
-/// run the coalesced difference form (`assign_rows`).
+/// run the streamed difference form (`assign_stream`).
 pub(crate) const SMALL_K: usize = wgsl::shared::params::SMALL_K as usize;
 
 /// Twin of `AssignParams` in shaders/assign/shared/params.wgsl.
@@ -40,7 +40,7 @@ const _: () = {
     check_params::<AssignParams>(wgsl::tiled::ENTRY_POINTS);
     check_params::<AssignParams>(wgsl::recheck::ENTRY_POINTS);
     check_params::<AssignParams>(wgsl::texture::ENTRY_POINTS);
-    check_params::<AssignParams>(wgsl::rows::ENTRY_POINTS);
+    check_params::<AssignParams>(wgsl::stream::ENTRY_POINTS);
     check_params::<AssignParams>(wgsl::fused::ENTRY_POINTS);
     check_params::<AssignParams>(wgsl::registers::ENTRY_POINTS);
     check_params::<AssignParams>(wgsl::uniform::ENTRY_POINTS);

@@ -4,24 +4,27 @@
 //! The Lloyd update sets c_k = Σ_{i∈k} w_i x_i / Σ_{i∈k} w_i, computed as
 //! old c_k + Σ_{i∈k} w_i (x_i − old c_k) / Σ_{i∈k} w_i from per-block partials: sums of
 //! w·(x − old c) per (block, cluster, feature), counts, and sums of w·d̂ and w per (block,
-//! cluster). Unfused, the assignment (`assign_rows` on GPUs for K ≤ [`SMALL_K`]) writes the
+//! cluster). Unfused, the assignment (`assign_stream` on GPUs for K ≤ [`SMALL_K`]) writes the
 //! labels and the update ([`accumulate_cluster_partials`]) reads them back with every row a
-//! second time. Fused, a workgroup owns one block of rows, assigns it tile by tile exactly as
-//! `assign_rows` does and adds each tile's rows, still in workgroup memory, to the block's
-//! sums in registers, written once at the end: the same labels, distances, changed count and
-//! partials, bit for bit (the same sums in the same order), without the update's second read
-//! of X and of the labels, distances and weights.
+//! second time. Fused, a workgroup owns one block of rows, assigns it tile by tile (the same
+//! labels, distances and changed count as every variant of the assignment) and adds each
+//! tile's rows, still in workgroup memory, to the block's sums in registers, written once at
+//! the end: the partials of the sliced update ([`UpdatePath::Sliced`]), bit for bit (the same
+//! sums in the same order), without the update's second read of X and of the labels,
+//! distances and weights. (The GPU design's unfused update sorts the rows by label instead,
+//! [`sorted`], and sums in its own order.)
 //!
 //! It is the assignment's variant [`AssignVariant::RowsUpdate`](super::AssignVariant): where
-//! the GPU design would run `assign_rows` and the caller wants the update's partials (not on
-//! CPU-like adapters, which have their own update: [`accumulate_cluster_partials`]), and the
-//! shape fits the kernel:
-//! D ≤ [`FUSED_MAX_D`] (one feature per invocation of the workgroup of 64, and the tile's
-//! features in at most two staged pieces, one of them copied aside: about 20 KiB of
-//! workgroup memory in all), blocks a whole number of tiles, the adapter's storage-buffer
-//! and loop limits.
+//! the GPU design would run `assign_stream` and the caller wants the update's partials (not
+//! on CPU-like adapters, which have their own update: [`accumulate_cluster_partials`]), and
+//! the shape fits the kernel: D ≤ [`FUSED_MAX_D`] (one feature per invocation of the
+//! workgroup of 64, and the tile's features in at most two staged pieces, one of them copied
+//! aside: about 20 KiB of workgroup memory in all), blocks a whole number of tiles, the
+//! adapter's storage-buffer and loop limits.
 //!
 //! [`accumulate_cluster_partials`]: crate::kernels::centroids::update::accumulate_cluster_partials
+//! [`UpdatePath::Sliced`]: crate::kernels::centroids::update::UpdatePath::Sliced
+//! [`sorted`]: crate::kernels::centroids::sorted
 
 use super::args::{params, Assignment, SMALL_K};
 use crate::error::{Error, Result};

@@ -1,7 +1,7 @@
 //! The fused assignment and update (`assign_rows_update`) against the two kernels it
-//! replaces, `assign_rows` then `accumulate_cluster_partials`: the same labels, distances,
-//! changed count and per-block partials, bit for bit. (A whole K-Means fit with and without
-//! it: `kmeans/workspace_tests.rs`.)
+//! replaces, the small-K assignment (`assign_stream`) then `accumulate_cluster_partials`
+//! (sliced): the same labels, distances, changed count and per-block partials, bit for bit.
+//! (A whole K-Means fit with and without it: `kmeans/workspace_tests.rs`.)
 
 use crate::data::Matrix;
 use crate::gpu::batch::Batch;
@@ -45,7 +45,7 @@ struct Shape {
     chunk_rows: usize,
 }
 
-/// Runs the fused kernel (`fused`) or assign_rows and the sliced update on every chunk of
+/// Runs the fused kernel (`fused`) or assign_stream and the sliced update on every chunk of
 /// `x`, from the same previous labels and with every output prefilled with the same junk
 /// (so a value one run leaves unwritten shows).
 fn run(gpu: &Gpu, s: &Shape, x: &[f32], c: &[f32], w: Option<&[f32]>, fused: bool) -> Written {
@@ -101,7 +101,7 @@ fn run(gpu: &Gpu, s: &Shape, x: &[f32], c: &[f32], w: Option<&[f32]>, fused: boo
                 .unwrap();
         } else {
             let scratch = AssignScratch::new(gpu, rows, d, k);
-            let rows_variant = AssignVariant::Rows;
+            let rows_variant = AssignVariant::Stream;
             record_assign(gpu, &mut batch, rows_variant, chunk, rows, d, &to, &scratch).unwrap();
             let assigned = Assigned {
                 d,
@@ -143,7 +143,7 @@ fn run(gpu: &Gpu, s: &Shape, x: &[f32], c: &[f32], w: Option<&[f32]>, fused: boo
 }
 
 #[test]
-fn assign_fused_gives_the_bits_of_assign_rows_and_the_update() {
+fn assign_fused_gives_the_bits_of_the_assignment_and_the_sliced_update() {
     let gpu = gpu();
     // D in one piece, at its edge, in two (the second partial and full); K from 1 to SMALL_K;
     // N a multiple of neither the tile (64) nor the block; one chunk or several (the later

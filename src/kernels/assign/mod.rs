@@ -8,8 +8,8 @@
 //!
 //! | variant | file | where |
 //! |---|---|---|
-//! | [`AssignVariant::Rows`] | [`rows`] | GPUs, K ≤ [`SMALL_K`]: coalesced rows, the difference form |
-//! | [`AssignVariant::RowsUpdate`] | [`fused`] | the same with the Lloyd update's partials in its epilogue (K-Means steps, D ≤ 64) |
+//! | [`AssignVariant::Stream`] | [`stream`] | GPUs, K ≤ [`SMALL_K`]: the difference form, coalesced rows streamed once with the next piece in flight |
+//! | [`AssignVariant::RowsUpdate`] | [`fused`] | the difference form on staged pieces with the Lloyd update's partials in its epilogue (K-Means steps, D ≤ 64) |
 //! | [`AssignVariant::Tiled`] | [`tiled`] (+ [`prepare`], [`recheck`]) | GPUs, larger K: the GEMM form on the tile core, each candidate proved by [`bound`] or rechecked |
 //! | [`AssignVariant::Texture`] | [`texture`] (+ [`prepare`], [`uniform`]) | CPU-like adapters: the GEMM form from flat textures |
 //! | [`AssignVariant::Uniform`] | [`uniform`] | CPU-like adapters: one row per invocation, centroids from uniform slices |
@@ -26,8 +26,8 @@ pub(crate) mod fused;
 pub(crate) mod prepare;
 pub(crate) mod recheck;
 pub(crate) mod registers;
-pub(crate) mod rows;
 pub(crate) mod scratch;
+pub(crate) mod stream;
 pub(crate) mod texture;
 pub(crate) mod tiled;
 pub(crate) mod uniform;
@@ -61,10 +61,11 @@ pub(crate) enum AssignVariant {
     Registers,
     /// One row per invocation, centroids from 64 KiB uniform slices (CPU-like adapters).
     Uniform,
-    /// Coalesced rows and centroids in workgroup memory, K ≤ SMALL_K (GPUs).
-    Rows,
-    /// [`AssignVariant::Rows`] with the Lloyd update's per-block partials in its epilogue
-    /// (GPUs, K-Means steps that fit it: [`fused::fits`]).
+    /// Rows streamed through workgroup memory with the next piece in flight, K fixed per
+    /// pipeline, K ≤ SMALL_K (GPUs).
+    Stream,
+    /// The small-K difference form on staged pieces with the Lloyd update's per-block
+    /// partials in its epilogue (GPUs, K-Means steps that fit it: [`fused::fits`]).
     RowsUpdate,
     /// The GEMM form on the staged tile core (GPUs).
     Tiled(GemmConfig),
@@ -79,7 +80,7 @@ impl Variant for AssignVariant {
         match self {
             Self::Registers => "assign_nearest_centroid_registers",
             Self::Uniform => "assign_nearest_centroid_uniform",
-            Self::Rows => "assign_rows",
+            Self::Stream => "assign_stream",
             Self::RowsUpdate => "assign_rows_update",
             Self::Texture => "assign_texture",
             Self::Tiled(c) if c == GemmConfig::LARGE => "assign_tiled 128x128",
@@ -95,7 +96,7 @@ impl AssignVariant {
     /// the tests run against each other.
     #[cfg(test)]
     pub(crate) fn all() -> Vec<AssignVariant> {
-        let mut v = vec![Self::Registers, Self::Uniform, Self::Rows, Self::Texture];
+        let mut v = vec![Self::Registers, Self::Uniform, Self::Stream, Self::Texture];
         v.extend(GemmConfig::ALL.map(Self::Tiled));
         v
     }
@@ -116,7 +117,7 @@ impl AssignVariant {
         blocks: Option<usize>,
     ) -> bool {
         match self {
-            Self::Rows => k <= SMALL_K,
+            Self::Stream => stream::runs(k),
             Self::RowsUpdate => blocks.is_some_and(|b| fused::fits(gpu, chunk, d, k, b)),
             Self::Uniform => d.div_ceil(4) <= SLICE_VEC4S,
             Self::Texture => {
@@ -136,7 +137,7 @@ impl AssignVariant {
         let back_edges = match self {
             Self::Registers => registers::back_edges(d, k),
             Self::Texture => texture::back_edges(d, k),
-            Self::Uniform | Self::Rows | Self::RowsUpdate | Self::Tiled(_) => 0,
+            Self::Uniform | Self::Stream | Self::RowsUpdate | Self::Tiled(_) => 0,
         };
         fits_loop_budget(gpu, back_edges)
     }
@@ -167,7 +168,7 @@ const GPU_TRIAL_ROWS: usize = 1 << 18;
 /// The variant for assigning `chunk` (D features) to the centroids of `to`, with the update's
 /// partials in blocks of `blocks` rows when given: [`AssignVariant::RowsUpdate`] on GPUs
 /// wherever it fits; otherwise the only candidate or the autotuner's choice among the GPU
-/// design's (the coalesced rows for K ≤ [`SMALL_K`], the GEMM form in each tile shape) or the
+/// design's (the streamed rows for K ≤ [`SMALL_K`], the GEMM form in each tile shape) or the
 /// CPU-like adapters' variants, timed on the first rows of `chunk` with scratch outputs (the
 /// textures copied before the timing, as a workspace copies them once), cached per device.
 ///
@@ -200,10 +201,13 @@ pub(crate) fn choose(
         // step, which no assignment alone can beat (nor be timed against).
         return Ok(AssignVariant::RowsUpdate);
     } else {
-        // GPUs: the coalesced difference form where K ≤ SMALL_K, and the GEMM form in each
+        // GPUs: the streamed difference form where K ≤ SMALL_K, and the GEMM form in each
         // tile shape, timed on this device (the same bits from each).
-        let rows = (k <= SMALL_K).then_some(AssignVariant::Rows);
-        rows.into_iter()
+        let stream = (k <= SMALL_K)
+            .then_some(AssignVariant::Stream)
+            .filter(|v| v.runs(gpu, chunk, (d, k), blocks));
+        stream
+            .into_iter()
             .chain(GemmConfig::ALL.map(AssignVariant::Tiled))
             .collect()
     };
@@ -325,7 +329,16 @@ pub(crate) fn record_step(
         old_centroids: to.centroids,
     };
     scratch.with_update_textures(chunk, |textures| {
-        update::accumulate_cluster_partials(gpu, batch, chunk, &rows, sums.partials, textures)
+        let partials = sums.partials;
+        update::accumulate_cluster_partials(
+            gpu,
+            batch,
+            chunk,
+            &rows,
+            partials,
+            textures,
+            &scratch.sort,
+        )
     })
 }
 
@@ -360,7 +373,7 @@ pub(crate) fn record_assign(
         AssignVariant::Registers => {
             registers::record_registers(gpu, batch, chunk, n_rows, d, to, work)
         }
-        AssignVariant::Rows => rows::record_rows(gpu, batch, chunk, n_rows, d, to, work),
+        AssignVariant::Stream => stream::record_stream(gpu, batch, chunk, n_rows, d, to, work),
         AssignVariant::RowsUpdate => Err(Error::Gpu(
             "assign_rows_update records with the update's buffers (record_step)".into(),
         )),

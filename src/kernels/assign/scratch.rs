@@ -8,16 +8,19 @@ use crate::gpu::buffer::Chunk;
 use crate::gpu::device_buffer::DeviceBuffer;
 use crate::gpu::texture::FlatTexture;
 use crate::gpu::Gpu;
+use crate::kernels::centroids::sorted::SortCache;
 use crate::kernels::centroids::update::UpdateTextures;
 
 /// Device scratch of the GEMM form, kept by callers that assign many times (the K-Means
-/// workspace) and made per call otherwise: the prepared centroid side, the recheck list, and
-/// on CPU-like adapters the flat textures (the rows' mirror is copied once per chunk, until
-/// [`AssignScratch::rows_changed`]).
+/// workspace) and made per call otherwise: the prepared centroid side, the recheck list, the
+/// sorted update's buffers (GPUs), and on CPU-like adapters the flat textures (the rows'
+/// mirror is copied once per chunk, until [`AssignScratch::rows_changed`]).
 pub(crate) struct AssignScratch {
     pub(crate) prepared: DeviceBuffer<f32>,
     pub(crate) recheck: DeviceBuffer<u32>,
     pub(crate) textures: std::cell::RefCell<Option<Textures>>,
+    /// The sorted update's scratch (GPUs), made on first use.
+    pub(crate) sort: SortCache,
 }
 
 /// The flat textures of `assign_texture`.
@@ -42,6 +45,7 @@ impl AssignScratch {
             prepared: DeviceBuffer::zeroed(gpu, "prepared centroids", prepared_len(d, k)),
             recheck: DeviceBuffer::zeroed(gpu, "recheck list", max_rows + 1),
             textures: std::cell::RefCell::new(None),
+            sort: SortCache::default(),
         }
     }
 

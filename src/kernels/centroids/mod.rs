@@ -2,11 +2,18 @@
 //!
 //! - [`update`] (`update.wgsl`): the per-block partials of the Lloyd update
 //!   c⁽ᵗ⁺¹⁾ₖ = cₖ + Σ_{i∈k} wᵢ(xᵢ − cₖ) / Σ_{i∈k} wᵢ, in a fixed order (determinism);
+//! - [`sorted`] (`sorted.wgsl`): the same partials on GPUs from the rows sorted by label,
+//!   each cluster's run summed in pieces;
+//! - [`partials`]: what both read (the assignment's results) and write (the partials);
 //! - [`seeding`] (`seeding.wgsl`): the steps of greedy k-means++ and k-means‖ (D² sampling
 //!   sums, candidate potentials, the running minimum distance);
 //! - [`farthest`] (`farthest.wgsl`): the rows farthest from their centroids, for the
 //!   empty-cluster repair.
 
 pub(crate) mod farthest;
+pub(crate) mod partials;
 pub(crate) mod seeding;
+pub(crate) mod sorted;
+#[cfg(test)]
+mod sorted_tests;
 pub(crate) mod update;

@@ -2,6 +2,8 @@
 
 use bytemuck::{Pod, Zeroable};
 
+pub(crate) use super::partials::{Assigned, ClusterPartials};
+use super::sorted::{self, SortCache, SortShape};
 use crate::error::Result;
 use crate::gpu::batch::Batch;
 use crate::gpu::buffer::Chunk;
@@ -43,38 +45,6 @@ pub(crate) const SEGMENT_WEIGHTED: &str = "SEGMENT_WEIGHTED";
 
 /// Largest K of the segments path (`SEGMENT_CLUSTERS` in the shader).
 const SEGMENT_CLUSTERS: usize = wgsl::SEGMENT_CLUSTERS as usize;
-
-/// What the update reads for one chunk of rows: the assignment's results and the centroids
-/// they were assigned to.
-pub(crate) struct Assigned<'a> {
-    /// Features per row.
-    pub d: usize,
-    /// Clusters.
-    pub k: usize,
-    /// One label per row of the chunk.
-    pub labels: &'a DeviceBuffer<u32>,
-    /// One squared distance per row of the chunk.
-    pub min_sq_dist: &'a DeviceBuffer<f32>,
-    /// One weight per row of the chunk, when the rows are weighted.
-    pub weights: Option<&'a DeviceBuffer<f32>>,
-    /// The K x D centroids the rows were assigned to.
-    pub old_centroids: &'a DeviceBuffer<f32>,
-}
-
-/// Output buffers of [`accumulate_cluster_partials`]: per block of `block_rows` rows,
-/// numbered from the chunk's `block_offset`.
-pub(crate) struct ClusterPartials<'a> {
-    /// Rows per block.
-    pub block_rows: usize,
-    /// The chunk's first global block.
-    pub block_offset: usize,
-    /// [block][cluster][feature] sums of x − old centroid.
-    pub sums: &'a DeviceBuffer<f32>,
-    /// [block][cluster] member counts.
-    pub counts: &'a DeviceBuffer<u32>,
-    /// [block][cluster][2]: sums of weighted squared distances and of weights.
-    pub sq_dist: &'a DeviceBuffer<f32>,
-}
 
 /// Flat textures of a chunk's rows and of the centroids, for the texture variant
 /// (CPU-like adapters): the caller's mirror of the rows (see
@@ -127,12 +97,16 @@ impl Slicing {
 }
 
 /// Records the per-block cluster statistics of `chunk`, each row weighted by its weight when
-/// the rows are weighted. On CPU-like adapters, with the flat textures given and D a multiple
-/// of 4, the rows are grouped by label and each segment summed in registers
-/// ([`UpdatePath::Segments`], K <= `SEGMENT_CLUSTERS`) or the sliced walk reads the textures;
-/// otherwise the sliced walk reads the storage buffers. Every path gives the same bits, as
-/// does the fused assignment and update that K-Means runs instead on GPUs with few clusters
-/// and features ([`assign::fused`](crate::kernels::assign::fused)).
+/// the rows are weighted, into blocks of the chunk that the caller has cleared. GPUs sort
+/// the rows by label and sum each cluster's run in pieces ([`sorted`], with the scratch kept
+/// in `sort`; where it fits the adapter). On CPU-like adapters, with the flat
+/// textures given and D a multiple of 4, the rows are grouped by label and each segment
+/// summed in registers ([`UpdatePath::Segments`], K <= `SEGMENT_CLUSTERS`) or the sliced walk
+/// reads the textures; otherwise the sliced walk reads the storage buffers. The sliced and
+/// segment paths give the same bits, as does the fused assignment and update that K-Means
+/// runs instead on GPUs with few clusters and features
+/// ([`assign::fused`](crate::kernels::assign::fused)); the sorted path sums in its own fixed
+/// order (the same bits for the same labels), within f32 rounding of the others.
 pub(crate) fn accumulate_cluster_partials(
     gpu: &Gpu,
     batch: &mut Batch<'_>,
@@ -140,8 +114,15 @@ pub(crate) fn accumulate_cluster_partials(
     rows: &Assigned<'_>,
     out: &ClusterPartials<'_>,
     textures: Option<&UpdateTextures<'_>>,
+    sort: &SortCache,
 ) -> Result<()> {
     let (d, k) = (rows.d, rows.k);
+    let n_blocks = chunk.n_rows.div_ceil(out.block_rows);
+    let shape = SortShape::for_shape(chunk.n_rows, d, k, n_blocks);
+    if sorts(gpu) && sorted::fits(gpu, chunk.n_rows, d, k, shape) {
+        let scratch = sort.get(gpu, chunk.n_rows, k, shape);
+        return sorted::record_sorted(gpu, batch, chunk, rows, out, shape, &scratch);
+    }
     let texels = textures.filter(|t| {
         d.is_multiple_of(4)
             && cpu_like(gpu)
@@ -183,8 +164,36 @@ pub(crate) enum UpdatePath {
     Segments,
 }
 
+#[cfg(test)]
+thread_local! {
+    /// The tests' choice between the sorted update and the others on this thread.
+    static SORTED: std::cell::Cell<Option<bool>> = const { std::cell::Cell::new(None) };
+}
+
+/// Runs `f` with the sorted update taken (where it fits) or not, whatever the design, on this
+/// thread (the tests compare whole fits each way).
+#[cfg(test)]
+pub(crate) fn with_sorted<R>(sorted: bool, f: impl FnOnce() -> R) -> R {
+    let was = SORTED.replace(Some(sorted));
+    let out = f();
+    SORTED.set(was);
+    out
+}
+
+/// Whether the update takes the sorted path ([`sorted`], where it fits the shape): in the
+/// GPU design, or as a test forces it (`with_sorted`). The K-Means workspace budgets the
+/// sort's scratch where it does.
+pub(crate) fn sorts(gpu: &Gpu) -> bool {
+    #[cfg(test)]
+    if let Some(forced) = SORTED.get() {
+        return forced;
+    }
+    !cpu_like(gpu)
+}
+
 /// [`accumulate_cluster_partials`] by `path` (the textures required by
-/// [`UpdatePath::Segments`]): the tests run each.
+/// [`UpdatePath::Segments`]) on every adapter: the tests run each (and the sorted update
+/// through [`sorted::record_sorted`]).
 pub(crate) fn accumulate_cluster_partials_at(
     gpu: &Gpu,
     batch: &mut Batch<'_>,

@@ -189,6 +189,12 @@ fn every_kernel() -> Vec<(&'static EntryPoint, Vec<(&'static str, u32)>)> {
                         all.push((entry, vec![(*name, blocks)]));
                     }
                 }
+                [name] if *name == kernels::assign::stream::STREAM_K => {
+                    // Every K the small-K assignment takes.
+                    for k in 1..=kernels::assign::SMALL_K as u32 {
+                        all.push((entry, vec![(*name, k)]));
+                    }
+                }
                 [name] if *name == kernels::centroids::update::SEGMENT_WEIGHTED => {
                     for weighted in [0, 1] {
                         all.push((entry, vec![(*name, weighted)]));

@@ -211,7 +211,7 @@ fn trial_clock(gpu: &Gpu) {
 
 #[test]
 fn gpus_time_the_tile_shapes_of_the_gemm_assignment() {
-    // The GPU design (forced here) times the coalesced rows and each tile of the GEMM form for
+    // The GPU design (forced here) times the streamed rows and each tile of the GEMM form for
     // K ≤ 16 and the tiles alone past it, and keeps the choice; the labels are the same bits
     // whichever wins (tests/variants.rs).
     let gpu = gpu();
@@ -222,7 +222,7 @@ fn gpus_time_the_tile_shapes_of_the_gemm_assignment() {
         ),
         (
             9,
-            "assign [assign_rows|assign_tiled 128x128|assign_tiled 64x64|assign_tiled 128x32]",
+            "assign [assign_stream|assign_tiled 128x128|assign_tiled 64x64|assign_tiled 128x32]",
         ),
     ] {
         let (n, d) = (700, 12);

@@ -23,6 +23,13 @@ fn assignment_variants_give_identical_bits() {
         (200, 1, 20, 6),
         (130, 257, 40, 7),
         (90, 16, 1, 8),
+        // Few centroids at Fashion-MNIST's width: the streamed pieces, the last one partial
+        // (and D not a multiple of 4: scalar loads).
+        (150, 785, 10, 10),
+        (70, 784, 3, 11),
+        // Thousands of rows at every small K's edge: many workgroups, the last one partial.
+        (4001, 36, 16, 12),
+        (3000, 100, 2, 13),
         // K (D + 2) past llvmpipe's loop budget: the exact recheck runs in centroid runs.
         (120, 784, 100, 9),
     ] {
