@@ -37,6 +37,10 @@ const SEGMENT_WEIGHTED: &str = "SEGMENT_WEIGHTED";
 /// Blocks of 8 candidates per pass of the texture assignment, 1 or 2
 /// (src/kernels/assign/texture.rs).
 const TEXTURE_BLOCKS: &str = "TEXTURE_BLOCKS";
+/// Invocations along the components of the tiled diagonal E-step's and moments' tiles, 4, 8
+/// or 16 (src/kernels/mixture/estep_tiled.rs and mstep.rs pick them from K and D).
+const ET_LANES_C: &str = "ET_LANES_C";
+const MOMENTS_LANES_C: &str = "MOMENTS_LANES_C";
 
 /// Whether the workgroup size of an entry point with these overrides is the host's choice.
 fn host_sized(overrides: &[String]) -> bool {
@@ -104,6 +108,7 @@ fn host_values(reflection: &reflect::Reflection, name: &str) -> Vec<u32> {
         NORMALIZE_K => return (1..=constant(reflection, "NORMALIZE_MAX_K")).collect(),
         SEGMENT_WEIGHTED => return vec![0, 1],
         TEXTURE_BLOCKS => return vec![1, 2],
+        ET_LANES_C | MOMENTS_LANES_C => return vec![4, 8, 16],
         KNN_K => {
             let max = constant(reflection, "KNN_UNIFORM_MAX_K");
             return vec![1, 2, 10, max];
@@ -194,6 +199,8 @@ fn only_sizes_the_host_chooses_are_overrides() {
                         || name == NORMALIZE_K
                         || name == SEGMENT_WEIGHTED
                         || name == TEXTURE_BLOCKS
+                        || name == ET_LANES_C
+                        || name == MOMENTS_LANES_C
                         || GEMM_OVERRIDES.contains(&name.as_str()),
                     "{shown}: `{name}` is an override the host never sets; make it a const"
                 );
