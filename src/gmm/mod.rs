@@ -91,6 +91,8 @@
 //! - `model`: the fitted [`GaussianMixtureModel`]; `stats`: [`GmmStats`], which merge;
 //!   [`math`]: the host algebra (precision factors, parameter counts, sampling).
 
+#[cfg(test)]
+mod design_tests;
 mod em;
 mod fit;
 pub mod math;

@@ -280,6 +280,14 @@ impl<'a> Workspace<'a> {
         self.resp.len() >= self.active
     }
 
+    /// Bytes of responsibilities on the device (one window for fits, N x K for evaluation)
+    /// and the segments a pass makes them in: what the tests hold against the window.
+    #[cfg(test)]
+    pub(super) fn responsibility_footprint(&self) -> (u64, usize) {
+        let bytes = self.resp.iter().map(|b| b.len() as u64 * 4).sum();
+        (bytes, self.active)
+    }
+
     /// Runs the next passes over `piece` (one chunk of at most the rows this workspace was
     /// made for, as [`DeviceRows`](crate::gpu::stream::DeviceRows) hands them out, or all the
     /// resident rows it was made for): the segments, blocks and per-row outputs of its rows
