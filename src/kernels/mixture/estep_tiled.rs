@@ -37,7 +37,7 @@ const _: () = assert!(
 );
 
 /// The override that sets the invocations along the components.
-const ET_LANES_C: &str = "ET_LANES_C";
+pub(crate) const ET_LANES_C: &str = "ET_LANES_C";
 
 /// `ET_LANES_C` for K components: the narrowest component tile (16, 32 or 64 wide) that
 /// holds them all, else 64 (the tallest row tiles for small K, so few lanes idle). Every
