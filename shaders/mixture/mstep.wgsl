@@ -6,20 +6,21 @@
 // folds the blocks with reduce.wgsl and finishes in f64), with rᵢₖ the responsibilities and
 // sₖ a per-component shift (K x D):
 //
-//   weighted_deviation_sums  [block][k][0..D]: Σᵢ rᵢₖ (xᵢⱼ − sₖⱼ)^power   (power 1 or 2)
-//                            [block][k][D]   : Σᵢ rᵢₖ
+//   weighted_moments_tiled   [block][k][0..D]      : Σᵢ rᵢₖ (xᵢⱼ − sₖⱼ)
+//                            [block][k][D]         : Σᵢ rᵢₖ
+//                            [block][k][D + 1 + j] : Σᵢ rᵢₖ (xᵢⱼ − sₖⱼ)²
 //   weighted_scatter         [block][k][i][j]: Σᵢ rᵢₖ (xᵢ − sₖ)ᵢ (xᵢ − sₖ)ⱼ  for j ≥ i
 //                            (entries j < i are never written: the host mirrors them)
 //
-// With sₖ = the previous means, power 1 gives Nₖ(μₖ − sₖ) (new means without large
-// magnitudes in the f32 sums); with sₖ = the new means, power 2 gives the Diag/Spherical
-// variances and weighted_scatter the Full/Tied covariances, both centred: never
-// E[x xᵀ] − μ μᵀ. In weighted_deviation_sums and weighted_scatter one invocation owns one
-// output of one block and walks the block's rows in order (deterministic sums; neighbouring
-// invocations share the row and read neighbouring features). For D ≥ 24 the host uses
-// weighted_scatter_tiled instead (below), the same sums as a GEMM on the tile core. On CPU-like
-// adapters the autotuner may pick the *_uniform twins (at the end), the same sums bit for bit
-// with the rows read from uniform slices.
+// With sₖ = the previous means, the first moments give Nₖ(μₖ − sₖ) (new means without large
+// magnitudes in the f32 sums); with sₖ = the new means, the second moments give the
+// Diag/Spherical variances and weighted_scatter the Full/Tied covariances, both centred:
+// never E[x xᵀ] − μ μᵀ. In weighted_scatter one invocation owns one output of one block and
+// walks the block's rows in order (deterministic sums; neighbouring invocations share the
+// row and read neighbouring features). For D ≥ 24 the host uses weighted_scatter_tiled
+// instead (below), the same sums as a GEMM on the tile core. On CPU-like adapters the
+// autotuner may pick the *_uniform twins (at the end), the same sums bit for bit with the
+// rows read from uniform slices.
 //
 // @trusted: blocks, components, outputs and rows below the dispatch's counts, guarded before
 //   every access
@@ -38,8 +39,7 @@ struct MstepParams {
     block_rows: u32,
     block_offset: u32, // global index of the segment's first block
     n_blocks: u32,     // blocks in this segment
-    n_outputs: u32,    // outputs per block: K (D + 1) or K D²
-    power: u32,        // weighted_deviation_sums: 1 or 2
+    n_outputs: u32,    // outputs per block: K (2D + 1), K D² or K (D + 1)²
     grid_x: u32,
     augmented: u32,    // the scatters: 1 for the augmented row (x − s, 1), else 0
     slice_first: u32,  // *_uniform: the slice's first row (in the segment)
@@ -60,80 +60,158 @@ fn output_of(lid: u32, wid: vec3<u32>) -> vec2<u32> {
     return vec2<u32>(flat / params.n_outputs, flat % params.n_outputs);
 }
 
-@compute @workgroup_size(ROW_WG_SIZE)
-fn weighted_deviation_sums(
+// weighted_moments_tiled: n_outputs = K (2D + 1) per block, [k][0..D] Σ r (x − s),
+// [k][D] Σ r, [k][D + 1 + j] Σ r (x − s)ⱼ², as an outer product with the block's rows as the
+// depth. A workgroup owns one block and a tile of MOMENTS_LANES_C·4 components by
+// (256 / MOMENTS_LANES_C)·4 features; its invocations own 4 components x 4 features each
+// (accumulators, shifts: named vec4s in registers). Per stage MOMENTS_STAGE rows of r (the
+// tile's components) and x (its features) are loaded coalesced into workgroup memory, then
+// every invocation takes them row by row: one vec4 of r and one of x feed 16 outputs'
+// sub, fma, mul, fma. Each output is one chain over the block's rows in order from +0.0,
+// acc1 = fma(r, v, acc1), acc2 = fma(r·v, v, acc2), Σ r = Σ r + r, v = x − s: the chains of
+// the uniform twin, so the two give the same bits. X is read once per component tile (once
+// for K <= 64) and r once per feature tile, instead of once per output.
+const MOMENTS_WG: u32 = 256u;
+const MOMENTS_STAGE: u32 = 8u;      // rows per stage
+const MOMENTS_MAX_COMPS: u32 = 64u; // the widest component tile (16 lanes x 4)
+const MOMENTS_MAX_QUADS: u32 = 64u; // the widest feature tile in vec4s (64 lanes x 4 features)
+// Invocations along the tile's components: 4, 8 or 16 (then 64, 32 or 16 along its features).
+override MOMENTS_LANES_C: u32 = 16u;
+
+var<workgroup> moments_r: array<vec4<f32>, MOMENTS_STAGE * MOMENTS_MAX_COMPS / 4u>;
+var<workgroup> moments_x: array<vec4<f32>, MOMENTS_STAGE * MOMENTS_MAX_QUADS>;
+
+// Value `e` (0 .. 4 MOMENTS_STAGE·quads) of a stage laid out [row][quad] as vec4s.
+fn moments_put_r(e: u32, quads: u32, v: f32) {
+    moments_r[e / (4u * quads) * (MOMENTS_MAX_COMPS / 4u) + e % (4u * quads) / 4u][e % 4u] = v;
+}
+
+fn moments_put_x(e: u32, quads: u32, v: f32) {
+    moments_x[e / (4u * quads) * MOMENTS_MAX_QUADS + e % (4u * quads) / 4u][e % 4u] = v;
+}
+
+@compute @workgroup_size(MOMENTS_WG)
+fn weighted_moments_tiled(
     @builtin(local_invocation_index) lid: u32,
     @builtin(workgroup_id) wid: vec3<u32>,
 ) {
     let p = params;
-    let at = output_of(lid, wid);
-    let block = at.x;
-    if block >= p.n_blocks {
-        return;
-    }
-    let comp = at.y / (p.d + 1u);
-    let j = at.y % (p.d + 1u);
+    let lanes_f = MOMENTS_WG / MOMENTS_LANES_C;
+    let c_quads = MOMENTS_LANES_C;          // vec4s of components in a tile
+    let tile_c = 4u * MOMENTS_LANES_C;
+    let tile_f = 4u * lanes_f;
+    let n_ct = (p.k + tile_c - 1u) / tile_c;
+    let n_ft = (p.d + tile_f - 1u) / tile_f;
+    let g = workgroup_index(wid, p.grid_x);
+    let valid = g < p.n_blocks * n_ct * n_ft;
+    let block = g / max(n_ct * n_ft, 1u);
+    let c_base = (g / n_ft) % n_ct * tile_c;
+    let f_base = g % n_ft * tile_f;
     let first = block * p.block_rows;
-    let last = min(first + p.block_rows, p.n_rows);
-    var acc = 0.0;
-    if j == p.d {
-        for (var row = first; row < last; row++) {
-            acc += resp[row * p.k + comp];
-        }
-    } else {
-        let s = shift[comp * p.d + j];
-        for (var row = first; row < last; row++) {
-            let r = resp[row * p.k + comp];
-            let v = x[p.x_offset + row * p.d + j] - s;
-            if p.power == 2u {
-                acc = fma(r * v, v, acc);
-            } else {
-                acc = fma(r, v, acc);
+    var last = first;
+    if valid {
+        last = min(first + p.block_rows, p.n_rows);
+    }
+    // This invocation's components c0 .. c0 + 3 and features f0 .. f0 + 3.
+    let cl = lid / lanes_f;
+    let fl = lid % lanes_f;
+    let c0 = c_base + 4u * cl;
+    let f0 = f_base + 4u * fl;
+    // Shifts (zero past K or D: those outputs are never written).
+    var sh: array<vec4<f32>, 4>;
+    for (var i = 0u; i < 4u; i++) {
+        for (var t = 0u; t < 4u; t++) {
+            if valid && c0 + i < p.k && f0 + t < p.d {
+                sh[i][t] = shift[(c0 + i) * p.d + f0 + t];
             }
         }
     }
-    partials[(p.block_offset + block) * p.n_outputs + at.y] = acc;
-}
-
-// n_outputs = K (2D + 1); the invocations cover K (D + 1) outputs per block: (k, j < D)
-// writes both moments of feature j from one read of each value, (k, D) writes Σ r.
-@compute @workgroup_size(ROW_WG_SIZE)
-fn weighted_moments_diag(
-    @builtin(local_invocation_index) lid: u32,
-    @builtin(workgroup_id) wid: vec3<u32>,
-) {
-    let p = params;
-    let per = 2u * p.d + 1u;
-    let flat = invocation_index(wid, params.grid_x, ROW_WG_SIZE, lid);
-    let walkers = p.k * (p.d + 1u);
-    let block = flat / walkers;
-    if block >= p.n_blocks {
-        return;
-    }
-    let comp = (flat % walkers) / (p.d + 1u);
-    let j = flat % (p.d + 1u);
-    let first = block * p.block_rows;
-    let last = min(first + p.block_rows, p.n_rows);
-    let out = (p.block_offset + block) * p.n_outputs + comp * per;
-    if j == p.d {
-        var acc = 0.0;
-        for (var row = first; row < last; row++) {
-            acc += resp[row * p.k + comp];
+    let s0 = sh[0];
+    let s1 = sh[1];
+    let s2 = sh[2];
+    let s3 = sh[3];
+    var a0 = vec4<f32>();
+    var a1 = vec4<f32>();
+    var a2 = vec4<f32>();
+    var a3 = vec4<f32>();
+    var b0 = vec4<f32>();
+    var b1 = vec4<f32>();
+    var b2 = vec4<f32>();
+    var b3 = vec4<f32>();
+    var total = vec4<f32>();
+    let busy = c0 < p.k && f0 < p.d;
+    // Stages of MOMENTS_STAGE rows; the count depends only on the workgroup (uniform
+    // barriers), rows past the block's end are not taken.
+    let n_stages = (last - first + MOMENTS_STAGE - 1u) / MOMENTS_STAGE;
+    for (var s = 0u; s < n_stages; s++) {
+        let r0 = first + s * MOMENTS_STAGE;
+        workgroupBarrier();
+        // Coalesced: consecutive invocations load consecutive components / features of a row.
+        for (var e = lid; e < MOMENTS_STAGE * tile_c; e += MOMENTS_WG) {
+            let row = r0 + e / tile_c;
+            let c = c_base + e % tile_c;
+            var v = 0.0;
+            if row < last && c < p.k {
+                v = resp[row * p.k + c];
+            }
+            moments_put_r(e, c_quads, v);
         }
-        partials[out + p.d] = acc;
+        for (var e = lid; e < MOMENTS_STAGE * tile_f; e += MOMENTS_WG) {
+            let row = r0 + e / tile_f;
+            let j = f_base + e % tile_f;
+            var v = 0.0;
+            if row < last && j < p.d {
+                v = x[p.x_offset + row * p.d + j];
+            }
+            moments_put_x(e, lanes_f, v);
+        }
+        workgroupBarrier();
+        let rows = min(MOMENTS_STAGE, last - r0);
+        if busy {
+            for (var i = 0u; i < rows; i++) {
+                let r = moments_r[i * (MOMENTS_MAX_COMPS / 4u) + cl];
+                let xv = moments_x[i * MOMENTS_MAX_QUADS + fl];
+                total += r;
+                let v0 = xv - s0;
+                let v1 = xv - s1;
+                let v2 = xv - s2;
+                let v3 = xv - s3;
+                let r0v = vec4<f32>(r.x);
+                let r1v = vec4<f32>(r.y);
+                let r2v = vec4<f32>(r.z);
+                let r3v = vec4<f32>(r.w);
+                a0 = fma(r0v, v0, a0);
+                a1 = fma(r1v, v1, a1);
+                a2 = fma(r2v, v2, a2);
+                a3 = fma(r3v, v3, a3);
+                b0 = fma(r0v * v0, v0, b0);
+                b1 = fma(r1v * v1, v1, b1);
+                b2 = fma(r2v * v2, v2, b2);
+                b3 = fma(r3v * v3, v3, b3);
+            }
+        }
+    }
+    if !valid || !busy {
         return;
     }
-    let s = shift[comp * p.d + j];
-    var acc1 = 0.0;
-    var acc2 = 0.0;
-    for (var row = first; row < last; row++) {
-        let r = resp[row * p.k + comp];
-        let v = x[p.x_offset + row * p.d + j] - s;
-        acc1 = fma(r, v, acc1);
-        acc2 = fma(r * v, v, acc2);
+    let a = array<vec4<f32>, 4>(a0, a1, a2, a3);
+    let b = array<vec4<f32>, 4>(b0, b1, b2, b3);
+    let per = 2u * p.d + 1u;
+    for (var i = 0u; i < 4u; i++) {
+        if c0 + i < p.k {
+            let out = (p.block_offset + block) * p.n_outputs + (c0 + i) * per;
+            for (var t = 0u; t < 4u; t++) {
+                if f0 + t < p.d {
+                    partials[out + f0 + t] = a[i][t];
+                    partials[out + p.d + 1u + f0 + t] = b[i][t];
+                }
+            }
+            // Σ r once per component: by the invocations of the first features.
+            if f0 == 0u {
+                partials[out + p.d] = total[i];
+            }
+        }
     }
-    partials[out + j] = acc1;
-    partials[out + p.d + 1u + j] = acc2;
 }
 
 // The value of feature `col` of the (possibly augmented) deviation of x's value `base`
@@ -262,7 +340,7 @@ fn weighted_scatter_tiled(
     }
 }
 
-// The *_uniform twins of weighted_scatter(_tiled) and weighted_moments_diag: the same sums,
+// The *_uniform twins of weighted_scatter(_tiled) and weighted_moments_tiled: the same sums,
 // bit for bit, for adapters such as lavapipe that vectorise across invocations and charge
 // about a dozen FMAs for a storage load (a loop over the lanes with bounds checks) but little
 // for a uniform-buffer load. The host copies slices of whole rows of the segment,
@@ -401,7 +479,7 @@ fn weighted_scatter_uniform(
 // weighted_moments_diag_uniform: an invocation owns one block, one component and
 // UNIFORM_COLS features j0 .. j0 + UNIFORM_COLS. Per data row it reads its r and meets the
 // features (five vec4s): acc1 = fma(r, v, acc1) and acc2 = fma(r·v, v, acc2) with v = x − s, as
-// weighted_moments_diag; the workgroups of the first features also take Σ r (acc += r).
+// weighted_moments_tiled; the workgroups of the first features also take Σ r (acc += r).
 @compute @workgroup_size(MOMENTS_UNIFORM_WG_SIZE)
 fn weighted_moments_diag_uniform(
     @builtin(local_invocation_index) lid: u32,

@@ -225,12 +225,21 @@ fn first_rows(x: &Matrix<'_>, k: usize) -> Result<Vec<f32>> {
 fn gmm_start(x: &Matrix<'_>, k: usize, cov: CovarianceType) -> Result<GmmInit> {
     let (n, d) = (x.n_rows(), x.n_features());
     let means: Vec<f64> = first_rows(x, k)?.into_iter().map(f64::from).collect();
-    let mut var = 0.0;
-    for j in 0..d {
-        let col = (0..n).map(|i| x.row(i)[j] as f64);
-        let mean = col.clone().sum::<f64>() / n as f64;
-        var += col.map(|v| (v - mean) * (v - mean)).sum::<f64>() / n as f64;
+    // Σⱼ Var(xⱼ), with every column's sums about its first value (no cancellation for data
+    // far from the origin) in one pass over the rows in memory order: a column-by-column walk
+    // reads each 20M x 64 row 128 times, seconds of host time inside every timed fit.
+    let first = x.row(0);
+    let (mut sum, mut sq) = (vec![0.0f64; d], vec![0.0f64; d]);
+    for i in 0..n {
+        for (j, &v) in x.row(i).iter().enumerate() {
+            let u = v as f64 - first[j] as f64;
+            sum[j] += u;
+            sq[j] += u * u;
+        }
     }
+    let var: f64 = (0..d)
+        .map(|j| (sq[j] - sum[j] * sum[j] / n as f64).max(0.0) / n as f64)
+        .sum();
     let p = 1.0 / (var / d as f64).max(1e-6);
     let precisions = match cov {
         CovarianceType::Full => (0..k * d * d)

@@ -6,6 +6,7 @@
 //! the streamed rows, and the model is built here from what it returns.
 
 use super::em::{fit_restarts, Best, Settings};
+use super::passes::Fill;
 use super::remote::{Driven, RemoteGaussianMixture};
 use super::stream::{device_rows, Streamed};
 use super::workspace::Workspace;
@@ -359,8 +360,7 @@ pub fn estimate_gaussian_parameters(
     check_responsibilities(resp, n, k)?;
     let xg = x.on_gpu(gpu)?;
     let ws = Workspace::new(gpu, &xg, k, covariance_type, true)?;
-    ws.upload_responsibilities(resp);
-    let p = ws.mstep(None, reg_covar)?;
+    let (p, _) = ws.mstep(&Fill::Host(resp), reg_covar)?;
     Ok(GaussianParameters {
         weights: p.weights,
         means: p.means,

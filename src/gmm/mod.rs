@@ -79,6 +79,10 @@
 //! - `workspace`: the device buffers and passes;
 //! - `moments`: the M-step of resident rows from the moments one pass gives (one
 //!   host↔device round trip per EM iteration);
+//! - `passes`: one pass over the rows on the device, the responsibilities made segment by
+//!   segment in a bounded window (never N x K) and the M-step sums taken from them;
+//! - `window`: a fit's device memory as a formula, the window's and the blocks' sizes, and
+//!   the split of the augmented scatter on GPUs;
 //! - `seeding`: the K-Means, k-means++, random and given starts, resident or streamed;
 //! - `em`: the loop and the restarts, a leaf that imports nothing else from this folder;
 //! - `stream`: EM over rows streamed from a [`RowSource`](crate::RowSource);
@@ -87,16 +91,20 @@
 //! - `model`: the fitted [`GaussianMixtureModel`]; `stats`: [`GmmStats`], which merge;
 //!   [`math`]: the host algebra (precision factors, parameter counts, sampling).
 
+#[cfg(test)]
+mod design_tests;
 mod em;
 mod fit;
 pub mod math;
 mod model;
 mod moments;
 mod params;
+mod passes;
 mod remote;
 mod seeding;
 mod stats;
 mod stream;
+mod window;
 mod workspace;
 
 pub use fit::estimate_gaussian_parameters;

@@ -24,15 +24,17 @@
 //! little from one iteration to the next, large when a mean moves far compared to its
 //! component's spread (early iterations, a component that collapses). Where that factor
 //! exceeds [`MAX_CANCELLATION`] for any component and feature, the scatter about the new
-//! means is taken on the device in a second pass, exactly as before (the responsibilities
-//! are still there); the decision depends only on the sums, so a fit stays bitwise
-//! repeatable.
+//! means is taken on the device in a second pass, which makes the same responsibilities
+//! again where the window did not hold them all (`passes`); the decision depends only on the
+//! sums, so a fit stays bitwise repeatable.
+
+use rand_chacha::ChaCha8Rng;
 
 use super::em::{check_lower_bound, EmData, Parameters};
+use super::passes::Fill;
 use super::stats::{full, parameters_from_sums, weights_of};
 use super::workspace::{sum_log_density, Workspace};
 use crate::error::Result;
-use crate::gpu::batch::Batch;
 use crate::kernels::mixture::mstep::Moment;
 use crate::kernels::primitives::rows;
 
@@ -55,14 +57,13 @@ pub(super) struct Moments {
 }
 
 impl Moments {
-    /// From the folded sums of [`Moment::First`] (K x (D + 1)).
-    pub(super) fn from_first(sums: &[f64], k: usize, d: usize, full: bool) -> Self {
+    /// The first moments alone (Rₖ, Fₖ) of the folded sums of [`Moment::DiagonalMoments`]
+    /// (K x (2D + 1)), for factors of either shape.
+    pub(super) fn first_of_diagonal(sums: &[f64], k: usize, d: usize, full: bool) -> Self {
         Self {
-            d,
-            full,
-            resp_sums: (0..k).map(|c| sums[c * (d + 1) + d]).collect(),
-            first: (0..k * d).map(|e| sums[e / d * (d + 1) + e % d]).collect(),
             second: None,
+            full,
+            ..Self::from_joint(sums, k, d, false)
         }
     }
 
@@ -155,57 +156,49 @@ impl Workspace<'_> {
         }
     }
 
-    /// One submission: the E-step for `p`, then Rₖ, Fₖ and Sₖ about p's means (module
-    /// docs). Returns the per-block sums of log p as they come back (a streamed fit adds
-    /// them up over the pieces) and the moments.
+    /// One pass: the E-step for `p`, then Rₖ, Fₖ and Sₖ about p's means (module docs).
+    /// Returns the per-block sums of log p as they come back (a streamed fit adds them up
+    /// over the pieces) and the moments.
     pub(super) fn estep_and_moments(&self, p: &Parameters) -> Result<(Vec<f32>, Moments)> {
-        let gpu = self.gpu;
         let (k, d, moment) = (self.k, self.d, self.joint_moment());
-        gpu.scoped("mixture E-step", || {
-            self.write_shift(&p.means);
-            let mut batch = Batch::new(gpu, "mixture E-step");
-            self.record_evaluation(&mut batch, p)?;
-            self.record_moment(&mut batch, moment)?;
-            let h_log = self.read_log_blocks(&mut batch);
-            let h_sums = self.read_totals(&mut batch, moment);
-            let back = batch.finish()?;
-            let sums: Vec<f64> = back.f32s(h_sums).iter().map(|&v| v as f64).collect();
-            let full = full(self.covariance_type);
-            Ok((back.f32s(h_log), Moments::from_joint(&sums, k, d, full)))
-        })
+        self.write_shift(&p.means);
+        self.write_parameters(p);
+        let out = self.pass(&Fill::EStep, Some(moment), true)?;
+        let sums: Vec<f64> = out.sums.iter().map(|&v| v as f64).collect();
+        let full = full(self.covariance_type);
+        Ok((out.log_blocks, Moments::from_joint(&sums, k, d, full)))
     }
 
-    /// Rₖ and Fₖ about `shift` for the responsibilities on the device.
-    pub(super) fn first_moments(&self, shift: &[f64]) -> Result<Moments> {
-        let gpu = self.gpu;
-        gpu.scoped("mixture first moments", || {
-            self.write_shift(shift);
-            let mut batch = Batch::new(gpu, "mixture first moments");
-            self.record_moment(&mut batch, Moment::First)?;
-            let h = self.read_totals(&mut batch, Moment::First);
-            let sums: Vec<f64> = batch.finish()?.f32s(h).iter().map(|&v| v as f64).collect();
-            let full = full(self.covariance_type);
-            Ok(Moments::from_first(&sums, self.k, self.d, full))
-        })
+    /// Rₖ and Fₖ about `shift` of the responsibilities `fill` gives, and a random fill's
+    /// generator after its draws.
+    pub(super) fn first_moments(
+        &self,
+        shift: &[f64],
+        fill: &Fill<'_>,
+    ) -> Result<(Moments, Option<ChaCha8Rng>)> {
+        self.write_shift(shift);
+        let out = self.pass(fill, Some(Moment::DiagonalMoments), true)?;
+        let sums: Vec<f64> = out.sums.iter().map(|&v| v as f64).collect();
+        let full = full(self.covariance_type);
+        let moments = Moments::first_of_diagonal(&sums, self.k, self.d, full);
+        Ok((moments, out.rng_after))
     }
 
-    /// The scatter about `centre` (K x D) taken on the device, in the layout of
-    /// [`Moments::about`]: K x D x D symmetric (Full, Tied) or K x D.
-    fn second_moments(&self, centre: &[f64]) -> Result<Vec<f64>> {
-        let (k, d, gpu) = (self.k, self.d, self.gpu);
+    /// The scatter about `centre` (K x D) taken on the device from the responsibilities of
+    /// `fill` (made again unless all are still there), in the layout of [`Moments::about`]:
+    /// K x D x D symmetric (Full, Tied) or K x D.
+    fn second_moments(&self, centre: &[f64], fill: &Fill<'_>) -> Result<Vec<f64>> {
+        let (k, d) = (self.k, self.d);
         let full = full(self.covariance_type);
         let moment = if full {
             Moment::Scatter
         } else {
-            Moment::SecondDiagonal
+            Moment::DiagonalMoments
         };
-        let sums = gpu.scoped("mixture second moments", || {
-            self.write_shift(centre);
-            let mut batch = Batch::new(gpu, "mixture second moments");
-            self.record_moment(&mut batch, moment)?;
-            let h = self.read_totals(&mut batch, moment);
-            Ok(batch.finish()?.f32s(h))
-        })?;
+        self.write_shift(centre);
+        let sums = self
+            .pass(fill, Some(moment), !self.responsibilities_kept())?
+            .sums;
         Ok(if full {
             // The kernel writes the upper triangle; mirror it.
             (0..k * d * d)
@@ -215,33 +208,36 @@ impl Workspace<'_> {
                 })
                 .collect()
         } else {
+            // The second moments of Σ r (x − s), Σ r, Σ r (x − s)².
             (0..k * d)
-                .map(|e| sums[e / d * (d + 1) + e % d] as f64)
+                .map(|e| sums[e / d * (2 * d + 1) + d + 1 + e % d] as f64)
                 .collect()
         })
     }
 
     /// The scatter about sₖ + δₖ, the centre: from `moments` where they allow it, else
-    /// from a second pass over the responsibilities still on the device (module docs).
+    /// from a second pass over the responsibilities of `fill` (module docs).
     pub(super) fn scatter_about(
         &self,
         moments: &Moments,
         delta: &[f64],
         centre: &[f64],
+        fill: &Fill<'_>,
     ) -> Result<Vec<f64>> {
         match moments.about(delta) {
             Some(s) => Ok(s),
-            None => self.second_moments(centre),
+            None => self.second_moments(centre, fill),
         }
     }
 
-    /// The M-step from moments about `shift`: weights and means on the host, the
-    /// covariances about the new means, then the precision factors.
+    /// The M-step from moments about `shift` of the responsibilities of `fill`: weights and
+    /// means on the host, the covariances about the new means, then the precision factors.
     pub(super) fn mstep_from(
         &self,
         moments: &Moments,
         shift: &[f64],
         reg_covar: f64,
+        fill: &Fill<'_>,
     ) -> Result<Parameters> {
         let d = self.d;
         let (nk, weights) = weights_of(&moments.resp_sums);
@@ -249,7 +245,7 @@ impl Workspace<'_> {
             .map(|e| moments.first[e] / nk[e / d])
             .collect();
         let means: Vec<f64> = shift.iter().zip(&delta).map(|(s, m)| s + m).collect();
-        let scatter = self.scatter_about(moments, &delta, &means)?;
+        let scatter = self.scatter_about(moments, &delta, &means, fill)?;
         let full = full(self.covariance_type);
         let at = |c: usize, i: usize, j: usize| {
             if full {
@@ -261,20 +257,20 @@ impl Workspace<'_> {
         parameters_from_sums(self.covariance_type, d, nk, weights, means, at, reg_covar)
     }
 
-    /// The M-step for the responsibilities on the device, shifting the first moments by
-    /// `shift` (K x D) or, without one, by the first row of the data for every component.
-    pub(super) fn mstep(&self, shift: Option<&[f64]>, reg_covar: f64) -> Result<Parameters> {
-        let shift = match shift {
-            Some(s) => s.to_vec(),
-            None => {
-                let row = rows::read_rows(self.gpu, &self.x, &[0])?;
-                (0..self.k)
-                    .flat_map(|_| row.iter().map(|&v| v as f64))
-                    .collect()
-            }
-        };
-        let first = self.first_moments(&shift)?;
-        self.mstep_from(&first, &shift, reg_covar)
+    /// The M-step for the responsibilities of `fill` (two passes: the first moments about
+    /// the first row of the data for every component, then the scatter about the new
+    /// means), and a random fill's generator after its draws.
+    pub(super) fn mstep(
+        &self,
+        fill: &Fill<'_>,
+        reg_covar: f64,
+    ) -> Result<(Parameters, Option<ChaCha8Rng>)> {
+        let row = rows::read_rows(self.gpu, &self.x, &[0])?;
+        let shift: Vec<f64> = (0..self.k)
+            .flat_map(|_| row.iter().map(|&v| v as f64))
+            .collect();
+        let (first, rng) = self.first_moments(&shift, fill)?;
+        Ok((self.mstep_from(&first, &shift, reg_covar, fill)?, rng))
     }
 }
 
@@ -283,7 +279,8 @@ impl EmData for Workspace<'_> {
         let (blocks, moments) = self.estep_and_moments(p)?;
         let lower_bound = sum_log_density(&blocks) / self.weight_total();
         check_lower_bound(lower_bound)?;
-        Ok((lower_bound, self.mstep_from(&moments, &p.means, reg_covar)?))
+        let next = self.mstep_from(&moments, &p.means, reg_covar, &Fill::EStep)?;
+        Ok((lower_bound, next))
     }
 
     fn labels(&mut self, p: &Parameters) -> Result<Vec<u32>> {
@@ -359,7 +356,7 @@ mod tests {
             let delta: Vec<f64> = m.first.iter().map(|f| f / m.resp_sums[0]).collect();
             assert!(m.about(&delta).is_none(), "{full}");
             // First moments alone have no scatter to move.
-            let first = Moments::from_first(&[1.0, 2.0, 3.0, 4.0], 1, d, full);
+            let first = Moments::first_of_diagonal(&[1.0; 7], 1, d, full);
             assert!(first.about(&[0.0; 3]).is_none());
         }
     }

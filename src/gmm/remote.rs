@@ -28,12 +28,15 @@
 //! round like the iterations'. Weights, means or precisions given on their own
 //! (`InitOverrides`) then replace those of the start, as in every fit (module `seeding`).
 
+use std::borrow::Cow;
+
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use super::em::{check_lower_bound, EmData, Parameters};
 use super::math::covariance_len;
-use super::seeding::{given_parameters, override_start, random_responsibilities};
+use super::passes::Fill;
+use super::seeding::{given_parameters, override_start};
 use super::stats::GmmStats;
 use super::stream::piece_stats;
 use super::workspace::{sum_log_density, Workspace};
@@ -230,7 +233,8 @@ impl<'g> GmmPartition<'g> {
                 let ws = self.workspace(k, t)?;
                 let empty = GmmStats::empty(t, d, &p);
                 let (blocks, moments) = ws.estep_and_moments(&p)?;
-                let stats = piece_stats(ws, &empty, &moments, sum_log_density(&blocks))?;
+                let log_likelihood = sum_log_density(&blocks);
+                let stats = piece_stats(ws, &empty, &moments, log_likelihood, &Fill::EStep)?;
                 Ok(GmmReply::Stats(stats))
             }
             GmmRequest::Start {
@@ -251,24 +255,25 @@ impl<'g> GmmPartition<'g> {
                 }
                 let gpu = self.gpu;
                 let ws = self.workspace(k, *covariance_type)?;
-                match start {
+                let fill = match start {
                     GmmStart::Nearest { centroids } => {
                         let model = KMeansModel::from_centroids(centroids.clone(), d)?;
-                        ws.responsibilities_from_labels(&model.predict(gpu, &ws.x)?)?;
+                        Fill::Labels(Cow::Owned(model.predict(gpu, &ws.x)?))
                     }
                     GmmStart::Random {
                         seed, partition, ..
                     } => {
                         let mut rng = ChaCha8Rng::seed_from_u64(*seed);
                         rng.set_stream(*partition as u64);
-                        random_responsibilities(ws, &mut rng);
+                        Fill::Random(Box::new(rng))
                     }
-                }
-                ws.weigh_initial()?;
-                let first = ws.first_moments(shift)?;
+                };
+                let (first, _) = ws.first_moments(shift, &fill)?;
                 let about =
                     GmmStats::about(*covariance_type, d, shift.clone(), Vec::new(), Vec::new());
-                Ok(GmmReply::Stats(piece_stats(ws, &about, &first, 0.0)?))
+                Ok(GmmReply::Stats(piece_stats(
+                    ws, &about, &first, 0.0, &fill,
+                )?))
             }
             GmmRequest::Labels { parameters } => {
                 let k = parameters.check(d)?;

@@ -5,20 +5,23 @@
 //!
 //! **Rows on the device**: K-Means runs [`KMeans::fit`] on them, drawing from the mixture's
 //! own generator (so a mixture seeded s starts from the labels of `KMeans::new(k).seed(s)`,
-//! as scikit-learn's does), k-means++ seeds on all of them; the one-hot or random responsibilities go up and one M-step about the first row gives
-//! the start. **Streamed rows**: `Given` and `Random` start exactly where the resident fit
-//! starts (up to rounding in the first M-step); `KMeans` runs [`KMeans::fit_source`] on the
-//! same generator (its k-means++ seeds come from a sample when it streams too, so the start can
-//! differ from a resident fit's); `KMeansPlusPlus` seeds on a uniform sample of
+//! as scikit-learn's does), k-means++ seeds on all of them; the one-hot or random
+//! responsibilities are made in the window segment by segment (`passes`), and one M-step
+//! about the first row gives the start. **Streamed rows**: `Given` and `Random` start
+//! exactly where the resident fit starts (up to rounding in the first M-step); `KMeans` runs
+//! [`KMeans::fit_source`] on the same generator (its k-means++ seeds come from a sample when
+//! it streams too, so the start can differ from a resident fit's); `KMeansPlusPlus` seeds on a uniform sample of
 //! `max(10 000, 256·K)` rows (at most a piece) and labels every row by its nearest seed in a
 //! pass. The initial M-step is then a pass like the iterations'.
 
-use rand::Rng;
+use std::borrow::Cow;
+
 use rand_chacha::ChaCha8Rng;
 
 use super::em::Parameters;
 use super::math::{covariances_from_precisions, precision_cholesky_quoting};
-use super::stream::Streamed;
+use super::passes::Fill;
+use super::stream::{StreamFill, Streamed};
 use super::workspace::Workspace;
 use super::{GaussianMixture, GmmInit, InitialParameters};
 use crate::data::Matrix;
@@ -35,22 +38,25 @@ pub(super) fn resident_start(
     rng: &mut ChaCha8Rng,
 ) -> Result<Parameters> {
     let (k, d) = (ws.k, ws.d);
-    match &params.init {
+    let fill = match &params.init {
         GmmInit::KMeans => {
             let km = KMeans::new(k).n_init(1);
             let km = km.fit_continuing(ws.gpu, &ws.x, ws.host_weights(), rng)?;
-            ws.responsibilities_from_labels(km.labels())?;
+            Fill::Labels(Cow::Owned(km.labels().to_vec()))
         }
         GmmInit::KMeansPlusPlus => {
             let seeds = weighted_plus_plus_seeds(ws.gpu, &ws.x, k, ws.host_weights(), rng)?;
             let labels = KMeansModel::from_centroids(seeds, d)?.predict(ws.gpu, &ws.x)?;
-            ws.responsibilities_from_labels(&labels)?;
+            Fill::Labels(Cow::Owned(labels))
         }
-        GmmInit::Random => random_responsibilities(ws, rng),
+        GmmInit::Random => Fill::Random(Box::new(rng.clone())),
         GmmInit::Given(g) => return override_start(params, given_parameters(g, params, d)?, d),
+    };
+    let (start, drawn) = ws.mstep(&fill, params.reg_covar)?;
+    if let Some(after) = drawn {
+        *rng = after;
     }
-    ws.weigh_initial()?;
-    override_start(params, ws.mstep(None, params.reg_covar)?, d)
+    override_start(params, start, d)
 }
 
 /// The start of one restart on streamed rows, with the given parts in place.
@@ -66,22 +72,13 @@ pub(super) fn streamed_start<S: RowSource + ?Sized>(
             let km = KMeans::new(k).n_init(1);
             let km =
                 km.fit_source_continuing(data.gpu(), data.source(), data.host_weights(), rng)?;
-            let labels = km.labels();
-            data.responsibility_parameters(reg, |ws, first| {
-                ws.responsibilities_from_labels(&labels[first..first + ws.x.n_rows()])
-            })?
+            data.responsibility_parameters(reg, &mut StreamFill::Labels(km.labels()))?
         }
         GmmInit::KMeansPlusPlus => {
             let seeds = KMeansModel::from_centroids(sampled_seeds(data, k, rng)?, d)?;
-            let gpu = data.gpu();
-            data.responsibility_parameters(reg, |ws, _| {
-                ws.responsibilities_from_labels(&seeds.predict(gpu, &ws.x)?)
-            })?
+            data.responsibility_parameters(reg, &mut StreamFill::Nearest(&seeds))?
         }
-        GmmInit::Random => data.responsibility_parameters(reg, |ws, _| {
-            random_responsibilities(ws, rng);
-            Ok(())
-        })?,
+        GmmInit::Random => data.responsibility_parameters(reg, &mut StreamFill::Random(rng))?,
         GmmInit::Given(g) => given_parameters(g, params, d)?,
     };
     override_start(params, start, d)
@@ -101,27 +98,6 @@ fn sampled_seeds<S: RowSource + ?Sized>(
         .map(|w| idx.iter().map(|&i| w[i]).collect());
     let sample = GpuMatrix::upload(data.gpu(), &Matrix::new(&rows, d)?)?;
     weighted_plus_plus_seeds(data.gpu(), &sample, k, weights.as_deref(), rng)
-}
-
-/// Uniform random responsibilities, normalised per row: N x K uniforms drawn from `rng` in
-/// row order (the CPU oracle's stream, so both start from the same point).
-pub(super) fn random_responsibilities(ws: &Workspace<'_>, rng: &mut ChaCha8Rng) {
-    let k = ws.k;
-    ws.write_responsibilities(|rows| {
-        let mut resp = Vec::with_capacity(rows * k);
-        for _ in 0..rows {
-            let row: Vec<f64> = (0..k).map(|_| rng.random::<f64>()).collect();
-            let sum: f64 = row.iter().sum();
-            resp.extend(row.iter().map(|v| {
-                if sum > 0.0 {
-                    (v / sum) as f32
-                } else {
-                    1.0 / k as f32
-                }
-            }));
-        }
-        resp
-    });
 }
 
 /// The starting parameters given by the caller, with their covariances and factors.

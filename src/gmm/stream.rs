@@ -11,7 +11,8 @@
 //! 2. on the host, the piece's component means mₖ = sₖ + Σ r (x − sₖ) / Σ r (sₖ where the
 //!    piece gives a component no weight), and the scatter Σ r (x − mₖ)(x − mₖ)ᵀ about them
 //!    by moving the centre in f64 (`moments` module docs); where that would cancel too
-//!    much, a second pass takes it on the device, the responsibilities still there.
+//!    much, a second pass takes it on the device, making the piece's responsibilities again
+//!    where its window did not hold them all (`passes`).
 //!
 //! The piece's [`GmmStats`] merge into the pass's by Chan's pairwise formulas (module docs of
 //! `stats`), and the M-step takes the merged statistics. The model is the resident one
@@ -22,26 +23,42 @@
 //! Training labels come from a last pass with the returned parameters, kept on the host
 //! (4 bytes a row).
 
+use std::borrow::Cow;
+
+use rand_chacha::ChaCha8Rng;
+
 use super::em::{check_lower_bound, EmData, Parameters};
 use super::math::covariance_len;
 use super::moments::Moments;
+use super::passes::Fill;
 use super::stats::{full, GmmStats};
+use super::window::window_bytes;
 use super::workspace::{sum_log_density, Workspace};
 use super::CovarianceType;
 use crate::error::Result;
 use crate::gpu::stream::DeviceRows;
 use crate::gpu::Gpu;
+use crate::kmeans::KMeansModel;
 use crate::source::{check_shape, RowSource};
 
-/// Device bytes per row besides the row: K responsibilities, log p and the label, and
-/// (rounded up) its share of the per-block log p sums.
-fn row_extra_bytes(k: usize) -> u64 {
-    4 * k as u64 + 9
+/// Device bytes per row besides the row: log p and the label, and (rounded up) its share
+/// of the per-block log p sums. The responsibilities live in a window (`workspace`), counted
+/// in [`fixed_bytes`].
+const ROW_EXTRA_BYTES: u64 = 9;
+
+/// The initial responsibilities of a streamed fit, piece by piece.
+pub(super) enum StreamFill<'l> {
+    /// One label per row of the source (one-hot).
+    Labels(&'l [u32]),
+    /// The nearest of these seeds, found for each piece (one-hot).
+    Nearest(&'l KMeansModel),
+    /// The oracle's random draws, in row order over the pieces (the generator advances).
+    Random(&'l mut ChaCha8Rng),
 }
 
-/// Device bytes a fit needs besides the rows: per-block M-step sums (at most 64 MiB, see
-/// the workspace), their totals and the parameters.
-fn fixed_bytes(n: usize, d: usize, k: usize, covariance_type: CovarianceType) -> u64 {
+/// Device bytes a fit needs besides the rows: the window of responsibilities, per-block
+/// M-step sums (at most 64 MiB, see the workspace), their totals and the parameters.
+fn fixed_bytes(gpu: &Gpu, n: usize, d: usize, k: usize, covariance_type: CovarianceType) -> u64 {
     let (k64, d64) = (k as u64, d as u64);
     // The one-pass moments (`moments`): the augmented (D + 1)² scatter, or 2D + 1 sums.
     let outputs = if full(covariance_type) {
@@ -57,15 +74,17 @@ fn fixed_bytes(n: usize, d: usize, k: usize, covariance_type: CovarianceType) ->
         .saturating_mul(d64)
         .saturating_add(covariances)
         .saturating_add(k64);
+    let window = window_bytes(gpu, n, k, d, covariance_type);
     partials
+        .saturating_add(window)
         .saturating_add(outputs.saturating_mul(4))
         .saturating_add(parameters.saturating_mul(4))
         .saturating_add(1024)
 }
 
 /// How the rows of `source` live on the device for a mixture of K components (resident when
-/// they fit the budget next to the N x K responsibilities, streamed otherwise): the one place
-/// a mixture fit decides it.
+/// they fit the budget next to a window of responsibilities, streamed otherwise): the one
+/// place a mixture fit decides it.
 pub(super) fn device_rows<'s, S: RowSource + ?Sized>(
     gpu: &Gpu,
     source: &'s S,
@@ -73,8 +92,8 @@ pub(super) fn device_rows<'s, S: RowSource + ?Sized>(
     covariance_type: CovarianceType,
 ) -> Result<DeviceRows<'s, S>> {
     let (n, d) = check_shape(source)?;
-    let fixed = fixed_bytes(n, d, k, covariance_type);
-    DeviceRows::new(gpu, source, row_extra_bytes(k), fixed)
+    let fixed = fixed_bytes(gpu, n, d, k, covariance_type);
+    DeviceRows::new(gpu, source, ROW_EXTRA_BYTES, fixed)
 }
 
 /// The rows on the device (streamed, or resident for
@@ -108,31 +127,43 @@ impl<'a, S: RowSource + ?Sized> Streamed<'a, S> {
         })
     }
 
-    /// One pass: each piece's statistics from its first moments about `total.means` (after
-    /// `prepare` left the piece's responsibilities on the device, or `p`'s E-step computed
-    /// them), merged into `total`.
+    /// One pass: each piece's statistics from its first moments about `total.means` (of
+    /// `p`'s E-step, or of the initial responsibilities `start` gives), merged into `total`.
     fn pass(
         &mut self,
         mut total: GmmStats,
         p: Option<&Parameters>,
-        mut prepare: impl FnMut(&Workspace<'_>, usize) -> Result<()>,
+        mut start: Option<&mut StreamFill<'_>>,
     ) -> Result<GmmStats> {
         let Self { gpu, rows, ws, .. } = self;
         rows.pass(gpu, |piece, first_row| {
             ws.use_piece(piece);
             ws.weigh_piece(first_row);
-            prepare(ws, first_row)?;
-            let (moments, log_likelihood) = match p {
-                Some(p) => {
+            let piece_stats = match (p, start.as_deref_mut()) {
+                (Some(p), _) => {
                     let (blocks, moments) = ws.estep_and_moments(p)?;
-                    (moments, sum_log_density(&blocks))
+                    let log_likelihood = sum_log_density(&blocks);
+                    piece_stats(ws, &total, &moments, log_likelihood, &Fill::EStep)?
                 }
-                None => {
-                    ws.weigh_initial()?;
-                    (ws.first_moments(&total.means)?, 0.0)
+                (None, Some(start)) => {
+                    let n = ws.x.n_rows();
+                    let fill = match start {
+                        StreamFill::Labels(l) => {
+                            Fill::Labels(Cow::Borrowed(&l[first_row..first_row + n]))
+                        }
+                        StreamFill::Nearest(seeds) => {
+                            Fill::Labels(Cow::Owned(seeds.predict(gpu, &ws.x)?))
+                        }
+                        StreamFill::Random(rng) => Fill::Random(Box::new((**rng).clone())),
+                    };
+                    let (moments, drawn) = ws.first_moments(&total.means, &fill)?;
+                    if let (Some(after), StreamFill::Random(rng)) = (drawn, start) {
+                        **rng = after;
+                    }
+                    piece_stats(ws, &total, &moments, 0.0, &fill)?
                 }
+                (None, None) => unreachable!("a pass makes its responsibilities somehow"),
             };
-            let piece_stats = piece_stats(ws, &total, &moments, log_likelihood)?;
             total.merge(&piece_stats)
         })?;
         Ok(total)
@@ -141,21 +172,21 @@ impl<'a, S: RowSource + ?Sized> Streamed<'a, S> {
     /// The statistics of the E-step for `p` over all rows.
     pub(super) fn estep_stats(&mut self, p: &Parameters) -> Result<GmmStats> {
         let empty = GmmStats::empty(self.ws.covariance_type, self.ws.d, p);
-        self.pass(empty, Some(p), |_, _| Ok(()))
+        self.pass(empty, Some(p), None)
     }
 
-    /// The initial M-step: the parameters of the responsibilities `prepare` leaves on the
-    /// device for each piece, about the first row (as the resident fit).
+    /// The initial M-step: the parameters of the responsibilities `start` gives each piece,
+    /// about the first row (as the resident fit).
     pub(super) fn responsibility_parameters(
         &mut self,
         reg_covar: f64,
-        prepare: impl FnMut(&Workspace<'_>, usize) -> Result<()>,
+        start: &mut StreamFill<'_>,
     ) -> Result<Parameters> {
         let (k, d) = (self.ws.k, self.ws.d);
         let row = self.source.gather(&[0])?;
         let shift = (0..k).flat_map(|_| row.iter().map(|&v| v as f64)).collect();
         let empty = GmmStats::about(self.ws.covariance_type, d, shift, Vec::new(), Vec::new());
-        self.pass(empty, None, prepare)?.next(reg_covar)
+        self.pass(empty, None, Some(start))?.next(reg_covar)
     }
 
     /// Rows and features.
@@ -184,14 +215,16 @@ impl<'a, S: RowSource + ?Sized> Streamed<'a, S> {
     }
 }
 
-/// The statistics of the piece in `ws` from its `moments` about `total.means`: its
-/// component means on the host, and the scatter about them from the moments or, where
-/// those would cancel, from a second pass on the device (module docs).
+/// The statistics of the piece in `ws` from its `moments` about `total.means` (of the
+/// responsibilities of `fill`): its component means on the host, and the scatter about them
+/// from the moments or, where those would cancel, from a second pass on the device (module
+/// docs).
 pub(super) fn piece_stats(
     ws: &Workspace<'_>,
     total: &GmmStats,
     moments: &Moments,
     log_likelihood: f64,
+    fill: &Fill<'_>,
 ) -> Result<GmmStats> {
     let (k, d, t) = (ws.k, ws.d, ws.covariance_type);
     let (weights, factors) = (total.weights.clone(), total.precisions_cholesky.clone());
@@ -210,7 +243,7 @@ pub(super) fn piece_stats(
             }
         }
     }
-    piece.scatter = ws.scatter_about(moments, &delta, &piece.component_means)?;
+    piece.scatter = ws.scatter_about(moments, &delta, &piece.component_means, fill)?;
     Ok(piece)
 }
 

@@ -1,10 +1,24 @@
 //! The device side of a Gaussian-mixture fit or evaluation: the buffers of one data matrix
-//! (or of one streamed piece at a time) and the passes over it (E-step, M-step moment sums,
-//! one-hot or uploaded responsibilities). The M-step of resident rows is `moments`, the EM
-//! loop that drives them `em`.
+//! (or of one streamed piece at a time) and the passes over it. The M-step of resident rows
+//! is `moments`, the EM loop that drives them `em`.
+//!
+//! **Responsibilities in a window.** A fit never holds the N x K responsibilities: each pass
+//! makes them again (the E-step, one-hot labels, or values from the host) for one segment of
+//! at most `RESP_WINDOW_BYTES` of them at a time (rounded to whole blocks of the M-step sums;
+//! module `window`, with the memory of a fit as a formula), and takes that segment's M-step
+//! sums before the next segment overwrites the window (one submission, or one per segment
+//! for values written from the host). So a fit's device memory is the rows, O(1) per row
+//! besides (log p, the label), the K x D (x D) parameters and sums, and one window: at
+//! 20M x 64, K = 50, 5.1 GB of rows and 32 MiB of responsibilities where the N x K matrix
+//! took 4 GB more. A pass that must see the same responsibilities twice (the scatter's
+//! second pass, `moments`) makes them again, bit for bit, unless they all fit the window.
+//! Evaluation (`GaussianMixtureModel::evaluate_gpu` and the `predict*_gpu`, `score*_gpu`
+//! built on it), which hands the N x K responsibilities out, keeps all of them, a buffer
+//! per segment.
 
 use super::em::Parameters;
 use super::math::estep_constants;
+use super::window::{block_rows, split_augmented, sum_outputs, window_rows};
 use super::CovarianceType;
 use crate::error::{Error, Result};
 use crate::gpu::batch::{Batch, ReadHandle};
@@ -12,18 +26,22 @@ use crate::gpu::buffer::{check_budget, Chunk};
 use crate::gpu::device_buffer::DeviceBuffer;
 use crate::gpu::{Gpu, GpuMatrix, GpuVector};
 use crate::kernels::mixture::estep::{self, Components, RowOutputs, Segment, NORMALIZE_ROWS};
+use crate::kernels::mixture::estep_tiled;
 use crate::kernels::mixture::mstep::{self, Blocks, Moment, Sums};
+use crate::kernels::primitives::gemm::cpu_like;
 use crate::kernels::primitives::reduce;
 
-/// Rows of one data chunk whose N x K responsibilities fit one binding.
-struct SegmentBuffers {
+/// Rows of one data chunk whose responsibilities fit one binding (evaluation) or the window
+/// (fits).
+pub(super) struct SegmentBuffers {
     chunk: usize,
     first: usize,
     /// Rows in use: `capacity`, or fewer in the last segments of a short streamed piece.
-    n_rows: usize,
+    pub(super) n_rows: usize,
     /// Rows the buffers were sized for.
     capacity: usize,
-    resp: DeviceBuffer<f32>,
+    /// Index of its responsibilities' buffer (the one window of a fit, or its own).
+    resp: usize,
     /// First global M-step block and first global log p block.
     block_offset: usize,
     log_block_offset: usize,
@@ -32,13 +50,6 @@ struct SegmentBuffers {
 /// One E-step's outputs on the device: responsibilities (N x K), log p per row, labels (what
 /// `model` hands out as a `GmmEvaluation`).
 pub(super) type Outputs = (GpuMatrix, GpuVector<f32>, GpuVector<u32>);
-
-/// Bytes the per-block M-step sums may take (as K-Means): plenty of parallelism, small next
-/// to the data.
-const PARTIALS_TARGET_BYTES: u64 = 64 << 20;
-
-/// Rows per M-step block at least: enough work per invocation, few blocks to fold.
-const MIN_BLOCK_ROWS: usize = 256;
 
 /// Device buffers for evaluating or fitting a mixture on one data matrix.
 pub(super) struct Workspace<'a> {
@@ -49,6 +60,8 @@ pub(super) struct Workspace<'a> {
     pub(super) d: usize,
     pub(super) covariance_type: CovarianceType,
     segments: Vec<SegmentBuffers>,
+    /// The responsibilities: one window (fits) or one buffer per segment (evaluation).
+    resp: Vec<DeviceBuffer<f32>>,
     /// Segments holding rows of `x` (all but for a short streamed piece).
     active: usize,
     log_density: GpuVector<f32>,
@@ -62,6 +75,10 @@ pub(super) struct Workspace<'a> {
     shift: DeviceBuffer<f32>,
     partials: DeviceBuffer<f32>,
     totals: DeviceBuffer<f32>,
+    /// Where the one-pass moments of Full and Tied are taken as the scatter of x − s plus the
+    /// diagonal moments rather than the augmented scatter (`split_augmented`): the latter's
+    /// per-block partials and totals.
+    split: Option<(DeviceBuffer<f32>, DeviceBuffer<f32>)>,
     block_log_density: DeviceBuffer<f32>,
     /// Sample weights of the rows (chunked like them), their host values, and the total
     /// weight of the rows in use.
@@ -71,6 +88,7 @@ pub(super) struct Workspace<'a> {
 impl<'a> Workspace<'a> {
     /// Buffers for `x` and K components: responsibilities, per-row outputs, parameters, and
     /// with `with_mstep` (fits) the per-block M-step sums, which evaluation does not need.
+    /// Fits keep a window of responsibilities, evaluation all N x K of them (module docs).
     pub(super) fn new(
         gpu: &'a Gpu,
         x: &GpuMatrix,
@@ -79,27 +97,27 @@ impl<'a> Workspace<'a> {
         with_mstep: bool,
     ) -> Result<Self> {
         let (n, d) = (x.n_rows(), x.n_features());
-        let resp_bytes = (n as u64).saturating_mul(k as u64).saturating_mul(4);
-        check_budget(gpu, "the N x K responsibilities", resp_bytes)?;
-        let row_bytes = k as u64 * 4;
-        let seg_rows = (gpu.chunk_byte_limit() / row_bytes).max(1) as usize;
-
-        // The one-pass moments (gmm/moments.rs) are the largest a fit takes.
-        let max_moment = match covariance_type {
-            CovarianceType::Full | CovarianceType::Tied => Moment::AugmentedScatter,
-            _ => Moment::DiagonalMoments,
-        };
+        let full = matches!(covariance_type, CovarianceType::Full | CovarianceType::Tied);
         // Evaluation (predict, scores) needs no M-step sums: no partial buffers to allocate.
         let outputs = if with_mstep {
-            max_moment.outputs(k, d).max(Moment::First.outputs(k, d)) as u64
+            sum_outputs(k, d, covariance_type) as u64
         } else {
             0
         };
-        let limit = gpu.binding_byte_limit().clamp(1, PARTIALS_TARGET_BYTES);
-        // Rows per block: at least MIN_BLOCK_ROWS, more when the per-block outputs are many,
-        // so that all partials fit one binding.
-        let block_rows =
-            (MIN_BLOCK_ROWS as u64).max((n as u64 * outputs * 4).div_ceil(limit) + 1) as usize;
+        let block_rows = block_rows(gpu, n, outputs);
+        let row_bytes = k as u64 * 4;
+        let seg_rows = if with_mstep {
+            window_rows(gpu.chunk_byte_limit(), n, row_bytes, block_rows)
+        } else {
+            (gpu.chunk_byte_limit() / row_bytes).max(1) as usize
+        };
+        let what = if with_mstep {
+            "a window of the responsibilities"
+        } else {
+            "the N x K responsibilities"
+        };
+        let resp_rows = if with_mstep { seg_rows.min(n) } else { n };
+        check_budget(gpu, what, resp_rows as u64 * row_bytes)?;
 
         let mut plan = Vec::new();
         let (mut n_blocks, mut n_log_blocks) = (0, 0);
@@ -128,22 +146,37 @@ impl<'a> Workspace<'a> {
             CovarianceType::Tied => d * d,
             CovarianceType::Diag | CovarianceType::Spherical => k * d,
         };
+        let split = with_mstep && full && split_augmented(gpu, d);
         gpu.scoped("allocating the mixture workspace", || {
+            let window = plan.iter().map(|p| p.2).max().unwrap_or(0);
+            let resp = if with_mstep {
+                vec![DeviceBuffer::zeroed(
+                    gpu,
+                    "responsibilities window",
+                    window * k,
+                )]
+            } else {
+                plan.iter()
+                    .map(|p| DeviceBuffer::zeroed(gpu, "responsibilities", p.2 * k))
+                    .collect()
+            };
             let segments = plan
                 .into_iter()
+                .enumerate()
                 .map(
-                    |(chunk, first, n_rows, block_offset, log_block_offset)| SegmentBuffers {
+                    |(i, (chunk, first, n_rows, block_offset, log_block_offset))| SegmentBuffers {
                         chunk,
                         first,
                         n_rows,
                         capacity: n_rows,
-                        resp: DeviceBuffer::zeroed(gpu, "responsibilities", n_rows * k),
+                        resp: if with_mstep { 0 } else { i },
                         block_offset,
                         log_block_offset,
                     },
                 )
                 .collect::<Vec<_>>();
             let active = segments.len();
+            let diagonal = Moment::DiagonalMoments.outputs(k, d);
             Ok(Self {
                 gpu,
                 x: x.clone(),
@@ -151,6 +184,7 @@ impl<'a> Workspace<'a> {
                 d,
                 covariance_type,
                 segments,
+                resp,
                 active,
                 log_density: GpuVector::zeroed(gpu, x, "log densities"),
                 labels: GpuVector::zeroed(gpu, x, "mixture labels"),
@@ -163,6 +197,12 @@ impl<'a> Workspace<'a> {
                 shift: DeviceBuffer::zeroed(gpu, "moment shifts", k * d),
                 partials: DeviceBuffer::zeroed(gpu, "mixture partial sums", n_blocks * outputs),
                 totals: DeviceBuffer::zeroed(gpu, "mixture sums", outputs),
+                split: split.then(|| {
+                    (
+                        DeviceBuffer::zeroed(gpu, "diagonal partial sums", n_blocks * diagonal),
+                        DeviceBuffer::zeroed(gpu, "diagonal sums", diagonal),
+                    )
+                }),
                 block_log_density: DeviceBuffer::zeroed(
                     gpu,
                     "log density block sums",
@@ -212,47 +252,40 @@ impl<'a> Workspace<'a> {
         }
     }
 
-    /// Records the weighting of the responsibilities of every segment (no-op unweighted).
-    fn record_weighing(&self, batch: &mut Batch<'_>) -> Result<()> {
+    /// Records the weighting of segment `s`'s responsibilities (no-op unweighted).
+    pub(super) fn record_weighing(&self, batch: &mut Batch<'_>, s: &SegmentBuffers) -> Result<()> {
         let Some((weights, _, _)) = &self.sample_weights else {
             return Ok(());
         };
-        for s in self.active_segments() {
-            let out = RowOutputs {
-                log_density: &self.log_density.chunks[s.chunk],
-                labels: &self.labels.chunks[s.chunk],
-                block_log_density: &self.block_log_density,
-                block_offset: s.log_block_offset,
-            };
-            let seg = self.segment(s);
-            estep::weigh_responsibilities(
-                self.gpu,
-                batch,
-                &seg,
-                self.k,
-                &weights.chunks[s.chunk],
-                &out,
-            )?;
-        }
-        Ok(())
+        let out = self.row_outputs(s);
+        let seg = self.segment(s);
+        estep::weigh_responsibilities(
+            self.gpu,
+            batch,
+            &seg,
+            self.k,
+            &weights.chunks[s.chunk],
+            &out,
+        )
     }
 
-    /// Weighs initial responsibilities (written by the host or from labels).
-    pub(super) fn weigh_initial(&self) -> Result<()> {
-        if self.sample_weights.is_none() {
-            return Ok(());
-        }
-        let gpu = self.gpu;
-        gpu.scoped("weighing responsibilities", || {
-            let mut batch = Batch::new(gpu, "weighing responsibilities");
-            self.record_weighing(&mut batch)?;
-            batch.finish()?;
-            Ok(())
-        })
-    }
-
-    fn active_segments(&self) -> &[SegmentBuffers] {
+    /// The segments holding rows of `x`.
+    pub(super) fn active_segments(&self) -> &[SegmentBuffers] {
         &self.segments[..self.active]
+    }
+
+    /// Whether every segment in use has its own responsibilities, so that they survive a
+    /// pass (else each pass makes them again: module docs).
+    pub(super) fn responsibilities_kept(&self) -> bool {
+        self.resp.len() >= self.active
+    }
+
+    /// Bytes of responsibilities on the device (one window for fits, N x K for evaluation)
+    /// and the segments a pass makes them in: what the tests hold against the window.
+    #[cfg(test)]
+    pub(super) fn responsibility_footprint(&self) -> (u64, usize) {
+        let bytes = self.resp.iter().map(|b| b.len() as u64 * 4).sum();
+        (bytes, self.active)
     }
 
     /// Runs the next passes over `piece` (one chunk of at most the rows this workspace was
@@ -278,12 +311,29 @@ impl<'a> Workspace<'a> {
         (self.active, self.n_blocks, self.n_log_blocks) = (active, n_blocks, n_log_blocks);
     }
 
-    fn segment<'s>(&'s self, s: &'s SegmentBuffers) -> Segment<'s> {
+    /// Segment `s` as the kernels take it: its rows in their chunk and its responsibilities'
+    /// buffer (the window, for fits).
+    pub(super) fn segment<'s>(&'s self, s: &'s SegmentBuffers) -> Segment<'s> {
         Segment {
             chunk: &self.x.chunks()[s.chunk],
             first: s.first,
             n_rows: s.n_rows,
-            resp: &s.resp,
+            resp: &self.resp[s.resp],
+        }
+    }
+
+    /// The first row of segment `s` among the rows in use.
+    pub(super) fn first_row(&self, s: &SegmentBuffers) -> usize {
+        self.x.chunks()[s.chunk].row_start + s.first
+    }
+
+    /// The per-row outputs of segment `s`'s chunk (log p, labels) and its blocks of log p sums.
+    fn row_outputs<'s>(&'s self, s: &SegmentBuffers) -> RowOutputs<'s> {
+        RowOutputs {
+            log_density: &self.log_density.chunks[s.chunk],
+            labels: &self.labels.chunks[s.chunk],
+            block_log_density: &self.block_log_density,
+            block_offset: s.log_block_offset,
         }
     }
 
@@ -295,7 +345,7 @@ impl<'a> Workspace<'a> {
     }
 
     /// Sends means, precision factors and the constants cₖ = log πₖ − ½ D log 2π + log det Uₖ.
-    fn write_parameters(&self, p: &Parameters) {
+    pub(super) fn write_parameters(&self, p: &Parameters) {
         let t = self.covariance_type;
         let (log_const, prec) =
             estep_constants(&p.weights, &p.precisions_cholesky, t, self.k, self.d);
@@ -305,8 +355,10 @@ impl<'a> Workspace<'a> {
         self.log_const.write(self.gpu, &log_const);
     }
 
-    /// Records the E-step for the parameters last written.
-    fn record_estep(&self, batch: &mut Batch<'_>) -> Result<()> {
+    /// Records the E-step of segment `s` for the parameters last written: on GPUs with
+    /// diagonal factors the one tiled kernel, else the squared norms then the normalisation
+    /// (the same bits).
+    pub(super) fn record_estep(&self, batch: &mut Batch<'_>, s: &SegmentBuffers) -> Result<()> {
         let (k, d) = (self.k, self.d);
         let comps = Components {
             means: &self.means,
@@ -318,39 +370,87 @@ impl<'a> Workspace<'a> {
             },
             full: self.full(),
         };
-        for s in self.active_segments() {
-            let seg = self.segment(s);
-            estep::squared_mahalanobis(self.gpu, batch, &seg, d, k, &comps)?;
-            let out = RowOutputs {
-                log_density: &self.log_density.chunks[s.chunk],
-                labels: &self.labels.chunks[s.chunk],
-                block_log_density: &self.block_log_density,
-                block_offset: s.log_block_offset,
-            };
-            estep::normalize_responsibilities(self.gpu, batch, &seg, k, &self.log_const, &out)?;
+        let seg = self.segment(s);
+        let out = self.row_outputs(s);
+        if !comps.full && !cpu_like(self.gpu) {
+            let lanes = estep_tiled::lanes_c(k);
+            return estep_tiled::record(
+                self.gpu,
+                batch,
+                &seg,
+                (d, k),
+                &comps,
+                &self.log_const,
+                &out,
+                lanes,
+            );
         }
-        self.record_weighing(batch)
+        estep::squared_mahalanobis(self.gpu, batch, &seg, d, k, &comps)?;
+        estep::normalize_responsibilities(self.gpu, batch, &seg, k, &self.log_const, &out)
     }
 
-    /// Records the per-block sums of `moment` around the shifts in `self.shift`, folded into
-    /// `self.totals`.
-    pub(super) fn record_moment(&self, batch: &mut Batch<'_>, moment: Moment) -> Result<()> {
+    /// Records segment `s`'s per-block sums of `moment` around the shifts in `self.shift`
+    /// (the augmented scatter as two sums where `split` is set).
+    pub(super) fn record_sums(
+        &self,
+        batch: &mut Batch<'_>,
+        s: &SegmentBuffers,
+        moment: Moment,
+    ) -> Result<()> {
         let (k, d) = (self.k, self.d);
-        if matches!(moment, Moment::Scatter | Moment::AugmentedScatter) {
-            // Entries below the diagonal are never written: they must read as zero.
-            batch.clear_values(&self.partials);
-        }
-        let sums = Sums {
+        let seg = self.segment(s);
+        let blocks = |partials| Blocks {
+            block_rows: self.block_rows,
+            block_offset: s.block_offset,
+            partials,
+        };
+        let sums = |moment| Sums {
             moment,
             shift: &self.shift,
         };
-        for s in self.active_segments() {
-            let blocks = Blocks {
-                block_rows: self.block_rows,
-                block_offset: s.block_offset,
-                partials: &self.partials,
+        match (&self.split, moment) {
+            (Some((diagonal, _)), Moment::AugmentedScatter) => {
+                let scatter = sums(Moment::Scatter);
+                mstep::weighted_sums(
+                    self.gpu,
+                    batch,
+                    &seg,
+                    (d, k),
+                    &scatter,
+                    &blocks(&self.partials),
+                )?;
+                let moments = sums(Moment::DiagonalMoments);
+                mstep::weighted_sums(self.gpu, batch, &seg, (d, k), &moments, &blocks(diagonal))
+            }
+            _ => mstep::weighted_sums(
+                self.gpu,
+                batch,
+                &seg,
+                (d, k),
+                &sums(moment),
+                &blocks(&self.partials),
+            ),
+        }
+    }
+
+    /// Records the fold of the per-block sums of `moment` into the totals, and their
+    /// reading; returns the handles (the split's second one).
+    pub(super) fn record_fold(
+        &self,
+        batch: &mut Batch<'_>,
+        moment: Moment,
+    ) -> Result<(ReadHandle, Option<ReadHandle>)> {
+        let (k, d) = (self.k, self.d);
+        if let (Some((partials, totals)), Moment::AugmentedScatter) = (&self.split, moment) {
+            let (scatter, diagonal) = (Moment::Scatter, Moment::DiagonalMoments);
+            let fold = |batch: &mut Batch<'_>, p, m: Moment, t| {
+                reduce::sum_partial_columns(self.gpu, batch, p, self.n_blocks, m.outputs(k, d), t)
             };
-            mstep::weighted_sums(self.gpu, batch, &self.segment(s), (d, k), &sums, &blocks)?;
+            fold(batch, &self.partials, scatter, &self.totals)?;
+            fold(batch, partials, diagonal, totals)?;
+            let h = batch.read_values(&self.totals, 0, scatter.outputs(k, d));
+            let h2 = batch.read_values(totals, 0, diagonal.outputs(k, d));
+            return Ok((h, Some(h2)));
         }
         reduce::sum_partial_columns(
             self.gpu,
@@ -359,12 +459,19 @@ impl<'a> Workspace<'a> {
             self.n_blocks,
             moment.outputs(k, d),
             &self.totals,
-        )
+        )?;
+        Ok((
+            batch.read_values(&self.totals, 0, moment.outputs(k, d)),
+            None,
+        ))
     }
 
-    /// Reads the folded sums of `moment` (f64).
-    pub(super) fn read_totals(&self, batch: &mut Batch<'_>, moment: Moment) -> ReadHandle {
-        batch.read_values(&self.totals, 0, moment.outputs(self.k, self.d))
+    /// Clears what the sums of `moment` leave unwritten: the scatters' entries below the
+    /// diagonal must read as zero.
+    pub(super) fn record_clear(&self, batch: &mut Batch<'_>, moment: Moment) {
+        if matches!(moment, Moment::Scatter | Moment::AugmentedScatter) {
+            batch.clear_values(&self.partials);
+        }
     }
 
     pub(super) fn write_shift(&self, shift: &[f64]) {
@@ -382,54 +489,16 @@ impl<'a> Workspace<'a> {
         sum_log_density(block_sums) / self.weight_total()
     }
 
-    /// Writes responsibilities made on the host, segment by segment in row order (so host
-    /// memory holds one segment at a time): `fill(n_rows)` gives the next n_rows x K values.
-    pub(super) fn write_responsibilities(&self, mut fill: impl FnMut(usize) -> Vec<f32>) {
-        for s in self.active_segments() {
-            s.resp.write(self.gpu, &fill(s.n_rows));
-        }
-    }
-
-    /// Copies host responsibilities (N x K, row-major) to the device.
-    pub(super) fn upload_responsibilities(&self, resp: &[f32]) {
-        let mut at = 0;
-        self.write_responsibilities(|rows| {
-            let values = resp[at..at + rows * self.k].to_vec();
-            at += rows * self.k;
-            values
-        });
-    }
-
-    /// One-hot responsibilities of host labels.
-    pub(super) fn responsibilities_from_labels(&self, labels: &[u32]) -> Result<()> {
-        let gpu = self.gpu;
-        gpu.scoped("one-hot responsibilities", || {
-            let mut batch = Batch::new(gpu, "one-hot responsibilities");
-            for s in self.active_segments() {
-                let start = self.x.chunks()[s.chunk].row_start + s.first;
-                let part = DeviceBuffer::from_slice(
-                    gpu,
-                    "initial labels",
-                    &labels[start..start + s.n_rows],
-                );
-                estep::responsibilities_from_labels(
-                    gpu,
-                    &mut batch,
-                    &self.segment(s),
-                    self.k,
-                    &part,
-                )?;
-            }
-            batch.finish()?;
-            Ok(())
-        })
-    }
-
     /// Records one E-step for `p` into `batch` (the parameters go up through the queue,
     /// ahead of the batch's submission): responsibilities, log p and labels on the device.
+    /// With a window (fits) only the last segment's responsibilities stay.
     pub(super) fn record_evaluation(&self, batch: &mut Batch<'_>, p: &Parameters) -> Result<()> {
         self.write_parameters(p);
-        self.record_estep(batch)
+        for s in self.active_segments() {
+            self.record_estep(batch, s)?;
+            self.record_weighing(batch, s)?;
+        }
+        Ok(())
     }
 
     /// Records and runs one E-step for `p`; returns the mean log-likelihood.
@@ -453,22 +522,25 @@ impl<'a> Workspace<'a> {
         Ok(labels)
     }
 
-    /// One E-step for `p`: its outputs left on the device, and the mean log-likelihood.
+    /// One E-step for `p`: its outputs left on the device, and the mean log-likelihood
+    /// (evaluation workspaces, which keep every responsibility).
     pub(super) fn evaluate(&self, p: &Parameters) -> Result<(Outputs, f64)> {
         Ok((self.outputs(), self.run_estep(p)?))
     }
 
-    /// The E-step's outputs on the device: responsibilities (N x K), log p, labels.
+    /// The E-step's outputs on the device: responsibilities (N x K), log p, labels
+    /// (evaluation workspaces, whose segments each have their own responsibilities).
     pub(super) fn outputs(&self) -> Outputs {
+        debug_assert!(self.responsibilities_kept());
         let chunks = self
             .segments
             .iter()
             .map(|s| Chunk {
-                buffer: s.resp.raw().clone(),
+                buffer: self.resp[s.resp].raw().clone(),
                 bind_offset: 0,
                 bind_size: (s.n_rows * self.k * 4) as u64,
                 x_offset: 0,
-                row_start: self.x.chunks()[s.chunk].row_start + s.first,
+                row_start: self.first_row(s),
                 n_rows: s.n_rows,
             })
             .collect();

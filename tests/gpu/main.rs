@@ -17,6 +17,7 @@ mod gmm_iris_gpu;
 mod gmm_one_pass;
 mod gmm_stream;
 mod gmm_weights;
+mod gmm_window;
 mod gpu_layer;
 mod gpu_pipelines;
 mod kmeans_gpu;

@@ -39,6 +39,10 @@ const STREAM_K: &str = "STREAM_K";
 /// Blocks of 8 candidates per pass of the texture assignment, 1 or 2
 /// (src/kernels/assign/texture.rs).
 const TEXTURE_BLOCKS: &str = "TEXTURE_BLOCKS";
+/// Invocations along the components of the tiled diagonal E-step's and moments' tiles, 4, 8
+/// or 16 (src/kernels/mixture/estep_tiled.rs and mstep.rs pick them from K and D).
+const ET_LANES_C: &str = "ET_LANES_C";
+const MOMENTS_LANES_C: &str = "MOMENTS_LANES_C";
 
 /// Whether the workgroup size of an entry point with these overrides is the host's choice.
 fn host_sized(overrides: &[String]) -> bool {
@@ -107,6 +111,7 @@ fn host_values(reflection: &reflect::Reflection, name: &str) -> Vec<u32> {
         SEGMENT_WEIGHTED => return vec![0, 1],
         STREAM_K => return (1..=constant(reflection, "SMALL_K")).collect(),
         TEXTURE_BLOCKS => return vec![1, 2],
+        ET_LANES_C | MOMENTS_LANES_C => return vec![4, 8, 16],
         KNN_K => {
             let max = constant(reflection, "KNN_UNIFORM_MAX_K");
             return vec![1, 2, 10, max];
@@ -198,6 +203,8 @@ fn only_sizes_the_host_chooses_are_overrides() {
                         || name == SEGMENT_WEIGHTED
                         || name == STREAM_K
                         || name == TEXTURE_BLOCKS
+                        || name == ET_LANES_C
+                        || name == MOMENTS_LANES_C
                         || GEMM_OVERRIDES.contains(&name.as_str()),
                     "{shown}: `{name}` is an override the host never sets; make it a const"
                 );

@@ -43,7 +43,6 @@ pub(crate) struct MstepParams {
     block_offset: u32,
     n_blocks: u32,
     n_outputs: u32,
-    power: u32,
     grid_x: u32,
     augmented: u32,
     slice_first: u32,
@@ -67,10 +66,6 @@ pub(crate) struct Blocks<'a> {
 /// The weighted sums a pass computes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Moment {
-    /// Σ r (x − s) and Σ r: K (D + 1) outputs per block.
-    First,
-    /// Σ r (x − s)² (per feature) and Σ r: K (D + 1) outputs per block.
-    SecondDiagonal,
     /// Σ r (x − s)(x − s)ᵀ, upper triangle: K D² outputs per block.
     Scatter,
     /// Σ r (x − s) (D), Σ r, then Σ r (x − s)² (D) per component: K (2D + 1) outputs per
@@ -85,7 +80,6 @@ impl Moment {
     /// Outputs per block for K components of D features.
     pub(crate) fn outputs(self, k: usize, d: usize) -> usize {
         match self {
-            Moment::First | Moment::SecondDiagonal => k * (d + 1),
             Moment::Scatter => k * d * d,
             Moment::DiagonalMoments => k * (2 * d + 1),
             Moment::AugmentedScatter => k * (d + 1) * (d + 1),
@@ -129,8 +123,7 @@ pub(crate) fn weighted_sums(
 /// The storage-buffer kernel of `moment` for D features (the GPU design).
 fn native_variant(moment: Moment, d: usize) -> &'static EntryPoint {
     match moment {
-        Moment::First | Moment::SecondDiagonal => wgsl::WEIGHTED_DEVIATION_SUMS,
-        Moment::DiagonalMoments => wgsl::WEIGHTED_MOMENTS_DIAG,
+        Moment::DiagonalMoments => wgsl::WEIGHTED_MOMENTS_TILED,
         Moment::Scatter | Moment::AugmentedScatter if d >= TILED_SCATTER_MIN_D => {
             wgsl::WEIGHTED_SCATTER_TILED
         }
@@ -141,7 +134,6 @@ fn native_variant(moment: Moment, d: usize) -> &'static EntryPoint {
 /// The uniform-slice twin of `moment`'s kernels, if it has one.
 fn uniform_variant(moment: Moment) -> Option<&'static EntryPoint> {
     match moment {
-        Moment::First | Moment::SecondDiagonal => None,
         Moment::DiagonalMoments => Some(wgsl::WEIGHTED_MOMENTS_DIAG_UNIFORM),
         Moment::Scatter | Moment::AugmentedScatter => Some(wgsl::WEIGHTED_SCATTER_UNIFORM),
     }
@@ -246,11 +238,6 @@ pub(crate) fn record_sums(
         block_offset: blocks.block_offset as u32,
         n_blocks: n_blocks as u32,
         n_outputs: n_outputs as u32,
-        power: if moment == Moment::SecondDiagonal {
-            2
-        } else {
-            1
-        },
         augmented: u32::from(moment == Moment::AugmentedScatter),
         ..Zeroable::zeroed()
     };
@@ -264,15 +251,12 @@ pub(crate) fn record_sums(
         return record_uniform(gpu, batch, variant, seg, params, &binds, moment);
     }
     let per_output = ((n_blocks * n_outputs) as u64).div_ceil(ROW_WG_SIZE as u64);
-    let (entry, groups) = if variant == wgsl::WEIGHTED_DEVIATION_SUMS {
-        (wgsl::WEIGHTED_DEVIATION_SUMS, per_output)
-    } else if variant == wgsl::WEIGHTED_MOMENTS_DIAG {
-        // One invocation per feature writes both of its moments.
-        let walkers = (n_blocks * k * (d + 1)) as u64;
-        (
-            wgsl::WEIGHTED_MOMENTS_DIAG,
-            walkers.div_ceil(ROW_WG_SIZE as u64),
-        )
+    let lanes_c = moments_lanes(d, k);
+    let (entry, groups) = if variant == wgsl::WEIGHTED_MOMENTS_TILED {
+        // A workgroup per block and tile of components x features.
+        let (tile_c, tile_f) = moments_tile(lanes_c);
+        let tiles = k.div_ceil(tile_c) * d.div_ceil(tile_f);
+        (wgsl::WEIGHTED_MOMENTS_TILED, (n_blocks * tiles) as u64)
     } else if variant == wgsl::WEIGHTED_SCATTER_TILED {
         let tiles = de.div_ceil(scatter_tile(de).tile_m());
         let pairs = tiles * (tiles + 1) / 2;
@@ -285,9 +269,10 @@ pub(crate) fn record_sums(
         grid_x: grid.x,
         ..params
     };
-    let tiled = entry.name == wgsl::WEIGHTED_SCATTER_TILED.name;
-    let overrides = if tiled {
+    let overrides = if entry.name == wgsl::WEIGHTED_SCATTER_TILED.name {
         scatter_tile(de).overrides().to_vec()
+    } else if entry.name == wgsl::WEIGHTED_MOMENTS_TILED.name {
+        vec![(MOMENTS_LANES_C, lanes_c)]
     } else {
         Vec::new()
     };
@@ -301,6 +286,31 @@ pub(crate) fn record_sums(
     )
 }
 
+/// The override that sets `weighted_moments_tiled`'s invocations along the components.
+pub(crate) const MOMENTS_LANES_C: &str = "MOMENTS_LANES_C";
+/// Invocations of `weighted_moments_tiled`'s workgroup (`MOMENTS_WG` in the shader).
+const MOMENTS_WG: usize = wgsl::MOMENTS_WG as usize;
+
+/// Components and features of `weighted_moments_tiled`'s tile with `lanes_c` invocations
+/// along the components (each owns 4 x 4).
+fn moments_tile(lanes_c: u32) -> (usize, usize) {
+    let lanes_c = lanes_c as usize;
+    (4 * lanes_c, 4 * (MOMENTS_WG / lanes_c))
+}
+
+/// `MOMENTS_LANES_C` for K components of D features: the tile shape (64 x 64, 32 x 128 or
+/// 16 x 256) that needs the fewest workgroups per block, the squarest among equals. Every
+/// shape gives the same bits (each output's chain is the same); only the padding differs.
+pub(crate) fn moments_lanes(d: usize, k: usize) -> u32 {
+    [16u32, 8, 4]
+        .into_iter()
+        .min_by_key(|&l| {
+            let (tc, tf) = moments_tile(l);
+            k.div_ceil(tc) * d.div_ceil(tf)
+        })
+        .expect("three shapes")
+}
+
 /// The tile core's shape for a scatter of `de` x `de`: square tiles (the upper triangle pairs
 /// a row tile with a column tile of the same size), 128 wide once the scatter fills one.
 fn scatter_tile(de: usize) -> GemmConfig {
@@ -309,6 +319,13 @@ fn scatter_tile(de: usize) -> GemmConfig {
     } else {
         GemmConfig::SMALL
     }
+}
+
+/// Tiles on or above the diagonal that `weighted_scatter_tiled` computes for a scatter of
+/// `de` x `de` (per block and component): what a scatter costs on the tile core.
+pub(crate) fn scatter_tile_pairs(de: usize) -> usize {
+    let tiles = de.div_ceil(scatter_tile(de).tile_m());
+    tiles * (tiles + 1) / 2
 }
 
 /// Records a uniform twin: slices of whole rows of the segment (their values and their
@@ -395,9 +412,7 @@ fn sums_work(moment: Moment, n_rows: usize, (d, k): (usize, usize), n_blocks: us
     Work::f32s(
         (n_rows * k) as f64
             * match moment {
-                // (x − s) and an FMA per feature, or its square too.
-                Moment::First => 3.0 * d as f64,
-                Moment::SecondDiagonal => 4.0 * d as f64,
+                // (x − s), r·(x − s) and two FMAs per feature.
                 Moment::DiagonalMoments => 5.0 * d as f64,
                 // (x − s), then the upper triangle of r·(x − s)(x − s)ᵀ.
                 Moment::Scatter | Moment::AugmentedScatter => (de * de + 2 * de) as f64,

@@ -8,7 +8,7 @@ use crate::gpu::shaders::EntryPoint;
 use crate::gpu::tests::{gpu, random};
 use crate::gpu::{Gpu, GpuMatrix};
 use crate::kernels::mixture::estep::Segment;
-use crate::kernels::mixture::mstep::{record_sums, variants, Blocks, Moment, Sums};
+use crate::kernels::mixture::mstep::{moments_lanes, record_sums, variants, Blocks, Moment, Sums};
 
 /// One shape: rows, features, components, rows per block, rows per chunk, values before the
 /// first row in the caller's buffer, seed.
@@ -173,7 +173,12 @@ fn mstep_variants_give_identical_bits_and_the_sums() {
         // The augmented scatter 128 wide: the tile core's 128 x 128 tiles (the plain one 127:
         // 64 x 64 tiles, the last one partly past D).
         shape(260, 127, 2, 256, 260, 0, 9),
+        // The diagonal moments' 16 x 256 tile (K = 2 at D = 200); the 32 x 128 one is taken
+        // at D = 70, K = 2 and D = 127, K = 2, the 64 x 64 one by the others.
+        shape(300, 200, 2, 128, 300, 1, 10),
     ];
+    let lanes: Vec<u32> = shapes.iter().map(|s| moments_lanes(s.d, s.k)).collect();
+    assert!([4, 8, 16].iter().all(|l| lanes.contains(l)), "{lanes:?}");
     for s in &shapes {
         let c = case(&gpu, s);
         assert!(c.xg.chunks().len() > 1 || s.chunk_rows >= s.n);

@@ -205,6 +205,16 @@ fn every_kernel() -> Vec<(&'static EntryPoint, Vec<(&'static str, u32)>)> {
                         all.push((entry, vec![(*name, k)]));
                     }
                 }
+                [name]
+                    if *name == kernels::mixture::estep_tiled::ET_LANES_C
+                        || *name == kernels::mixture::mstep::MOMENTS_LANES_C =>
+                {
+                    // Invocations along the components of the tiled diagonal E-step's and
+                    // moments' tiles.
+                    for lanes in [4, 8, 16] {
+                        all.push((entry, vec![(*name, lanes)]));
+                    }
+                }
                 [a, b] | [b, a]
                     if *a == kernels::mixture::estep::ESTEP_D4
                         && *b == kernels::mixture::estep::ESTEP_ROWS =>
