@@ -33,6 +33,7 @@
 // than the tiles, which would be mostly padding.
 
 #import constants
+#import mixture/normalize_row
 #import grid
 #import gemm
 #import vec4s
@@ -72,11 +73,8 @@ const FULL_TWIN_LANES: u32 = 8u;
 @group(0) @binding(1) var<storage, read> x: array<f32>;
 @group(0) @binding(2) var<storage, read> means: array<f32>;       // K x D
 @group(0) @binding(3) var<storage, read> precisions: array<f32>;  // factors, see prec_stride
-// n_rows x K: q on the way in to normalize_responsibilities, r on the way out.
-@group(0) @binding(4) var<storage, read_write> resp: array<f32>;
-@group(0) @binding(5) var<storage, read> log_const: array<f32>;   // K values cₖ
-@group(0) @binding(6) var<storage, read_write> log_density: array<f32>;
-@group(0) @binding(7) var<storage, read_write> labels: array<u32>;
+// Bindings 4-7 (resp: n_rows x K, q on the way in to normalize_responsibilities, r on the
+// way out; log_const; log_density; labels) are declared in mixture/shared/normalize_row.wgsl.
 @group(0) @binding(8) var<storage, read_write> block_log_density: array<f32>;
 @group(0) @binding(9) var<storage, read> given_labels: array<u32>; // n_rows values
 @group(0) @binding(11) var<storage, read> sample_weights: array<f32>; // per row of the chunk
@@ -486,38 +484,7 @@ fn normalize_responsibilities(
     let row = g * NORMALIZE_WG_SIZE + lid;
     var lse = 0.0;
     if row < p.n_rows {
-        let base = row * p.k;
-        var best = 0u;
-        var top = log_const[0] - 0.5 * resp[base];
-        for (var c = 1u; c < p.k; c++) {
-            let a = log_const[c] - 0.5 * resp[base + c];
-            if a > top {
-                top = a;
-                best = c;
-            }
-        }
-        if top < -F32_MAX {
-            // Every aᵢₖ is −∞ (only with zero weights or overflowing norms): log p = −∞ and
-            // uniform responsibilities, as the reference.
-            lse = top;
-            for (var c = 0u; c < p.k; c++) {
-                resp[base + c] = 1.0 / f32(p.k);
-            }
-        } else {
-            var s = 0.0;
-            for (var c = 0u; c < p.k; c++) {
-                s += exp(log_const[c] - 0.5 * resp[base + c] - top);
-            }
-            lse = top + log(s);
-            // exp(a − m) / s rather than exp(a − log p): the rounding of log p (of the order
-            // of ε |m|) would otherwise keep the row from summing to 1.
-            let inv = 1.0 / s;
-            for (var c = 0u; c < p.k; c++) {
-                resp[base + c] = exp(log_const[c] - 0.5 * resp[base + c] - top) * inv;
-            }
-        }
-        log_density[p.row_offset + row] = lse;
-        labels[p.row_offset + row] = best;
+        lse = normalize_row(row, p.k, p.row_offset + row);
     }
     write_block_sum(lid, g, lse);
 }

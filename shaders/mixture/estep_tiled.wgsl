@@ -32,6 +32,7 @@
 //   access; staged tiles indexed by lane and stage counters below their constant sizes
 
 #import constants
+#import mixture/normalize_row
 #import grid
 
 // Twin: EstepTiledParams in src/kernels/mixture/estep_tiled.rs.
@@ -50,10 +51,7 @@ struct EstepTiledParams {
 @group(0) @binding(1) var<storage, read> x: array<f32>;
 @group(0) @binding(2) var<storage, read> means: array<f32>;       // K x D
 @group(0) @binding(3) var<storage, read> precisions: array<f32>;  // K x D factors pₖⱼ
-@group(0) @binding(4) var<storage, read_write> resp: array<f32>;  // n_rows x K: q, then r
-@group(0) @binding(5) var<storage, read> log_const: array<f32>;   // K values cₖ
-@group(0) @binding(6) var<storage, read_write> log_density: array<f32>;
-@group(0) @binding(7) var<storage, read_write> labels: array<u32>;
+// Bindings 4-7 (resp, log_const, log_density, labels): mixture/shared/normalize_row.wgsl.
 @group(0) @binding(8) var<storage, read_write> block_log_density: array<f32>;
 
 // Rows per workgroup and invocations: normalize_responsibilities' block of log p sums.
@@ -159,35 +157,7 @@ fn estep_diag_tiled(
     let row = first + lid;
     var lse = 0.0;
     if row < p.n_rows {
-        // normalize_responsibilities (estep.wgsl), expression for expression.
-        let base = row * p.k;
-        var best = 0u;
-        var top = log_const[0] - 0.5 * resp[base];
-        for (var c = 1u; c < p.k; c++) {
-            let a = log_const[c] - 0.5 * resp[base + c];
-            if a > top {
-                top = a;
-                best = c;
-            }
-        }
-        if top < -F32_MAX {
-            lse = top;
-            for (var c = 0u; c < p.k; c++) {
-                resp[base + c] = 1.0 / f32(p.k);
-            }
-        } else {
-            var s = 0.0;
-            for (var c = 0u; c < p.k; c++) {
-                s += exp(log_const[c] - 0.5 * resp[base + c] - top);
-            }
-            lse = top + log(s);
-            let inv = 1.0 / s;
-            for (var c = 0u; c < p.k; c++) {
-                resp[base + c] = exp(log_const[c] - 0.5 * resp[base + c] - top) * inv;
-            }
-        }
-        log_density[p.row_offset + row] = lse;
-        labels[p.row_offset + row] = best;
+        lse = normalize_row(row, p.k, p.row_offset + row);
     }
     // The block sum: normalize_responsibilities' tree (write_block_sum), in its order.
     et_sum[lid] = lse;
