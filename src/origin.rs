@@ -180,28 +180,13 @@ impl RowSource for Matrix64<'_> {
     }
 
     fn gather(&self, indices: &[usize]) -> Result<Vec<f32>> {
-        let rows = gather_f64(self.data, self.n_features, indices)?;
+        let rows = crate::source::gather_by_index(self.data, self.n_features, indices)?;
         to_f32(&rows, "a float64 value")
     }
 
     fn f64_rows(&self) -> Option<Cow<'_, [f64]>> {
         Some(Cow::Borrowed(self.data))
     }
-}
-
-/// The rows `indices` of row-major f64 `values` of `d` features.
-fn gather_f64(values: &[f64], d: usize, indices: &[usize]) -> Result<Vec<f64>> {
-    let n = values.len() / d;
-    let mut out = Vec::with_capacity(indices.len() * d);
-    for &i in indices {
-        if i >= n {
-            return Err(Error::Source {
-                reason: format!("row {i} was asked for, the source has {n}"),
-            });
-        }
-        out.extend_from_slice(&values[i * d..(i + 1) * d]);
-    }
-    Ok(out)
 }
 
 /// f64 rows less an origin, in f64, rounded to f32 a piece at a time: what the kernels see of
@@ -315,7 +300,11 @@ impl RowSource for Centred<'_> {
     }
 
     fn gather(&self, indices: &[usize]) -> Result<Vec<f32>> {
-        Ok(self.centred(&gather_f64(&self.values, self.n_features, indices)?))
+        Ok(self.centred(&crate::source::gather_by_index(
+            &self.values,
+            self.n_features,
+            indices,
+        )?))
     }
 
     fn max_abs(&self) -> Option<f32> {

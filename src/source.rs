@@ -89,8 +89,12 @@ impl RowSource for Matrix<'_> {
     }
 }
 
-/// The rows `indices` of row-major `values`, for sources with random access.
-pub(crate) fn gather_by_index(values: &[f32], d: usize, indices: &[usize]) -> Result<Vec<f32>> {
+/// The rows `indices` of row-major `values` (f32 or f64), for sources with random access.
+pub(crate) fn gather_by_index<T: Copy>(
+    values: &[T],
+    d: usize,
+    indices: &[usize],
+) -> Result<Vec<T>> {
     let n = values.len() / d;
     let mut out = Vec::with_capacity(indices.len() * d);
     for &i in indices {
