@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 
 use super::window::{window_bytes, RESP_WINDOW_BYTES};
-use super::workspace::Workspace;
+use super::workspace::{Purpose, Workspace};
 use crate::gpu::tests::{gpu, random};
 use crate::kernels::primitives::gemm::with_design;
 use crate::{CovarianceType, GaussianMixture, GaussianMixtureModel, GmmInit, Matrix, ProfileClock};
@@ -182,16 +182,17 @@ fn gpu_design_and_windows_give_the_fit_of_the_cpu_design() {
     }
 }
 
-/// The workspace of a fit over `x` (its responsibilities' bytes and segments) and that of an
-/// evaluation, on `gpu` as it is set.
+/// The responsibilities' bytes and segments of the workspaces of a fit over `x`, of an
+/// evaluation that keeps every responsibility and of one that keeps the rows' log p and
+/// labels only, on `gpu` as it is set.
 fn footprints(
     gpu: &crate::Gpu,
     xg: &crate::GpuMatrix,
     k: usize,
     t: CovarianceType,
-) -> [(u64, usize); 2] {
-    [true, false].map(|fit| {
-        Workspace::new(gpu, xg, k, t, fit)
+) -> [(u64, usize); 3] {
+    [Purpose::Fit, Purpose::Responsibilities, Purpose::RowOutputs].map(|purpose| {
+        Workspace::new(gpu, xg, k, t, purpose)
             .unwrap()
             .responsibility_footprint()
     })
@@ -207,7 +208,13 @@ fn a_fit_keeps_one_window_of_responsibilities_and_evaluation_all() {
     let x = blobs(n, d, 4, 11);
     let xg = crate::GpuMatrix::upload(&gpu, &Matrix::new(&x, d).unwrap()).unwrap();
     for t in CovarianceType::ALL {
-        let [(fit, windows), (all, segments)] = footprints(&gpu, &xg, k, t);
+        let [(fit, windows), (all, segments), (rows, row_windows)] = footprints(&gpu, &xg, k, t);
+        // Scores and labels keep a window of whole blocks of 256 rows too, never N x K.
+        assert!(
+            rows <= fit && rows % (256 * 4 * k as u64) == 0,
+            "{t:?}: {rows}"
+        );
+        assert!(row_windows >= 8, "{t:?}: {row_windows} windows");
         assert_eq!(fit, 1280 * 4 * k as u64, "{t:?}");
         assert_eq!(fit, window_bytes(&gpu, n, k, d, t), "{t:?}");
         assert!(windows >= 8, "{t:?}: {windows} windows");
@@ -220,7 +227,7 @@ fn a_fit_keeps_one_window_of_responsibilities_and_evaluation_all() {
     let gpu = crate::gpu::tests::gpu();
     let x = random(n * d, 12);
     let xg = crate::GpuMatrix::upload(&gpu, &Matrix::new(&x, d).unwrap()).unwrap();
-    let [(fit, windows), _] = footprints(&gpu, &xg, k, CovarianceType::Diag);
+    let [(fit, windows), _, _] = footprints(&gpu, &xg, k, CovarianceType::Diag);
     assert!(fit <= RESP_WINDOW_BYTES && fit > RESP_WINDOW_BYTES - 256 * 4 * k as u64 * 2);
     assert!(
         windows >= 2 && (n * k * 4) as u64 > RESP_WINDOW_BYTES,
@@ -237,7 +244,7 @@ fn a_user_scale_fit_stays_in_one_window() {
     let gpu = gpu();
     let x = blobs(n, d, k, 13);
     let xg = crate::GpuMatrix::upload(&gpu, &Matrix::new(&x, d).unwrap()).unwrap();
-    let [(fit, windows), _] = footprints(&gpu, &xg, k, CovarianceType::Diag);
+    let [(fit, windows), _, _] = footprints(&gpu, &xg, k, CovarianceType::Diag);
     assert!(
         fit <= RESP_WINDOW_BYTES && windows >= 3,
         "{fit} bytes, {windows} windows"
@@ -264,4 +271,44 @@ fn a_user_scale_fit_stays_in_one_window() {
     });
     assert_eq!(models[0], models[1]);
     assert_eq!(models[0].n_iter(), 5);
+}
+
+#[test]
+fn scores_and_labels_in_a_window_are_the_bits_of_the_kept_responsibilities() {
+    // predict, score_samples and score keep a window of responsibilities (Purpose::RowOutputs),
+    // evaluate_gpu every one of them: the same labels, log p and mean log-likelihood bits, in
+    // both designs, for every covariance type, two seeds, with rows cut into many windows
+    // (64 KiB bindings) and not.
+    let (n, d, k) = (9000, 5, 12);
+    for (seed, binding) in [(21u64, Some(64u64 << 10)), (22, None)] {
+        // A device of its own (gpu() opens one a call): the bindings set here stay here.
+        let gpu = gpu();
+        if let Some(bytes) = binding {
+            gpu.set_max_chunk_bytes(bytes);
+        }
+        let x = blobs(n, d, 4, seed);
+        let m = Matrix::new(&x, d).unwrap();
+        for t in CovarianceType::ALL {
+            for cpu_like in [true, false] {
+                with_design(cpu_like, || {
+                    let params = GaussianMixture::new(k)
+                        .covariance(t)
+                        .init(GmmInit::Random)
+                        .seed(seed)
+                        .max_iter(3);
+                    let model = params.fit(&gpu, &m).unwrap();
+                    let all = model.evaluate_gpu(&gpu, &m).unwrap();
+                    let what = format!("{t:?}, seed {seed}, {binding:?}, cpu_like {cpu_like}");
+                    let labels = model.predict(&gpu, &m).unwrap();
+                    assert_eq!(labels, all.labels.to_host(&gpu).unwrap(), "{what}");
+                    let log_p = model.score_samples(&gpu, &m).unwrap();
+                    let kept = all.log_density.to_host(&gpu).unwrap();
+                    let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+                    assert_eq!(bits(&log_p), bits(&kept), "{what}");
+                    let score = model.score(&gpu, &m).unwrap();
+                    assert_eq!(score.to_bits(), all.mean_log_likelihood.to_bits(), "{what}");
+                });
+            }
+        }
+    }
 }

@@ -9,7 +9,7 @@ use super::em::{fit_restarts, Best, Settings};
 use super::passes::Fill;
 use super::remote::{Driven, RemoteGaussianMixture};
 use super::stream::{device_rows, Streamed};
-use super::workspace::Workspace;
+use super::workspace::{Purpose, Workspace};
 use super::{
     check_responsibilities, seeding, CovarianceType, GaussianMixture, GaussianMixtureModel,
     GaussianParameters, GmmInit, GmmStats,
@@ -284,7 +284,7 @@ impl GaussianMixture {
         weights: Option<&[f32]>,
     ) -> Result<GaussianMixtureModel> {
         let params = self.resolved_init();
-        let mut ws = Workspace::new(gpu, x, self.k, self.covariance_type, true)?;
+        let mut ws = Workspace::new(gpu, x, self.k, self.covariance_type, Purpose::Fit)?;
         if let Some(w) = weights {
             ws.weigh(w);
         }
@@ -359,7 +359,7 @@ pub fn estimate_gaussian_parameters(
     Error::require_non_negative("reg_covar", reg_covar)?;
     check_responsibilities(resp, n, k)?;
     let xg = x.on_gpu(gpu)?;
-    let ws = Workspace::new(gpu, &xg, k, covariance_type, true)?;
+    let ws = Workspace::new(gpu, &xg, k, covariance_type, Purpose::Fit)?;
     let (p, _) = ws.mstep(&Fill::Host(resp), reg_covar)?;
     Ok(GaussianParameters {
         weights: p.weights,

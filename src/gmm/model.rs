@@ -4,7 +4,7 @@
 
 use super::em::Parameters;
 use super::math;
-use super::workspace::{Outputs, Workspace};
+use super::workspace::{Purpose, Workspace};
 use super::{CovarianceType, GaussianMixture, GmmInit, InitialParameters};
 use crate::error::{Error, Result};
 use crate::gpu::{CommandEncoder, Gpu, GpuInput, GpuMatrix, GpuVector};
@@ -422,7 +422,8 @@ impl GaussianMixtureModel {
     /// binding ([`GpuMatrix::chunk_views`] gives every chunk's first row).
     pub fn evaluate_gpu(&self, gpu: &Gpu, x: &impl GpuInput) -> Result<GmmEvaluation> {
         let (p, xg) = self.on_device(gpu, x)?;
-        let ws = Workspace::new(gpu, &xg, self.k(), self.covariance_type(), false)?;
+        let purpose = Purpose::Responsibilities;
+        let ws = Workspace::new(gpu, &xg, self.k(), self.covariance_type(), purpose)?;
         let ((responsibilities, log_density, labels), mean_log_likelihood) = ws.evaluate(&p)?;
         Ok(GmmEvaluation {
             responsibilities,
@@ -432,21 +433,37 @@ impl GaussianMixtureModel {
         })
     }
 
-    /// The E-step over `x` recorded into the caller's `encoder` without submitting (its
-    /// outputs: responsibilities, log p, labels; the mean log-likelihood would need a
-    /// readback). On an error the encoder may hold part of the work and should be dropped.
-    fn record_evaluation(
+    /// Every row's log p and label and the mean log-likelihood of `x`, from one E-step whose
+    /// responsibilities pass through a window (never N x K on the device): the bits of
+    /// [`GaussianMixtureModel::evaluate_gpu`]'s.
+    fn evaluate_rows(
         &self,
         gpu: &Gpu,
+        x: &impl GpuInput,
+    ) -> Result<(GpuVector<f32>, GpuVector<u32>, f64)> {
+        let (p, xg) = self.on_device(gpu, x)?;
+        let purpose = Purpose::RowOutputs;
+        let ws = Workspace::new(gpu, &xg, self.k(), self.covariance_type(), purpose)?;
+        ws.evaluate_rows(&p)
+    }
+
+    /// The E-step over `x` recorded into the caller's `encoder` without submitting, in a
+    /// workspace for `purpose`; returns it, holding the outputs (the mean log-likelihood
+    /// would need a readback). On an error the encoder may hold part of the work and should
+    /// be dropped.
+    fn record_evaluation<'g>(
+        &self,
+        gpu: &'g Gpu,
         encoder: &mut CommandEncoder,
         x: &impl GpuInput,
-    ) -> Result<Outputs> {
+        purpose: Purpose,
+    ) -> Result<Workspace<'g>> {
         let (p, xg) = self.on_device(gpu, x)?;
-        let ws = Workspace::new(gpu, &xg, self.k(), self.covariance_type(), false)?;
+        let ws = Workspace::new(gpu, &xg, self.k(), self.covariance_type(), purpose)?;
         gpu.record_into(encoder, "mixture evaluation", |batch| {
-            ws.record_evaluation(batch, &p)?;
-            Ok(ws.outputs())
-        })
+            ws.record_evaluation(batch, &p)
+        })?;
+        Ok(ws)
     }
 
     /// [`GaussianMixtureModel::predict_gpu`] recorded into the caller's `encoder` without
@@ -457,7 +474,8 @@ impl GaussianMixtureModel {
         encoder: &mut CommandEncoder,
         x: &impl GpuInput,
     ) -> Result<GpuVector<u32>> {
-        Ok(self.record_evaluation(gpu, encoder, x)?.2)
+        let ws = self.record_evaluation(gpu, encoder, x, Purpose::RowOutputs)?;
+        Ok(ws.rows_on_device().1)
     }
 
     /// [`GaussianMixtureModel::predict_proba_gpu`] recorded into the caller's `encoder`
@@ -468,7 +486,8 @@ impl GaussianMixtureModel {
         encoder: &mut CommandEncoder,
         x: &impl GpuInput,
     ) -> Result<GpuMatrix> {
-        Ok(self.record_evaluation(gpu, encoder, x)?.0)
+        let ws = self.record_evaluation(gpu, encoder, x, Purpose::Responsibilities)?;
+        Ok(ws.outputs().0)
     }
 
     /// [`GaussianMixtureModel::score_samples_gpu`] recorded into the caller's `encoder`
@@ -479,12 +498,14 @@ impl GaussianMixtureModel {
         encoder: &mut CommandEncoder,
         x: &impl GpuInput,
     ) -> Result<GpuVector<f32>> {
-        Ok(self.record_evaluation(gpu, encoder, x)?.1)
+        let ws = self.record_evaluation(gpu, encoder, x, Purpose::RowOutputs)?;
+        Ok(ws.rows_on_device().0)
     }
 
-    /// Most probable component of each row, left on the device.
+    /// Most probable component of each row, left on the device (the responsibilities pass
+    /// through a window: device memory O(N·D + K·D²) at any N).
     pub fn predict_gpu(&self, gpu: &Gpu, x: &impl GpuInput) -> Result<GpuVector<u32>> {
-        Ok(self.evaluate_gpu(gpu, x)?.labels)
+        Ok(self.evaluate_rows(gpu, x)?.1)
     }
 
     /// Most probable component of each row (argmaxₖ of log πₖ + log N(x | μₖ, Σₖ)).
@@ -502,9 +523,10 @@ impl GaussianMixtureModel {
         self.predict_proba_gpu(gpu, x)?.to_host(gpu)
     }
 
-    /// log p(xᵢ) per row, left on the device.
+    /// log p(xᵢ) per row, left on the device (the responsibilities in a window, as
+    /// [`GaussianMixtureModel::predict_gpu`]).
     pub fn score_samples_gpu(&self, gpu: &Gpu, x: &impl GpuInput) -> Result<GpuVector<f32>> {
-        Ok(self.evaluate_gpu(gpu, x)?.log_density)
+        Ok(self.evaluate_rows(gpu, x)?.0)
     }
 
     /// log p(xᵢ) per row.
@@ -514,7 +536,7 @@ impl GaussianMixtureModel {
 
     /// Mean log-likelihood (1/N) Σᵢ log p(xᵢ) of `x` (higher is better).
     pub fn score(&self, gpu: &Gpu, x: &impl GpuInput) -> Result<f64> {
-        Ok(self.evaluate_gpu(gpu, x)?.mean_log_likelihood)
+        Ok(self.evaluate_rows(gpu, x)?.2)
     }
 
     /// Number of free parameters p: covariance values (Full K·D(D+1)/2, Tied D(D+1)/2,

@@ -39,7 +39,7 @@ use super::passes::Fill;
 use super::seeding::{given_parameters, override_start};
 use super::stats::GmmStats;
 use super::stream::piece_stats;
-use super::workspace::{sum_log_density, Workspace};
+use super::workspace::{sum_log_density, Purpose, Workspace};
 use super::{CovarianceType, GaussianMixture, GaussianMixtureModel, GmmInit};
 use crate::data::Matrix;
 use crate::error::{Error, Result};
@@ -213,7 +213,7 @@ impl<'g> GmmPartition<'g> {
             .is_some_and(|ws| ws.k == k && ws.covariance_type == t);
         if !fits {
             self.ws = None;
-            self.ws = Some(Workspace::new(self.gpu, &self.x, k, t, true)?);
+            self.ws = Some(Workspace::new(self.gpu, &self.x, k, t, Purpose::Fit)?);
         }
         Ok(self.ws.as_ref().expect("made above"))
     }

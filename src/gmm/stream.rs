@@ -33,7 +33,7 @@ use super::moments::Moments;
 use super::passes::Fill;
 use super::stats::{full, GmmStats};
 use super::window::window_bytes;
-use super::workspace::{sum_log_density, Workspace};
+use super::workspace::{sum_log_density, Purpose, Workspace};
 use super::CovarianceType;
 use crate::error::Result;
 use crate::gpu::stream::DeviceRows;
@@ -115,7 +115,7 @@ impl<'a, S: RowSource + ?Sized> Streamed<'a, S> {
         t: CovarianceType,
         weights: Option<&'a [f32]>,
     ) -> Result<Self> {
-        let mut ws = Workspace::new(gpu, &rows.capacity_view(), k, t, true)?;
+        let mut ws = Workspace::new(gpu, &rows.capacity_view(), k, t, Purpose::Fit)?;
         if let Some(w) = weights {
             ws.weigh(w);
         }

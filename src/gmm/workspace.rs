@@ -85,18 +85,32 @@ pub(super) struct Workspace<'a> {
     sample_weights: Option<(GpuVector<f32>, &'a [f32], f64)>,
 }
 
+/// What a [`Workspace`] is made for, which decides what it keeps on the device.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Purpose {
+    /// EM: a window of responsibilities and the M-step's per-block sums.
+    Fit,
+    /// Every row's responsibilities kept (N x K): `predict_proba`, `evaluate_gpu`.
+    Responsibilities,
+    /// Every row's log p and label, the responsibilities in a window and no sums:
+    /// `predict`, `score_samples`, `score`, BIC and AIC at any N.
+    RowOutputs,
+}
+
 impl<'a> Workspace<'a> {
-    /// Buffers for `x` and K components: responsibilities, per-row outputs, parameters, and
-    /// with `with_mstep` (fits) the per-block M-step sums, which evaluation does not need.
-    /// Fits keep a window of responsibilities, evaluation all N x K of them (module docs).
+    /// Buffers for `x` and K components for `purpose`: responsibilities (a window of them,
+    /// or all N x K for [`Purpose::Responsibilities`]), per-row outputs, parameters, and for
+    /// [`Purpose::Fit`] the per-block M-step sums (module docs).
     pub(super) fn new(
         gpu: &'a Gpu,
         x: &GpuMatrix,
         k: usize,
         covariance_type: CovarianceType,
-        with_mstep: bool,
+        purpose: Purpose,
     ) -> Result<Self> {
         let (n, d) = (x.n_rows(), x.n_features());
+        let with_mstep = purpose == Purpose::Fit;
+        let windowed = purpose != Purpose::Responsibilities;
         let full = matches!(covariance_type, CovarianceType::Full | CovarianceType::Tied);
         // Evaluation (predict, scores) needs no M-step sums: no partial buffers to allocate.
         let outputs = if with_mstep {
@@ -106,17 +120,26 @@ impl<'a> Workspace<'a> {
         };
         let block_rows = block_rows(gpu, n, outputs);
         let row_bytes = k as u64 * 4;
-        let seg_rows = if with_mstep {
+        // Without sums, block_rows is 256 (NORMALIZE_ROWS): windows of whole blocks of log p
+        // sums, so a windowed score adds the same block sums as an unwindowed one.
+        let seg_rows = if windowed {
             window_rows(gpu.chunk_byte_limit(), n, row_bytes, block_rows)
         } else {
-            (gpu.chunk_byte_limit() / row_bytes).max(1) as usize
+            // Segments of whole blocks of log p sums too, where a binding holds one, so that
+            // every purpose adds the same block sums.
+            let binding_rows = (gpu.chunk_byte_limit() / row_bytes).max(1) as usize;
+            if binding_rows >= NORMALIZE_ROWS {
+                binding_rows / NORMALIZE_ROWS * NORMALIZE_ROWS
+            } else {
+                binding_rows
+            }
         };
-        let what = if with_mstep {
+        let what = if windowed {
             "a window of the responsibilities"
         } else {
             "the N x K responsibilities"
         };
-        let resp_rows = if with_mstep { seg_rows.min(n) } else { n };
+        let resp_rows = if windowed { seg_rows.min(n) } else { n };
         check_budget(gpu, what, resp_rows as u64 * row_bytes)?;
 
         let mut plan = Vec::new();
@@ -149,7 +172,7 @@ impl<'a> Workspace<'a> {
         let split = with_mstep && full && split_augmented(gpu, d);
         gpu.scoped("allocating the mixture workspace", || {
             let window = plan.iter().map(|p| p.2).max().unwrap_or(0);
-            let resp = if with_mstep {
+            let resp = if windowed {
                 vec![DeviceBuffer::zeroed(
                     gpu,
                     "responsibilities window",
@@ -169,7 +192,7 @@ impl<'a> Workspace<'a> {
                         first,
                         n_rows,
                         capacity: n_rows,
-                        resp: if with_mstep { 0 } else { i },
+                        resp: if windowed { 0 } else { i },
                         block_offset,
                         log_block_offset,
                     },
@@ -526,6 +549,22 @@ impl<'a> Workspace<'a> {
     /// (evaluation workspaces, which keep every responsibility).
     pub(super) fn evaluate(&self, p: &Parameters) -> Result<(Outputs, f64)> {
         Ok((self.outputs(), self.run_estep(p)?))
+    }
+
+    /// One E-step for `p`: every row's log p and label left on the device, and the mean
+    /// log-likelihood (any workspace; the responsibilities need not be kept).
+    pub(super) fn evaluate_rows(
+        &self,
+        p: &Parameters,
+    ) -> Result<(GpuVector<f32>, GpuVector<u32>, f64)> {
+        let mean = self.run_estep(p)?;
+        let (log_density, labels) = self.rows_on_device();
+        Ok((log_density, labels, mean))
+    }
+
+    /// Every row's log p and label, as the last E-step left them on the device.
+    pub(super) fn rows_on_device(&self) -> (GpuVector<f32>, GpuVector<u32>) {
+        (self.log_density.clone(), self.labels.clone())
     }
 
     /// The E-step's outputs on the device: responsibilities (N x K), log p, labels
