@@ -97,6 +97,7 @@ mod em;
 mod fit;
 pub mod math;
 mod model;
+mod model_predict;
 mod moments;
 mod params;
 mod passes;
