@@ -27,6 +27,7 @@
 use crate::error::{Error, Result};
 use crate::gpu::{Gpu, GpuInput};
 use crate::kernels::neighbors::{self as kernel, Csr};
+use crate::origin::Centred;
 
 /// Largest `k` of [`k_nearest_neighbors`].
 pub const MAX_K: usize = kernel::KNN_MAX;
@@ -109,6 +110,11 @@ impl KNeighbors {
 /// binding of the device holds ([`Error::DeviceLimit`]: take a smaller radius); the GPU's
 /// errors.
 pub fn radius_neighbors(gpu: &Gpu, x: &impl GpuInput, radius: f32) -> Result<RadiusNeighbors> {
+    // Distances do not move with the data: f64 rows are centred in f64 before the cast, so
+    // rows far from the origin keep their digits (module `origin`).
+    if let Some(c) = Centred::of_input(x, None)? {
+        return radius_neighbors(gpu, &c, radius);
+    }
     let (n, _) = x.shape();
     if n == 0 {
         return Err(Error::EmptyData {
@@ -126,6 +132,9 @@ pub fn radius_neighbors(gpu: &Gpu, x: &impl GpuInput, radius: f32) -> Result<Rad
 /// Errors: `k` of 0, more than the rows or more than [`MAX_K`]
 /// ([`Error::InvalidParameter`]); no rows; the GPU's errors.
 pub fn k_nearest_neighbors(gpu: &Gpu, x: &impl GpuInput, k: usize) -> Result<KNeighbors> {
+    if let Some(c) = Centred::of_input(x, None)? {
+        return k_nearest_neighbors(gpu, &c, k);
+    }
     let (n, _) = x.shape();
     if n == 0 {
         return Err(Error::EmptyData {

@@ -109,3 +109,40 @@ fn bad_queries_are_errors() {
     let alone = neighbors::radius_neighbors(&gpu, &m, 0.0).unwrap();
     assert_eq!(alone.row_starts(), (0..=20).collect::<Vec<u32>>());
 }
+
+#[test]
+fn float64_rows_far_from_the_origin_keep_their_neighbours() {
+    // Rows offset by 1e8 in f64: cast to f32 as they are, every row would round to the same
+    // few values (f32 spacing there is 8) and the lists would be ties. Centred in f64 first,
+    // the lists are those of f64 brute force. Two seeds; radius and k queries.
+    let gpu = gpu();
+    for seed in [3u64, 4] {
+        let (n, d, k) = (300, 3, 6);
+        let small = random_matrix(n, d, seed, 0.0, 4.0);
+        let far: Vec<f64> = small.iter().map(|&v| v as f64 + 1e8).collect();
+        let m = wgpu_unsupervised::Matrix64::new(&far, d).unwrap();
+        let knn = neighbors::k_nearest_neighbors(&gpu, &m, k).unwrap();
+        let radius = 0.5f32;
+        let within = neighbors::radius_neighbors(&gpu, &m, radius).unwrap();
+        for q in 0..n {
+            let exact: Vec<f64> = (0..n)
+                .map(|j| {
+                    (0..d)
+                        .map(|f| (far[q * d + f] - far[j * d + f]).powi(2))
+                        .sum()
+                })
+                .collect();
+            let mut order: Vec<usize> = (0..n).collect();
+            order.sort_by(|&a, &b| exact[a].total_cmp(&exact[b]).then(a.cmp(&b)));
+            let got: Vec<usize> = knn.indices(q).iter().map(|&j| j as usize).collect();
+            assert_eq!(got, order[..k], "seed {seed}, row {q}");
+            let mut inside: Vec<u32> = (0..n as u32)
+                .filter(|&j| exact[j as usize] <= (radius as f64).powi(2))
+                .collect();
+            let mut found = within.neighbors(q).0.to_vec();
+            found.sort_unstable();
+            inside.sort_unstable();
+            assert_eq!(found, inside, "seed {seed}, row {q}");
+        }
+    }
+}
