@@ -413,7 +413,14 @@ impl<'g> Batch<'g> {
     /// [`Batch::finish`], with the timestamped dispatches' records returned to the caller
     /// (empty unless the batch's clock is [`Clock::Timestamps`]); wall-clock records still
     /// go to the running profile as they are taken.
-    pub(crate) fn finish_with_records(mut self) -> Result<(Readback, Vec<DispatchRecord>)> {
+    pub(crate) fn finish_with_records(self) -> Result<(Readback, Vec<DispatchRecord>)> {
+        self.submit()?.wait_with_records()
+    }
+
+    /// Submits the work and returns at once: what was asked for with [`Batch::read`] comes
+    /// back from [`PendingReadback::wait`]. Work submitted later may run meanwhile, so the
+    /// GPU need not wait for the host between two batches (the Lloyd loop runs ahead so).
+    pub(crate) fn submit(mut self) -> Result<PendingReadback<'g>> {
         let timestamps = self
             .timestamps
             .resolve(&self.gpu.device, &mut self.encoder)
@@ -427,24 +434,6 @@ impl<'g> Batch<'g> {
                 workgroups: 0,
             }]);
         }
-        let mut back = self.submit_and_read()?;
-        let mut records = Vec::new();
-        if let Some(h) = timestamps {
-            let ticks: Vec<u64> = back.bytes_as(h);
-            back.parts.pop();
-            let period = self.gpu.queue.get_timestamp_period();
-            records = self.timestamps.records(&ticks, period);
-        }
-        Ok((back, records))
-    }
-
-    fn submit_and_read(&mut self) -> Result<Readback> {
-        let mut encoder = std::mem::replace(
-            &mut self.encoder,
-            self.gpu
-                .device
-                .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: None }),
-        );
         let total: u64 = self.reads.iter().map(|r| r.2).sum();
         let staging = (total > 0).then(|| {
             self.gpu.device.create_buffer(&wgpu::BufferDescriptor {
@@ -457,48 +446,98 @@ impl<'g> Batch<'g> {
         if let Some(staging) = &staging {
             let mut at = 0;
             for (buffer, offset, size) in &self.reads {
-                encoder.copy_buffer_to_buffer(buffer, *offset, staging, at, *size);
+                self.encoder
+                    .copy_buffer_to_buffer(buffer, *offset, staging, at, *size);
                 at += size;
             }
         }
         self.uniforms.flush(&self.gpu.queue);
-        self.gpu.queue.submit([encoder.finish()]);
-        let Some(staging) = staging else {
-            return Ok(Readback::default());
-        };
-        let (tx, rx) = futures_intrusive::channel::shared::oneshot_channel();
-        staging.slice(..).map_async(wgpu::MapMode::Read, move |r| {
-            let _ = tx.send(r);
+        let submission = self.gpu.queue.submit([self.encoder.finish()]);
+        let mapped = staging.as_ref().map(|staging| {
+            let (tx, rx) = futures_intrusive::channel::shared::oneshot_channel();
+            staging.slice(..).map_async(wgpu::MapMode::Read, move |r| {
+                let _ = tx.send(r);
+            });
+            rx
         });
-        let polled = self.gpu.device.poll(wgpu::PollType::wait_indefinitely());
-        let mapped = pollster::block_on(rx.receive());
+        Ok(PendingReadback {
+            gpu: self.gpu,
+            submission,
+            staging: staging.zip(mapped),
+            sizes: self.reads.iter().map(|r| r.2 as usize).collect(),
+            timestamps: timestamps.map(|h| (h, self.timestamps)),
+        })
+    }
+}
+
+/// A submitted [`Batch`] whose reads have not come back yet ([`Batch::submit`]).
+pub(crate) struct PendingReadback<'g> {
+    gpu: &'g Gpu,
+    submission: wgpu::SubmissionIndex,
+    staging: Option<(wgpu::Buffer, MapReceiver)>,
+    sizes: Vec<usize>,
+    /// The read holding the timestamps, and the queries that name them.
+    timestamps: Option<(ReadHandle, TimestampQueries)>,
+}
+
+/// Where a staging buffer's mapping reports back.
+type MapReceiver = futures_intrusive::channel::shared::OneshotReceiver<
+    std::result::Result<(), wgpu::BufferAsyncError>,
+>;
+
+impl PendingReadback<'_> {
+    /// Waits for the submission and returns the bytes; timestamped dispatches go to the
+    /// running profile.
+    pub(crate) fn wait(self) -> Result<Readback> {
+        let gpu = self.gpu;
+        let (back, records) = self.wait_with_records()?;
+        gpu.record_dispatches(records);
+        Ok(back)
+    }
+
+    /// [`PendingReadback::wait`], with the timestamped dispatches' records returned.
+    pub(crate) fn wait_with_records(self) -> Result<(Readback, Vec<DispatchRecord>)> {
+        let polled = self.gpu.device.poll(wgpu::PollType::Wait {
+            submission_index: Some(self.submission),
+            timeout: None,
+        });
         self.gpu.check_alive()?;
         if let Err(e) = polled {
             return Err(Error::Gpu(format!("waiting for the GPU: {e}")));
         }
-        match mapped {
+        let Some((staging, rx)) = self.staging else {
+            return Ok((Readback::default(), Vec::new()));
+        };
+        match pollster::block_on(rx.receive()) {
             Some(Ok(())) => {}
             Some(Err(e)) => return Err(Error::Gpu(format!("mapping the readback: {e}"))),
             None => return Err(Error::Gpu("readback was dropped".into())),
         }
-        let mut parts = Vec::with_capacity(self.reads.len());
+        let mut parts = Vec::with_capacity(self.sizes.len());
         {
             let view = staging
                 .slice(..)
                 .get_mapped_range()
                 .map_err(|e| Error::Gpu(format!("reading the mapped range: {e}")))?;
             let mut at = 0usize;
-            for (_, _, size) in &self.reads {
-                parts.push(view[at..at + *size as usize].to_vec());
-                at += *size as usize;
+            for size in &self.sizes {
+                parts.push(view[at..at + size].to_vec());
+                at += size;
             }
         }
         staging.unmap();
-        Ok(Readback { parts })
+        let mut back = Readback { parts };
+        let mut records = Vec::new();
+        if let Some((h, queries)) = self.timestamps {
+            let ticks: Vec<u64> = back.bytes_as(h);
+            back.parts.pop();
+            let period = self.gpu.queue.get_timestamp_period();
+            records = queries.records(&ticks, period);
+        }
+        Ok((back, records))
     }
 }
 
-/// The binding number of each buffer in `binds`, checked against the buffers `entry` uses.
 fn resolve<'a>(entry: &EntryPoint, binds: &[(&str, Bind<'a>)]) -> Result<Vec<(u32, Bind<'a>)>> {
     let buffers = || {
         entry.bindings.iter().filter(|b| {

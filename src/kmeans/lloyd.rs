@@ -8,6 +8,20 @@
 //! changes, when Σₖ‖c⁽ᵗ⁺¹⁾ₖ − c⁽ᵗ⁾ₖ‖² ≤ tol·(mean feature variance), or after `max_iter`.
 //! Restarts keep the run of least inertia.
 //!
+//! Rows that are all on one device run the loop ahead of the host ([`lloyd_ahead`]): each
+//! submission updates the centroids on the device from the previous pass's sums
+//! (`kernels::centroids::advance`) and then runs the next pass, so the GPU never waits for the
+//! host between iterations. The host keeps one submission in flight and reads each one's few
+//! words (the update's decision, its squared shift, the pass's per-cluster Σw·d²) while the
+//! next runs; K x D never comes back. The decisions are the host loop's, in its order. The
+//! device marks the loop finished, so that a submission already in flight when it does
+//! changes nothing: its pass runs against the final centroids and is the final pass that
+//! makes the labels agree with them. An empty cluster stops the device (centroids kept); the
+//! host repairs it as the host loop does, from a pass it reads in full, and starts the device
+//! again from the repaired centroids. The update is f32 on the device where the host loop's is
+//! f64 (the same sums, rounded once more): results agree with the host loop to f32 rounding,
+//! and are the same, bit for bit, from run to run on one adapter.
+//!
 //! This file is a leaf of its folder but for the statistics it consumes: it knows nothing of
 //! the parameters' types or the workspace. What it needs of them arrives as a [`Settings`]
 //! and, per iteration, the pass's [`KMeansStats`] (the same sums the kernels wrote, merged in
@@ -17,6 +31,7 @@ use rand_chacha::ChaCha8Rng;
 
 use super::stats::KMeansStats;
 use crate::error::{Error, Result};
+use crate::kernels::centroids::advance::{Decision, Outcome};
 use crate::progress::{fit_done, Algorithm, OnIteration, Progress};
 
 /// What the Lloyd loop needs of the data.
@@ -45,6 +60,11 @@ pub(super) trait LloydData {
     fn rows(&mut self, indices: &[usize]) -> Result<Vec<f32>>;
     /// Every row's sample weight, when the rows are weighted.
     fn row_weights(&self) -> Option<&[f32]>;
+    /// The rows as a loop the device runs ahead of the host (all of them on one device),
+    /// when they can be one ([`lloyd_ahead`]).
+    fn ahead(&mut self) -> Option<&mut dyn RunsAhead> {
+        None
+    }
 }
 
 /// What the loop needs of the parameters.
@@ -198,8 +218,63 @@ fn take_farthest(
     Ok(true)
 }
 
+#[cfg(test)]
+thread_local! {
+    /// The tests' choice of the host loop for rows that could run ahead, on this thread.
+    static HOST_LOOP: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Runs `f` with the host loop taken even where the rows could run ahead on the device, on
+/// this thread (the tests compare whole fits each way).
+#[cfg(test)]
+pub(super) fn with_host_loop<R>(f: impl FnOnce() -> R) -> R {
+    let was = HOST_LOOP.replace(true);
+    let out = f();
+    HOST_LOOP.set(was);
+    out
+}
+
+fn host_loop_forced() -> bool {
+    #[cfg(test)]
+    if HOST_LOOP.get() {
+        return true;
+    }
+    false
+}
+
+/// The update after a `pass` against `centroids`, on the host in f64: the next centroids
+/// (empty clusters repaired, back on the unit sphere for the cosine metric) as f32, and the
+/// squared shift Σₖ‖c⁽ᵗ⁺¹⁾ₖ − c⁽ᵗ⁾ₖ‖² they make.
+pub(super) fn host_update(
+    data: &mut impl LloydData,
+    pass: KMeansStats,
+    centroids: &[f32],
+    spherical: bool,
+) -> Result<(Vec<f32>, f64)> {
+    let mut next = pass.next_centroids();
+    let KMeansStats {
+        mut counts,
+        mut weights,
+        ..
+    } = pass;
+    if weights.iter().any(|&w| w <= 0.0) {
+        repair_empty_clusters(data, &mut next, &mut counts, &mut weights)?;
+    }
+    if spherical {
+        normalize_centroids(&mut next, data.shape().1, Some(centroids))?;
+    }
+    let next32: Vec<f32> = next.iter().map(|&v| v as f32).collect();
+    let shift: f64 = next32
+        .iter()
+        .zip(centroids)
+        .map(|(&a, &b)| (a as f64 - b as f64).powi(2))
+        .sum();
+    Ok((next32, shift))
+}
+
 /// One Lloyd run from `init`; with the cosine metric the updated centroids are put back on
-/// the unit sphere.
+/// the unit sphere. Rows that can run ahead on the device do ([`lloyd_ahead`]); the loop
+/// below is the host's, one pass and one read-back of K x D sums per iteration.
 fn lloyd(
     data: &mut impl LloydData,
     init: Vec<f32>,
@@ -207,6 +282,9 @@ fn lloyd(
     tol_abs: f64,
     progress: &Progress<'_>,
 ) -> Result<Run> {
+    if !host_loop_forced() && data.ahead().is_some() {
+        return lloyd_ahead(data, init, settings, tol_abs, progress);
+    }
     let mut centroids = init;
     let mut history = Vec::new();
     let mut converged = false;
@@ -225,24 +303,7 @@ fn lloyd(
             let _ = progress.iteration(n_iter, inertia * scale, 0.0);
             break;
         }
-        let mut next = pass.next_centroids();
-        let KMeansStats {
-            mut counts,
-            mut weights,
-            ..
-        } = pass;
-        if weights.iter().any(|&w| w <= 0.0) {
-            repair_empty_clusters(data, &mut next, &mut counts, &mut weights)?;
-        }
-        if settings.spherical {
-            normalize_centroids(&mut next, data.shape().1, Some(&centroids))?;
-        }
-        let next32: Vec<f32> = next.iter().map(|&v| v as f32).collect();
-        let shift: f64 = next32
-            .iter()
-            .zip(&centroids)
-            .map(|(&a, &b)| (a as f64 - b as f64).powi(2))
-            .sum();
+        let (next32, shift) = host_update(data, pass, &centroids, settings.spherical)?;
         centroids = next32;
         if shift <= tol_abs {
             converged = true;
@@ -314,4 +375,166 @@ pub(super) fn fit_restarts<D: LloydData>(
         labels,
         init_seconds,
     })
+}
+
+/// What one submission's readback says: the update's outcome (none for a run's first pass,
+/// which follows no update) and its pass's inertia Σₖ Σw·‖x − cₖ‖².
+#[derive(Debug, Clone, Copy)]
+pub(super) struct StepReport {
+    pub(super) outcome: Option<Outcome>,
+    pub(super) inertia: f64,
+}
+
+/// Rows that can run the Lloyd loop ahead of the host (one device holds them all).
+pub(super) trait RunsAhead {
+    /// Makes `centroids` the next pass's, and the loop unfinished, with this update rule:
+    /// unit-length centroids, and the squared shift at or below which the loop finishes.
+    fn start(&mut self, centroids: &[f32], spherical: bool, tol: f32);
+    /// Submits, without waiting: with `update` (`Some(check_changed)`) the update of the
+    /// last pass's centroids first, then a pass against the centroids.
+    fn submit(&mut self, update: Option<bool>) -> Result<()>;
+    /// Waits for the oldest submission in flight and returns its report.
+    fn wait(&mut self) -> Result<StepReport>;
+    /// Waits for every submission in flight; their reports, oldest first.
+    fn drain(&mut self) -> Result<Vec<StepReport>>;
+    /// With nothing in flight: the centroids the next pass would run against, or with
+    /// `previous` those before the last move.
+    fn centroids(&mut self, previous: bool) -> Result<Vec<f32>>;
+}
+
+/// How a run of the loop ended on the device.
+enum End {
+    /// `max_iter` passes, or a decision that finished the loop: the centroids on the device,
+    /// and the inertia of the pass against them.
+    OnDevice { inertia: f64 },
+    /// The host holds the final centroids; the labels need a pass against them.
+    OnHost(Vec<f32>),
+}
+
+/// One Lloyd run from `init` with the device ahead of the host; `data.ahead()` must be
+/// `Some`.
+pub(super) fn lloyd_ahead<D: LloydData>(
+    data: &mut D,
+    init: Vec<f32>,
+    settings: &Settings<'_>,
+    tol_abs: f64,
+    progress: &Progress<'_>,
+) -> Result<Run> {
+    let max_iter = settings.max_iter;
+    let scale = settings.objective_scale;
+    let spherical = settings.spherical;
+    let mut history = Vec::new();
+    let (mut n_iter, mut converged, mut stopped) = (0, false, false);
+    // Where the device (re)starts: the first iteration and its centroids.
+    let (mut first, mut start) = (0, init);
+    let end = 'run: loop {
+        let ahead = ahead_of(data)?;
+        ahead.start(&start, spherical, tol_abs as f32);
+        ahead.submit(None)?;
+        if first < max_iter {
+            ahead.submit(Some(first > 0))?;
+        }
+        // The report of pass `it`; the next holds the update after it.
+        let mut last = ahead.wait()?;
+        let mut it = first;
+        while it < max_iter {
+            history.push(last.inertia);
+            n_iter = it + 1;
+            let ahead = ahead_of(data)?;
+            // The GPU's next work, submitted before waiting: the update after pass it + 1
+            // and pass it + 2, or, once the loop has finished, nothing that changes a value.
+            if it + 2 <= max_iter {
+                ahead.submit(Some(true))?;
+            }
+            let report = ahead.wait()?;
+            let outcome = report.outcome.ok_or_else(|| lost("an update's decision"))?;
+            let inertia = last.inertia * scale;
+            let shift = outcome.shift as f64;
+            match outcome.decision {
+                Decision::Moved => {
+                    if progress.iteration(n_iter, inertia, shift).is_break() {
+                        stopped = true;
+                        break 'run after_stop(ahead, report)?;
+                    }
+                }
+                Decision::Converged | Decision::Unchanged => {
+                    converged = true;
+                    let shown = if outcome.decision == Decision::Unchanged {
+                        0.0
+                    } else {
+                        shift
+                    };
+                    let _ = progress.iteration(n_iter, inertia, shown);
+                    ahead.drain()?;
+                    break 'run End::OnDevice {
+                        inertia: report.inertia,
+                    };
+                }
+                Decision::Empty => {
+                    ahead.drain()?;
+                    let centroids = ahead.centroids(false)?;
+                    let pass = data.pass(&centroids)?;
+                    let (next, shift) = host_update(data, pass, &centroids, spherical)?;
+                    if shift <= tol_abs {
+                        converged = true;
+                        let _ = progress.iteration(n_iter, inertia, shift);
+                        break 'run End::OnHost(next);
+                    }
+                    if progress.iteration(n_iter, inertia, shift).is_break() {
+                        stopped = true;
+                        break 'run End::OnHost(next);
+                    }
+                    (first, start) = (it + 1, next);
+                    continue 'run;
+                }
+                Decision::Idle => return Err(lost("an update after the loop had finished")),
+            }
+            last = report;
+            it += 1;
+        }
+        break End::OnDevice {
+            inertia: last.inertia,
+        };
+    };
+    let (centroids, inertia) = match end {
+        End::OnDevice { inertia } => (ahead_of(data)?.centroids(false)?, inertia),
+        End::OnHost(centroids) => {
+            let last = data.pass(&centroids)?;
+            (centroids, last.inertia())
+        }
+    };
+    Ok(Run {
+        centroids,
+        inertia: inertia * scale,
+        n_iter,
+        converged,
+        history: history.into_iter().map(|j| j * scale).collect(),
+        stopped,
+    })
+}
+
+/// The end of a run the progress callback stopped after an update that moved the centroids
+/// (`report` its readback): the final centroids are those that update wrote, and the pass
+/// of `report` ran against them, unless a submission still in flight moved them again.
+fn after_stop(ahead: &mut dyn RunsAhead, report: StepReport) -> Result<End> {
+    let later = ahead.drain()?;
+    let moved_again = later.iter().any(|r| {
+        r.outcome
+            .is_some_and(|o| matches!(o.decision, Decision::Moved | Decision::Converged))
+    });
+    if moved_again {
+        return Ok(End::OnHost(ahead.centroids(true)?));
+    }
+    Ok(End::OnDevice {
+        inertia: report.inertia,
+    })
+}
+
+fn ahead_of<D: LloydData>(data: &mut D) -> Result<&mut dyn RunsAhead> {
+    data.ahead()
+        .ok_or_else(|| lost("the rows no longer run ahead"))
+}
+
+fn lost(what: &str) -> Error {
+    Error::Gpu(format!("the Lloyd loop on the device lost {what}"))
 }

@@ -68,6 +68,8 @@
 
 mod fit;
 mod lloyd;
+#[cfg(test)]
+mod lloyd_ahead_tests;
 mod minibatch;
 mod minibatch_partial;
 mod model;

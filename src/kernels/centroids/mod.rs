@@ -1,5 +1,8 @@
 //! The kernels of K-Means' centroids (`shaders/centroids/`):
 //!
+//! - [`advance`] (`advance.wgsl`): the Lloyd update itself on the device, from the
+//!   partials' totals to the next centroids and the loop's decision, so that iterations follow
+//!   one another without the host;
 //! - [`update`] (`update.wgsl`): the per-block partials of the Lloyd update
 //!   c⁽ᵗ⁺¹⁾ₖ = cₖ + Σ_{i∈k} wᵢ(xᵢ − cₖ) / Σ_{i∈k} wᵢ, in a fixed order (determinism);
 //! - [`sorted`] (`sorted.wgsl`): the same partials on GPUs from the rows sorted by label,
@@ -10,6 +13,7 @@
 //! - [`farthest`] (`farthest.wgsl`): the rows farthest from their centroids, for the
 //!   empty-cluster repair.
 
+pub(crate) mod advance;
 pub(crate) mod farthest;
 pub(crate) mod partials;
 pub(crate) mod seeding;
