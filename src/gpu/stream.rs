@@ -7,10 +7,14 @@
 //!
 //! Reading the source (a file's pages, a user's iterator, the finiteness check) runs on a
 //! second thread one piece ahead of the GPU: while the GPU works on piece i, piece i+1 is
-//! read into the second of two host buffers (a channel of depth one), then written to the
-//! device buffer as soon as piece i's results are back. The host holds at most three pieces.
-//! (wgpu drives one queue, on which copies and kernels run in order, so overlapping the
-//! source's reads with the GPU is what double buffering can win here.)
+//! read into the second of two host buffers (a channel of depth one). The device has two
+//! piece buffers too: a pass whose work submits a piece and collects its results apart
+//! ([`DeviceRows::pass_ahead`]) writes piece i+1 into the other buffer (the host's copy into
+//! wgpu's staging memory, the costly part of an upload) and submits it while the GPU still
+//! works on piece i, and only then waits for piece i's results; so the GPU has the next
+//! piece queued when it finishes one. The host holds at most three pieces. (wgpu drives one
+//! queue, on which copies and kernels run in order: what overlaps the GPU's work is the
+//! source's reads and the host's side of each upload.)
 
 use super::buffer::Chunk;
 use super::device_buffer::DeviceBuffer;
@@ -25,10 +29,10 @@ pub(crate) const STREAM_PIECE_BYTES: u64 = 128 << 20;
 pub(crate) enum DeviceRows<'s, S: RowSource + ?Sized> {
     /// Every row, uploaded once (in as many chunks as the binding limit asks for).
     Resident(GpuMatrix),
-    /// One buffer of `capacity` rows, refilled from `source` on every pass.
+    /// Two buffers of `capacity` rows, refilled from `source` in turn on every pass.
     Streamed {
         source: &'s S,
-        slot: DeviceBuffer<f32>,
+        slots: [DeviceBuffer<f32>; 2],
         capacity: usize,
     },
 }
@@ -38,8 +42,8 @@ impl<'s, S: RowSource + ?Sized> DeviceRows<'s, S> {
     /// needs `row_extra` bytes per row on the device besides the row itself (labels,
     /// distances, responsibilities) and `fixed` bytes in all (statistics, parameters), under
     /// the budget set with [`Gpu::set_memory_budget`]: resident when N rows and the fit's
-    /// buffers fit the budget, else streamed through one buffer of at most
-    /// [`STREAM_PIECE_BYTES`] (and at most one binding, [`Gpu::set_max_chunk_bytes`]).
+    /// buffers fit the budget, else streamed through two buffers of at most
+    /// [`STREAM_PIECE_BYTES`] each (and at most one binding, [`Gpu::set_max_chunk_bytes`]).
     ///
     /// Errors: [`Error::OutOfDeviceMemory`] when not even one row fits next to `fixed`.
     pub(crate) fn new(gpu: &Gpu, source: &'s S, row_extra: u64, fixed: u64) -> Result<Self> {
@@ -62,16 +66,29 @@ impl<'s, S: RowSource + ?Sized> DeviceRows<'s, S> {
         if n as u64 <= fits {
             return Ok(DeviceRows::Resident(upload(gpu, source)?));
         }
+        // A piece's rows take two buffers (the one the GPU works on, the one being filled);
+        // the per-row buffers of the fit are sized for one piece.
+        let room_for_pieces = room / (per_row + row_bytes);
+        if room_for_pieces == 0 {
+            return Err(Error::OutOfDeviceMemory {
+                what: format!(
+                    "streaming rows of {d} features: {fixed} bytes of statistics and one row of \
+                     {per_row} bytes with its second buffer exceed the device-memory budget"
+                ),
+                requested: Some(fixed + per_row + row_bytes),
+                available: Some(budget),
+            });
+        }
         let chunk_rows = (gpu.chunk_byte_limit() / row_bytes).max(1);
-        let capacity = fits
+        let capacity = room_for_pieces
             .min(chunk_rows)
             .min((STREAM_PIECE_BYTES / row_bytes).max(1)) as usize;
-        let slot = gpu.scoped("allocating the streaming buffer", || {
-            Ok(DeviceBuffer::zeroed(gpu, "streamed rows", capacity * d))
+        let slots = gpu.scoped("allocating the streaming buffers", || {
+            Ok([0, 1].map(|_| DeviceBuffer::zeroed(gpu, "streamed rows", capacity * d)))
         })?;
         Ok(DeviceRows::Streamed {
             source,
-            slot,
+            slots,
             capacity,
         })
     }
@@ -91,9 +108,9 @@ impl<'s, S: RowSource + ?Sized> DeviceRows<'s, S> {
             DeviceRows::Resident(x) => x.clone(),
             DeviceRows::Streamed {
                 source,
-                slot,
+                slots,
                 capacity,
-            } => view(slot, *capacity, source.shape().1),
+            } => view(&slots[0], *capacity, source.shape().1),
         }
     }
 
@@ -104,15 +121,50 @@ impl<'s, S: RowSource + ?Sized> DeviceRows<'s, S> {
         gpu: &Gpu,
         mut work: impl FnMut(&GpuMatrix, usize) -> Result<()>,
     ) -> Result<()> {
+        /// Work that does everything when it is submitted.
+        struct AtOnce<F>(F);
+        impl<F: FnMut(&GpuMatrix, usize) -> Result<()>> PieceWork for AtOnce<F> {
+            type Submitted = ();
+            fn submit(&mut self, piece: &GpuMatrix, first_row: usize) -> Result<()> {
+                (self.0)(piece, first_row)
+            }
+            fn collect(&mut self, (): ()) -> Result<()> {
+                Ok(())
+            }
+        }
+        self.pass_ahead(gpu, &mut AtOnce(&mut work))
+    }
+
+    /// One pass of `work` in two halves ([`PieceWork`]), pieces in order. Streamed, the next
+    /// piece is uploaded and submitted before the previous one's results are collected, so
+    /// the GPU has it queued when it finishes.
+    pub(crate) fn pass_ahead<W: PieceWork + ?Sized>(&self, gpu: &Gpu, work: &mut W) -> Result<()> {
         match self {
-            DeviceRows::Resident(x) => work(x, 0),
+            DeviceRows::Resident(x) => {
+                let submitted = work.submit(x, 0)?;
+                work.collect(submitted)
+            }
             DeviceRows::Streamed {
                 source,
-                slot,
+                slots,
                 capacity,
-            } => stream(gpu, *source, *capacity, slot, &mut work),
+            } => stream(gpu, *source, *capacity, slots, work),
         }
     }
+}
+
+/// A pass's work on each piece, in two halves: `submit` records and submits it without
+/// waiting; `collect` takes its results. Between the two, the next piece is submitted:
+/// `submit` may change what a submitted piece still reads back only through the queue (whose
+/// writes follow the submissions before them), and must leave the piece's own results to
+/// its `collect`.
+pub(crate) trait PieceWork {
+    /// What a submitted piece's results are collected from.
+    type Submitted;
+    /// Records and submits the work on `piece`, the rows from `first_row` on.
+    fn submit(&mut self, piece: &GpuMatrix, first_row: usize) -> Result<Self::Submitted>;
+    /// Takes the results of a submitted piece.
+    fn collect(&mut self, submitted: Self::Submitted) -> Result<()>;
 }
 
 /// A one-chunk matrix over the first `n` rows of `buffer` (a buffer this crate made).
@@ -185,13 +237,14 @@ fn upload<S: RowSource + ?Sized>(gpu: &Gpu, source: &S) -> Result<GpuMatrix> {
 }
 
 /// A streamed pass: a reader thread runs the source one piece ahead; this thread uploads
-/// each piece and runs `work` on it.
-fn stream<S: RowSource + ?Sized>(
+/// each piece into the slot the piece before last used (its results collected already),
+/// submits it, and only then collects the previous piece's results.
+fn stream<S: RowSource + ?Sized, W: PieceWork + ?Sized>(
     gpu: &Gpu,
     source: &S,
     capacity: usize,
-    slot: &DeviceBuffer<f32>,
-    work: &mut dyn FnMut(&GpuMatrix, usize) -> Result<()>,
+    slots: &[DeviceBuffer<f32>; 2],
+    work: &mut W,
 ) -> Result<()> {
     let (_, d) = source.shape();
     std::thread::scope(|scope| {
@@ -204,13 +257,25 @@ fn stream<S: RowSource + ?Sized>(
             })
         });
         let mut outcome = Ok(());
-        for (first, rows) in rx.iter() {
+        let mut in_flight = None;
+        for (i, (first, rows)) in rx.iter().enumerate() {
             let n = rows.len() / d;
+            let slot = &slots[i % 2];
             slot.write(gpu, &rows);
             drop(rows);
-            outcome = work(&view(slot, n, d), first);
+            outcome = work.submit(&view(slot, n, d), first).and_then(|submitted| {
+                match in_flight.replace(submitted) {
+                    Some(previous) => work.collect(previous),
+                    None => Ok(()),
+                }
+            });
             if outcome.is_err() {
                 break;
+            }
+        }
+        if outcome.is_ok() {
+            if let Some(last) = in_flight.take() {
+                outcome = work.collect(last);
             }
         }
         // Hanging up stops a reader that is still going (its send fails).
@@ -222,4 +287,65 @@ fn stream<S: RowSource + ?Sized>(
         // The work's own error first: the reader's is then only "the pass stopped".
         outcome.and(read)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gpu::tests::gpu;
+    use crate::Matrix;
+
+    /// Records the order of the halves and what each piece held.
+    struct Log<'g> {
+        events: Vec<String>,
+        seen: Vec<f32>,
+        gpu: &'g Gpu,
+    }
+
+    impl PieceWork for Log<'_> {
+        type Submitted = (usize, Vec<f32>);
+        fn submit(&mut self, piece: &GpuMatrix, first_row: usize) -> Result<Self::Submitted> {
+            self.events.push(format!("submit {first_row}"));
+            Ok((first_row, piece.to_host(self.gpu)?))
+        }
+        fn collect(&mut self, (first_row, rows): Self::Submitted) -> Result<()> {
+            self.events.push(format!("collect {first_row}"));
+            self.seen.extend(rows);
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_streamed_pass_submits_each_piece_before_collecting_the_one_before() {
+        let (n, d) = (1000, 3);
+        let x: Vec<f32> = (0..n * d).map(|v| v as f32).collect();
+        let m = Matrix::new(&x, d).unwrap();
+        for pieces in [1usize, 3, 5] {
+            let g = gpu();
+            // Room for two buffers of a piece's rows and nothing more (all rows when one).
+            let rows = n.div_ceil(pieces) as u64;
+            g.set_memory_budget(2 * rows * d as u64 * 4 + 100);
+            let device = DeviceRows::new(&g, &m, 0, 100).unwrap();
+            let mut log = Log {
+                events: Vec::new(),
+                seen: Vec::new(),
+                gpu: &g,
+            };
+            device.pass_ahead(&g, &mut log).unwrap();
+            assert_eq!(log.seen, x, "{pieces} pieces: every row once, in order");
+            let firsts: Vec<usize> = (0..pieces).map(|p| p * rows as usize).collect();
+            let mut want = vec![format!("submit {}", firsts[0])];
+            for w in firsts.windows(2) {
+                want.push(format!("submit {}", w[1]));
+                want.push(format!("collect {}", w[0]));
+            }
+            want.push(format!("collect {}", firsts[pieces - 1]));
+            assert_eq!(log.events, want, "{pieces} pieces");
+            assert_eq!(
+                matches!(device, DeviceRows::Streamed { .. }),
+                pieces > 1,
+                "{pieces} pieces"
+            );
+        }
+    }
 }

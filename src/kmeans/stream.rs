@@ -11,11 +11,11 @@
 use rand_chacha::ChaCha8Rng;
 
 use super::lloyd::LloydData;
-use super::workspace::{fixed_bytes, row_extra_bytes, Workspace};
+use super::workspace::{fixed_bytes, row_extra_bytes, StepInFlight, Workspace};
 use super::{KMeans, KMeansStats};
 use crate::error::Result;
-use crate::gpu::stream::DeviceRows;
-use crate::gpu::Gpu;
+use crate::gpu::stream::{DeviceRows, PieceWork};
+use crate::gpu::{Gpu, GpuMatrix};
 use crate::source::{check_shape, RowSource};
 
 /// How the rows of `source` (a shape its caller checked) live on the device for `k` clusters
@@ -93,34 +93,51 @@ impl<'a, S: RowSource + ?Sized> Streamed<'a, S> {
         )
     }
 
-    /// One pass against `centroids`: the merged statistics of every piece.
+    /// One pass against `centroids`: the merged statistics of every piece (each piece
+    /// submitted before the previous one's results are collected).
     pub(super) fn stats(&mut self, centroids: &[f32]) -> Result<KMeansStats> {
         let (_, d) = self.source.shape();
-        let mut stats = KMeansStats::empty(centroids, d)?;
-        let Self {
-            gpu,
-            rows,
-            ws,
-            labels,
-            dists,
-            ..
-        } = self;
-        rows.pass(gpu, |piece, first| {
-            let span = first..first + piece.n_rows();
-            ws.use_piece(piece);
-            ws.set_previous_labels(&labels[span.clone()]);
-            ws.set_piece_weights(first);
-            ws.step(
-                &mut stats,
-                Some((&mut labels[span.clone()], &mut dists[span])),
-            )
-        })?;
-        Ok(stats)
+        let mut pass = PiecePass {
+            stats: KMeansStats::empty(centroids, d)?,
+            ws: &mut self.ws,
+            labels: &mut self.labels,
+            dists: &mut self.dists,
+        };
+        self.rows.pass_ahead(self.gpu, &mut pass)?;
+        Ok(pass.stats)
     }
 
     /// The rows' labels from the last pass.
     pub(super) fn take_labels(&mut self) -> Vec<u32> {
         std::mem::take(&mut self.labels)
+    }
+}
+
+/// One pass's work on each piece: its step submitted with the piece's previous labels, then
+/// its statistics merged and its rows' labels and distances kept.
+struct PiecePass<'p, 'a> {
+    stats: KMeansStats,
+    ws: &'p mut Workspace<'a>,
+    labels: &'p mut [u32],
+    dists: &'p mut [f32],
+}
+
+impl<'a> PieceWork for PiecePass<'_, 'a> {
+    /// The step in flight and its rows.
+    type Submitted = (StepInFlight<'a>, std::ops::Range<usize>);
+
+    fn submit(&mut self, piece: &GpuMatrix, first_row: usize) -> Result<Self::Submitted> {
+        let span = first_row..first_row + piece.n_rows();
+        // Queue writes: they follow the piece in flight, whose labels are read back already.
+        self.ws.use_piece(piece);
+        self.ws.set_previous_labels(&self.labels[span.clone()]);
+        self.ws.set_piece_weights(first_row);
+        Ok((self.ws.submit_step(&self.stats.centroids, true)?, span))
+    }
+
+    fn collect(&mut self, (step, span): Self::Submitted) -> Result<()> {
+        let rows = (&mut self.labels[span.clone()], &mut self.dists[span]);
+        step.collect(&mut self.stats, Some(rows))
     }
 }
 

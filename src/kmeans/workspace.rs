@@ -283,18 +283,30 @@ impl<'a> Workspace<'a> {
         into: &mut KMeansStats,
         rows: Option<(&mut [u32], &mut [f32])>,
     ) -> Result<()> {
+        self.submit_step(&into.centroids, rows.is_some())?
+            .collect(into, rows)
+    }
+
+    /// [`Workspace::step`]'s first half: the step against `centroids` submitted, its
+    /// results (with the rows' labels and distances when `with_rows`) in flight.
+    pub(super) fn submit_step(
+        &self,
+        centroids: &[f32],
+        with_rows: bool,
+    ) -> Result<StepInFlight<'a>> {
         let gpu = self.gpu;
-        let (d, k) = (self.x.n_features(), into.k());
+        let d = self.x.n_features();
+        let k = centroids.len() / d;
         gpu.scoped("K-Means iteration", || {
-            self.centroids.write(gpu, &into.centroids);
+            self.centroids.write(gpu, centroids);
             let mut batch = Batch::new(gpu, "K-Means iteration");
             self.record_pass(&mut batch, k)?;
-            let h_sums = batch.read_values(&self.sums, 0, k * d);
-            let h_counts = batch.read_values(&self.counts, 0, k);
-            let h_sq = batch.read_values(&self.sq_dist, 0, 2 * k);
-            let h_changed = batch.read_all(&self.changed);
-            let h_rows: Vec<_> = match rows {
-                Some(_) => self
+            let sums = batch.read_values(&self.sums, 0, k * d);
+            let counts = batch.read_values(&self.counts, 0, k);
+            let sq = batch.read_values(&self.sq_dist, 0, 2 * k);
+            let changed = batch.read_all(&self.changed);
+            let rows = match with_rows {
+                true => self
                     .chunks()
                     .map(|(i, c)| {
                         (
@@ -303,23 +315,51 @@ impl<'a> Workspace<'a> {
                         )
                     })
                     .collect(),
-                None => Vec::new(),
+                false => Vec::new(),
             };
-            let back = batch.finish()?;
-            let (sums, counts) = (back.f32s(h_sums), back.u32s(h_counts));
-            into.add_device(&sums, &counts, &back.f32s(h_sq), self.is_weighted());
-            into.changed += back.u32s(h_changed)[0] as u64;
-            if let Some((labels, dists)) = rows {
-                let mut at = 0;
-                for &(l, m) in &h_rows {
-                    let (l, m) = (back.u32s(l), back.f32s(m));
-                    labels[at..at + l.len()].copy_from_slice(&l);
-                    dists[at..at + m.len()].copy_from_slice(&m);
-                    at += l.len();
-                }
-            }
-            Ok(())
+            Ok(StepInFlight {
+                pending: batch.submit()?,
+                reads: [sums, counts, sq, changed],
+                rows,
+                weighted: self.is_weighted(),
+            })
         })
+    }
+}
+
+/// A K-Means step submitted ([`Workspace::submit_step`]), its readback in flight.
+pub(super) struct StepInFlight<'a> {
+    pending: PendingReadback<'a>,
+    /// The sums, counts, (Σw·d², Σw) pairs and changed-label count.
+    reads: [ReadHandle; 4],
+    /// Per chunk, the rows' labels and squared distances.
+    rows: Vec<(ReadHandle, ReadHandle)>,
+    weighted: bool,
+}
+
+impl StepInFlight<'_> {
+    /// Waits for the step and adds its statistics to `into` (and its rows' labels and
+    /// distances to `rows`, when it read them).
+    pub(super) fn collect(
+        self,
+        into: &mut KMeansStats,
+        rows: Option<(&mut [u32], &mut [f32])>,
+    ) -> Result<()> {
+        let back = self.pending.wait()?;
+        let [sums, counts, sq, changed] = self.reads;
+        let (sums, counts) = (back.f32s(sums), back.u32s(counts));
+        into.add_device(&sums, &counts, &back.f32s(sq), self.weighted);
+        into.changed += back.u32s(changed)[0] as u64;
+        if let Some((labels, dists)) = rows {
+            let mut at = 0;
+            for &(l, m) in &self.rows {
+                let (l, m) = (back.u32s(l), back.f32s(m));
+                labels[at..at + l.len()].copy_from_slice(&l);
+                dists[at..at + m.len()].copy_from_slice(&m);
+                at += l.len();
+            }
+        }
+        Ok(())
     }
 }
 
