@@ -481,13 +481,11 @@ pub(crate) struct PendingReadback<'g> {
 }
 
 /// Where a staging buffer's mapping reports back.
-type MapReceiver = futures_intrusive::channel::shared::OneshotReceiver<
-    std::result::Result<(), wgpu::BufferAsyncError>,
->;
+type MapReceiver = futures_intrusive::channel::shared::OneshotReceiver<MapResult>;
+type MapResult = std::result::Result<(), wgpu::BufferAsyncError>;
 
 impl PendingReadback<'_> {
-    /// Waits for the submission and returns the bytes; timestamped dispatches go to the
-    /// running profile.
+    /// Waits for the submission and returns the bytes (timestamps to the running profile).
     pub(crate) fn wait(self) -> Result<Readback> {
         let gpu = self.gpu;
         let (back, records) = self.wait_with_records()?;
