@@ -33,18 +33,6 @@ impl<'a> Matrix<'a> {
         })
     }
 
-    /// A view over values already checked (a file checked as it was read).
-    #[cfg(feature = "io")]
-    pub(crate) fn checked(data: &'a [f32], n_rows: usize, n_features: usize) -> Self {
-        debug_assert_eq!(data.len(), n_rows * n_features);
-        Self {
-            data,
-            n_rows,
-            n_features,
-            max_abs: largest_abs_bits(data).map_or(0.0, f32::from_bits),
-        }
-    }
-
     /// Number of rows (samples), N.
     pub fn n_rows(&self) -> usize {
         self.n_rows
@@ -153,10 +141,7 @@ const SCAN_VALUES_PER_THREAD: usize = 1 << 22;
 /// value and tells whether any is not finite. Large data are split over the available
 /// threads: the scan is bound by memory bandwidth, which one core does not fill.
 fn largest_abs_bits(data: &[f32]) -> Option<u32> {
-    let fold = |part: &[f32]| {
-        part.iter()
-            .fold(0u32, |m, v| m.max(v.to_bits() & 0x7fff_ffff))
-    };
+    let fold = abs_bits_max;
     if data.is_empty() {
         return None;
     }
@@ -174,6 +159,24 @@ fn largest_abs_bits(data: &[f32]) -> Option<u32> {
             .max()
             .unwrap_or(0)
     }))
+}
+
+/// The largest |value| of `part` as f32 bits (0 for none) on this thread: an integer maximum
+/// over the absolute bits, which compilers vectorise (see [`largest_abs_bits`]).
+/// Bits ≥ 0x7f80_0000 mean a NaN or an infinity.
+pub(crate) fn abs_bits_max(part: &[f32]) -> u32 {
+    part.iter()
+        .fold(0u32, |m, v| m.max(v.to_bits() & 0x7fff_ffff))
+}
+
+/// The index of the first NaN or infinity of `piece`, if any: one vectorised scan
+/// ([`abs_bits_max`]), and a search only when it finds one. What a piece read from a file
+/// is checked by, on the thread that reads it.
+pub(crate) fn first_non_finite(piece: &[f32]) -> Option<usize> {
+    if abs_bits_max(piece) < 0x7f80_0000 {
+        return None;
+    }
+    piece.iter().position(|v| !v.is_finite())
 }
 
 /// The largest |value| of f32 data, or [`Error::NonFinite`] at the first NaN or infinity
@@ -306,6 +309,21 @@ mod tests {
                 other => panic!("{at}: {other:?}"),
             }
         }
+    }
+
+    #[test]
+    fn a_piece_check_finds_the_first_non_finite_value_or_none() {
+        let clean: Vec<f32> = (0..1000).map(|i| (i as f32 - 500.0) * 1e3).collect();
+        assert_eq!(first_non_finite(&clean), None);
+        assert_eq!(first_non_finite(&[]), None);
+        assert_eq!(first_non_finite(&[f32::MAX, -f32::MAX, 0.0]), None);
+        for (at, bad) in [(0, f32::NAN), (517, f32::INFINITY), (999, -f32::INFINITY)] {
+            let mut y = clean.clone();
+            y[at] = bad;
+            y[999.min(at + 3)] = f32::NAN;
+            assert_eq!(first_non_finite(&y), Some(at), "{bad} at {at}");
+        }
+        assert_eq!(abs_bits_max(&[-2.5, 1.0]), 2.5f32.to_bits());
     }
 
     #[test]

@@ -337,6 +337,10 @@ impl<'a, S: RowSource + ?Sized> Scaled<'a, S> {
     /// Refuses scaled values past the range the first rows set.
     fn check(&self, scaled: &[f32]) -> Result<()> {
         let limit = crate::data::F32_SAFE_MAX;
+        // One vectorised scan (finite values order like their bits), a search only past it.
+        if crate::data::abs_bits_max(scaled) <= limit.to_bits() {
+            return Ok(());
+        }
         if let Some(v) = scaled.iter().find(|v| v.abs() > limit) {
             return Err(Error::Source {
                 reason: format!(

@@ -193,7 +193,9 @@ pub(crate) fn upload_source<S: RowSource + ?Sized>(gpu: &Gpu, source: &S) -> Res
 }
 
 /// Uploads all of `source` (which fits the budget) in chunks of whole rows sized to the
-/// binding limit, as [`GpuMatrix::upload`] cuts a host matrix.
+/// binding limit, as [`GpuMatrix::upload`] cuts a host matrix. The source is read (and its
+/// values checked) one piece ahead on a second thread ([`read_ahead`]), while this thread
+/// copies the piece before into wgpu's staging memory.
 fn upload<S: RowSource + ?Sized>(gpu: &Gpu, source: &S) -> Result<GpuMatrix> {
     let (n, d) = source.shape();
     let per_chunk = super::buffer::rows_per_chunk(gpu, d)?;
@@ -204,22 +206,22 @@ fn upload<S: RowSource + ?Sized>(gpu: &Gpu, source: &S) -> Result<GpuMatrix> {
                 DeviceBuffer::zeroed(gpu, "GpuMatrix chunk", rows * d)
             })
             .collect();
-        source.visit_rows(
-            (STREAM_PIECE_BYTES / (d as u64 * 4)).max(1) as usize,
-            &mut |first, rows| {
-                // A piece may straddle chunk boundaries: write each part where it belongs.
-                let mut row = first;
-                let mut values = rows;
-                while !values.is_empty() {
-                    let (c, at) = (row / per_chunk, row % per_chunk);
-                    let take = (per_chunk - at).min(values.len() / d);
-                    chunks[c].write_at(gpu, at * d, &values[..take * d]);
-                    values = &values[take * d..];
-                    row += take;
-                }
-                Ok(())
-            },
-        )?;
+        let piece_rows = (STREAM_PIECE_BYTES / (d as u64 * 4)).max(1) as usize;
+        read_ahead(source, piece_rows, |first, rows| {
+            // A piece may straddle chunk boundaries: write each part where it belongs.
+            let mut row = first;
+            let mut values = &rows[..];
+            while !values.is_empty() {
+                let (c, at) = (row / per_chunk, row % per_chunk);
+                let take = (per_chunk - at).min(values.len() / d);
+                chunks[c].write_at(gpu, at * d, &values[..take * d]);
+                values = &values[take * d..];
+                row += take;
+            }
+            // Start the copy now: the staging memory of this piece is freed once it is done.
+            gpu.queue.submit([]);
+            Ok(())
+        })?;
         let chunks = chunks
             .iter()
             .enumerate()
@@ -236,6 +238,41 @@ fn upload<S: RowSource + ?Sized>(gpu: &Gpu, source: &S) -> Result<GpuMatrix> {
     })
 }
 
+/// Runs one pass of `source` in pieces of at most `max_rows` rows on a second thread, one
+/// piece ahead (a channel of depth one), and hands each piece to `consume` on this thread,
+/// in order. The first error ends the pass: `consume`'s own first (the reader's is then
+/// only "the pass stopped"), else the reader's.
+fn read_ahead<S: RowSource + ?Sized>(
+    source: &S,
+    max_rows: usize,
+    mut consume: impl FnMut(usize, Vec<f32>) -> Result<()>,
+) -> Result<()> {
+    std::thread::scope(|scope| {
+        let (tx, rx) = std::sync::mpsc::sync_channel::<(usize, Vec<f32>)>(1);
+        let reader = scope.spawn(move || {
+            source.visit_rows(max_rows, &mut |first, rows| {
+                tx.send((first, rows.to_vec())).map_err(|_| Error::Source {
+                    reason: "the pass stopped".into(),
+                })
+            })
+        });
+        let mut outcome = Ok(());
+        for (first, rows) in rx.iter() {
+            outcome = consume(first, rows);
+            if outcome.is_err() {
+                break;
+            }
+        }
+        // Hanging up stops a reader that is still going (its send fails).
+        drop(rx);
+        let read = match reader.join() {
+            Ok(r) => r,
+            Err(panic) => std::panic::resume_unwind(panic),
+        };
+        outcome.and(read)
+    })
+}
+
 /// A streamed pass: a reader thread runs the source one piece ahead; this thread uploads
 /// each piece into the slot the piece before last used (its results collected already),
 /// submits it, and only then collects the previous piece's results.
@@ -247,46 +284,24 @@ fn stream<S: RowSource + ?Sized, W: PieceWork + ?Sized>(
     work: &mut W,
 ) -> Result<()> {
     let (_, d) = source.shape();
-    std::thread::scope(|scope| {
-        let (tx, rx) = std::sync::mpsc::sync_channel::<(usize, Vec<f32>)>(1);
-        let reader = scope.spawn(move || {
-            source.visit_rows(capacity, &mut |first, rows| {
-                tx.send((first, rows.to_vec())).map_err(|_| Error::Source {
-                    reason: "the pass stopped".into(),
-                })
-            })
-        });
-        let mut outcome = Ok(());
-        let mut in_flight = None;
-        for (i, (first, rows)) in rx.iter().enumerate() {
-            let n = rows.len() / d;
-            let slot = &slots[i % 2];
-            slot.write(gpu, &rows);
-            drop(rows);
-            outcome = work.submit(&view(slot, n, d), first).and_then(|submitted| {
-                match in_flight.replace(submitted) {
-                    Some(previous) => work.collect(previous),
-                    None => Ok(()),
-                }
-            });
-            if outcome.is_err() {
-                break;
-            }
+    let mut in_flight = None;
+    let mut piece = 0;
+    read_ahead(source, capacity, |first, rows| {
+        let n = rows.len() / d;
+        let slot = &slots[piece % 2];
+        piece += 1;
+        slot.write(gpu, &rows);
+        drop(rows);
+        let submitted = work.submit(&view(slot, n, d), first)?;
+        match in_flight.replace(submitted) {
+            Some(previous) => work.collect(previous),
+            None => Ok(()),
         }
-        if outcome.is_ok() {
-            if let Some(last) = in_flight.take() {
-                outcome = work.collect(last);
-            }
-        }
-        // Hanging up stops a reader that is still going (its send fails).
-        drop(rx);
-        let read = match reader.join() {
-            Ok(r) => r,
-            Err(panic) => std::panic::resume_unwind(panic),
-        };
-        // The work's own error first: the reader's is then only "the pass stopped".
-        outcome.and(read)
-    })
+    })?;
+    match in_flight.take() {
+        Some(last) => work.collect(last),
+        None => Ok(()),
+    }
 }
 
 #[cfg(test)]

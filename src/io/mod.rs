@@ -44,6 +44,8 @@ mod fuzz;
 mod rows;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod upload_tests;
 
 pub use crate::atomic::OutputSet;
 pub use crate::npy::{Dataset, Dataset64};

@@ -316,22 +316,35 @@ fn native_f4_files_are_read_in_pieces_and_the_rest_read_whole() {
     write_npy(&pf, &data, &[1000, 3], Order::Fortran);
     assert!(matches!(open_matrix(&pf), Err(Error::Format { .. })));
 
-    // Values are checked when the file is opened (placed from 1); a short file is refused.
+    // Values are checked as they are read (placed from 1), by every way of reading them;
+    // opening reads the header only. A short file is refused at once.
     let mut bad = data.clone();
     bad[3 * 500 + 1] = f32::NAN;
+    bad[3 * 700] = f32::INFINITY;
     let pn = dir.path().join("nan.npy");
     write_npy_f32(&pn, &bad, &[1000, 3]).unwrap();
-    let e = NpyRows::open(&pn).unwrap_err();
-    assert!(
-        matches!(
-            e,
-            Error::NonFiniteInFile {
-                row: 501,
-                col: 2,
-                ..
-            }
-        ),
-        "{e}"
+    let rows = NpyRows::open(&pn).unwrap();
+    let at_501_2 = |e: Error| {
+        assert!(
+            matches!(
+                e,
+                Error::NonFiniteInFile {
+                    row: 501,
+                    col: 2,
+                    ..
+                }
+            ),
+            "{e}"
+        )
+    };
+    at_501_2(rows.read_all().unwrap_err());
+    at_501_2(rows.gather(&[3, 500]).unwrap_err());
+    for piece in [1, 7, 1000] {
+        at_501_2(rows.visit_rows(piece, &mut |_, _| Ok(())).unwrap_err());
+    }
+    assert_eq!(
+        rows.gather(&[3, 499]).unwrap(),
+        [&data[9..12], &data[1497..1500]].concat()
     );
     let bytes = fs::read(&p).unwrap();
     let pt = dir.path().join("short.npy");
