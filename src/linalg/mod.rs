@@ -32,8 +32,8 @@ use crate::progress::{Algorithm, OnIteration};
 
 mod subspace;
 
-pub(crate) use subspace::ritz_pairs;
 pub use subspace::{orthonormalize_rows, rayleigh_ritz};
+pub(crate) use subspace::{orthonormalize_rows_with_gram, ritz_step};
 
 /// What an iterative eigen-solver runs for (PCA's block power iteration, spectral
 /// clustering's LOBPCG).

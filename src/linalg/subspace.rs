@@ -19,6 +19,22 @@ use crate::error::{Error, Result};
 /// when the rows are (numerically) linearly dependent: row i has nothing left after removing
 /// its projection on rows 0..i (|R_ii| < 1e-12 · ‖v_i‖, or v_i = 0); [`Error::NonFinite`].
 pub fn orthonormalize_rows(v: &mut [f64], m: usize, n: usize) -> Result<()> {
+    orthonormalize(v, m, n, None)
+}
+
+/// [`orthonormalize_rows`] given the rows' Gram matrix V Vᵀ (m x m), which a Rayleigh–Ritz
+/// step has formed already ([`RitzStep::gram`]): the first Cholesky QR pass then needs no
+/// product of its own.
+pub(crate) fn orthonormalize_rows_with_gram(
+    v: &mut [f64],
+    gram: &DMatrix<f64>,
+    m: usize,
+    n: usize,
+) -> Result<()> {
+    orthonormalize(v, m, n, Some(gram))
+}
+
+fn orthonormalize(v: &mut [f64], m: usize, n: usize, gram: Option<&DMatrix<f64>>) -> Result<()> {
     check_matrix("vectors", v, m, n)?;
     if m > n {
         return Err(Error::invalid(
@@ -31,7 +47,14 @@ pub fn orthonormalize_rows(v: &mut [f64], m: usize, n: usize) -> Result<()> {
     }
     // Vᵀ: column i of `vt` is row i of `v`.
     let vt = DMatrix::from_column_slice(n, m, v);
-    if let Some(q) = cholesky_qr(&vt).and_then(|q| cholesky_qr(&q)) {
+    if gram.is_some_and(|g| g.shape() != (m, m)) {
+        return Err(Error::invalid(
+            "gram",
+            format!("a Gram matrix of {m} vectors is {m} x {m}"),
+        ));
+    }
+    let first = gram.map_or_else(|| vt.transpose() * &vt, Clone::clone);
+    if let Some(q) = cholesky_qr(&vt, first).and_then(|q| cholesky_qr(&q, q.transpose() * &q)) {
         v.copy_from_slice(q.as_slice());
         return Ok(());
     }
@@ -63,13 +86,12 @@ pub fn orthonormalize_rows(v: &mut [f64], m: usize, n: usize) -> Result<()> {
 }
 
 /// One pass of Cholesky QR: the columns of `vt` (n x m) made orthonormal as Q = Vt L⁻ᵀ with
-/// L Lᵀ = Vtᵀ Vt, by dense products (fast where Householder QR runs column by column); `None`
+/// L Lᵀ = `g` = Vtᵀ Vt, by dense products (fast where Householder QR runs column by column); `None`
 /// when a column keeps less than 10⁻⁷ of its length past the previous ones (the Gram matrix
 /// then loses too many digits: Householder QR decides). R = Lᵀ has a positive diagonal, the
 /// sign convention of [`orthonormalize_rows`]; a second pass on a first pass's result (well
 /// conditioned) restores orthogonality to rounding (Cholesky QR2).
-fn cholesky_qr(vt: &DMatrix<f64>) -> Option<DMatrix<f64>> {
-    let g = vt.transpose() * vt;
+fn cholesky_qr(vt: &DMatrix<f64>, g: DMatrix<f64>) -> Option<DMatrix<f64>> {
     let norms: Vec<f64> = g.diagonal().iter().map(|v| v.sqrt()).collect();
     let l = nalgebra::Cholesky::new(g)?.unpack();
     let well_conditioned = norms
@@ -96,15 +118,37 @@ fn cholesky_qr(vt: &DMatrix<f64>) -> Option<DMatrix<f64>> {
 /// Errors: [`Error::InvalidParameter`] when a slice does not hold m·n values;
 /// [`Error::NonFinite`]. Orthonormality of `v` is the caller's promise, not checked.
 pub fn rayleigh_ritz(v: &[f64], w: &[f64], m: usize, n: usize) -> Result<(Vec<f64>, Vec<f64>)> {
-    let (theta, u, _) = ritz_pairs(v, w, m, n)?;
-    Ok((theta, u))
+    let step = ritz_step(v, w, m, n)?;
+    let u = step.vectors(v, m, n);
+    Ok((step.theta, u))
 }
 
-/// [`rayleigh_ritz`], and the images S·U = Yᵀ W of the Ritz vectors (m rows of length n), for
-/// the residuals ‖S·uₖ − θₖuₖ‖ without another product by S. The products run as dense
-/// matrix products (nalgebra's blocked GEMM): a block power iteration spends its host time
-/// here, a few p x p x n products an iteration.
-pub(crate) fn ritz_pairs(v: &[f64], w: &[f64], m: usize, n: usize) -> Result<RitzPairs> {
+/// One Rayleigh–Ritz step of a block power iteration, with what the iteration needs next
+/// and without the Ritz vectors until it asks for them ([`RitzStep::vectors`]).
+///
+/// An iteration spends its host time on p x p x n products. Each one needs θ and the
+/// residuals, then the orthonormal rows of W. With the Gram matrix G = W Wᵀ, the residuals
+/// come from p x p matrices alone ([`RitzStep::residuals`]), and G is also the first
+/// Cholesky QR pass's own product ([`orthonormalize_rows_with_gram`]). So an iteration
+/// forms H, G, the first pass's Q and the second pass's Gram matrix and Q: five products,
+/// where forming the vectors U = Yᵀ V and their images S·U = Yᵀ W each time made seven.
+pub(crate) struct RitzStep {
+    /// The Ritz values θ, descending.
+    pub theta: Vec<f64>,
+    /// Row k: the eigenvector yₖ of H = V Wᵀ for θₖ (uₖ = Vᵀ yₖ).
+    y: Vec<f64>,
+    /// G = W Wᵀ (m x m).
+    gram: DMatrix<f64>,
+    /// Vectors in the block.
+    m: usize,
+}
+
+/// Rayleigh–Ritz on the orthonormal rows of `v` (m x n) with `w` their images S·vᵢ
+/// ([`rayleigh_ritz`]): H = V Wᵀ symmetrised and decomposed as H = Y Θ Yᵀ, and G = W Wᵀ.
+///
+/// Errors: [`Error::InvalidParameter`] when a slice does not hold m·n values;
+/// [`Error::NonFinite`].
+pub(crate) fn ritz_step(v: &[f64], w: &[f64], m: usize, n: usize) -> Result<RitzStep> {
     check_matrix("vectors", v, m, n)?;
     check_matrix("products", w, m, n)?;
     // A row-major m x n matrix is the column-major n x m matrix of its transpose.
@@ -112,16 +156,50 @@ pub(crate) fn ritz_pairs(v: &[f64], w: &[f64], m: usize, n: usize) -> Result<Rit
     let wt = DMatrix::from_column_slice(n, m, w);
     // symmetric_eigen symmetrises H = V Wᵀ, which is V S Vᵀ only up to rounding.
     let h = vt.transpose() * &wt;
-    let (theta, y_rows) = symmetric_eigen(h.transpose().as_slice(), m)?;
-    // Column k of `y` is the eigenvector y_k; Uᵀ = Vᵀ Y and (S U)ᵀ = Wᵀ Y.
-    let y = DMatrix::from_column_slice(m, m, &y_rows);
-    let ut = &vt * &y;
-    let sut = &wt * &y;
-    Ok((theta, ut.as_slice().to_vec(), sut.as_slice().to_vec()))
+    let (theta, y) = symmetric_eigen(h.transpose().as_slice(), m)?;
+    let gram = wt.transpose() * &wt;
+    Ok(RitzStep { theta, y, gram, m })
 }
 
-/// Ritz values (descending), Ritz vectors and their images under S (m rows of n each).
-pub(crate) type RitzPairs = (Vec<f64>, Vec<f64>, Vec<f64>);
+impl RitzStep {
+    /// The residuals ‖S·uₖ − θₖuₖ‖ of the first `count` Ritz pairs, from m x m matrices.
+    ///
+    /// V's rows are orthonormal, so S·uₖ = Wᵀyₖ and uₖᵀS·uₖ = yₖᵀHyₖ = θₖ. The residual is
+    /// then ‖S·uₖ − θₖuₖ‖² = yₖᵀGyₖ − θₖ². In f64 this difference keeps its digits down to
+    /// about 10⁻⁸·θ₁, far below the solvers' tolerances (10⁻⁵·θ₁ by default). The f32
+    /// products S·V limit both forms alike.
+    pub(crate) fn residuals(&self, count: usize) -> Vec<f64> {
+        let m = self.m;
+        self.y
+            .chunks_exact(m)
+            .zip(&self.theta)
+            .take(count)
+            .map(|(y, &t)| {
+                let y = nalgebra::DVectorView::from_slice(y, m);
+                let image_sq = (y.transpose() * &self.gram * y)[(0, 0)];
+                (image_sq - t * t).max(0.0).sqrt()
+            })
+            .collect()
+    }
+
+    /// The first `count` Ritz vectors U = Yᵀ V (count rows of n) of the rows `v` this step
+    /// was taken on. The product runs over all m vectors and keeps `count`: one shape of
+    /// product, so the same bits whatever `count` (once a fit, so its cost does not matter).
+    pub(crate) fn vectors(&self, v: &[f64], count: usize, n: usize) -> Vec<f64> {
+        let vt = DMatrix::from_column_slice(n, self.m, v);
+        // Column k of `y` is yₖ; column k of Vᵀ Y is uₖ, so the column-major product is U
+        // row-major.
+        let y = DMatrix::from_column_slice(self.m, self.m, &self.y);
+        let mut u = (vt * y).as_slice().to_vec();
+        u.truncate(count * n);
+        u
+    }
+
+    /// G = W Wᵀ, for [`orthonormalize_rows_with_gram`] of W.
+    pub(crate) fn gram(&self) -> &DMatrix<f64> {
+        &self.gram
+    }
+}
 
 #[cfg(test)]
 mod tests {
@@ -187,31 +265,65 @@ mod tests {
         for j in 0..n {
             v[2 * n + j] = v[j] + 1e-9 * noise[j];
         }
-        assert!(cholesky_qr(&DMatrix::from_column_slice(n, m, &v)).is_none());
+        let vt = DMatrix::from_column_slice(n, m, &v);
+        assert!(cholesky_qr(&vt, vt.transpose() * &vt).is_none());
         orthonormalize_rows(&mut v, m, n).unwrap();
         assert!(orthonormality_error(&v, m, n) < 1e-13 * n as f64);
     }
 
     #[test]
-    fn ritz_images_are_the_products_of_the_ritz_vectors() {
-        let mut rng = ChaCha8Rng::seed_from_u64(8);
-        let (m, n) = (5, 30);
-        let a = random_symmetric(n, &mut rng);
-        let mut v = random_matrix(m, n, &mut rng);
-        orthonormalize_rows(&mut v, m, n).unwrap();
-        let apply = |x: &[f64]| -> Vec<f64> {
-            (0..x.len())
-                .map(|e| {
-                    let (r, j) = (e / n, e % n);
-                    (0..n).map(|k| a[j * n + k] * x[r * n + k]).sum()
-                })
-                .collect()
-        };
-        let (theta, u, su) = ritz_pairs(&v, &apply(&v), m, n).unwrap();
-        let direct = apply(&u);
-        assert!(su.iter().zip(&direct).all(|(p, q)| (p - q).abs() < 1e-12));
-        assert!(theta.windows(2).all(|t| t[0] >= t[1]));
-        assert_eq!(rayleigh_ritz(&v, &apply(&v), m, n).unwrap(), (theta, u));
+    fn residuals_from_small_matrices_equal_the_residuals_of_the_ritz_vectors() {
+        for (seed, m, n) in [
+            (8u64, 5usize, 30usize),
+            (9, 12, 40),
+            (10, 1, 7),
+            (12, 20, 20),
+        ] {
+            let mut rng = ChaCha8Rng::seed_from_u64(seed);
+            let a = random_symmetric(n, &mut rng);
+            let mut v = random_matrix(m, n, &mut rng);
+            orthonormalize_rows(&mut v, m, n).unwrap();
+            let apply = |x: &[f64]| -> Vec<f64> {
+                x.chunks_exact(n)
+                    .flat_map(|row| matvec(&a, n, row))
+                    .collect()
+            };
+            let w = apply(&v);
+            let step = ritz_step(&v, &w, m, n).unwrap();
+            assert!(step.theta.windows(2).all(|t| t[0] >= t[1]));
+            let u = step.vectors(&v, m, n);
+            assert!(orthonormality_error(&u, m, n) < 1e-13 * n as f64);
+            let su = apply(&u);
+            let scale = frobenius(&a);
+            let residuals = step.residuals(m);
+            assert_eq!(residuals.len(), m);
+            for (k, r) in residuals.iter().enumerate() {
+                let direct = (0..n)
+                    .map(|j| (su[k * n + j] - step.theta[k] * u[k * n + j]).powi(2))
+                    .sum::<f64>()
+                    .sqrt();
+                assert!(
+                    (r - direct).abs() < 1e-7 * scale,
+                    "seed {seed}, pair {k}: {r:e} vs {direct:e}"
+                );
+            }
+            // Fewer vectors: the leading ones, the same bits.
+            let few = m.div_ceil(2);
+            assert_eq!(step.vectors(&v, few, n), u[..few * n]);
+            assert_eq!(step.residuals(few), residuals[..few]);
+            assert_eq!(
+                rayleigh_ritz(&v, &w, m, n).unwrap(),
+                (step.theta.clone(), u)
+            );
+            // The step's Gram matrix orthonormalises W as W's own does.
+            let (mut given, mut own) = (w.clone(), w.clone());
+            orthonormalize_rows_with_gram(&mut given, step.gram(), m, n).unwrap();
+            orthonormalize_rows(&mut own, m, n).unwrap();
+            assert_eq!(given, own, "seed {seed}");
+        }
+        let mut w = vec![1.0, 0.0, 0.0, 1.0];
+        let wrong = DMatrix::<f64>::identity(3, 3);
+        assert!(orthonormalize_rows_with_gram(&mut w, &wrong, 2, 2).is_err());
     }
 
     #[test]

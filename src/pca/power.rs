@@ -19,10 +19,17 @@ fn random_orthonormal(rng: &mut ChaCha8Rng, p: usize, d: usize) -> Result<Vec<f6
     Ok(v)
 }
 
-/// Orthonormalises `w` (p rows of d) in place; directions S annihilates (rank below p) are
-/// refilled with random ones, which leaves the wanted leading subspace untouched.
-fn orthonormalize_or_refill(w: &mut [f64], p: usize, d: usize, rng: &mut ChaCha8Rng) -> Result<()> {
-    if linalg::orthonormalize_rows(w, p, d).is_ok() {
+/// Orthonormalises `w` (p rows of d, whose Gram matrix W Wᵀ is `gram`) in place;
+/// directions S annihilates (rank below p) are refilled with random ones, which leaves the
+/// wanted leading subspace untouched.
+fn orthonormalize_or_refill(
+    w: &mut [f64],
+    gram: &nalgebra::DMatrix<f64>,
+    p: usize,
+    d: usize,
+    rng: &mut ChaCha8Rng,
+) -> Result<()> {
+    if linalg::orthonormalize_rows_with_gram(w, gram, p, d).is_ok() {
         return Ok(());
     }
     let norm = w.iter().map(|v| v * v).sum::<f64>().sqrt().max(1.0);
@@ -49,25 +56,19 @@ pub(crate) fn subspace_iteration(
     let mut previous_top = f64::NAN;
     for it in 1..=params.max_iter {
         let mut w = apply(&v, p)?;
-        // The Ritz pairs and S·U = Yᵀ·W (V has orthonormal rows), by dense products.
-        let (theta, u, su) = linalg::ritz_pairs(&v, &w, p, d)?;
+        // The Ritz values and the residuals from p x p matrices (V has orthonormal rows);
+        // the Ritz vectors only once they are the answer.
+        let step = linalg::ritz_step(&v, &w, p, d)?;
+        let theta = &step.theta;
         let scale = theta[0].abs().max(f64::MIN_POSITIVE);
-        residual = 0.0f64;
-        for ((image, vector), &t) in su.chunks(d).zip(u.chunks(d)).zip(&theta).take(m) {
-            let norm: f64 = image
-                .iter()
-                .zip(vector)
-                .map(|(s, x)| (s - t * x).powi(2))
-                .sum();
-            residual = residual.max(norm.sqrt() / scale);
-        }
+        residual = step.residuals(m).into_iter().fold(0.0f64, f64::max) / scale;
         let flow = progress.iteration(it, residual, theta[0] - previous_top);
         previous_top = theta[0];
         if residual <= params.tol || flow.is_break() {
             fit_done(params.algorithm, 0, d, it, residual <= params.tol, began);
-            return Ok((theta[..m].to_vec(), u[..m * d].to_vec(), it));
+            return Ok((theta[..m].to_vec(), step.vectors(&v, m, d), it));
         }
-        orthonormalize_or_refill(&mut w, p, d, &mut rng)?;
+        orthonormalize_or_refill(&mut w, step.gram(), p, d, &mut rng)?;
         v = w;
     }
     Err(Error::NotConverged {
