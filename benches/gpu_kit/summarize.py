@@ -73,6 +73,17 @@ def busy(r):
     return None
 
 
+def blocked(r):
+    """Ours: the share of the profiled fit's wall time the host sat waiting on the device, and
+    readbacks per iteration (the design reads back at most once an iteration)."""
+    host, b = r.get("host"), busy(r)
+    if not host or not r.get("gpu_seconds") or not b:
+        return ""
+    wall = r["gpu_seconds"] / b
+    per_it = host["readbacks"] / max(r.get("iterations") or 1, 1)
+    return f"{100 * host['wait_seconds'] / wall:.0f}% / {per_it:.2g}"
+
+
 def fmt(v, spec):
     return "" if v is None else format(v, spec)
 
@@ -96,7 +107,7 @@ def table(rows):
                   + (r.get("n") or 0, r.get("d") or 0, r.get("k") or 0, r["impl"] != OURS,
                      r["impl"]))
     header = ["impl", "device", "kind", "kernel", "n x d", "k", "it", "seconds", "s/it",
-              "GFLOP/s", "GB/s", "eff.", "busy", "bound", "ours/peer"]
+              "GFLOP/s", "GB/s", "eff.", "busy", "blocked / rb/it", "bound", "ours/peer"]
     out = []
     for r in rows:
         rel = None if r["impl"] == OURS else ratio(best_ours.get(key(r)), r)
@@ -112,7 +123,7 @@ def table(rows):
             fmt(per_iteration(r), ".4g") if r["kernel"] in ITERATIVE else "",
             fmt(r.get("gflops"), ".1f"), fmt(r.get("gbps"), ".1f"),
             fmt(r.get("efficiency"), ".3f"), "" if b is None else f"{100 * b:.0f}%",
-            str(r.get("bound", "")), fmt(rel, ".3g"),
+            blocked(r), str(r.get("bound", "")), fmt(rel, ".3g"),
         ])
     return header, out
 
@@ -180,7 +191,9 @@ def main(argv):
     print("it: iterations done (/asked when fewer). ours/peer: our time over the peer's at "
           "the same kernel and shape, per iteration for K-Means and EM (< 1: ours faster). "
           "eff.: roofline bound time over measured time, against the ceilings of the device "
-          "it ran on. busy: GPU time over wall time of the fit.")
+          "it ran on. busy: GPU time over wall time of the fit. blocked / rb/it (ours): the "
+          "share of that wall time the host waited on the device, and readbacks per "
+          "iteration.")
     return 0
 
 

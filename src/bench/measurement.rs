@@ -117,6 +117,15 @@ pub struct Measurement {
         serde(default, skip_serializing_if = "Option::is_none")
     )]
     pub busy_timing: Option<String>,
+    /// What the host did in that profiled run ([`HostActivity`](crate::gpu::HostActivity)):
+    /// submissions, readbacks (at most one per iteration is the design) and the seconds it
+    /// sat blocked on the device. Where `busy` is low, a large blocked share with few kernels
+    /// means round-trip latency; a small one means host work (uploads, host algebra).
+    #[cfg_attr(
+        feature = "serde",
+        serde(default, skip_serializing_if = "Option::is_none")
+    )]
+    pub host: Option<crate::gpu::HostActivity>,
     /// FLOPs of the cost model.
     pub flops: f64,
     /// Bytes of the cost model.
@@ -174,6 +183,7 @@ impl Measurement {
             gpu_seconds: None,
             busy: None,
             busy_timing: None,
+            host: None,
             flops: work.flops,
             bytes: work.bytes,
             gflops: per(work.flops) / 1e9,
@@ -195,6 +205,7 @@ impl Measurement {
         self.gpu_seconds = Some(gpu);
         self.busy = (profile.wall_seconds > 0.0).then(|| gpu / profile.wall_seconds);
         self.busy_timing = Some(profile.clock.name().to_string());
+        self.host = Some(profile.host);
         self
     }
 }

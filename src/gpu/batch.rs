@@ -8,6 +8,7 @@ use wgpu::util::DeviceExt;
 use super::context::Gpu;
 use super::pipeline::list;
 use super::profile::{Clock, DispatchRecord, TimestampQueries, Work, TRANSFERS};
+pub(crate) use super::readback::{PendingReadback, ReadHandle, Readback};
 use super::shaders::{BindingKind, EntryPoint};
 use super::uniforms::Uniforms;
 use crate::error::{Error, Result};
@@ -158,30 +159,6 @@ impl<'a> Bind<'a> {
             }
             Bind::Texture(view) => wgpu::BindingResource::TextureView(view),
         }
-    }
-}
-
-/// A handle to bytes requested with [`Batch::read`].
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct ReadHandle(usize);
-
-/// Bytes read back by [`Batch::finish`].
-#[derive(Debug, Default)]
-pub(crate) struct Readback {
-    parts: Vec<Vec<u8>>,
-}
-
-impl Readback {
-    pub(crate) fn bytes_as<T: Pod>(&self, h: ReadHandle) -> Vec<T> {
-        bytemuck::pod_collect_to_vec(&self.parts[h.0])
-    }
-
-    pub(crate) fn f32s(&self, h: ReadHandle) -> Vec<f32> {
-        bytemuck::pod_collect_to_vec(&self.parts[h.0])
-    }
-
-    pub(crate) fn u32s(&self, h: ReadHandle) -> Vec<u32> {
-        bytemuck::pod_collect_to_vec(&self.parts[h.0])
     }
 }
 
@@ -453,6 +430,7 @@ impl<'g> Batch<'g> {
         }
         self.uniforms.flush(&self.gpu.queue);
         let submission = self.gpu.queue.submit([self.encoder.finish()]);
+        self.gpu.record_submission(staging.is_some());
         let mapped = staging.as_ref().map(|staging| {
             let (tx, rx) = futures_intrusive::channel::shared::oneshot_channel();
             staging.slice(..).map_async(wgpu::MapMode::Read, move |r| {
@@ -467,72 +445,6 @@ impl<'g> Batch<'g> {
             sizes: self.reads.iter().map(|r| r.2 as usize).collect(),
             timestamps: timestamps.map(|h| (h, self.timestamps)),
         })
-    }
-}
-
-/// A submitted [`Batch`] whose reads have not come back yet ([`Batch::submit`]).
-pub(crate) struct PendingReadback<'g> {
-    gpu: &'g Gpu,
-    submission: wgpu::SubmissionIndex,
-    staging: Option<(wgpu::Buffer, MapReceiver)>,
-    sizes: Vec<usize>,
-    /// The read holding the timestamps, and the queries that name them.
-    timestamps: Option<(ReadHandle, TimestampQueries)>,
-}
-
-/// Where a staging buffer's mapping reports back.
-type MapReceiver = futures_intrusive::channel::shared::OneshotReceiver<MapResult>;
-type MapResult = std::result::Result<(), wgpu::BufferAsyncError>;
-
-impl PendingReadback<'_> {
-    /// Waits for the submission and returns the bytes (timestamps to the running profile).
-    pub(crate) fn wait(self) -> Result<Readback> {
-        let gpu = self.gpu;
-        let (back, records) = self.wait_with_records()?;
-        gpu.record_dispatches(records);
-        Ok(back)
-    }
-
-    /// [`PendingReadback::wait`], with the timestamped dispatches' records returned.
-    pub(crate) fn wait_with_records(self) -> Result<(Readback, Vec<DispatchRecord>)> {
-        let polled = self.gpu.device.poll(wgpu::PollType::Wait {
-            submission_index: Some(self.submission),
-            timeout: None,
-        });
-        self.gpu.check_alive()?;
-        if let Err(e) = polled {
-            return Err(Error::Gpu(format!("waiting for the GPU: {e}")));
-        }
-        let Some((staging, rx)) = self.staging else {
-            return Ok((Readback::default(), Vec::new()));
-        };
-        match pollster::block_on(rx.receive()) {
-            Some(Ok(())) => {}
-            Some(Err(e)) => return Err(Error::Gpu(format!("mapping the readback: {e}"))),
-            None => return Err(Error::Gpu("readback was dropped".into())),
-        }
-        let mut parts = Vec::with_capacity(self.sizes.len());
-        {
-            let view = staging
-                .slice(..)
-                .get_mapped_range()
-                .map_err(|e| Error::Gpu(format!("reading the mapped range: {e}")))?;
-            let mut at = 0usize;
-            for size in &self.sizes {
-                parts.push(view[at..at + size].to_vec());
-                at += size;
-            }
-        }
-        staging.unmap();
-        let mut back = Readback { parts };
-        let mut records = Vec::new();
-        if let Some((h, queries)) = self.timestamps {
-            let ticks: Vec<u64> = back.bytes_as(h);
-            back.parts.pop();
-            let period = self.gpu.queue.get_timestamp_period();
-            records = queries.records(&ticks, period);
-        }
-        Ok((back, records))
     }
 }
 

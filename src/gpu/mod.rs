@@ -64,6 +64,7 @@ pub(crate) mod device_buffer;
 pub mod input;
 pub(crate) mod pipeline;
 pub mod profile;
+pub(crate) mod readback;
 pub(crate) mod shaders;
 pub(crate) mod stream;
 pub(crate) mod texture;
@@ -76,7 +77,8 @@ pub use buffer::{GpuMatrix, GpuVector, MatrixChunk, VectorChunk};
 pub use context::{parse_memory_size, Gpu, STANDARD_CHUNK_BYTES};
 pub use input::GpuInput;
 pub use profile::{
-    Bound, Ceilings, Clock, DispatchRecord, KernelSummary, Profile, ProfileClock, Work,
+    Bound, Ceilings, Clock, DispatchRecord, HostActivity, KernelSummary, Profile, ProfileClock,
+    Work,
 };
 pub use tuning::TuningCache;
 /// The command encoder the `*_into` methods (`predict_into`, `transform_into`, …) record into

@@ -173,6 +173,23 @@ fn rate(amount: f64, seconds: f64) -> f64 {
     }
 }
 
+/// What the host did with the device during a profile: how often it submitted work, how
+/// often it read results back, and how long it sat blocked waiting for them. Beside the
+/// kernels' GPU time and the wall time, these say where a fit's wall time went. The GPU is
+/// idle for whatever the kernels do not fill. The host is blocked for `wait_seconds`; the
+/// part of that not filled by kernels is round-trip latency, submission to mapped result. The
+/// rest of the wall time is the host's own work: recording, uploads, host algebra.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct HostActivity {
+    /// Batches of work submitted to the device's queue.
+    pub submissions: usize,
+    /// Submissions that brought results back to the host (a staging buffer mapped).
+    pub readbacks: usize,
+    /// Seconds the host spent blocked until submissions finished and their results mapped.
+    pub wait_seconds: f64,
+}
+
 /// What the profiler saw between [`Gpu::start_profiling`] and [`Gpu::finish_profiling`].
 #[derive(Debug, Clone, PartialEq)]
 pub struct Profile {
@@ -184,6 +201,8 @@ pub struct Profile {
     pub wall_seconds: f64,
     /// The adapter's name.
     pub adapter: String,
+    /// Submissions, readbacks and the host's blocked time over the same span.
+    pub host: HostActivity,
 }
 
 impl Profile {
@@ -251,6 +270,13 @@ impl Profile {
             self.clock.name(),
             self.adapter
         );
+        let _ = writeln!(
+            s,
+            "host: {} submissions, {} readbacks, blocked {:.3} ms",
+            self.host.submissions,
+            self.host.readbacks,
+            1e3 * self.host.wait_seconds
+        );
         s
     }
 }
@@ -275,6 +301,7 @@ struct Running {
     clock: Clock,
     started: Instant,
     records: Vec<DispatchRecord>,
+    host: HostActivity,
 }
 
 impl Gpu {
@@ -303,6 +330,7 @@ impl Gpu {
             clock,
             started: Instant::now(),
             records: Vec::new(),
+            host: HostActivity::default(),
         });
         Ok(())
     }
@@ -317,6 +345,7 @@ impl Gpu {
             dispatches: r.records,
             wall_seconds: r.started.elapsed().as_secs_f64(),
             adapter: self.info().name.clone(),
+            host: r.host,
         })
     }
 
@@ -346,6 +375,21 @@ impl Gpu {
     pub(crate) fn record_dispatches(&self, records: impl IntoIterator<Item = DispatchRecord>) {
         if let Some(r) = self.profiler.running.lock().unwrap().as_mut() {
             r.records.extend(records);
+        }
+    }
+
+    /// Counts a submission (and a readback when it maps results) in the running profile.
+    pub(crate) fn record_submission(&self, reads_back: bool) {
+        if let Some(r) = self.profiler.running.lock().unwrap().as_mut() {
+            r.host.submissions += 1;
+            r.host.readbacks += usize::from(reads_back);
+        }
+    }
+
+    /// Adds `seconds` the host spent blocked on the device to the running profile.
+    pub(crate) fn record_wait(&self, seconds: f64) {
+        if let Some(r) = self.profiler.running.lock().unwrap().as_mut() {
+            r.host.wait_seconds += seconds;
         }
     }
 }

@@ -379,10 +379,24 @@ impl LloydData for Workspace<'_> {
     }
 
     fn labels_and_distances(&mut self) -> Result<(Vec<u32>, Vec<f32>)> {
-        Ok((
-            self.labels.to_host(self.gpu)?,
-            self.min_sq_dist.to_host(self.gpu)?,
-        ))
+        // Both in one round trip (each costs the device's submission-to-result latency).
+        self.gpu.scoped("reading the labels back", || {
+            let mut batch = Batch::new(self.gpu, "labels and distances");
+            let labels: Vec<_> = self
+                .labels
+                .chunks
+                .iter()
+                .map(|b| batch.read_all(b))
+                .collect();
+            let dists: Vec<_> = (self.min_sq_dist.chunks.iter())
+                .map(|b| batch.read_all(b))
+                .collect();
+            let back = batch.finish()?;
+            Ok((
+                labels.into_iter().flat_map(|h| back.u32s(h)).collect(),
+                dists.into_iter().flat_map(|h| back.f32s(h)).collect(),
+            ))
+        })
     }
 
     fn farthest_rows(&mut self, at_least: usize) -> Result<Vec<(usize, u32, f32)>> {

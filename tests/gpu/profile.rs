@@ -2,8 +2,11 @@
 //! clock), its work counted by the cost model, results unchanged, misuse an error.
 
 use crate::common::{gpu, random_matrix, to_f64};
-use wgpu_unsupervised::gpu::profile::{Bound, Clock, TRANSFERS};
-use wgpu_unsupervised::{Components, Error, Gpu, KMeans, KMeansInit, Matrix, Pca, ProfileClock};
+use wgpu_unsupervised::gpu::profile::{Bound, Clock, HostActivity, TRANSFERS};
+use wgpu_unsupervised::{
+    Components, CovarianceType, Error, GaussianMixture, GmmInit, Gpu, KMeans, KMeansInit, Matrix,
+    Pca, ProfileClock,
+};
 
 fn fit(gpu: &Gpu, n: usize, d: usize, k: usize, seed: u64) -> wgpu_unsupervised::KMeansModel {
     let x = random_matrix(n, d, seed, -3.0, 3.0);
@@ -146,4 +149,69 @@ fn profiling_misuse_is_an_error() {
     );
     gpu.start_profiling(ProfileClock::Auto).unwrap();
     gpu.finish_profiling().unwrap();
+}
+
+/// The host's side of a profile: every submission and readback counted, and the time the
+/// host sat blocked, within the wall time. A resident K-Means fit reads back at most once an
+/// iteration (its loop runs ahead of the host), an EM iteration once (its statistics).
+#[test]
+fn the_host_side_of_a_profile_counts_submissions_readbacks_and_waits() {
+    let gpu = gpu();
+    let (n, d, k) = (4000, 10, 6);
+    for seed in [7u64, 8] {
+        let x = random_matrix(n, d, seed, -3.0, 3.0);
+        let m = Matrix::new(&x, d).unwrap();
+        for max_iter in [1usize, 6] {
+            let fit = || {
+                KMeans::new(k)
+                    .init(KMeansInit::Centroids(to_f64(&x[..k * d])))
+                    .tol(0.0)
+                    .max_iter(max_iter)
+                    .fit(&gpu, &m)
+            };
+            // Unprofiled first: the autotuner's trials of a new shape are not the fit's.
+            fit().unwrap();
+            let (model, p) = gpu.profile(ProfileClock::Auto, fit).unwrap();
+            let (it, h) = (model.n_iter(), p.host);
+            // One readback a submission of the loop (iterations + 1: the last pass labels),
+            // then the centroids, then the labels with the distances.
+            assert!(
+                (it + 1..=it + 3).contains(&h.readbacks),
+                "K-Means, seed {seed}: {h:?} for {it} iterations"
+            );
+            assert!(h.submissions >= h.readbacks, "{h:?}");
+            assert!(
+                h.wait_seconds > 0.0 && h.wait_seconds <= p.wall_seconds,
+                "{h:?}"
+            );
+        }
+        for t in [CovarianceType::Diag, CovarianceType::Full] {
+            let fit = || {
+                // A random start: the default's K-Means fit is K-Means' own readbacks.
+                GaussianMixture::new(3)
+                    .init(GmmInit::Random)
+                    .covariance(t)
+                    .max_iter(5)
+                    .tol(0.0)
+                    .seed(seed)
+                    .fit(&gpu, &m)
+            };
+            fit().unwrap();
+            let (model, p) = gpu.profile(ProfileClock::Auto, fit).unwrap();
+            let (it, h) = (model.n_iter(), p.host);
+            // Each EM iteration reads its statistics back (a second time where the one-pass
+            // moments would cancel); the start and the final labels read a few more.
+            assert!(
+                h.readbacks >= it && h.readbacks <= 2 * it + 8,
+                "GMM {t:?}, seed {seed}: {h:?} for {it} iterations"
+            );
+            assert!(
+                h.wait_seconds > 0.0 && h.wait_seconds <= p.wall_seconds,
+                "{h:?}"
+            );
+        }
+    }
+    // Nothing done, nothing counted.
+    let ((), idle) = gpu.profile(ProfileClock::Auto, || Ok(())).unwrap();
+    assert_eq!(idle.host, HostActivity::default());
 }

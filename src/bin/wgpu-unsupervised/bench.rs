@@ -12,7 +12,8 @@
 //! `iterations_requested`, `seconds`, `seconds_per_iteration`, `flops`, `bytes`, `gflops`,
 //! `gbps`, `peak_gflops`, `peak_gbps`, `efficiency`, `bound`, `adapter`, `timing`, `data`,
 //! `detail`; with `--profile`, a fit also has `gpu_seconds`, `busy` (its kernels' GPU time
-//! over its wall time, in a second, profiled run) and `busy_timing`, and is followed by one
+//! over its wall time, in a second, profiled run), `busy_timing` and `host` (`submissions`,
+//! `readbacks`, `wait_seconds`: the host's side of that run), and is followed by one
 //! line per kernel of its profile (`kind` `"profile"`, `fit`, `entry`, `calls`, `seconds`,
 //! `gflops`, `gbps`, `bound`, `efficiency`).
 
@@ -191,12 +192,16 @@ impl Printer {
 
     fn profile(&mut self, m: &Measurement, p: &Profile, c: &Ceilings) -> CliResult {
         if !self.json {
+            let wall = p.wall_seconds.max(f64::MIN_POSITIVE);
             println!(
-                "profile of {} ({}):\n{}GPU busy {:.1}% of the fit's wall time",
+                "profile of {} ({}):\n{}GPU busy {:.1}% of the fit's wall time; host blocked \
+                 {:.1}%; {:.2} readbacks an iteration",
                 m.kernel,
                 m.detail,
                 p.table(Some(c)),
-                100.0 * m.busy.unwrap_or(0.0)
+                100.0 * m.busy.unwrap_or(0.0),
+                100.0 * p.host.wait_seconds / wall,
+                p.host.readbacks as f64 / m.iterations.max(1) as f64
             );
             self.header = false;
             return Ok(());
