@@ -173,10 +173,11 @@ fn the_host_side_of_a_profile_counts_submissions_readbacks_and_waits() {
             fit().unwrap();
             let (model, p) = gpu.profile(ProfileClock::Auto, fit).unwrap();
             let (it, h) = (model.n_iter(), p.host);
-            // One readback a submission of the loop (iterations + 1: the last pass labels),
-            // then the centroids, then the labels with the distances.
+            // One readback a submission of the loop: a pass per iteration, the last pass
+            // (which labels), and at most one more already in flight when the device
+            // decided to stop. Then the centroids, then the labels with the distances.
             assert!(
-                (it + 1..=it + 3).contains(&h.readbacks),
+                (it + 1..=it + 4).contains(&h.readbacks),
                 "K-Means, seed {seed}: {h:?} for {it} iterations"
             );
             assert!(h.submissions >= h.readbacks, "{h:?}");
