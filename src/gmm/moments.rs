@@ -31,7 +31,7 @@
 use rand_chacha::ChaCha8Rng;
 
 use super::em::{check_lower_bound, EmData, Parameters};
-use super::passes::Fill;
+use super::passes::{Fill, PassInFlight};
 use super::stats::{full, parameters_from_sums, weights_of};
 use super::workspace::{sum_log_density, Workspace};
 use crate::error::Result;
@@ -146,7 +146,7 @@ impl Moments {
     }
 }
 
-impl Workspace<'_> {
+impl<'a> Workspace<'a> {
     /// The one-pass moment of this covariance shape.
     fn joint_moment(&self) -> Moment {
         if full(self.covariance_type) {
@@ -160,13 +160,20 @@ impl Workspace<'_> {
     /// Returns the per-block sums of log p as they come back (a streamed fit adds them up
     /// over the pieces) and the moments.
     pub(super) fn estep_and_moments(&self, p: &Parameters) -> Result<(Vec<f32>, Moments)> {
-        let (k, d, moment) = (self.k, self.d, self.joint_moment());
+        self.submit_estep_and_moments(p)?.collect()
+    }
+
+    /// [`Workspace::estep_and_moments`]'s first half: the pass submitted, its results in
+    /// flight (a streamed pass submits the next piece before it collects them).
+    pub(super) fn submit_estep_and_moments(&self, p: &Parameters) -> Result<EStepInFlight<'a>> {
         self.write_shift(&p.means);
         self.write_parameters(p);
-        let out = self.pass(&Fill::EStep, Some(moment), true)?;
-        let sums: Vec<f64> = out.sums.iter().map(|&v| v as f64).collect();
-        let full = full(self.covariance_type);
-        Ok((out.log_blocks, Moments::from_joint(&sums, k, d, full)))
+        Ok(EStepInFlight {
+            pass: self.submit_pass(&Fill::EStep, Some(self.joint_moment()), true)?,
+            k: self.k,
+            d: self.d,
+            full: full(self.covariance_type),
+        })
     }
 
     /// Rₖ and Fₖ about `shift` of the responsibilities `fill` gives, and a random fill's
@@ -187,7 +194,7 @@ impl Workspace<'_> {
     /// The scatter about `centre` (K x D) taken on the device from the responsibilities of
     /// `fill` (made again unless all are still there), in the layout of [`Moments::about`]:
     /// K x D x D symmetric (Full, Tied) or K x D.
-    fn second_moments(&self, centre: &[f64], fill: &Fill<'_>) -> Result<Vec<f64>> {
+    fn second_moments(&self, centre: &[f64], fill: &Fill<'_>, refill: bool) -> Result<Vec<f64>> {
         let (k, d) = (self.k, self.d);
         let full = full(self.covariance_type);
         let moment = if full {
@@ -196,9 +203,7 @@ impl Workspace<'_> {
             Moment::DiagonalMoments
         };
         self.write_shift(centre);
-        let sums = self
-            .pass(fill, Some(moment), !self.responsibilities_kept())?
-            .sums;
+        let sums = self.pass(fill, Some(moment), refill)?.sums;
         Ok(if full {
             // The kernel writes the upper triangle; mirror it.
             (0..k * d * d)
@@ -216,17 +221,19 @@ impl Workspace<'_> {
     }
 
     /// The scatter about sₖ + δₖ, the centre: from `moments` where they allow it, else
-    /// from a second pass over the responsibilities of `fill` (module docs).
+    /// from a second pass over the responsibilities of `fill` (module docs). `current`: the
+    /// window still holds the responsibilities `moments` came from (false once a later
+    /// pass was submitted: the second pass then makes them again in any case).
     pub(super) fn scatter_about(
         &self,
         moments: &Moments,
         delta: &[f64],
         centre: &[f64],
-        fill: &Fill<'_>,
+        (fill, current): (&Fill<'_>, bool),
     ) -> Result<Vec<f64>> {
         match moments.about(delta) {
             Some(s) => Ok(s),
-            None => self.second_moments(centre, fill),
+            None => self.second_moments(centre, fill, !(current && self.responsibilities_kept())),
         }
     }
 
@@ -245,7 +252,7 @@ impl Workspace<'_> {
             .map(|e| moments.first[e] / nk[e / d])
             .collect();
         let means: Vec<f64> = shift.iter().zip(&delta).map(|(s, m)| s + m).collect();
-        let scatter = self.scatter_about(moments, &delta, &means, fill)?;
+        let scatter = self.scatter_about(moments, &delta, &means, (fill, true))?;
         let full = full(self.covariance_type);
         let at = |c: usize, i: usize, j: usize| {
             if full {
@@ -271,6 +278,24 @@ impl Workspace<'_> {
             .collect();
         let (first, rng) = self.first_moments(&shift, fill)?;
         Ok((self.mstep_from(&first, &shift, reg_covar, fill)?, rng))
+    }
+}
+
+/// An E-step pass submitted ([`Workspace::submit_estep_and_moments`]).
+pub(super) struct EStepInFlight<'a> {
+    pass: PassInFlight<'a>,
+    k: usize,
+    d: usize,
+    full: bool,
+}
+
+impl EStepInFlight<'_> {
+    /// Waits for the pass: the per-block sums of log p, and the moments.
+    pub(super) fn collect(self) -> Result<(Vec<f32>, Moments)> {
+        let out = self.pass.collect()?;
+        let sums: Vec<f64> = out.sums.iter().map(|&v| v as f64).collect();
+        let moments = Moments::from_joint(&sums, self.k, self.d, self.full);
+        Ok((out.log_blocks, moments))
     }
 }
 

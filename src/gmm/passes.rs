@@ -17,7 +17,7 @@ use rand_chacha::ChaCha8Rng;
 use super::window::join_split;
 use super::workspace::Workspace;
 use crate::error::Result;
-use crate::gpu::batch::Batch;
+use crate::gpu::batch::{Batch, PendingReadback, ReadHandle};
 use crate::gpu::device_buffer::DeviceBuffer;
 use crate::kernels::mixture::estep;
 use crate::kernels::mixture::mstep::Moment;
@@ -65,7 +65,7 @@ pub(super) struct PassOut {
     pub rng_after: Option<ChaCha8Rng>,
 }
 
-impl Workspace<'_> {
+impl<'a> Workspace<'a> {
     /// One pass over the rows in use (module docs): each segment's responsibilities from
     /// `fill` (unless `refill` is false, where they are all still on the device,
     /// [`Workspace::responsibilities_kept`]), weighed, then its per-block sums of `moment`
@@ -79,6 +79,18 @@ impl Workspace<'_> {
         moment: Option<Moment>,
         refill: bool,
     ) -> Result<PassOut> {
+        self.submit_pass(fill, moment, refill)?.collect()
+    }
+
+    /// [`Workspace::pass`]'s first half: the pass recorded and submitted, its sums on their
+    /// way back ([`PassInFlight::collect`]). Until then, later submissions may reuse the
+    /// workspace: the sums are copied out at the end of this pass's own submission.
+    pub(super) fn submit_pass(
+        &self,
+        fill: &Fill<'_>,
+        moment: Option<Moment>,
+        refill: bool,
+    ) -> Result<PassInFlight<'a>> {
         let (gpu, k) = (self.gpu, self.k);
         gpu.scoped("mixture pass", || {
             let mut rng = match fill {
@@ -119,22 +131,47 @@ impl Workspace<'_> {
                 }
                 at += rows;
             }
-            let handles = moment
+            let sums = moment
                 .map(|m| self.record_fold(&mut batch, m))
                 .transpose()?;
-            let h_log =
+            let log_blocks =
                 (refill && matches!(fill, Fill::EStep)).then(|| self.read_log_blocks(&mut batch));
-            let back = batch.finish()?;
-            let sums = match handles {
-                None => Vec::new(),
-                Some((h, None)) => back.f32s(h),
-                Some((h, Some(h2))) => join_split(k, self.d, &back.f32s(h), &back.f32s(h2)),
-            };
-            Ok(PassOut {
-                log_blocks: h_log.map(|h| back.f32s(h)).unwrap_or_default(),
+            Ok(PassInFlight {
+                pending: batch.submit()?,
                 sums,
+                log_blocks,
                 rng_after: rng,
+                k,
+                d: self.d,
             })
+        })
+    }
+}
+
+/// A pass submitted ([`Workspace::submit_pass`]), its results in flight.
+pub(super) struct PassInFlight<'a> {
+    pending: PendingReadback<'a>,
+    /// The folded sums (one read, or two halves of a split fold).
+    sums: Option<(ReadHandle, Option<ReadHandle>)>,
+    log_blocks: Option<ReadHandle>,
+    rng_after: Option<ChaCha8Rng>,
+    k: usize,
+    d: usize,
+}
+
+impl PassInFlight<'_> {
+    /// Waits for the pass and returns what it brought back.
+    pub(super) fn collect(self) -> Result<PassOut> {
+        let back = self.pending.wait()?;
+        let sums = match self.sums {
+            None => Vec::new(),
+            Some((h, None)) => back.f32s(h),
+            Some((h, Some(h2))) => join_split(self.k, self.d, &back.f32s(h), &back.f32s(h2)),
+        };
+        Ok(PassOut {
+            log_blocks: self.log_blocks.map(|h| back.f32s(h)).unwrap_or_default(),
+            sums,
+            rng_after: self.rng_after,
         })
     }
 }

@@ -234,7 +234,8 @@ impl<'g> GmmPartition<'g> {
                 let empty = GmmStats::empty(t, d, &p);
                 let (blocks, moments) = ws.estep_and_moments(&p)?;
                 let log_likelihood = sum_log_density(&blocks);
-                let stats = piece_stats(ws, &empty, &moments, log_likelihood, &Fill::EStep)?;
+                let fill = (&Fill::EStep, true);
+                let stats = piece_stats(ws, &empty, &moments, log_likelihood, fill)?;
                 Ok(GmmReply::Stats(stats))
             }
             GmmRequest::Start {
@@ -272,7 +273,11 @@ impl<'g> GmmPartition<'g> {
                 let about =
                     GmmStats::about(*covariance_type, d, shift.clone(), Vec::new(), Vec::new());
                 Ok(GmmReply::Stats(piece_stats(
-                    ws, &about, &first, 0.0, &fill,
+                    ws,
+                    &about,
+                    &first,
+                    0.0,
+                    (&fill, true),
                 )?))
             }
             GmmRequest::Labels { parameters } => {

@@ -20,6 +20,12 @@
 //! and the merge is exact in f64. Each piece runs one device submission and one readback
 //! (two where the centring falls back), as the resident fit does for the whole data.
 //!
+//! An EM pass runs a piece ahead (`DeviceRows::pass_ahead`): piece i + 1 is copied to the
+//! device and its E-step submitted before piece i's moments are collected, so the GPU has
+//! the next piece queued while the host merges the last. Piece i's second pass, where its
+//! centring falls back, then makes its responsibilities again: the window holds piece
+//! i + 1's by then.
+//!
 //! Training labels come from a last pass with the returned parameters, kept on the host
 //! (4 bytes a row).
 
@@ -29,15 +35,15 @@ use rand_chacha::ChaCha8Rng;
 
 use super::em::{check_lower_bound, EmData, Parameters};
 use super::math::covariance_len;
-use super::moments::Moments;
+use super::moments::{EStepInFlight, Moments};
 use super::passes::Fill;
 use super::stats::{full, GmmStats};
 use super::window::window_bytes;
 use super::workspace::{sum_log_density, Purpose, Workspace};
 use super::CovarianceType;
 use crate::error::Result;
-use crate::gpu::stream::DeviceRows;
-use crate::gpu::Gpu;
+use crate::gpu::stream::{DeviceRows, PieceWork};
+use crate::gpu::{Gpu, GpuMatrix};
 use crate::kmeans::KMeansModel;
 use crate::source::{check_shape, RowSource};
 
@@ -136,16 +142,16 @@ impl<'a, S: RowSource + ?Sized> Streamed<'a, S> {
         mut start: Option<&mut StreamFill<'_>>,
     ) -> Result<GmmStats> {
         let Self { gpu, rows, ws, .. } = self;
+        if let Some(p) = p {
+            let mut pass = EStepPass { ws, p, total };
+            rows.pass_ahead(gpu, &mut pass)?;
+            return Ok(pass.total);
+        }
         rows.pass(gpu, |piece, first_row| {
             ws.use_piece(piece);
             ws.weigh_piece(first_row);
-            let piece_stats = match (p, start.as_deref_mut()) {
-                (Some(p), _) => {
-                    let (blocks, moments) = ws.estep_and_moments(p)?;
-                    let log_likelihood = sum_log_density(&blocks);
-                    piece_stats(ws, &total, &moments, log_likelihood, &Fill::EStep)?
-                }
-                (None, Some(start)) => {
+            let piece_stats = match start.as_deref_mut() {
+                Some(start) => {
                     let n = ws.x.n_rows();
                     let fill = match start {
                         StreamFill::Labels(l) => {
@@ -160,9 +166,9 @@ impl<'a, S: RowSource + ?Sized> Streamed<'a, S> {
                     if let (Some(after), StreamFill::Random(rng)) = (drawn, start) {
                         **rng = after;
                     }
-                    piece_stats(ws, &total, &moments, 0.0, &fill)?
+                    piece_stats(ws, &total, &moments, 0.0, (&fill, true))?
                 }
-                (None, None) => unreachable!("a pass makes its responsibilities somehow"),
+                None => unreachable!("a pass makes its responsibilities somehow"),
             };
             total.merge(&piece_stats)
         })?;
@@ -218,13 +224,14 @@ impl<'a, S: RowSource + ?Sized> Streamed<'a, S> {
 /// The statistics of the piece in `ws` from its `moments` about `total.means` (of the
 /// responsibilities of `fill`): its component means on the host, and the scatter about them
 /// from the moments or, where those would cancel, from a second pass on the device (module
-/// docs).
+/// docs). The flag beside the fill says whether the window still holds the piece's
+/// responsibilities ([`Workspace::scatter_about`]).
 pub(super) fn piece_stats(
     ws: &Workspace<'_>,
     total: &GmmStats,
     moments: &Moments,
     log_likelihood: f64,
-    fill: &Fill<'_>,
+    fill: (&Fill<'_>, bool),
 ) -> Result<GmmStats> {
     let (k, d, t) = (ws.k, ws.d, ws.covariance_type);
     let (weights, factors) = (total.weights.clone(), total.precisions_cholesky.clone());
@@ -245,6 +252,40 @@ pub(super) fn piece_stats(
     }
     piece.scatter = ws.scatter_about(moments, &delta, &piece.component_means, fill)?;
     Ok(piece)
+}
+
+/// An EM pass's work on each piece: its E-step and moments submitted; collected once the
+/// next piece is submitted, into the piece's statistics merged into `total`.
+struct EStepPass<'p, 'a> {
+    ws: &'p mut Workspace<'a>,
+    p: &'p Parameters,
+    total: GmmStats,
+}
+
+impl<'a> PieceWork for EStepPass<'_, 'a> {
+    /// The pass in flight, its piece and the piece's first row.
+    type Submitted = (EStepInFlight<'a>, GpuMatrix, usize);
+
+    fn submit(&mut self, piece: &GpuMatrix, first_row: usize) -> Result<Self::Submitted> {
+        // Queue writes (weights, parameters, shift): they follow the piece in flight.
+        self.ws.use_piece(piece);
+        self.ws.weigh_piece(first_row);
+        let pass = self.ws.submit_estep_and_moments(self.p)?;
+        Ok((pass, piece.clone(), first_row))
+    }
+
+    fn collect(&mut self, (pass, piece, first_row): Self::Submitted) -> Result<()> {
+        let (blocks, moments) = pass.collect()?;
+        // The statistics are the piece's (its rows and weight); a second pass, where the
+        // moments would cancel, makes its responsibilities again, as the window now holds
+        // the next piece's.
+        let ws = &mut *self.ws;
+        ws.use_piece(&piece);
+        ws.weigh_piece(first_row);
+        let fill = (&Fill::EStep, false);
+        let stats = piece_stats(ws, &self.total, &moments, sum_log_density(&blocks), fill)?;
+        self.total.merge(&stats)
+    }
 }
 
 impl<S: RowSource + ?Sized> EmData for Streamed<'_, S> {
