@@ -172,6 +172,7 @@ pub(crate) fn abs_bits_max(part: &[f32]) -> u32 {
 /// The index of the first NaN or infinity of `piece`, if any: one vectorised scan
 /// ([`abs_bits_max`]), and a search only when it finds one. What a piece read from a file
 /// is checked by, on the thread that reads it.
+#[cfg(any(feature = "io", test))]
 pub(crate) fn first_non_finite(piece: &[f32]) -> Option<usize> {
     if abs_bits_max(piece) < 0x7f80_0000 {
         return None;
