@@ -381,10 +381,7 @@ impl<'g> Batch<'g> {
     /// Submits the work and, if anything was asked for, waits for it and returns the bytes.
     /// Timestamped dispatches go to the running profile.
     pub(crate) fn finish(self) -> Result<Readback> {
-        let gpu = self.gpu;
-        let (back, records) = self.finish_with_records()?;
-        gpu.record_dispatches(records);
-        Ok(back)
+        self.submit()?.wait()
     }
 
     /// [`Batch::finish`], with the timestamped dispatches' records returned to the caller

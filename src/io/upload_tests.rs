@@ -24,29 +24,20 @@ fn a_file_goes_to_the_device_a_piece_at_a_time_and_a_nan_in_it_is_placed() {
     let pn = dir.path().join("inf.npy");
     write_npy_f32(&pn, &bad, &[n as u64, d as u64]).unwrap();
     let rows = NpyRows::open(&pn).unwrap();
-    let e = rows.on_gpu(&gpu).unwrap_err();
-    assert!(
-        matches!(
-            e,
-            Error::NonFiniteInFile {
-                row: 641,
-                col: 3,
-                ..
-            }
-        ),
-        "{e}"
-    );
+    let at_641_3 = |e: Error| {
+        assert!(
+            matches!(
+                e,
+                Error::NonFiniteInFile {
+                    row: 641,
+                    col: 3,
+                    ..
+                }
+            ),
+            "{e}"
+        )
+    };
+    at_641_3(rows.on_gpu(&gpu).unwrap_err());
     // A fit over the file reports the same place.
-    let e = crate::KMeans::new(2).fit(&gpu, &rows).unwrap_err();
-    assert!(
-        matches!(
-            e,
-            Error::NonFiniteInFile {
-                row: 641,
-                col: 3,
-                ..
-            }
-        ),
-        "{e}"
-    );
+    at_641_3(crate::KMeans::new(2).fit(&gpu, &rows).unwrap_err());
 }
