@@ -8,11 +8,11 @@ use super::context::Gpu;
 use super::profile::{DispatchRecord, TimestampQueries};
 use crate::error::{Error, Result};
 
-/// A handle to bytes requested with [`Batch::read`].
+/// A handle to bytes requested with [`Batch::read`](super::batch::Batch::read).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct ReadHandle(pub(super) usize);
 
-/// Bytes read back by [`Batch::finish`].
+/// Bytes read back by [`Batch::finish`](super::batch::Batch::finish).
 #[derive(Debug, Default)]
 pub(crate) struct Readback {
     pub(super) parts: Vec<Vec<u8>>,
@@ -32,7 +32,8 @@ impl Readback {
     }
 }
 
-/// A submitted [`Batch`] whose reads have not come back yet ([`Batch::submit`]).
+/// A submitted [`Batch`](super::batch::Batch) whose reads have not come back yet
+/// ([`Batch::submit`](super::batch::Batch::submit)).
 pub(crate) struct PendingReadback<'g> {
     pub(super) gpu: &'g Gpu,
     pub(super) submission: wgpu::SubmissionIndex,
