@@ -26,13 +26,15 @@ const PARTIALS_TARGET_BYTES: u64 = 64 << 20;
 /// Per-feature mean and population variance, from per-block shifted sums combined in f64.
 pub(super) fn column_moments(gpu: &Gpu, x: &GpuMatrix) -> Result<Moments> {
     let (n, d) = (x.n_rows(), x.n_features());
-    let shift: Vec<f32> = rows::read_rows(gpu, x, &[0])?;
     let (offsets, n_blocks) = block_offsets(x.chunks(), MOMENT_BLOCK_ROWS);
-    let (s1, s2) = gpu.scoped("PCA column moments", || {
-        let shift_buf = DeviceBuffer::from_slice(gpu, "moment shift", &shift);
+    let (shift, s1, s2) = gpu.scoped("PCA column moments", || {
+        // The shift is the first row, gathered on the device in the same submission: one
+        // round trip for the whole pass.
+        let shift_buf = DeviceBuffer::zeroed(gpu, "moment shift", d);
         let p1 = DeviceBuffer::zeroed(gpu, "partial column sums", n_blocks * d);
         let p2 = DeviceBuffer::zeroed(gpu, "partial column sums of squares", n_blocks * d);
         let mut batch = Batch::new(gpu, "column moments");
+        rows::gather_rows(gpu, &mut batch, x, &[0], &shift_buf)?;
         for (chunk, &offset) in x.chunks().iter().zip(&offsets) {
             let blocks = MomentBlocks {
                 block_rows: MOMENT_BLOCK_ROWS,
@@ -42,10 +44,11 @@ pub(super) fn column_moments(gpu: &Gpu, x: &GpuMatrix) -> Result<Moments> {
             };
             reduce::column_moments(gpu, &mut batch, chunk, d, &shift_buf, &blocks)?;
         }
+        let h0 = batch.read_all(&shift_buf);
         let h1 = batch.read_all(&p1);
         let h2 = batch.read_all(&p2);
         let back = batch.finish()?;
-        Ok((back.f32s(h1), back.f32s(h2)))
+        Ok((back.f32s(h0), back.f32s(h1), back.f32s(h2)))
     })?;
     let mut sum = vec![0.0f64; d];
     let mut sum_sq = vec![0.0f64; d];
