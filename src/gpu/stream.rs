@@ -210,7 +210,7 @@ fn upload<S: RowSource + ?Sized>(gpu: &Gpu, source: &S) -> Result<GpuMatrix> {
         read_ahead(source, piece_rows, |first, rows| {
             // A piece may straddle chunk boundaries: write each part where it belongs.
             let mut row = first;
-            let mut values = &rows[..];
+            let mut values = rows;
             while !values.is_empty() {
                 let (c, at) = (row / per_chunk, row % per_chunk);
                 let take = (per_chunk - at).min(values.len() / d);
@@ -240,28 +240,36 @@ fn upload<S: RowSource + ?Sized>(gpu: &Gpu, source: &S) -> Result<GpuMatrix> {
 
 /// Runs one pass of `source` in pieces of at most `max_rows` rows on a second thread, one
 /// piece ahead (a channel of depth one), and hands each piece to `consume` on this thread,
-/// in order. The first error ends the pass: `consume`'s own first (the reader's is then
-/// only "the pass stopped"), else the reader's.
+/// in order. The host buffers go back to the reader once consumed and are refilled: at most
+/// three exist, so a pass of any length allocates (and the system zero-fills) three pieces,
+/// not one per piece. The first error ends the pass: `consume`'s own first (the reader's is
+/// then only "the pass stopped"), else the reader's.
 fn read_ahead<S: RowSource + ?Sized>(
     source: &S,
     max_rows: usize,
-    mut consume: impl FnMut(usize, Vec<f32>) -> Result<()>,
+    mut consume: impl FnMut(usize, &[f32]) -> Result<()>,
 ) -> Result<()> {
     std::thread::scope(|scope| {
         let (tx, rx) = std::sync::mpsc::sync_channel::<(usize, Vec<f32>)>(1);
+        let (give_back, given_back) = std::sync::mpsc::channel::<Vec<f32>>();
         let reader = scope.spawn(move || {
             source.visit_rows(max_rows, &mut |first, rows| {
-                tx.send((first, rows.to_vec())).map_err(|_| Error::Source {
+                let mut piece = given_back.try_recv().unwrap_or_default();
+                piece.clear();
+                piece.extend_from_slice(rows);
+                tx.send((first, piece)).map_err(|_| Error::Source {
                     reason: "the pass stopped".into(),
                 })
             })
         });
         let mut outcome = Ok(());
         for (first, rows) in rx.iter() {
-            outcome = consume(first, rows);
+            outcome = consume(first, &rows);
             if outcome.is_err() {
                 break;
             }
+            // The reader may have finished: then the buffer is simply dropped.
+            let _ = give_back.send(rows);
         }
         // Hanging up stops a reader that is still going (its send fails).
         drop(rx);
@@ -290,8 +298,7 @@ fn stream<S: RowSource + ?Sized, W: PieceWork + ?Sized>(
         let n = rows.len() / d;
         let slot = &slots[piece % 2];
         piece += 1;
-        slot.write(gpu, &rows);
-        drop(rows);
+        slot.write(gpu, rows);
         let submitted = work.submit(&view(slot, n, d), first)?;
         match in_flight.replace(submitted) {
             Some(previous) => work.collect(previous),
