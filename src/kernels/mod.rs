@@ -17,6 +17,7 @@
 //! | [`products`] | the products on the tile core: covariance (Gram), projections, the RBF affinity, the silhouette's distance sums | PCA, spectral, metrics |
 //! | [`mixture`] | the E-step and the M-step sums | Gaussian mixtures |
 //! | [`centroids`] | the centroid update, k-means++/k-means‖ seeding steps, the farthest rows | K-Means |
+//! | [`linalg`] | a block's columns orthonormalised by Cholesky QR | PCA's power iteration |
 //! | [`ceilings`] | the FMA and copy probes | the profiler's ceilings |
 //!
 //! Where a family has variants (the assignment, the Gram product, the M-step sums), the
@@ -27,6 +28,7 @@
 pub(crate) mod assign;
 pub(crate) mod ceilings;
 pub(crate) mod centroids;
+pub(crate) mod linalg;
 pub(crate) mod mixture;
 pub(crate) mod neighbors;
 pub(crate) mod primitives;

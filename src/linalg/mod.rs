@@ -33,7 +33,7 @@ use crate::progress::{Algorithm, OnIteration};
 mod subspace;
 
 pub use subspace::{orthonormalize_rows, rayleigh_ritz};
-pub(crate) use subspace::{orthonormalize_rows_with_gram, ritz_step};
+pub(crate) use subspace::{orthonormalize_rows_with_gram, orthonormalize_with_images, ritz_step};
 
 /// What an iterative eigen-solver runs for (PCA's block power iteration, spectral
 /// clustering's LOBPCG).

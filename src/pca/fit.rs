@@ -6,10 +6,11 @@
 //! product S·V). Then the solver `Auto` resolves to, the eigenvectors by the chosen solver,
 //! and the reported quantities (scikit-learn's).
 
-use super::power::subspace_iteration;
+use super::power::{block_size, subspace_iteration, subspace_iteration_ahead};
 use super::stats::{Moments, PcaMoments};
 use super::workspace::{
-    apply_dense, apply_matrix_free, column_moments, covariance_matrix, fixed_bytes, pass_moments,
+    advance_dense, apply_matrix_free, column_moments, covariance_matrix, dense_steps_per_check,
+    fixed_bytes, pass_moments,
 };
 use super::{components_for_fraction, Components, Pca, PcaModel, PcaSolver};
 use crate::error::{Error, Result};
@@ -299,9 +300,11 @@ impl Pca {
                 let s_buf = gpu.scoped("uploading the covariance", || {
                     Ok(DeviceBuffer::from_slice(gpu, "covariance", &s32))
                 })?;
-                let (values, vectors, it) = subspace_iteration(d, m, &self.into(), |v, p| {
-                    apply_dense(gpu, &s_buf, d, v, p)
-                })?;
+                let max_steps = dense_steps_per_check(gpu, d, block_size(d, m));
+                let (values, vectors, it) =
+                    subspace_iteration_ahead(d, m, &self.into(), max_steps, |v, p, steps| {
+                        advance_dense(gpu, &s_buf, d, v, p, steps)
+                    })?;
                 (values, vectors, m, it)
             }
             PcaSolver::MatrixFree => {

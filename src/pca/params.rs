@@ -127,7 +127,8 @@ pub struct Pca {
     pub solver: PcaSolver,
     /// Power iteration: stop when every residual ‖S·v − λv‖ ≤ tol · λ₁.
     pub tol: f64,
-    /// Power iteration: iteration cap (not converging is an error, never a silent result).
+    /// Power iteration: cap on the products S·V (not converging is an error, never a silent
+    /// result).
     pub max_iter: usize,
     /// Seed of the power iteration's random start (ChaCha8).
     pub seed: u64,
@@ -156,10 +157,13 @@ impl Pca {
         }
     }
 
-    /// Calls `f` after every block power iteration (solvers `Power` and `MatrixFree`) with
-    /// its [`Iteration`](crate::progress::Iteration): the largest relative Ritz residual and the change
-    /// of the largest Ritz value. `ControlFlow::Break(())` stops there and returns the
-    /// components of that iteration, which have not reached `tol` (`n_iter()` tells when).
+    /// Calls `f` after every check of the block power iteration (solvers `Power` and
+    /// `MatrixFree`) with its [`Iteration`](crate::progress::Iteration): the largest relative
+    /// Ritz residual and the change of the largest Ritz value. The matrix-free solver checks
+    /// after every product S·V; the dense solver takes several products on the device between
+    /// checks, so `iteration` (the products so far) may skip numbers. `ControlFlow::Break(())`
+    /// stops there and returns the components of that check, which have not reached `tol`
+    /// (`n_iter()` tells when).
     pub fn on_iteration(
         mut self,
         f: impl Fn(&crate::progress::Iteration) -> std::ops::ControlFlow<()> + Send + Sync + 'static,

@@ -353,3 +353,34 @@ fn fitted_models_round_trip_through_model_files_bit_for_bit() {
         assert_eq!(back.transform(&gpu, &m).unwrap(), z);
     }
 }
+
+#[test]
+fn power_solver_on_rank_deficient_data_agrees_with_the_full_solver() {
+    // Fewer rows than the block: S has rank n − 1 < p, so the device's products leave
+    // directions only rounding fills (or a breakdown sends the iteration back to the host).
+    let gpu = gpu();
+    for (n, d, m, seed) in [(12, 120, 8, 1u64), (30, 300, 20, 2)] {
+        let x = random_matrix(n, d, seed, -2.0, 2.0);
+        let data = Matrix::new(&x, d).unwrap();
+        let fit = |solver| {
+            Pca::new(Components::Count(m))
+                .solver(solver)
+                .seed(seed)
+                .fit(&gpu, &data)
+                .unwrap()
+        };
+        let (full, power) = (fit(PcaSolver::Full), fit(PcaSolver::Power));
+        let err = max_rel_err(
+            &power.explained_variance()[..m.min(n - 1)],
+            &full.explained_variance()[..m.min(n - 1)],
+            1e-12,
+        );
+        assert!(err < 1e-4, "n {n} d {d}: variances differ by {err:e}");
+        for k in 0..m.min(n - 1) {
+            let cos: f64 = (0..d)
+                .map(|j| power.components()[k * d + j] * full.components()[k * d + j])
+                .sum();
+            assert!(cos.abs() > 0.999, "n {n} d {d} component {k}: cos {cos}");
+        }
+    }
+}

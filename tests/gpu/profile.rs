@@ -5,7 +5,7 @@ use crate::common::{gpu, random_matrix, to_f64};
 use wgpu_unsupervised::gpu::profile::{Bound, Clock, HostActivity, TRANSFERS};
 use wgpu_unsupervised::{
     Components, CovarianceType, Error, GaussianMixture, GmmInit, Gpu, KMeans, KMeansInit, Matrix,
-    Pca, ProfileClock,
+    Pca, PcaSolver, ProfileClock,
 };
 
 fn fit(gpu: &Gpu, n: usize, d: usize, k: usize, seed: u64) -> wgpu_unsupervised::KMeansModel {
@@ -215,4 +215,33 @@ fn the_host_side_of_a_profile_counts_submissions_readbacks_and_waits() {
     // Nothing done, nothing counted.
     let ((), idle) = gpu.profile(ProfileClock::Auto, || Ok(())).unwrap();
     assert_eq!(idle.host, HostActivity::default());
+}
+
+#[test]
+fn the_dense_power_iteration_takes_its_products_on_the_device_between_checks() {
+    let gpu = gpu();
+    let (n, d, m) = (3000, 48, 4);
+    for seed in [11u64, 12] {
+        // Feature scales decaying slowly: close eigenvalues, many products to converge.
+        let x: Vec<f32> = random_matrix(n, d, seed, -1.0, 1.0)
+            .into_iter()
+            .enumerate()
+            .map(|(e, v)| v / (1.0 + 0.04 * (e % d) as f32))
+            .collect();
+        let data = Matrix::new(&x, d).unwrap();
+        let params = Pca::new(Components::Count(m))
+            .solver(PcaSolver::Power)
+            .seed(seed);
+        let fit = || params.fit(&gpu, &data);
+        fit().unwrap();
+        let (model, p) = gpu.profile(ProfileClock::Auto, fit).unwrap();
+        let (it, h) = (model.n_iter(), p.host);
+        // The moments and the covariance take a round trip each; then one per check, and a
+        // check follows many products.
+        assert!(it >= 12, "seed {seed}: {it} products converge this data");
+        assert!(
+            h.readbacks <= 8 && 2 * h.readbacks <= it,
+            "seed {seed}: {h:?} for {it} products"
+        );
+    }
 }
