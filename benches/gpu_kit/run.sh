@@ -138,8 +138,9 @@ peers() {
         --max-seconds $((cap * 2 / 3)) "$@"
 }
 
-# The iterations our K-Means fits on data DATA did, as K:IT,... for peers.py: K-Means stops
-# when no label changes, so the peers are asked for the same count (the same work).
+# The iterations our K-Means fits on data DATA did, as K:IT,... for peers.py: the bench runs a
+# fixed count (KMeans::fixed_iterations), so this is the count asked for; reading it back
+# keeps the peers on the same work should a fit ever end early (a stop, an error's partial).
 ours_kmeans_iterations() {
     "$PY" - "$RESULTS" "$1" <<'EOF' 2>/dev/null
 import json, sys

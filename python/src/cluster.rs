@@ -155,9 +155,9 @@ impl KMeansFit {
 }
 
 /// kmeans_fit(device, x, sample_weight, n_clusters, init, init_centroids, n_init,
-/// max_iter, tol, seed, metric, oversampling, rounds) -> KMeansFit
+/// max_iter, tol, fixed_iterations, seed, metric, oversampling, rounds) -> KMeansFit
 #[pyfunction]
-#[pyo3(signature = (device, x, sample_weight, *, n_clusters, init, init_centroids, n_init, max_iter, tol, seed, metric, oversampling, rounds))]
+#[pyo3(signature = (device, x, sample_weight, *, n_clusters, init, init_centroids, n_init, max_iter, tol, fixed_iterations, seed, metric, oversampling, rounds))]
 #[allow(clippy::too_many_arguments)]
 fn kmeans_fit(
     py: Python<'_>,
@@ -170,6 +170,7 @@ fn kmeans_fit(
     n_init: usize,
     max_iter: usize,
     tol: f64,
+    fixed_iterations: bool,
     seed: u64,
     metric: &str,
     oversampling: f64,
@@ -186,7 +187,8 @@ fn kmeans_fit(
         oversampling,
         rounds,
     )?
-    .metric(metric.parse().or_py()?);
+    .metric(metric.parse().or_py()?)
+    .fixed_iterations(fixed_iterations);
     let model = on_weighted_rows(py, &x, sample_weight.as_ref(), |x, w| match w {
         None => params.fit(device.gpu, x),
         Some(w) => params.fit_weighted(device.gpu, x, w),

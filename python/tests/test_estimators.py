@@ -33,6 +33,19 @@ def test_kmeans_matches_scikit_learn_on_iris_from_the_same_start(iris):
     assert wm.adjusted_rand_score(y, ours.labels_) > 0.7
 
 
+def test_kmeans_fixed_iterations_runs_every_iteration(iris):
+    X, _ = iris
+    start, _ = skc.kmeans_plusplus(X.astype(np.float64), 3, random_state=1)
+    early = wu.KMeans(3, init=start, n_init=1, max_iter=50).fit(X)
+    fixed = wu.KMeans(3, init=start, n_init=1, max_iter=50, fixed_iterations=True).fit(X)
+    assert early.n_iter_ < 50
+    assert fixed.n_iter_ == 50
+    np.testing.assert_array_equal(fixed.labels_, early.labels_)
+    assert fixed.inertia_ == pytest.approx(early.inertia_, rel=1e-5)
+    with pytest.raises(ValueError):
+        wu.KMeans(3, fixed_iterations="yes").fit(X)
+
+
 def test_kmeans_finds_what_scikit_learn_finds_on_digits(digits):
     X, y = digits
     ours = wu.KMeans(10, n_init=4, random_state=1).fit(X)

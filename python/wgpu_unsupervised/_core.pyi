@@ -122,6 +122,7 @@ def kmeans_fit(
     n_init: int,
     max_iter: int,
     tol: float,
+    fixed_iterations: bool,
     seed: int,
     metric: str,
     oversampling: float,

@@ -116,6 +116,10 @@ class KMeans(_Centroids):
     max_iter : int, default=300
     tol : float, default=1e-4
         On the squared centroid shift, relative to the mean feature variance.
+    fixed_iterations : bool, default=False
+        Run exactly ``max_iter`` iterations per restart, with no convergence test (as
+        FAISS's ``niter``; a fixed budget or a benchmark's loop): the GPU runs them back
+        to back, several submissions ahead of the host. ``n_iter_`` is then ``max_iter``.
     random_state : int, RandomState or None
         An int is the library's seed: the same seed gives the same model on an adapter.
     metric : {"euclidean", "cosine"}, default="euclidean"
@@ -138,6 +142,7 @@ class KMeans(_Centroids):
         "n_init": [StrOptions({"auto"}), Interval(Integral, 1, None, closed="left")],
         "max_iter": [Interval(Integral, 1, None, closed="left")],
         "tol": [Interval(Real, 0, None, closed="left")],
+        "fixed_iterations": ["boolean"],
         "random_state": ["random_state"],
         "metric": [StrOptions({"euclidean", "cosine"})],
         "oversampling_factor": [Interval(Real, 0, None, closed="neither")],
@@ -153,6 +158,7 @@ class KMeans(_Centroids):
         n_init="auto",
         max_iter=300,
         tol=1e-4,
+        fixed_iterations=False,
         random_state=None,
         metric="euclidean",
         oversampling_factor=2.0,
@@ -164,6 +170,7 @@ class KMeans(_Centroids):
         self.n_init = n_init
         self.max_iter = max_iter
         self.tol = tol
+        self.fixed_iterations = fixed_iterations
         self.random_state = random_state
         self.metric = metric
         self.oversampling_factor = oversampling_factor
@@ -180,6 +187,7 @@ class KMeans(_Centroids):
             n_init=_n_init(self.n_init, self.init, 10),
             max_iter=self.max_iter,
             tol=self.tol,
+            fixed_iterations=self.fixed_iterations,
             metric=self.metric,
             oversampling=self.oversampling_factor,
             rounds=self.init_rounds,

@@ -405,6 +405,7 @@ impl KMeans {
             runs: self.init.runs(self.n_init),
             max_iter: self.max_iter,
             tol: self.tol,
+            fixed: self.fixed_iterations,
             spherical: self.metric.is_spherical(),
             objective_scale: self.metric.objective_scale(),
             on_iteration: self.on_iteration.as_ref(),

@@ -75,6 +75,8 @@ pub(super) struct Settings<'a> {
     pub(super) max_iter: usize,
     /// Tolerance on the squared centroid shift, relative to the mean feature variance.
     pub(super) tol: f64,
+    /// Exactly `max_iter` iterations: no tolerance test, no stop on unchanged labels.
+    pub(super) fixed: bool,
     /// Rows and centroids on the unit sphere (cosine metric).
     pub(super) spherical: bool,
     /// From the summed squared distances to the reported objective (½ for cosine).
@@ -298,7 +300,7 @@ fn lloyd(
         n_iter = it + 1;
         // The count compares with the previous iteration's labels (or a previous restart's,
         // or zeros): meaningless on the first iteration of a run.
-        if it > 0 && pass.changed == 0 {
+        if it > 0 && pass.changed == 0 && !settings.fixed {
             converged = true;
             let _ = progress.iteration(n_iter, inertia * scale, 0.0);
             break;
@@ -340,7 +342,11 @@ pub(super) fn fit_restarts<D: LloydData>(
 ) -> Result<Best> {
     let (n, d) = data.shape();
     let began = std::time::Instant::now();
-    let tol_abs = if settings.tol > 0.0 {
+    // A fixed count tests nothing: no shift is at or below a negative tolerance, and the
+    // pass that scales `tol` is not needed.
+    let tol_abs = if settings.fixed {
+        -1.0
+    } else if settings.tol > 0.0 {
         settings.tol * mean_variance(data)?
     } else {
         0.0
@@ -411,6 +417,11 @@ enum End {
     OnHost(Vec<f32>),
 }
 
+/// Submissions a fixed-count run keeps in flight beyond the one the host waits for: enough
+/// that the host's turnaround (wait, read a few words, record the next) never leaves the GPU
+/// idle, few enough that an empty cluster or a stop from the callback wastes little.
+const FIXED_DEPTH: usize = 3;
+
 /// One Lloyd run from `init` with the device ahead of the host; `data.ahead()` must be
 /// `Some`.
 pub(super) fn lloyd_ahead<D: LloydData>(
@@ -423,6 +434,13 @@ pub(super) fn lloyd_ahead<D: LloydData>(
     let max_iter = settings.max_iter;
     let scale = settings.objective_scale;
     let spherical = settings.spherical;
+    // Submissions in flight beyond the one waited for: one where the device may finish the
+    // loop (a finished loop's passes in flight are work thrown away) or a callback may stop
+    // it (the device keeps only the centroids before its last move), more where neither can.
+    let depth = match settings.fixed && settings.on_iteration.is_none() {
+        true => FIXED_DEPTH,
+        false => 1,
+    };
     let mut history = Vec::new();
     let (mut n_iter, mut converged, mut stopped) = (0, false, false);
     // Where the device (re)starts: the first iteration and its centroids.
@@ -431,9 +449,20 @@ pub(super) fn lloyd_ahead<D: LloydData>(
         let ahead = ahead_of(data)?;
         ahead.start(&start, spherical, tol_abs as f32);
         ahead.submit(None)?;
-        if first < max_iter {
-            ahead.submit(Some(first > 0))?;
-        }
+        // The last pass submitted. Before the report of pass j is awaited, passes up to
+        // j + depth are (the update before each first): the GPU's next work is queued.
+        let mut submitted = first;
+        let mut top_up = |ahead: &mut dyn RunsAhead, j: usize| -> Result<()> {
+            while submitted < max_iter.min(j + depth) {
+                // The count of changed labels compares with the run's previous pass: none
+                // before its first update.
+                let check_changed = !settings.fixed && (submitted > first || first > 0);
+                ahead.submit(Some(check_changed))?;
+                submitted += 1;
+            }
+            Ok(())
+        };
+        top_up(ahead, first)?;
         // The report of pass `it`; the next holds the update after it.
         let mut last = ahead.wait()?;
         let mut it = first;
@@ -441,11 +470,9 @@ pub(super) fn lloyd_ahead<D: LloydData>(
             history.push(last.inertia);
             n_iter = it + 1;
             let ahead = ahead_of(data)?;
-            // The GPU's next work, submitted before waiting: the update after pass it + 1
-            // and pass it + 2, or, once the loop has finished, nothing that changes a value.
-            if it + 2 <= max_iter {
-                ahead.submit(Some(true))?;
-            }
+            // The GPU's next work, submitted before waiting: updates and passes up to
+            // it + 1 + depth, or, once the loop has finished, nothing that changes a value.
+            top_up(ahead, it + 1)?;
             let report = ahead.wait()?;
             let outcome = report.outcome.ok_or_else(|| lost("an update's decision"))?;
             let inertia = last.inertia * scale;

@@ -194,3 +194,52 @@ fn the_loop_ahead_gives_the_same_bits_each_time() {
         assert_eq!(a.inertia().to_bits(), b.inertia().to_bits(), "seed {seed}");
     }
 }
+
+#[test]
+fn a_fixed_count_runs_every_iteration_as_the_host_loop_does() {
+    let gpu = gpu();
+    let (n, d, k) = (1000, 4, 5);
+    for seed in [12u64, 13] {
+        let (x, _, _) = make_blobs(n, d, k, 0.8, (-8.0, 8.0), seed).unwrap();
+        let m = Matrix::new(&x, d).unwrap();
+        let params = KMeans::new(k).init(KMeansInit::Random).seed(seed);
+        let early = params.clone().max_iter(15).fit(&gpu, &m).unwrap();
+        assert!(early.n_iter() < 15 && early.converged(), "seed {seed}");
+        let fixed = params.clone().max_iter(15).fixed_iterations(true);
+        let (ahead, host) = both_ways(&gpu, &fixed, &m, None);
+        let what = format!("fixed, seed {seed}");
+        assert_eq!(ahead.n_iter(), 15, "{what}");
+        assert!(!ahead.converged(), "{what}");
+        assert_eq!(ahead.inertia_history().len(), 15, "{what}");
+        assert_agree(&ahead, &host, 8.0, &what);
+        // Past convergence the labels stay those of the early stop.
+        assert_eq!(ahead.labels(), early.labels(), "{what}");
+        let again = fixed.fit(&gpu, &m).unwrap();
+        assert_eq!(bits(again.centroids()), bits(ahead.centroids()), "{what}");
+
+        // An empty cluster met with several submissions in flight: repaired on the host,
+        // the count still exact.
+        let mut c: Vec<f64> = x[..2 * d].iter().map(|&v| v as f64).collect();
+        c.extend(vec![1e3; (k - 2) * d]);
+        let empty = KMeans::new(k)
+            .init(KMeansInit::Centroids(c))
+            .max_iter(7)
+            .fixed_iterations(true);
+        let (ahead, host) = both_ways(&gpu, &empty, &m, None);
+        let what = format!("fixed, empty clusters, seed {seed}");
+        assert_eq!(ahead.n_iter(), 7, "{what}");
+        assert_agree(&ahead, &host, 8.0, &what);
+        assert_eq!(ahead.predict(&gpu, &m).unwrap(), ahead.labels(), "{what}");
+
+        // The callback's stop with submissions in flight keeps that iteration's centroids.
+        let stop = fixed.clone().on_iteration(|it| match it.iteration >= 3 {
+            true => ControlFlow::Break(()),
+            false => ControlFlow::Continue(()),
+        });
+        let (ahead, host) = both_ways(&gpu, &stop, &m, None);
+        let what = format!("fixed, stopped, seed {seed}");
+        assert_eq!(ahead.n_iter(), 3, "{what}");
+        assert_agree(&ahead, &host, 8.0, &what);
+        assert_eq!(ahead.predict(&gpu, &m).unwrap(), ahead.labels(), "{what}");
+    }
+}

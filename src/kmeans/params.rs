@@ -128,8 +128,8 @@ impl std::str::FromStr for KMeansInit {
 /// K-Means parameters (a builder); validated when fitting.
 ///
 /// Defaults follow scikit-learn: `n_init = 1` with k-means++ (sklearn's "auto"),
-/// `max_iter = 300`, `tol = 1e-4`, `seed = 0`; except that from K = 256 on
-/// ([`KMeansInit::PARALLEL_FROM_K`]) the start is k-means‖ ([`KMeansInit::default_for`]),
+/// `max_iter = 300`, `tol = 1e-4`, `seed = 0`, `fixed_iterations = false`; except that from
+/// K = 256 on ([`KMeansInit::PARALLEL_FROM_K`]) the start is k-means‖ ([`KMeansInit::default_for`]),
 /// where scikit-learn keeps greedy k-means++: greedy seeding costs K passes over the data.
 /// [`KMeans::init`] chooses either explicitly.
 ///
@@ -165,6 +165,15 @@ pub struct KMeans {
     /// Model files written before it existed read back as Euclidean.
     #[cfg_attr(feature = "serde", serde(default))]
     pub metric: Metric,
+    /// Run exactly `max_iter` Lloyd iterations per restart: no tolerance test and no stop
+    /// when no label changes (FAISS's `niter`; a fixed budget, or a benchmark's loop). Rows
+    /// on one device then run the iterations back to back, several submissions ahead of the
+    /// host, which reads each one's few words without the GPU waiting for it (one ahead, as
+    /// without it, when an `on_iteration` callback could stop the loop); the fit also skips
+    /// the pass that scales `tol`. `converged()` is then `false`: nothing was tested.
+    /// Model files written before it existed read back as `false`.
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub fixed_iterations: bool,
     /// Called after every Lloyd iteration (see [`crate::progress`]); never serialized, and
     /// not kept in the fitted model's parameters.
     #[cfg_attr(feature = "serde", serde(skip))]
@@ -183,8 +192,16 @@ impl KMeans {
             seed: 0,
             init: KMeansInit::default_for(k),
             metric: Metric::Euclidean,
+            fixed_iterations: false,
             on_iteration: None,
         }
+    }
+
+    /// Runs exactly `max_iter` iterations per restart, with no convergence test (see the
+    /// field [`KMeans::fixed_iterations`]).
+    pub fn fixed_iterations(mut self, fixed: bool) -> Self {
+        self.fixed_iterations = fixed;
+        self
     }
 
     /// Calls `f` after every Lloyd iteration with its [`Iteration`](crate::progress::Iteration)

@@ -3,7 +3,8 @@
 use wgpu_unsupervised::io;
 
 use crate::common::{
-    case, files_in, json_line, ok, s, sorted_keys, stderr, stdout, usage, Case, Fixture,
+    case, files_in, json_line, ok, s, sorted_keys, stderr, stdout, usage, usage_fails, Case,
+    Fixture,
 };
 
 #[test]
@@ -85,6 +86,31 @@ fn kmeans_random_init_and_a_model_beside_the_json_report() {
     assert!(report["inertia"].as_f64().unwrap().is_finite());
     assert!(report["n_iter"].as_u64().unwrap() <= 100);
     assert!(f.file("m.json").exists());
+}
+
+#[test]
+fn kmeans_fixed_iterations_runs_every_iteration_asked_for() {
+    let mut f = Fixture::new();
+    f.blobs("x", 300, 2, 3, 4);
+    let run = |extra: &str| {
+        json_line(&f.run(&format!(
+            "kmeans --input {{x}} --k 3 --init random --seed 5 --max-iter 40 {extra} --json"
+        )))
+    };
+    let early = run("");
+    let fixed = run("--fixed-iterations");
+    assert!(early["n_iter"].as_u64().unwrap() < 40, "{early}");
+    assert_eq!(early["converged"], true);
+    assert_eq!(fixed["n_iter"], 40);
+    assert_eq!(fixed["converged"], false);
+    let (a, b) = (
+        early["inertia"].as_f64().unwrap(),
+        fixed["inertia"].as_f64().unwrap(),
+    );
+    assert!((a - b).abs() <= 1e-5 * a, "{a} vs {b}");
+    let refused =
+        usage_fails(&f.run("kmeans --input {x} --k 3 --fixed-iterations --mini-batch 64"));
+    assert!(refused.contains("--fixed-iterations"), "{refused}");
 }
 
 #[test]

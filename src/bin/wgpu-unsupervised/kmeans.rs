@@ -42,6 +42,11 @@ pub struct KmeansArgs {
     /// Convergence tolerance, relative to the mean feature variance [default: 1e-4].
     #[arg(long, value_name = "F", allow_negative_numbers = true)]
     tol: Option<f64>,
+    /// Run exactly --max-iter Lloyd iterations per restart: no tolerance test and no stop
+    /// when no label changes (a fixed budget, as FAISS's niter); the GPU then runs the
+    /// iterations back to back, several submissions ahead of the host.
+    #[arg(long, conflicts_with = "mini_batch")]
+    fixed_iterations: bool,
     /// Random seed; the same seed gives the same result on the same adapter [default: 0].
     #[arg(long, value_name = "N")]
     seed: Option<u64>,
@@ -143,6 +148,7 @@ impl Kmeans {
         if let Some(seed) = args.seed {
             params = params.seed(seed);
         }
+        params = params.fixed_iterations(args.fixed_iterations);
         if let Some(init) = &args.init {
             params = params.init(init.clone());
         }
