@@ -6,6 +6,10 @@
 // Σ (x − s_j)² with a shift s (a row of the data), so the f32 partials hold deviations, not raw
 // magnitudes; the host combines the blocks in f64 into means and variances.
 //
+// mean_of_partial_columns: shift_j + (Σ_b partials[b][j]) / n, the blocks folded in order with
+// Kahan compensation as below: a column mean to centre later products on, in the submission
+// that summed the blocks (the host keeps its own f64 mean and corrects for the difference).
+//
 // sum_partial_columns_*: a row-major [n_blocks][n_cols] matrix of per-block partial sums is
 // folded into n_cols totals, one invocation per column walking the blocks in order. The f32
 // version uses Kahan compensation so the error does not grow with the number of blocks.
@@ -109,4 +113,36 @@ fn column_moments(
     let out = (p.block_offset + block) * p.d + j;
     partial_sum[out] = s1;
     partial_sum_sq[out] = s2;
+}
+
+// Twin: MeanParams in src/kernels/primitives/reduce.rs.
+struct MeanParams {
+    n_blocks: u32,
+    n_cols: u32,
+    grid_x: u32,
+    inv_n: f32,        // 1 / rows summed
+}
+
+@group(0) @binding(10) var<uniform> mean_params: MeanParams;
+@group(0) @binding(11) var<storage, read_write> means: array<f32>;
+
+@compute @workgroup_size(ROW_WG_SIZE)
+fn mean_of_partial_columns(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+) {
+    let p = mean_params;
+    let col = invocation_index(wid, p.grid_x, ROW_WG_SIZE, lid);
+    if col >= p.n_cols {
+        return;
+    }
+    var sum = 0.0;
+    var comp = 0.0;
+    for (var b = 0u; b < p.n_blocks; b++) {
+        let y = partials_f32[b * p.n_cols + col] - comp;
+        let t = sum + y;
+        comp = (t - sum) - y;
+        sum = t;
+    }
+    means[col] = shift[col] + sum * p.inv_n;
 }

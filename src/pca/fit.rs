@@ -8,9 +8,10 @@
 
 use super::power::{block_size, subspace_iteration, subspace_iteration_ahead};
 use super::stats::{Moments, PcaMoments};
+use super::stream::pass_moments;
 use super::workspace::{
     advance_dense, apply_matrix_free, column_moments, covariance_matrix, dense_steps_per_check,
-    fixed_bytes, pass_moments,
+    fixed_bytes,
 };
 use super::{components_for_fraction, Components, Pca, PcaModel, PcaSolver};
 use crate::error::{Error, Result};

@@ -55,6 +55,7 @@ mod params;
 pub(crate) mod power;
 mod probabilistic;
 mod stats;
+mod stream;
 mod workspace;
 
 pub use fit::covariance;

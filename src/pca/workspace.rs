@@ -7,12 +7,12 @@
 //! f64 on the host.
 
 use super::power::{Advanced, MAX_STEPS_PER_CHECK};
-use super::stats::{Moments, PcaMoments};
+use super::stats::Moments;
 use crate::error::Result;
 use crate::gpu::batch::{Batch, ReadHandle};
 use crate::gpu::buffer::Chunk;
 use crate::gpu::device_buffer::DeviceBuffer;
-use crate::gpu::stream::DeviceRows;
+use crate::gpu::readback::{PendingReadback, Readback};
 use crate::gpu::{Gpu, GpuMatrix};
 use crate::kernels::fits_loop_budget;
 use crate::kernels::linalg::cholesky_qr::{self, CholeskyQrScratch};
@@ -20,7 +20,6 @@ use crate::kernels::primitives::reduce::{self, MomentBlocks};
 use crate::kernels::primitives::rows;
 use crate::kernels::products::covariance::{self, GramBlocks, Operand};
 use crate::kernels::products::projection::{self, AffineMap};
-use crate::source::RowSource;
 
 /// Rows per block of the moment and covariance partials: bounds every f32 sum.
 const MOMENT_BLOCK_ROWS: usize = 1024;
@@ -29,45 +28,96 @@ const PARTIALS_TARGET_BYTES: u64 = 64 << 20;
 
 /// Per-feature mean and population variance, from per-block shifted sums combined in f64.
 pub(super) fn column_moments(gpu: &Gpu, x: &GpuMatrix) -> Result<Moments> {
+    gpu.scoped("PCA column moments", || {
+        let mut batch = Batch::new(gpu, "column moments");
+        let reads = record_column_moments(gpu, &mut batch, x)?;
+        Ok(reads.moments(&batch.finish()?))
+    })
+}
+
+/// The column moments' device buffers and readbacks, recorded into a batch by
+/// [`record_column_moments`].
+pub(super) struct ColumnMoments {
+    n: usize,
+    d: usize,
+    n_blocks: usize,
+    /// The shift row s (the first row).
+    shift: DeviceBuffer<f32>,
+    /// Per block of [`MOMENT_BLOCK_ROWS`] rows, Σ (x − s).
+    sums: DeviceBuffer<f32>,
+    reads: [ReadHandle; 3],
+}
+
+/// Records the column moments of `x` into `batch`: the shift row gathered on the device,
+/// then the per-block shifted sums (one round trip for the whole pass, with whatever else
+/// the batch holds).
+pub(super) fn record_column_moments(
+    gpu: &Gpu,
+    batch: &mut Batch<'_>,
+    x: &GpuMatrix,
+) -> Result<ColumnMoments> {
     let (n, d) = (x.n_rows(), x.n_features());
     let (offsets, n_blocks) = block_offsets(x.chunks(), MOMENT_BLOCK_ROWS);
-    let (shift, s1, s2) = gpu.scoped("PCA column moments", || {
-        // The shift is the first row, gathered on the device in the same submission: one
-        // round trip for the whole pass.
-        let shift_buf = DeviceBuffer::zeroed(gpu, "moment shift", d);
-        let p1 = DeviceBuffer::zeroed(gpu, "partial column sums", n_blocks * d);
-        let p2 = DeviceBuffer::zeroed(gpu, "partial column sums of squares", n_blocks * d);
-        let mut batch = Batch::new(gpu, "column moments");
-        rows::gather_rows(gpu, &mut batch, x, &[0], &shift_buf)?;
-        for (chunk, &offset) in x.chunks().iter().zip(&offsets) {
-            let blocks = MomentBlocks {
-                block_rows: MOMENT_BLOCK_ROWS,
-                block_offset: offset,
-                partial_sum: &p1,
-                partial_sum_sq: &p2,
-            };
-            reduce::column_moments(gpu, &mut batch, chunk, d, &shift_buf, &blocks)?;
-        }
-        let h0 = batch.read_all(&shift_buf);
-        let h1 = batch.read_all(&p1);
-        let h2 = batch.read_all(&p2);
-        let back = batch.finish()?;
-        Ok((back.f32s(h0), back.f32s(h1), back.f32s(h2)))
-    })?;
-    let mut sum = vec![0.0f64; d];
-    let mut sum_sq = vec![0.0f64; d];
-    for b in 0..n_blocks {
-        for j in 0..d {
-            sum[j] += s1[b * d + j] as f64;
-            sum_sq[j] += s2[b * d + j] as f64;
-        }
+    let shift = DeviceBuffer::zeroed(gpu, "moment shift", d);
+    let sums = DeviceBuffer::zeroed(gpu, "partial column sums", n_blocks * d);
+    let sums_sq = DeviceBuffer::zeroed(gpu, "partial column sums of squares", n_blocks * d);
+    rows::gather_rows(gpu, batch, x, &[0], &shift)?;
+    for (chunk, &offset) in x.chunks().iter().zip(&offsets) {
+        let blocks = MomentBlocks {
+            block_rows: MOMENT_BLOCK_ROWS,
+            block_offset: offset,
+            partial_sum: &sums,
+            partial_sum_sq: &sums_sq,
+        };
+        reduce::column_moments(gpu, batch, chunk, d, &shift, &blocks)?;
     }
-    let nf = n as f64;
-    let mean = (0..d).map(|j| shift[j] as f64 + sum[j] / nf).collect();
-    let var = (0..d)
-        .map(|j| (sum_sq[j] / nf - (sum[j] / nf).powi(2)).max(0.0))
-        .collect();
-    Ok(Moments { mean, var })
+    let reads = [
+        batch.read_all(&shift),
+        batch.read_all(&sums),
+        batch.read_all(&sums_sq),
+    ];
+    Ok(ColumnMoments {
+        n,
+        d,
+        n_blocks,
+        shift,
+        sums,
+        reads,
+    })
+}
+
+impl ColumnMoments {
+    /// The means and variances, the blocks combined in f64.
+    pub(super) fn moments(&self, back: &Readback) -> Moments {
+        let (n, d) = (self.n, self.d);
+        let [h0, h1, h2] = self.reads;
+        let (shift, s1, s2) = (back.f32s(h0), back.f32s(h1), back.f32s(h2));
+        let mut sum = vec![0.0f64; d];
+        let mut sum_sq = vec![0.0f64; d];
+        for b in 0..self.n_blocks {
+            for j in 0..d {
+                sum[j] += s1[b * d + j] as f64;
+                sum_sq[j] += s2[b * d + j] as f64;
+            }
+        }
+        let nf = n as f64;
+        let mean = (0..d).map(|j| shift[j] as f64 + sum[j] / nf).collect();
+        let var = (0..d)
+            .map(|j| (sum_sq[j] / nf - (sum[j] / nf).powi(2)).max(0.0))
+            .collect();
+        Moments { mean, var }
+    }
+
+    /// Records the f32 column means (shift + Σ/n, folded on the device) into `means`.
+    pub(super) fn record_means(
+        &self,
+        gpu: &Gpu,
+        batch: &mut Batch<'_>,
+        means: &DeviceBuffer<f32>,
+    ) -> Result<()> {
+        let sums = (&self.sums, self.n_blocks, self.d);
+        reduce::mean_of_partial_columns(gpu, batch, sums, &self.shift, self.n, means)
+    }
 }
 
 /// First global block of each chunk for blocks of `block_rows`, and the total.
@@ -145,13 +195,83 @@ pub(super) fn gram_over_rows(
     b_rows: Option<&[DeviceBuffer<f32>]>,
     b_shift: &DeviceBuffer<f32>,
 ) -> Result<Vec<f64>> {
+    let first = Batch::new(gpu, "cross products");
+    let operands = GramOperands {
+        a_shift,
+        b_cols,
+        b_rows,
+        b_shift,
+    };
+    Ok(submit_gram_rounds(gpu, x, &operands, first)?.collect()?.0)
+}
+
+/// The operands of [`gram_over_rows`] besides X.
+pub(super) struct GramOperands<'a> {
+    /// a, subtracted from X's rows.
+    pub(super) a_shift: &'a DeviceBuffer<f32>,
+    /// Columns of B.
+    pub(super) b_cols: usize,
+    /// Per chunk of X, the buffer of its B rows (`None`: B = X, upper triangle only).
+    pub(super) b_rows: Option<&'a [DeviceBuffer<f32>]>,
+    /// b, subtracted from B's rows.
+    pub(super) b_shift: &'a DeviceBuffer<f32>,
+}
+
+/// The rounds of a cross product, submitted ([`submit_gram_rounds`]).
+pub(super) struct GramInFlight<'g> {
+    rounds: Vec<(PendingReadback<'g>, ReadHandle)>,
+    d: usize,
+    cols: usize,
+    upper_only: bool,
+}
+
+impl GramInFlight<'_> {
+    /// Waits for every round and adds them in f64, in order (mirrored when only the upper
+    /// triangle was formed); with the first round's readback, which holds whatever else its
+    /// batch read.
+    pub(super) fn collect(self) -> Result<(Vec<f64>, Readback)> {
+        let mut total = vec![0.0f64; self.cols];
+        let mut first = None;
+        for (pending, h) in self.rounds {
+            let back = pending.wait()?;
+            for (t, v) in total.iter_mut().zip(back.f32s(h)) {
+                *t += v as f64;
+            }
+            first.get_or_insert(back);
+        }
+        if self.upper_only {
+            let d = self.d;
+            for i in 0..d {
+                for j in 0..i {
+                    total[i * d + j] = total[j * d + i];
+                }
+            }
+        }
+        Ok((total, first.expect("a cross product has a round")))
+    }
+}
+
+/// Submits the rounds of Σ (X − a)ᵀ(B − b) without waiting, the first in `first` (which may
+/// hold earlier work of the same submission). Each round's partials fit the device budget;
+/// the rounds share one partials buffer, cleared by each in queue order.
+pub(super) fn submit_gram_rounds<'g>(
+    gpu: &'g Gpu,
+    x: &GpuMatrix,
+    operands: &GramOperands<'_>,
+    first: Batch<'g>,
+) -> Result<GramInFlight<'g>> {
     let d = x.n_features();
+    let GramOperands {
+        a_shift,
+        b_cols,
+        b_rows,
+        b_shift,
+    } = *operands;
     let cols = d * b_cols;
     // The forced chunk size (tests) also shrinks the rounds, so small data exercise several.
     let budget = gpu.chunk_byte_limit().min(PARTIALS_TARGET_BYTES);
     let blocks_per_round = ((budget / (cols as u64 * 4)).max(1) as usize).min(1 << 16);
     let upper_only = b_rows.is_none();
-    let mut total = vec![0.0f64; cols];
     let partials = gpu.scoped("cross-product partials", || {
         Ok(DeviceBuffer::zeroed(
             gpu,
@@ -159,9 +279,14 @@ pub(super) fn gram_over_rows(
             blocks_per_round * cols,
         ))
     })?;
+    let mut next = Some(first);
+    let mut in_flight = Vec::new();
     for round in rounds(x, GRAM_BLOCK_ROWS, blocks_per_round) {
-        let folded = gpu.scoped("cross products", || {
-            let mut batch = Batch::new(gpu, "cross products");
+        let batch = next
+            .take()
+            .unwrap_or_else(|| Batch::new(gpu, "cross products"));
+        in_flight.push(gpu.scoped("cross products", || {
+            let mut batch = batch;
             batch.clear_values(&partials);
             let mut block = 0;
             for r in &round {
@@ -196,20 +321,15 @@ pub(super) fn gram_over_rows(
                 block += r.rows.div_ceil(GRAM_BLOCK_ROWS);
             }
             let h = fold_partials(gpu, &mut batch, &partials, block, cols)?;
-            Ok(batch.finish()?.f32s(h))
-        })?;
-        for (t, v) in total.iter_mut().zip(folded) {
-            *t += v as f64;
-        }
+            Ok((batch.submit()?, h))
+        })?);
     }
-    if upper_only {
-        for i in 0..d {
-            for j in 0..i {
-                total[i * d + j] = total[j * d + i];
-            }
-        }
-    }
-    Ok(total)
+    Ok(GramInFlight {
+        rounds: in_flight,
+        d,
+        cols,
+        upper_only,
+    })
 }
 
 /// The centred (and scaled) covariance S = Xsᵀ Xs / (N − ddof), D x D row-major f64.
@@ -242,55 +362,6 @@ pub(super) fn fixed_bytes(n: usize, d: usize) -> u64 {
     let partials =
         ((n / 4096 + 1) as u64 * dd).min(64 << 20) + (n / 1024 + 1) as u64 * d as u64 * 8;
     partials + 2 * dd + 1024
-}
-
-/// The moments of one piece on the device: column moments, then the cross products about
-/// the f32-rounded mean c, moved to the mean: M_μ = M_c − n(μ − c)(μ − c)ᵀ.
-fn piece_moments(gpu: &Gpu, x: &GpuMatrix, full: bool) -> Result<PcaMoments> {
-    let (n, d) = (x.n_rows(), x.n_features());
-    let m = column_moments(gpu, x)?;
-    let nf = n as f64;
-    let comoment = if full {
-        let c: Vec<f32> = m.mean.iter().map(|&v| v as f32).collect();
-        let shift = gpu.scoped("moment centre", || {
-            Ok(DeviceBuffer::from_slice(gpu, "moment centre", &c))
-        })?;
-        let mut g = gram_over_rows(gpu, x, &shift, d, None, &shift)?;
-        let off: Vec<f64> = (0..d).map(|j| m.mean[j] - c[j] as f64).collect();
-        for i in 0..d {
-            for j in 0..d {
-                g[i * d + j] -= nf * off[i] * off[j];
-            }
-        }
-        g
-    } else {
-        m.var.iter().map(|&v| v * nf).collect()
-    };
-    Ok(PcaMoments {
-        n: n as u64,
-        n_features: d,
-        mean: m.mean,
-        comoment,
-    })
-}
-
-/// The merged moments of every piece of `rows` (one pass; D x D co-moment when `full`, else
-/// only its diagonal).
-pub(super) fn pass_moments<S: RowSource + ?Sized>(
-    gpu: &Gpu,
-    rows: &DeviceRows<'_, S>,
-    full: bool,
-) -> Result<PcaMoments> {
-    let mut total: Option<PcaMoments> = None;
-    rows.pass(gpu, |piece, _| {
-        let m = piece_moments(gpu, piece, full)?;
-        match total.as_mut() {
-            None => total = Some(m),
-            Some(t) => t.merge(&m)?,
-        }
-        Ok(())
-    })?;
-    Ok(total.expect("a source has rows"))
 }
 
 /// W = S·V on the device for S (d x d, f32) already uploaded; V rows p x d.

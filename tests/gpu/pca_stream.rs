@@ -145,3 +145,27 @@ fn incremental_pca_over_chunks_equals_a_full_fit() {
         ));
     }
 }
+
+#[test]
+fn a_streamed_moments_pass_reads_back_once_a_piece() {
+    // Each piece's column moments, centre and cross products share one submission, and the
+    // next piece is submitted before this one's are read: one readback a piece.
+    let d = SCALES.len();
+    let (n, piece) = (4000, 900);
+    let x = spectrum_data(n, &SCALES, 5, 40.0);
+    let parts = chunks_of(&x, d, 313);
+    let source = RowChunks::new(n, d, || parts.iter().copied());
+    let gpu = gpu();
+    small_pieces(&gpu, piece, n, d);
+    let params = Pca::new(Components::Count(4)).solver(PcaSolver::Full);
+    params.fit_source(&gpu, &source).unwrap();
+    let (model, p) = gpu
+        .profile(wgpu_unsupervised::ProfileClock::Auto, || {
+            params.fit_source(&gpu, &source)
+        })
+        .unwrap();
+    let pieces = n.div_ceil(piece);
+    assert_eq!(p.host.readbacks, pieces, "{:?}", p.host);
+    let resident = params.fit(&gpu, &Matrix::new(&x, d).unwrap()).unwrap();
+    assert_same_model(&model, &resident, "one readback a piece");
+}

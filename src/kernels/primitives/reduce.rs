@@ -72,6 +72,51 @@ pub(crate) fn sum_partial_columns<T: ColumnSum>(
     )
 }
 
+/// Twin of `MeanParams` in shaders/primitives/reduce.wgsl.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Pod, Zeroable)]
+pub(crate) struct MeanParams {
+    n_blocks: u32,
+    n_cols: u32,
+    grid_x: u32,
+    inv_n: f32,
+}
+
+const _: () = check_params::<MeanParams>(&[wgsl::MEAN_OF_PARTIAL_COLUMNS]);
+
+/// Records `means[j] = shift[j] + Σ_b partials[b][j] / n_rows` for the `n_cols` columns of
+/// `n_blocks` blocks of per-block sums of x − shift (as [`column_moments`] writes them), the
+/// blocks folded in order (Kahan-compensated): a centre for later products in the same
+/// submission.
+pub(crate) fn mean_of_partial_columns(
+    gpu: &Gpu,
+    batch: &mut Batch<'_>,
+    (partials, n_blocks, n_cols): (&DeviceBuffer<f32>, usize, usize),
+    shift: &DeviceBuffer<f32>,
+    n_rows: usize,
+    means: &DeviceBuffer<f32>,
+) -> Result<()> {
+    let grid = gpu.grid((n_cols as u64).div_ceil(ROW_WG_SIZE as u64))?;
+    let params = MeanParams {
+        n_blocks: n_blocks as u32,
+        n_cols: n_cols as u32,
+        grid_x: grid.x,
+        inv_n: 1.0 / n_rows as f32,
+    };
+    batch.dispatch(
+        wgsl::MEAN_OF_PARTIAL_COLUMNS,
+        &[],
+        &params,
+        &[
+            ("partials_f32", partials.bind()),
+            ("shift", shift.bind()),
+            ("means", means.bind()),
+        ],
+        grid,
+        Work::f32s((n_blocks * n_cols) as f64, ((n_blocks + 2) * n_cols) as f64),
+    )
+}
+
 /// Twin of `MomentParams` in shaders/primitives/reduce.wgsl.
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Pod, Zeroable)]
