@@ -8,11 +8,8 @@
 
 use super::power::{block_size, subspace_iteration, subspace_iteration_ahead};
 use super::stats::{Moments, PcaMoments};
-use super::stream::pass_moments;
-use super::workspace::{
-    advance_dense, apply_matrix_free, column_moments, covariance_matrix, dense_steps_per_check,
-    fixed_bytes,
-};
+use super::stream::{moments_of, pass_moments};
+use super::workspace::{advance_dense, apply_matrix_free, dense_steps_per_check, fixed_bytes};
 use super::{components_for_fraction, Components, Pca, PcaModel, PcaSolver};
 use crate::error::{Error, Result};
 use crate::gpu::device_buffer::DeviceBuffer;
@@ -45,8 +42,8 @@ pub fn covariance(gpu: &Gpu, x: &impl GpuInput, ddof: usize) -> Result<Vec<f64>>
     }
     let x = x.on_gpu(gpu)?;
     let (x, scale) = in_f32_range(gpu, &x)?;
-    let moments = column_moments(gpu, &x)?;
-    let s = covariance_matrix(gpu, &x, &moments.mean, &vec![1.0; d], ddof)?;
+    let moments = moments_of(gpu, &x, true)?;
+    let s = moments.covariance(&moments.mean, &vec![1.0; d], ddof);
     let to_caller = 1.0 / (scale as f64 * scale as f64);
     Ok(s.into_iter().map(|v| v * to_caller).collect())
 }
@@ -223,13 +220,14 @@ impl Pca {
     /// The fit of rows that are all on the device.
     fn fit_resident(&self, gpu: &Gpu, x: &GpuMatrix, solver: PcaSolver) -> Result<PcaModel> {
         let (n, d) = (x.n_rows(), x.n_features());
-        let moments = column_moments(gpu, x)?;
+        // The moments and, unless the solver is matrix-free, the co-moment: one submission.
+        let moments = moments_of(gpu, x, solver != PcaSolver::MatrixFree)?;
         let denom = (n - self.ddof) as f64;
         self.fit_from(
             gpu,
             (n, d, solver),
-            &moments,
-            &mut |center, scale| covariance_matrix(gpu, x, center, scale, self.ddof),
+            &moments.column(),
+            &mut |center, scale| Ok(moments.covariance(center, scale, self.ddof)),
             &mut |center, scale, v, p| apply_matrix_free(gpu, x, center, scale, denom, v, p),
         )
     }

@@ -3,7 +3,8 @@
 //! the cross products about c), the next piece uploaded and submitted before this one's are
 //! collected ([`DeviceRows::pass_ahead`]), so the GPU has it queued when it finishes. On the
 //! host, M_μ = M_c − n(μ − c)(μ − c)ᵀ moves a piece's cross products from c to its f64 mean
-//! μ, and the pieces merge exactly (module docs of `stats`).
+//! μ, and the pieces merge exactly (module docs of `stats`). Rows all on the device are one
+//! piece ([`moments_of`]): a resident fit's moments and covariance are one round trip.
 
 use super::stats::PcaMoments;
 use super::workspace::GramOperands;
@@ -30,6 +31,19 @@ pub(super) fn pass_moments<S: RowSource + ?Sized>(
     };
     rows.pass_ahead(gpu, &mut work)?;
     Ok(work.total.expect("a source has rows"))
+}
+
+/// The moments of rows all on the device, as one piece: one submission (D x D co-moment when
+/// `full`, else only its diagonal).
+pub(super) fn moments_of(gpu: &Gpu, x: &GpuMatrix, full: bool) -> Result<PcaMoments> {
+    let mut work = PieceMoments {
+        gpu,
+        full,
+        total: None,
+    };
+    let submitted = work.submit(x, 0)?;
+    work.collect(submitted)?;
+    Ok(work.total.expect("a piece's moments"))
 }
 
 /// The pass's work on a piece, and the moments merged so far.

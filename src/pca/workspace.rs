@@ -1,6 +1,7 @@
 //! The device side of PCA: the passes over the data (per-feature moments, mean and variance
-//! from shifted block sums; blocked cross products (X − a)ᵀ(B − b), which give the covariance
-//! S = (X − μ)ᵀ(X − μ)/(N − ddof) and the matrix-free S·V; the moments of a piece), the
+//! from shifted block sums, and the f32 mean they give on the device; blocked cross products
+//! (X − a)ᵀ(B − b), which give the co-moment behind S = (X − μ)ᵀ(X − μ)/(N − ddof), module
+//! `stream`, and the matrix-free S·V), the
 //! products S·V of the power iteration (several a round trip for a dense S, orthonormalised
 //! on the device between them), and what they cost on the device. Every f32 sum covers
 //! one bounded block of rows; blocks are folded on the device and rounds of blocks added in
@@ -25,15 +26,6 @@ use crate::kernels::products::projection::{self, AffineMap};
 const MOMENT_BLOCK_ROWS: usize = 1024;
 /// What the per-block partials of one pass may take on the device.
 const PARTIALS_TARGET_BYTES: u64 = 64 << 20;
-
-/// Per-feature mean and population variance, from per-block shifted sums combined in f64.
-pub(super) fn column_moments(gpu: &Gpu, x: &GpuMatrix) -> Result<Moments> {
-    gpu.scoped("PCA column moments", || {
-        let mut batch = Batch::new(gpu, "column moments");
-        let reads = record_column_moments(gpu, &mut batch, x)?;
-        Ok(reads.moments(&batch.finish()?))
-    })
-}
 
 /// The column moments' device buffers and readbacks, recorded into a batch by
 /// [`record_column_moments`].
@@ -330,29 +322,6 @@ pub(super) fn submit_gram_rounds<'g>(
         cols,
         upper_only,
     })
-}
-
-/// The centred (and scaled) covariance S = Xsᵀ Xs / (N − ddof), D x D row-major f64.
-pub(super) fn covariance_matrix(
-    gpu: &Gpu,
-    x: &GpuMatrix,
-    center: &[f64],
-    scale: &[f64],
-    ddof: usize,
-) -> Result<Vec<f64>> {
-    let (n, d) = (x.n_rows(), x.n_features());
-    let shift: Vec<f32> = center.iter().map(|&v| v as f32).collect();
-    let shift = gpu.scoped("covariance shift", || {
-        Ok(DeviceBuffer::from_slice(gpu, "covariance shift", &shift))
-    })?;
-    let mut s = gram_over_rows(gpu, x, &shift, d, None, &shift)?;
-    let denom = (n - ddof) as f64;
-    for i in 0..d {
-        for j in 0..d {
-            s[i * d + j] /= denom * scale[i] * scale[j];
-        }
-    }
-    Ok(s)
 }
 
 /// Device bytes besides the rows of `n` x `d` data: the blocks' partial moments and cross
