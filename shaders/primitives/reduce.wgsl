@@ -43,15 +43,21 @@ fn sum_partial_columns_f32(
     if col >= params.n_cols {
         return;
     }
+    totals_f32[col] = fold_column(params.n_blocks, params.n_cols, col);
+}
+
+// Σ_b partials_f32[b][col] over `n_blocks` blocks of `n_cols` columns, blocks in order,
+// Kahan-compensated.
+fn fold_column(n_blocks: u32, n_cols: u32, col: u32) -> f32 {
     var sum = 0.0;
     var comp = 0.0;
-    for (var b = 0u; b < params.n_blocks; b++) {
-        let y = partials_f32[b * params.n_cols + col] - comp;
+    for (var b = 0u; b < n_blocks; b++) {
+        let y = partials_f32[b * n_cols + col] - comp;
         let t = sum + y;
         comp = (t - sum) - y;
         sum = t;
     }
-    totals_f32[col] = sum;
+    return sum;
 }
 
 @compute @workgroup_size(ROW_WG_SIZE)
@@ -136,13 +142,5 @@ fn mean_of_partial_columns(
     if col >= p.n_cols {
         return;
     }
-    var sum = 0.0;
-    var comp = 0.0;
-    for (var b = 0u; b < p.n_blocks; b++) {
-        let y = partials_f32[b * p.n_cols + col] - comp;
-        let t = sum + y;
-        comp = (t - sum) - y;
-        sum = t;
-    }
-    means[col] = shift[col] + sum * p.inv_n;
+    means[col] = shift[col] + fold_column(p.n_blocks, p.n_cols, col) * p.inv_n;
 }

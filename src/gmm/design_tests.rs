@@ -136,14 +136,14 @@ fn gpu_design_and_windows_give_the_fit_of_the_cpu_design() {
         let (windows, windows_ran) = fit(t, &x, d, k, seed, false, small);
         let diagonal = matches!(t, CovarianceType::Diag | CovarianceType::Spherical);
         let split = !diagonal && d == 64;
-        // The GPU design's kernels ran, and only there.
-        for kernel in ["estep_diag_tiled", "weighted_moments_tiled"] {
-            assert_eq!(
-                count(&cpu_ran, kernel),
-                0,
-                "{what}: {kernel} in the CPU design"
-            );
-        }
+        // The GPU design's E-step ran, and only there. (`weighted_moments_tiled` is the
+        // native moments kernel of both designs: the CPU design's autotuner times it against
+        // its uniform twin and may keep it, more often on a loaded machine.)
+        assert_eq!(
+            count(&cpu_ran, "estep_diag_tiled"),
+            0,
+            "{what}: estep_diag_tiled in the CPU design"
+        );
         if diagonal {
             assert!(
                 count(&gpu_ran, "estep_diag_tiled") > 0,

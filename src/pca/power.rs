@@ -118,9 +118,13 @@ pub(crate) fn subspace_iteration_ahead(
             None => (v, got.image),
             Some(mut q) => {
                 let mut image = got.image;
-                if got.breakdown || !linalg::orthonormalize_with_images(&mut q, &mut image, p, d)? {
-                    // S has directions the device cannot orthonormalise: one product per
-                    // check from here, the host refilling them.
+                let finite = q.iter().chain(&image).all(|v| v.is_finite());
+                if got.breakdown
+                    || !finite
+                    || !linalg::orthonormalize_with_images(&mut q, &mut image, p, d)?
+                {
+                    // S has directions the device cannot orthonormalise (or f32 overflowed
+                    // there): one product per check from here, the host refilling them.
                     (steps, max_steps) = (1, 1);
                     continue;
                 }
@@ -232,17 +236,26 @@ mod tests {
         }
     }
 
+    /// How the stand-in for the device fails its rounds of more than one product.
+    #[derive(Clone, Copy, PartialEq)]
+    enum Fails {
+        Never,
+        /// It reports a breakdown.
+        Flagged,
+        /// Its image overflows to infinity, unreported.
+        Overflows,
+    }
+
     /// Runs the iteration with a host stand-in for the device: `steps` products, the block
-    /// orthonormalised between them (slightly off orthonormal, as f32 would leave it), and a
-    /// breakdown reported for every round of more than one product when `breaks`. Returns
-    /// the result and the steps of every round.
+    /// orthonormalised between them (slightly off orthonormal, as f32 would leave it),
+    /// failing as `fails` says. Returns the result and the steps of every round.
     #[allow(clippy::type_complexity)]
     fn run(
         s: &[f64],
         d: usize,
         m: usize,
         max_steps: usize,
-        breaks: bool,
+        fails: Fails,
     ) -> ((Vec<f64>, Vec<f64>, usize), Vec<usize>) {
         let mut rounds = Vec::new();
         let out = subspace_iteration_ahead(d, m, &settings(), max_steps, |v, p, steps| {
@@ -258,10 +271,13 @@ mod tests {
                     .collect();
                 w = product(s, &q, p, d);
             }
+            if fails == Fails::Overflows && steps > 1 {
+                w[0] = f64::INFINITY;
+            }
             Ok(Advanced {
                 basis: (steps > 1).then_some(q),
                 image: w,
-                breakdown: breaks && steps > 1,
+                breakdown: fails == Fails::Flagged && steps > 1,
             })
         })
         .unwrap();
@@ -272,8 +288,8 @@ mod tests {
     fn steps_between_checks_find_the_eigenpairs_with_few_checks() {
         for (d, m, seed) in [(30, 3, 1), (40, 6, 2)] {
             let (s, lambda, e) = known_spectrum(d, seed);
-            let ((plain_values, _, plain_it), plain_rounds) = run(&s, d, m, 1, false);
-            let ((values, vectors, it), rounds) = run(&s, d, m, MAX_STEPS_PER_CHECK, false);
+            let ((plain_values, _, plain_it), plain_rounds) = run(&s, d, m, 1, Fails::Never);
+            let ((values, vectors, it), rounds) = run(&s, d, m, MAX_STEPS_PER_CHECK, Fails::Never);
             assert_eq!(plain_rounds.len(), plain_it);
             assert_eq!(rounds.iter().sum::<usize>(), it);
             assert!(
@@ -293,15 +309,17 @@ mod tests {
     fn a_breakdown_on_the_device_falls_back_to_a_product_per_check() {
         let d = 30;
         let (s, lambda, _) = known_spectrum(d, 4);
-        let ((values, _, it), rounds) = run(&s, d, 3, MAX_STEPS_PER_CHECK, true);
-        // The first round is one product; the second asks for more, breaks down and is
-        // discarded; every round after is one product.
-        assert_eq!(rounds[0], 1);
-        assert!(rounds[1] > 1, "{rounds:?}");
-        assert!(rounds[2..].iter().all(|&s| s == 1), "{rounds:?}");
-        assert_eq!(it, rounds.len() - 1);
-        for k in 0..3 {
-            assert!((values[k] - lambda[k]).abs() < 1e-8);
+        for fails in [Fails::Flagged, Fails::Overflows] {
+            let ((values, _, it), rounds) = run(&s, d, 3, MAX_STEPS_PER_CHECK, fails);
+            // The first round is one product; the second asks for more, fails and is
+            // discarded; every round after is one product.
+            assert_eq!(rounds[0], 1);
+            assert!(rounds[1] > 1, "{rounds:?}");
+            assert!(rounds[2..].iter().all(|&s| s == 1), "{rounds:?}");
+            assert_eq!(it, rounds.len() - 1);
+            for k in 0..3 {
+                assert!((values[k] - lambda[k]).abs() < 1e-8);
+            }
         }
     }
 
