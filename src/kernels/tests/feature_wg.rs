@@ -12,7 +12,9 @@ use crate::gpu::GpuMatrix;
 use crate::kernels::centroids::update::{
     accumulate_cluster_partials_at, Assigned, ClusterPartials, Slicing, UpdatePath, UpdateTextures,
 };
-use crate::kernels::primitives::reduce::{column_moments_at, MomentBlocks};
+use crate::kernels::primitives::reduce::{
+    column_moments, column_moments_at, mean_of_partial_columns, MomentBlocks,
+};
 use crate::kernels::{feature_wg_size, feature_wg_sizes};
 
 const FEATURE_COUNTS: [usize; 6] = [1, 5, 33, 100, 257, 300];
@@ -201,6 +203,46 @@ fn column_moments_are_right_at_every_feature_workgroup_size() {
             let what = format!("D = {d}, FEATURE_WG_SIZE = {wg}");
             assert_close(&format!("Σ, {what}"), &back.f32s(h1), &s1);
             assert_close(&format!("Σ², {what}"), &back.f32s(h2), &s2);
+        }
+    }
+}
+
+#[test]
+fn column_means_fold_on_the_device_to_the_f64_means() {
+    // Values far from the origin, several blocks: the device's f32 mean (the centre a PCA
+    // piece's cross products take) lands on the f64 mean to f32 rounding of its size.
+    let gpu = gpu();
+    for (n, d, offset, seed) in [(130usize, 5usize, 500.0f32, 1u64), (1000, 33, -20.0, 2)] {
+        let block_rows = 64;
+        let n_blocks = n.div_ceil(block_rows);
+        let x: Vec<f32> = random(n * d, seed)
+            .iter()
+            .map(|v| offset + 3.0 * v)
+            .collect();
+        let xg = GpuMatrix::upload(&gpu, &Matrix::new(&x, d).unwrap()).unwrap();
+        let shift = DeviceBuffer::from_slice(&gpu, "shift", &x[..d]);
+        let sum = DeviceBuffer::zeroed(&gpu, "s1", n_blocks * d);
+        let sum_sq = DeviceBuffer::zeroed(&gpu, "s2", n_blocks * d);
+        let means = DeviceBuffer::zeroed(&gpu, "means", d);
+        let blocks = MomentBlocks {
+            block_rows,
+            block_offset: 0,
+            partial_sum: &sum,
+            partial_sum_sq: &sum_sq,
+        };
+        let mut batch = Batch::new(&gpu, "means");
+        column_moments(&gpu, &mut batch, &xg.chunks()[0], d, &shift, &blocks).unwrap();
+        mean_of_partial_columns(&gpu, &mut batch, (&sum, n_blocks, d), &shift, n, &means).unwrap();
+        let h = batch.read_all(&means);
+        let got = batch.finish().unwrap().f32s(h);
+        for j in 0..d {
+            let want = (0..n).map(|r| x[r * d + j] as f64).sum::<f64>() / n as f64;
+            let err = (got[j] as f64 - want).abs();
+            assert!(
+                err <= 4e-7 * want.abs().max(1.0),
+                "n {n} d {d} column {j}: {} vs {want}",
+                got[j]
+            );
         }
     }
 }
