@@ -17,6 +17,9 @@
 //!   projected matrix H = V S Vᵀ = V Wᵀ (m x m) is decomposed as H = Y Θ Yᵀ; the Ritz values
 //!   θᵢ approximate the eigenvalues of S and the Ritz vectors U = Yᵀ V its eigenvectors. When
 //!   the rows of V span an invariant subspace of S the Ritz pairs are exact eigenpairs.
+//! * `projected_ritz`: the same Ritz pairs and their residuals from the p x p matrices a
+//!   device reduces a d x p block to (H = QᵀSQ, G = QᵀQ, and the Gram matrix of the part of
+//!   S·Q outside the block), for a block orthonormal only to f32 rounding.
 //! * [`cholesky_lower`]: A = L Lᵀ with L lower triangular, for positive definite A.
 //! * [`flip_signs`]: the sign convention of scikit-learn's `svd_flip` for components.
 //! * `SolverSettings`: what the iterative eigen-solvers (PCA's power iteration, spectral
@@ -30,10 +33,13 @@ use nalgebra::DMatrix;
 use crate::error::{Error, Result};
 use crate::progress::{Algorithm, OnIteration};
 
+mod projected;
 mod subspace;
 
+pub(crate) use projected::projected_ritz;
+
 pub use subspace::{orthonormalize_rows, rayleigh_ritz};
-pub(crate) use subspace::{orthonormalize_rows_with_gram, orthonormalize_with_images, ritz_step};
+pub(crate) use subspace::{orthonormalize_rows_with_gram, ritz_step};
 
 /// What an iterative eigen-solver runs for (PCA's block power iteration, spectral
 /// clustering's LOBPCG).

@@ -92,51 +92,24 @@ fn orthonormalize(v: &mut [f64], m: usize, n: usize, gram: Option<&DMatrix<f64>>
 /// sign convention of [`orthonormalize_rows`]; a second pass on a first pass's result (well
 /// conditioned) restores orthogonality to rounding (Cholesky QR2).
 fn cholesky_qr(vt: &DMatrix<f64>, g: DMatrix<f64>) -> Option<DMatrix<f64>> {
-    Some(vt * orthonormalizing_transform(g)?)
+    Some(vt * orthonormalizing_transform(g, 1e-7)?)
 }
 
 /// L⁻ᵀ for the Cholesky factor L·Lᵀ = `g` of a Gram matrix: the columns of V·L⁻ᵀ are
-/// orthonormal. `None` when a column keeps less than 10⁻⁷ of its length past the previous
-/// ones ([`cholesky_qr`]).
-fn orthonormalizing_transform(g: DMatrix<f64>) -> Option<DMatrix<f64>> {
+/// orthonormal. `None` when a column keeps less than `floor` of its length past the previous
+/// ones (10⁻⁷ in [`cholesky_qr`]).
+pub(super) fn orthonormalizing_transform(g: DMatrix<f64>, floor: f64) -> Option<DMatrix<f64>> {
     let norms: Vec<f64> = g.diagonal().iter().map(|v| v.sqrt()).collect();
     let l = nalgebra::Cholesky::new(g)?.unpack();
     let well_conditioned = norms
         .iter()
         .enumerate()
-        .all(|(i, &norm)| norm > 0.0 && l[(i, i)] > 1e-7 * norm);
+        .all(|(i, &norm)| norm > 0.0 && l[(i, i)] > floor * norm);
     if !well_conditioned {
         return None;
     }
     let l_inv = l.solve_lower_triangular(&DMatrix::identity(l.nrows(), l.nrows()))?;
     Some(l_inv.transpose())
-}
-
-/// Makes the m rows of `q` (length n) orthonormal by one Cholesky QR pass in f64 and applies
-/// the same row operations to `w`, their images S·qᵢ under a linear S, which stay their
-/// images: Q ← L⁻¹Q, W ← L⁻¹W with L·Lᵀ = Q·Qᵀ. For a block a device orthonormalised in f32
-/// (orthonormal to its rounding, so one pass restores f64 orthonormality), before a
-/// Rayleigh–Ritz step. Returns `false`, leaving both unchanged, when the rows are too close to
-/// dependent for one pass.
-///
-/// Errors: [`Error::InvalidParameter`] when a slice does not hold m·n values;
-/// [`Error::NonFinite`].
-pub(crate) fn orthonormalize_with_images(
-    q: &mut [f64],
-    w: &mut [f64],
-    m: usize,
-    n: usize,
-) -> Result<bool> {
-    check_matrix("vectors", q, m, n)?;
-    check_matrix("products", w, m, n)?;
-    let qt = DMatrix::from_column_slice(n, m, q);
-    let Some(t) = orthonormalizing_transform(qt.transpose() * &qt) else {
-        return Ok(false);
-    };
-    let wt = DMatrix::from_column_slice(n, m, w);
-    q.copy_from_slice((qt * &t).as_slice());
-    w.copy_from_slice((wt * &t).as_slice());
-    Ok(true)
 }
 
 /// Rayleigh–Ritz on the subspace spanned by the orthonormal rows of `v`.
@@ -227,17 +200,6 @@ impl RitzStep {
         let mut u = (vt * y).as_slice().to_vec();
         u.truncate(count * n);
         u
-    }
-
-    /// The images S·uₖ = Wᵀyₖ of all m Ritz vectors (rows of n) from the images `w` this step
-    /// was taken with, and their Gram matrix Yᵀ·G·Y: the next block of a power iteration in
-    /// the Ritz basis, where the rows are nearly orthogonal (their Gram matrix is Θ² plus the
-    /// residuals' products).
-    pub(crate) fn ritz_images(&self, w: &[f64], n: usize) -> (Vec<f64>, DMatrix<f64>) {
-        let wt = DMatrix::from_column_slice(n, self.m, w);
-        let y = DMatrix::from_column_slice(self.m, self.m, &self.y);
-        let gram = y.transpose() * &self.gram * &y;
-        ((wt * y).as_slice().to_vec(), gram)
     }
 
     /// G = W Wᵀ, for [`orthonormalize_rows_with_gram`] of W.

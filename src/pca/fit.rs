@@ -6,10 +6,11 @@
 //! product S·V). Then the solver `Auto` resolves to, the eigenvectors by the chosen solver,
 //! and the reported quantities (scikit-learn's).
 
+use super::dense::{apply_dense, dense_steps_per_check, DenseRounds};
 use super::power::{block_size, subspace_iteration, subspace_iteration_ahead};
 use super::stats::{Moments, PcaMoments};
 use super::stream::{moments_of, pass_moments};
-use super::workspace::{advance_dense, apply_matrix_free, dense_steps_per_check, fixed_bytes};
+use super::workspace::{apply_matrix_free, fixed_bytes};
 use super::{components_for_fraction, Components, Pca, PcaModel, PcaSolver};
 use crate::error::{Error, Result};
 use crate::gpu::device_buffer::DeviceBuffer;
@@ -299,11 +300,15 @@ impl Pca {
                 let s_buf = gpu.scoped("uploading the covariance", || {
                     Ok(DeviceBuffer::from_slice(gpu, "covariance", &s32))
                 })?;
-                let max_steps = dense_steps_per_check(gpu, d, block_size(d, m));
-                let (values, vectors, it) =
-                    subspace_iteration_ahead(d, m, &self.into(), max_steps, |v, p, steps| {
-                        advance_dense(gpu, &s_buf, d, v, p, steps)
-                    })?;
+                let p = block_size(d, m);
+                let max_steps = dense_steps_per_check(gpu, d, p);
+                let apply = |v: &[f64], p| apply_dense(gpu, &s_buf, d, v, p);
+                let (values, vectors, it) = if max_steps > 1 {
+                    let mut rounds = DenseRounds::new(gpu, &s_buf, d, p);
+                    subspace_iteration_ahead(d, m, &self.into(), max_steps, &mut rounds, apply)?
+                } else {
+                    subspace_iteration(d, m, &self.into(), apply)?
+                };
                 (values, vectors, m, it)
             }
             PcaSolver::MatrixFree => {

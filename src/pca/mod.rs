@@ -16,10 +16,13 @@
 //! Then, by solver:
 //! - **Full**: the D x D matrix comes back and is eigendecomposed on the host (f64).
 //! - **Power**: block power (subspace) iteration: W = S·V on the device
-//!   (`shaders/products/projection.wgsl`), then on the host Rayleigh–Ritz (H = VᵀSV = YΘYᵀ, U = VY)
-//!   and re-orthonormalisation by QR of W, until every residual ‖S·uᵢ − θᵢuᵢ‖ ≤ tol·θ₁ for the
+//!   (`shaders/products/projection.wgsl`), Rayleigh–Ritz (H = VᵀSV = YΘYᵀ, U = VY) and
+//!   re-orthonormalisation of W, until every residual ‖S·uᵢ − θᵢuᵢ‖ ≤ tol·θ₁ for the
 //!   M wanted pairs. The block holds max(2M, M + 8) vectors (at most D) so the convergence
-//!   rate (θ_{p+1}/θ_M)^t is good even when λ_M and λ_{M+1} are close.
+//!   rate (θ_{p+1}/θ_M)^t is good even when λ_M and λ_{M+1} are close. With S on the device,
+//!   the device takes the products between checks, orthonormalises the block by Cholesky QR
+//!   and reduces it to p x p matrices, from which the host finds the Ritz pairs and their
+//!   residuals in f64 (module docs of `power`).
 //! - **MatrixFree**: the same iteration with S·V = Xcᵀ(Xc·V)/(N − ddof), two passes over the
 //!   data and never a D x D matrix; chosen by `Auto` when S would not fit in one binding.
 //!
@@ -43,10 +46,12 @@
 //! - `workspace`: the device passes (moments, blocked cross products, S·V products) and
 //!   what they cost;
 //! - `power`: the block power iteration, a leaf that imports nothing else from this folder;
+//!   `dense`: its device side for S on the device (rounds of products, their projections);
 //! - `stats`: [`PcaMoments`], which merge; `incremental`: [`IncrementalPca`];
 //! - `model`: the fitted [`PcaModel`]; `probabilistic`: its probabilistic-PCA scores;
 //!   `mle`: Minka's choice of the dimensionality.
 
+mod dense;
 mod fit;
 mod incremental;
 mod mle;

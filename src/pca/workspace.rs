@@ -1,13 +1,11 @@
 //! The device side of PCA: the passes over the data (per-feature moments, mean and variance
 //! from shifted block sums, and the f32 mean they give on the device; blocked cross products
 //! (X − a)ᵀ(B − b), which give the co-moment behind S = (X − μ)ᵀ(X − μ)/(N − ddof), module
-//! `stream`, and the matrix-free S·V), the
-//! products S·V of the power iteration (several a round trip for a dense S, orthonormalised
-//! on the device between them), and what they cost on the device. Every f32 sum covers
+//! `stream`, and the matrix-free S·V; the dense S·V are module `dense`), and what they cost
+//! on the device. Every f32 sum covers
 //! one bounded block of rows; blocks are folded on the device and rounds of blocks added in
 //! f64 on the host.
 
-use super::power::{Advanced, MAX_STEPS_PER_CHECK};
 use super::stats::Moments;
 use crate::error::Result;
 use crate::gpu::batch::{Batch, ReadHandle};
@@ -15,8 +13,6 @@ use crate::gpu::buffer::Chunk;
 use crate::gpu::device_buffer::DeviceBuffer;
 use crate::gpu::readback::{PendingReadback, Readback};
 use crate::gpu::{Gpu, GpuMatrix};
-use crate::kernels::fits_loop_budget;
-use crate::kernels::linalg::cholesky_qr::{self, CholeskyQrScratch};
 use crate::kernels::primitives::reduce::{self, MomentBlocks};
 use crate::kernels::primitives::rows;
 use crate::kernels::products::covariance::{self, GramBlocks, Operand};
@@ -333,97 +329,6 @@ pub(super) fn fixed_bytes(n: usize, d: usize) -> u64 {
     partials + 2 * dd + 1024
 }
 
-/// W = S·V on the device for S (d x d, f32) already uploaded; V rows p x d.
-pub(super) fn apply_dense(
-    gpu: &Gpu,
-    s: &DeviceBuffer<f32>,
-    d: usize,
-    v: &[f64],
-    p: usize,
-) -> Result<Vec<f64>> {
-    let w = gpu.scoped("PCA power iteration", || {
-        let weights = DeviceBuffer::from_slice(gpu, "V transposed", &transpose_f32(v, p, d));
-        let map = AffineMap {
-            in_cols: d,
-            out_cols: p,
-            in_shift: &DeviceBuffer::zeroed(gpu, "no shift", d),
-            weights: &weights,
-            out_shift: &DeviceBuffer::zeroed(gpu, "no shift", p),
-        };
-        let out = DeviceBuffer::zeroed(gpu, "S·V", d * p);
-        let mut batch = Batch::new(gpu, "S·V");
-        projection::affine_matmul(gpu, &mut batch, s.bind(), 0, d, &map, &out)?;
-        let h = batch.read_all(&out);
-        Ok(batch.finish()?.f32s(h))
-    })?;
-    Ok(transpose_f64(&w, d, p))
-}
-
-/// The products the dense solver may take on the device between two checks for a block of
-/// `p` of `d`-vectors: [`MAX_STEPS_PER_CHECK`] where the adapter runs the factorisation's
-/// loops (`kernels::linalg::cholesky_qr`) and the Gram matrix's d-row sums within its loop
-/// budget, else 1 (a check per product, as the matrix-free solver).
-pub(super) fn dense_steps_per_check(gpu: &Gpu, d: usize, p: usize) -> usize {
-    let fits = fits_loop_budget(gpu, cholesky_qr::factor_back_edges(p))
-        && fits_loop_budget(gpu, d.div_ceil(2) + 1);
-    if fits {
-        MAX_STEPS_PER_CHECK
-    } else {
-        1
-    }
-}
-
-/// `steps` products S·Q on the device from the orthonormal rows `v` (p x d), the block made
-/// orthonormal on the device between two products (Cholesky QR): one submission and one
-/// round trip, whatever `steps` (module docs of `power`). S (d x d, f32) is uploaded.
-pub(super) fn advance_dense(
-    gpu: &Gpu,
-    s: &DeviceBuffer<f32>,
-    d: usize,
-    v: &[f64],
-    p: usize,
-    steps: usize,
-) -> Result<Advanced> {
-    if steps <= 1 {
-        return Ok(Advanced {
-            basis: None,
-            image: apply_dense(gpu, s, d, v, p)?,
-            breakdown: false,
-        });
-    }
-    let (q, w, breakdown) = gpu.scoped("PCA power iteration", || {
-        let block = DeviceBuffer::from_slice(gpu, "V transposed", &transpose_f32(v, p, d));
-        let zeros_d = DeviceBuffer::zeroed(gpu, "no shift", d);
-        let zeros_p = DeviceBuffer::zeroed(gpu, "no shift", p);
-        let image = DeviceBuffer::zeroed(gpu, "S·V", d * p);
-        let scratch = CholeskyQrScratch::new(gpu, p);
-        let map = AffineMap {
-            in_cols: d,
-            out_cols: p,
-            in_shift: &zeros_d,
-            weights: &block,
-            out_shift: &zeros_p,
-        };
-        let mut batch = Batch::new(gpu, "S·V steps");
-        for step in 0..steps {
-            if step > 0 {
-                cholesky_qr::orthonormalize_columns(gpu, &mut batch, &image, d, &scratch, &block)?;
-            }
-            projection::affine_matmul(gpu, &mut batch, s.bind(), 0, d, &map, &image)?;
-        }
-        let hq = batch.read_all(&block);
-        let hw = batch.read_all(&image);
-        let hb = batch.read_all(&scratch.breakdown);
-        let back = batch.finish()?;
-        Ok((back.f32s(hq), back.f32s(hw), back.u32s(hb)[0] != 0))
-    })?;
-    Ok(Advanced {
-        basis: Some(transpose_f64(&q, d, p)),
-        image: transpose_f64(&w, d, p),
-        breakdown,
-    })
-}
-
 /// W = Xsᵀ(Xs·V)/(N − ddof) on the device, never forming S; Xs = (X − c)/σ.
 pub(super) fn apply_matrix_free(
     gpu: &Gpu,
@@ -476,7 +381,7 @@ pub(super) fn apply_matrix_free(
     Ok(out)
 }
 
-fn transpose_f32(v: &[f64], rows: usize, cols: usize) -> Vec<f32> {
+pub(super) fn transpose_f32(v: &[f64], rows: usize, cols: usize) -> Vec<f32> {
     let mut t = vec![0.0f32; rows * cols];
     for r in 0..rows {
         for c in 0..cols {
@@ -486,7 +391,7 @@ fn transpose_f32(v: &[f64], rows: usize, cols: usize) -> Vec<f32> {
     t
 }
 
-fn transpose_f64(v: &[f32], rows: usize, cols: usize) -> Vec<f64> {
+pub(super) fn transpose_f64(v: &[f32], rows: usize, cols: usize) -> Vec<f64> {
     let mut t = vec![0.0f64; rows * cols];
     for r in 0..rows {
         for c in 0..cols {

@@ -21,13 +21,13 @@ fn run(gpu: &Gpu, w: &[f32], d: usize, p: usize) -> (Vec<f32>, u32) {
     (back.f32s(hq), back.u32s(hb)[0])
 }
 
-/// Σ_j a[j][r]·b[j][s] in f64 for d x p blocks.
-fn cross(a: &[f32], b: &[f32], d: usize, p: usize) -> Vec<f64> {
+/// Σ_j a[j][r]·b[j][s] in f64 for d x p blocks (row-major), of f32 or f64 values.
+pub(super) fn cross<T: Copy + Into<f64>>(a: &[T], b: &[T], d: usize, p: usize) -> Vec<f64> {
     let mut out = vec![0.0f64; p * p];
     for j in 0..d {
         for r in 0..p {
             for s in 0..p {
-                out[r * p + s] += a[j * p + r] as f64 * b[j * p + s] as f64;
+                out[r * p + s] += a[j * p + r].into() * b[j * p + s].into();
             }
         }
     }
