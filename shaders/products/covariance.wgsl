@@ -19,8 +19,13 @@
 // block per invocation on an 8 x 8 block of the upper triangle, reading rows from a flat
 // texture of X; gram_partials_uniform (below) reads A from uniform slices.
 //
+// covariance_from_comoment (below) turns a folded co-moment into the covariance S on the
+// device, for a resident power-iteration fit, whose only use of S is on the device.
+//
 // @trusted: tiles below the dispatch's tile counts and rows below n_rows, columns below the
-//   operands' widths, guarded before every load; partial blocks at indices the host sized
+//   operands' widths, guarded before every load; partial blocks at indices the host sized;
+//   covariance_from_comoment, comoment_diagonal: entries below d², features below d of
+//   buffers sized d², d and 3d
 
 #import constants
 #import grid
@@ -344,5 +349,61 @@ fn gram_partials_uniform(
         if sp.upper_only == 0u || i0 + m <= jb {
             partials[out + m * sp.b_cols] = acc[m / 4u][m % 4u];
         }
+    }
+}
+
+// covariance_from_comoment: S from G = Σ (x − c)(x − c)ᵀ about the device's f32 centre c,
+// folded over the blocks, upper triangle (i ≤ j) only. With m = μ − c (μ the host's f64
+// mean, rounded), t = μ − a (a the centre S is about: μ, or 0 without centring) and
+// r_i = 1/(σ_i·√(N − ddof)):
+//     S[i][j] = (G[i][j] − N·m_i·m_j + N·t_i·t_j)·r_i·r_j,
+// comoment_diagonal copies G's diagonal out (the host's f64 trace of S, as accurate as the
+// read-back co-moment's; the column moments about the first row lose digits to cancellation),
+// the host's f64 formula (src/pca/stats.rs, moved from c to μ, then to a) in f32. One
+// invocation per entry; (i, j) and (j, i) read the same entry of G and form the same
+// products, so S is symmetric bit for bit.
+
+// Twin: ComomentParams in src/kernels/products/covariance.rs.
+struct ComomentParams {
+    d: u32,
+    grid_x: u32,
+    n: f32,       // rows
+    _pad0: u32,
+}
+
+@group(0) @binding(10) var<uniform> comoment_params: ComomentParams;
+@group(0) @binding(11) var<storage, read> comoment: array<f32>;
+// [m (d values), t (d), r (d)]
+@group(0) @binding(12) var<storage, read> corrections: array<f32>;
+@group(0) @binding(13) var<storage, read_write> covariance_out: array<f32>;
+@group(0) @binding(14) var<storage, read_write> diagonal_out: array<f32>;
+
+@compute @workgroup_size(ROW_WG_SIZE)
+fn covariance_from_comoment(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+) {
+    let d = comoment_params.d;
+    let e = invocation_index(wid, comoment_params.grid_x, ROW_WG_SIZE, lid);
+    if e >= d * d {
+        return;
+    }
+    let i = min(e / d, e % d);
+    let j = max(e / d, e % d);
+    let n = comoment_params.n;
+    let about_mean = comoment[i * d + j] - n * corrections[i] * corrections[j];
+    let about_a = fma(n * corrections[d + i], corrections[d + j], about_mean);
+    covariance_out[e] = about_a * corrections[2u * d + i] * corrections[2u * d + j];
+}
+
+@compute @workgroup_size(ROW_WG_SIZE)
+fn comoment_diagonal(
+    @builtin(local_invocation_index) lid: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+) {
+    let d = comoment_params.d;
+    let i = invocation_index(wid, comoment_params.grid_x, ROW_WG_SIZE, lid);
+    if i < d {
+        diagonal_out[i] = comoment[i * d + i];
     }
 }

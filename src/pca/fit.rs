@@ -9,11 +9,12 @@
 use super::dense::{apply_dense, dense_steps_per_check, DenseRounds};
 use super::power::{block_size, subspace_iteration, subspace_iteration_ahead};
 use super::stats::{Moments, PcaMoments};
-use super::stream::{moments_of, pass_moments};
+use super::stream::{moments_of, moments_on_device, pass_moments};
 use super::workspace::{apply_matrix_free, fixed_bytes};
 use super::{components_for_fraction, Components, Pca, PcaModel, PcaSolver};
 use crate::error::{Error, Result};
 use crate::gpu::device_buffer::DeviceBuffer;
+use crate::gpu::readback::PendingReadback;
 use crate::gpu::stream::DeviceRows;
 use crate::gpu::{Gpu, GpuInput, GpuMatrix};
 use crate::kernels::primitives::rows::in_f32_range;
@@ -164,7 +165,7 @@ impl Pca {
             gpu,
             (n, d, solver),
             &moments.column(),
-            &mut |center, scale| Ok(moments.covariance(center, scale, self.ddof)),
+            Covariance::Host(&|center, scale| Ok(moments.covariance(center, scale, self.ddof))),
             &mut |_, _, _, _| Err(Error::invalid("solver", "matrix-free needs the rows")),
         )?;
         Ok(model.rescaled(1.0 / scale))
@@ -203,7 +204,7 @@ impl Pca {
             gpu,
             (n, d, solver),
             &moments.column(),
-            &mut |center, scale| Ok(moments.covariance(center, scale, self.ddof)),
+            Covariance::Host(&|center, scale| Ok(moments.covariance(center, scale, self.ddof))),
             &mut |center, scale, v, p| {
                 let mut sum = vec![0.0; p * d];
                 rows.pass(gpu, |piece, _| {
@@ -221,27 +222,42 @@ impl Pca {
     /// The fit of rows that are all on the device.
     fn fit_resident(&self, gpu: &Gpu, x: &GpuMatrix, solver: PcaSolver) -> Result<PcaModel> {
         let (n, d) = (x.n_rows(), x.n_features());
+        let denom = (n - self.ddof) as f64;
+        if solver == PcaSolver::Power {
+            // The power solver uses S on the device only: it never comes to the host.
+            if let Some((moments, comoment)) = moments_on_device(gpu, x)? {
+                let on_device = |center: &[f64], scale: &[f64]| {
+                    comoment.covariance(gpu, &moments, (center, scale), self.ddof)
+                };
+                return self.fit_from(
+                    gpu,
+                    (n, d, solver),
+                    &moments.column(),
+                    Covariance::Device(&on_device),
+                    &mut |_, _, _, _| Err(Error::invalid("solver", "S is on the device")),
+                );
+            }
+        }
         // The moments and, unless the solver is matrix-free, the co-moment: one submission.
         let moments = moments_of(gpu, x, solver != PcaSolver::MatrixFree)?;
-        let denom = (n - self.ddof) as f64;
         self.fit_from(
             gpu,
             (n, d, solver),
             &moments.column(),
-            &mut |center, scale| Ok(moments.covariance(center, scale, self.ddof)),
+            Covariance::Host(&|center, scale| Ok(moments.covariance(center, scale, self.ddof))),
             &mut |center, scale, v, p| apply_matrix_free(gpu, x, center, scale, denom, v, p),
         )
     }
 
-    /// The fit from the column moments of the data: `covariance(center, scale)` forms S,
-    /// `apply(center, scale, V, p)` computes S·V without forming S (matrix-free).
+    /// The fit from the column moments of the data: `covariance` forms S about a centre with
+    /// a scale, `apply(center, scale, V, p)` computes S·V without forming S (matrix-free).
     #[allow(clippy::type_complexity)]
-    fn fit_from(
+    fn fit_from<'g>(
         &self,
-        gpu: &Gpu,
+        gpu: &'g Gpu,
         (n, d, solver): (usize, usize, PcaSolver),
         moments: &Moments,
-        covariance: &mut dyn FnMut(&[f64], &[f64]) -> Result<Vec<f64>>,
+        covariance: Covariance<'_, 'g>,
         apply: &mut dyn FnMut(&[f64], &[f64], &[f64], usize) -> Result<Vec<f64>>,
     ) -> Result<PcaModel> {
         let center: Vec<f64> = if self.center {
@@ -277,7 +293,7 @@ impl Pca {
         let rank = n.min(d);
         let (values, vectors, m, n_iter) = match solver {
             PcaSolver::Full | PcaSolver::Auto => {
-                let s = covariance(&center, &scale)?;
+                let s = covariance.on_host(&center, &scale)?;
                 let (mut values, vectors) = linalg::symmetric_eigen(&s, d)?;
                 values.truncate(rank);
                 for v in values.iter_mut() {
@@ -295,11 +311,7 @@ impl Pca {
             }
             PcaSolver::Power => {
                 let m = self.count();
-                let s = covariance(&center, &scale)?;
-                let s32: Vec<f32> = s.iter().map(|&v| v as f32).collect();
-                let s_buf = gpu.scoped("uploading the covariance", || {
-                    Ok(DeviceBuffer::from_slice(gpu, "covariance", &s32))
-                })?;
+                let (s_buf, formed) = covariance.on_device(gpu, &center, &scale)?;
                 let p = block_size(d, m);
                 let max_steps = dense_steps_per_check(gpu, d, p);
                 let apply = |v: &[f64], p| apply_dense(gpu, &s_buf, d, v, p);
@@ -309,6 +321,10 @@ impl Pca {
                 } else {
                     subspace_iteration(d, m, &self.into(), apply)?
                 };
+                if let Some(formed) = formed {
+                    // Long done (every round queued behind it): a profile's timestamps.
+                    formed.wait()?;
+                }
                 (values, vectors, m, it)
             }
             PcaSolver::MatrixFree => {
@@ -427,6 +443,52 @@ impl PcaMoments {
         let rows = DeviceRows::new(gpu, &scaled, 0, fixed_bytes(n, d))?;
         let moments = pass_moments(gpu, &rows, full)?;
         Ok(moments.rescaled(1.0 / scaled.scale() as f64))
+    }
+}
+
+/// Where a fit's covariance S about a centre with a scale is formed: on the host in f64
+/// from the moments (then uploaded for the power solver), or on the device from a co-moment
+/// that never left it (the power solver of resident rows), by a submission the host need not
+/// wait for.
+#[allow(clippy::type_complexity)]
+enum Covariance<'a, 'g> {
+    Host(&'a dyn Fn(&[f64], &[f64]) -> Result<Vec<f64>>),
+    Device(&'a dyn Fn(&[f64], &[f64]) -> Result<(DeviceBuffer<f32>, PendingReadback<'g>)>),
+}
+
+impl<'g> Covariance<'_, 'g> {
+    /// S on the host, D x D f64.
+    fn on_host(&self, center: &[f64], scale: &[f64]) -> Result<Vec<f64>> {
+        match self {
+            Covariance::Host(form) => form(center, scale),
+            Covariance::Device(_) => Err(Error::invalid(
+                "solver",
+                "the covariance of this fit stays on the device (the power solver's)",
+            )),
+        }
+    }
+
+    /// S on the device, D x D f32, and the submission that forms it when it is still in
+    /// flight (wait for it once work queued behind it is done).
+    fn on_device(
+        &self,
+        gpu: &Gpu,
+        center: &[f64],
+        scale: &[f64],
+    ) -> Result<(DeviceBuffer<f32>, Option<PendingReadback<'g>>)> {
+        match self {
+            Covariance::Host(form) => {
+                let s32: Vec<f32> = form(center, scale)?.iter().map(|&v| v as f32).collect();
+                let s = gpu.scoped("uploading the covariance", || {
+                    Ok(DeviceBuffer::from_slice(gpu, "covariance", &s32))
+                })?;
+                Ok((s, None))
+            }
+            Covariance::Device(form) => {
+                let (s, formed) = form(center, scale)?;
+                Ok((s, Some(formed)))
+            }
+        }
     }
 }
 

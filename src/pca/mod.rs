@@ -7,11 +7,15 @@
 //! S = (X − 1μᵀ)ᵀ (X − 1μᵀ) / (N − ddof),    S uᵢ = λᵢ uᵢ,   λ₁ ≥ λ₂ ≥ …
 //! ```
 //!
-//! (optionally of the standardised data (X − μ)/σ). The data pass twice over the device:
-//! 1. column moments Σ(x − s) and Σ(x − s)² per block of rows (`shaders/primitives/reduce.wgsl`, shift s
-//!    = the first row) combined in f64 into μ and the per-feature variances;
-//! 2. the centred cross products (X − μ)ᵀ(X − μ), upper-triangle 64 x 64 tiles per block of
-//!    rows (`shaders/products/covariance.wgsl`), folded with Kahan sums and finished in f64.
+//! (optionally of the standardised data (X − μ)/σ). The data pass over the device once, one
+//! submission a piece (module `stream`):
+//! 1. column moments Σ(x − s) and Σ(x − s)² per block of rows (`shaders/primitives/reduce.wgsl`,
+//!    shift s = the first row) combined in f64 into μ and the per-feature variances, and
+//!    folded on the device into an f32 centre c;
+//! 2. the cross products G = (X − c)ᵀ(X − c), upper-triangle tiles per block of rows
+//!    (`shaders/products/covariance.wgsl`), folded with Kahan sums and moved on the host to
+//!    the f64 mean, M = G − N(μ − c)(μ − c)ᵀ. A resident power-iteration fit leaves G on the
+//!    device and forms S there (`covariance_from_comoment`); only its diagonal comes back.
 //!
 //! Then, by solver:
 //! - **Full**: the D x D matrix comes back and is eigendecomposed on the host (f64).

@@ -4,17 +4,22 @@
 //! collected ([`DeviceRows::pass_ahead`]), so the GPU has it queued when it finishes. On the
 //! host, M_μ = M_c − n(μ − c)(μ − c)ᵀ moves a piece's cross products from c to its f64 mean
 //! μ, and the pieces merge exactly (module docs of `stats`). Rows all on the device are one
-//! piece ([`moments_of`]): a resident fit's moments and covariance are one round trip.
+//! piece ([`moments_of`]): a resident fit's moments and covariance are one round trip. A
+//! resident power-iteration fit leaves the co-moment on the device and forms S there
+//! ([`moments_on_device`]); only the column moments and the centre come back.
 
 use super::stats::PcaMoments;
 use super::workspace::GramOperands;
-use super::workspace::{record_column_moments, submit_gram_rounds, ColumnMoments, GramInFlight};
+use super::workspace::{
+    record_column_moments, record_comoment, submit_gram_rounds, ColumnMoments, GramInFlight,
+};
 use crate::error::Result;
 use crate::gpu::batch::{Batch, ReadHandle};
 use crate::gpu::device_buffer::DeviceBuffer;
 use crate::gpu::readback::PendingReadback;
 use crate::gpu::stream::{DeviceRows, PieceWork};
 use crate::gpu::{Gpu, GpuMatrix};
+use crate::kernels::products::covariance::{comoment_diagonal, covariance_from_comoment};
 use crate::source::RowSource;
 
 /// The merged moments of every piece of `rows` (one pass; D x D co-moment when `full`, else
@@ -44,6 +49,85 @@ pub(super) fn moments_of(gpu: &Gpu, x: &GpuMatrix, full: bool) -> Result<PcaMome
     let submitted = work.submit(x, 0)?;
     work.collect(submitted)?;
     Ok(work.total.expect("a piece's moments"))
+}
+
+/// The co-moment of resident rows, left on the device: Σ (x − c)(x − c)ᵀ about the device's
+/// f32 centre c, upper triangle.
+pub(super) struct DeviceComoment {
+    comoment: DeviceBuffer<f32>,
+    centre: Vec<f32>,
+}
+
+/// The moments of rows all on the device with the co-moment left there, in one submission:
+/// the moments' co-moment holds only its diagonal (read back alone and moved to the f64
+/// mean as [`moments_of`] moves the whole), the D x D co-moment stays on the device. `None` when the co-moment's blocks need several
+/// rounds (their totals are added on the host: [`moments_of`]).
+pub(super) fn moments_on_device(
+    gpu: &Gpu,
+    x: &GpuMatrix,
+) -> Result<Option<(PcaMoments, DeviceComoment)>> {
+    let (n, d) = (x.n_rows(), x.n_features());
+    let mut batch = Batch::new(gpu, "PCA moments");
+    let columns = gpu.scoped("PCA moments", || record_column_moments(gpu, &mut batch, x))?;
+    let centre = DeviceBuffer::zeroed(gpu, "moment centre", d);
+    gpu.scoped("PCA centre", || {
+        columns.record_means(gpu, &mut batch, &centre)
+    })?;
+    let Some(comoment) = record_comoment(gpu, &mut batch, x, &centre)? else {
+        return Ok(None);
+    };
+    let diagonal = DeviceBuffer::zeroed(gpu, "co-moment diagonal", d);
+    comoment_diagonal(gpu, &mut batch, &comoment, &diagonal)?;
+    let centre_read = batch.read_all(&centre);
+    let diagonal_read = batch.read_all(&diagonal);
+    let back = gpu.scoped("PCA moments", || batch.finish())?;
+    let m = columns.moments(&back);
+    let centre = back.f32s(centre_read);
+    let nf = n as f64;
+    let diagonal = back.f32s(diagonal_read);
+    let about_mean = (0..d).map(|j| {
+        let off = m.mean[j] - centre[j] as f64;
+        diagonal[j] as f64 - nf * off * off
+    });
+    let moments = PcaMoments {
+        n: n as u64,
+        n_features: d,
+        comoment: about_mean.collect(),
+        mean: m.mean,
+    };
+    Ok(Some((moments, DeviceComoment { comoment, centre })))
+}
+
+impl DeviceComoment {
+    /// S = (M + n(μ − a)(μ − a)ᵀ)/((n − ddof)·σᵢσⱼ) about `center` a with `scale` σ (as
+    /// `PcaMoments::covariance`), formed on the device in f32 for the `moments` this came
+    /// with: one submission, returned with what its wait gives (nothing to read: the work
+    /// after it queues behind it; the wait only collects a profile's timestamps).
+    pub(super) fn covariance<'g>(
+        &self,
+        gpu: &'g Gpu,
+        moments: &PcaMoments,
+        (center, scale): (&[f64], &[f64]),
+        ddof: usize,
+    ) -> Result<(DeviceBuffer<f32>, PendingReadback<'g>)> {
+        let d = moments.n_features;
+        let n = moments.n as f64;
+        let denom = (n - ddof as f64).sqrt();
+        let mean = &moments.mean;
+        let corrections: Vec<f32> = (0..d)
+            .map(|j| (mean[j] - self.centre[j] as f64) as f32)
+            .chain((0..d).map(|j| (mean[j] - center[j]) as f32))
+            .chain((0..d).map(|j| (1.0 / (scale[j] * denom)) as f32))
+            .collect();
+        gpu.scoped("PCA covariance", || {
+            let corrections = DeviceBuffer::from_slice(gpu, "covariance corrections", &corrections);
+            let s = DeviceBuffer::zeroed(gpu, "covariance", d * d);
+            let mut batch = Batch::new(gpu, "covariance from the co-moment");
+            let n = moments.n as usize;
+            covariance_from_comoment(gpu, &mut batch, &self.comoment, &corrections, n, &s)?;
+            Ok((s, batch.submit()?))
+        })
+    }
 }
 
 /// The pass's work on a piece, and the moments merged so far.
@@ -154,5 +238,66 @@ impl<'g> PieceWork for PieceMoments<'g> {
             Some(t) => t.merge(&moments)?,
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::data::Matrix;
+    use crate::gpu::tests::{gpu, random};
+
+    /// S formed on the device from the co-moment that stayed there equals the host's f64 S
+    /// from the read-back co-moment, to f32 rounding, about the mean or the origin, scaled or
+    /// not, for data far from the origin (where the centre's correction matters), and for
+    /// data whose co-moment needs several rounds there is no device S (the host adds them).
+    #[test]
+    fn the_covariance_formed_on_the_device_equals_the_hosts() {
+        let gpu = gpu();
+        for (n, d, offset, seed) in [
+            (500, 7, 0.0f32, 1u64),
+            (3000, 40, 300.0, 2),
+            (9000, 33, -50.0, 3),
+        ] {
+            let values: Vec<f32> = random(n * d, seed)
+                .iter()
+                .enumerate()
+                .map(|(e, v)| offset + (1.0 + (e % d) as f32) * (v - 0.5))
+                .collect();
+            let x = GpuMatrix::upload(&gpu, &Matrix::new(&values, d).unwrap()).unwrap();
+            let host = moments_of(&gpu, &x, true).unwrap();
+            let (moments, comoment) = moments_on_device(&gpu, &x).unwrap().unwrap();
+            assert_eq!(moments.mean, host.mean);
+            // The diagonal is the host's, bit for bit (the same f32 sums, the same f64 move).
+            assert_eq!(moments.diagonal(), host.diagonal());
+            let sigma: Vec<f64> = (0..d).map(|j| 0.5 + j as f64).collect();
+            for (center, scale, ddof) in [
+                (moments.mean.clone(), vec![1.0; d], 1),
+                (vec![0.0; d], vec![1.0; d], 0),
+                (moments.mean.clone(), sigma, 1),
+            ] {
+                let want = host.covariance(&center, &scale, ddof);
+                let (s, formed) = comoment
+                    .covariance(&gpu, &moments, (&center, &scale), ddof)
+                    .unwrap();
+                formed.wait().unwrap();
+                let mut batch = Batch::new(&gpu, "read S");
+                let h = batch.read_all(&s);
+                let got = batch.finish().unwrap().f32s(h);
+                let largest = want.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+                for i in 0..d {
+                    for j in 0..d {
+                        assert_eq!(got[i * d + j], got[j * d + i], "symmetric bit for bit");
+                        let err = (got[i * d + j] as f64 - want[i * d + j]).abs() / largest;
+                        assert!(err < 1e-5, "n {n} d {d} ({i}, {j}) ddof {ddof}: {err:e}");
+                    }
+                }
+            }
+        }
+        // Rounds small enough that the co-moment needs several: the host's path.
+        gpu.set_max_chunk_bytes(4 * 33 * 33 * 2);
+        let values = random(9000 * 33, 4);
+        let x = GpuMatrix::upload(&gpu, &Matrix::new(&values, 33).unwrap()).unwrap();
+        assert!(moments_on_device(&gpu, &x).unwrap().is_none());
     }
 }

@@ -119,19 +119,6 @@ fn block_offsets(chunks: &[Chunk], block_rows: usize) -> (Vec<usize>, usize) {
     (offsets, total)
 }
 
-/// Σ over blocks of the per-block `cols_a x cols_b` partials in `partials`, read back.
-fn fold_partials(
-    gpu: &Gpu,
-    batch: &mut Batch<'_>,
-    partials: &DeviceBuffer<f32>,
-    n_blocks: usize,
-    n_cols: usize,
-) -> Result<ReadHandle> {
-    let totals = DeviceBuffer::zeroed(gpu, "folded partials", n_cols);
-    reduce::sum_partial_columns(gpu, batch, partials, n_blocks, n_cols, &totals)?;
-    Ok(batch.read_all(&totals))
-}
-
 /// Rows per block of the cross-product partials: no f32 partial sums more rows than this.
 const GRAM_BLOCK_ROWS: usize = 4096;
 
@@ -239,6 +226,73 @@ impl GramInFlight<'_> {
     }
 }
 
+/// How a cross product of `x` with `b_cols`-wide rows splits into rounds: the blocks a round
+/// holds (its partials fit the device budget) and the rounds.
+fn gram_rounds(gpu: &Gpu, x: &GpuMatrix, b_cols: usize) -> (usize, Vec<Vec<RowRange>>) {
+    let cols = x.n_features() * b_cols;
+    // The forced chunk size (tests) also shrinks the rounds, so small data exercise several.
+    let budget = gpu.chunk_byte_limit().min(PARTIALS_TARGET_BYTES);
+    let blocks_per_round = ((budget / (cols as u64 * 4)).max(1) as usize).min(1 << 16);
+    (
+        blocks_per_round,
+        rounds(x, GRAM_BLOCK_ROWS, blocks_per_round),
+    )
+}
+
+/// Records one round of Σ (X − a)ᵀ(B − b): its blocks' partials (the buffer cleared first),
+/// folded over the blocks (Kahan) into `totals`.
+fn record_gram_round(
+    gpu: &Gpu,
+    batch: &mut Batch<'_>,
+    x: &GpuMatrix,
+    round: &[RowRange],
+    operands: &GramOperands<'_>,
+    partials: &DeviceBuffer<f32>,
+    totals: &DeviceBuffer<f32>,
+) -> Result<()> {
+    let d = x.n_features();
+    let GramOperands {
+        a_shift,
+        b_cols,
+        b_rows,
+        b_shift,
+    } = *operands;
+    batch.clear_values(partials);
+    let mut block = 0;
+    for r in round {
+        let chunk = &x.chunks()[r.chunk];
+        let a = Operand {
+            bind: chunk.bind(),
+            offset: chunk.x_offset + (r.first * d) as u32,
+            cols: d,
+            shift: a_shift,
+        };
+        let b = match b_rows {
+            None => Operand {
+                bind: chunk.bind(),
+                offset: a.offset,
+                cols: d,
+                shift: b_shift,
+            },
+            Some(bufs) => Operand {
+                bind: bufs[r.chunk].bind(),
+                offset: (r.first * b_cols) as u32,
+                cols: b_cols,
+                shift: b_shift,
+            },
+        };
+        let out = GramBlocks {
+            block_rows: GRAM_BLOCK_ROWS,
+            block_offset: block,
+            upper_only: b_rows.is_none(),
+            partials,
+        };
+        covariance::gram_partials(gpu, batch, r.rows, &a, &b, &out)?;
+        block += r.rows.div_ceil(GRAM_BLOCK_ROWS);
+    }
+    reduce::sum_partial_columns(gpu, batch, partials, block, d * b_cols, totals)
+}
+
 /// Submits the rounds of Σ (X − a)ᵀ(B − b) without waiting, the first in `first` (which may
 /// hold earlier work of the same submission). Each round's partials fit the device budget;
 /// the rounds share one partials buffer, cleared by each in queue order.
@@ -249,17 +303,8 @@ pub(super) fn submit_gram_rounds<'g>(
     first: Batch<'g>,
 ) -> Result<GramInFlight<'g>> {
     let d = x.n_features();
-    let GramOperands {
-        a_shift,
-        b_cols,
-        b_rows,
-        b_shift,
-    } = *operands;
-    let cols = d * b_cols;
-    // The forced chunk size (tests) also shrinks the rounds, so small data exercise several.
-    let budget = gpu.chunk_byte_limit().min(PARTIALS_TARGET_BYTES);
-    let blocks_per_round = ((budget / (cols as u64 * 4)).max(1) as usize).min(1 << 16);
-    let upper_only = b_rows.is_none();
+    let cols = d * operands.b_cols;
+    let (blocks_per_round, rounds) = gram_rounds(gpu, x, operands.b_cols);
     let partials = gpu.scoped("cross-product partials", || {
         Ok(DeviceBuffer::zeroed(
             gpu,
@@ -269,46 +314,15 @@ pub(super) fn submit_gram_rounds<'g>(
     })?;
     let mut next = Some(first);
     let mut in_flight = Vec::new();
-    for round in rounds(x, GRAM_BLOCK_ROWS, blocks_per_round) {
+    for round in rounds {
         let batch = next
             .take()
             .unwrap_or_else(|| Batch::new(gpu, "cross products"));
         in_flight.push(gpu.scoped("cross products", || {
             let mut batch = batch;
-            batch.clear_values(&partials);
-            let mut block = 0;
-            for r in &round {
-                let chunk = &x.chunks()[r.chunk];
-                let a = Operand {
-                    bind: chunk.bind(),
-                    offset: chunk.x_offset + (r.first * d) as u32,
-                    cols: d,
-                    shift: a_shift,
-                };
-                let b = match b_rows {
-                    None => Operand {
-                        bind: chunk.bind(),
-                        offset: a.offset,
-                        cols: d,
-                        shift: b_shift,
-                    },
-                    Some(bufs) => Operand {
-                        bind: bufs[r.chunk].bind(),
-                        offset: (r.first * b_cols) as u32,
-                        cols: b_cols,
-                        shift: b_shift,
-                    },
-                };
-                let out = GramBlocks {
-                    block_rows: GRAM_BLOCK_ROWS,
-                    block_offset: block,
-                    upper_only,
-                    partials: &partials,
-                };
-                covariance::gram_partials(gpu, &mut batch, r.rows, &a, &b, &out)?;
-                block += r.rows.div_ceil(GRAM_BLOCK_ROWS);
-            }
-            let h = fold_partials(gpu, &mut batch, &partials, block, cols)?;
+            let totals = DeviceBuffer::zeroed(gpu, "folded partials", cols);
+            record_gram_round(gpu, &mut batch, x, &round, operands, &partials, &totals)?;
+            let h = batch.read_all(&totals);
             Ok((batch.submit()?, h))
         })?);
     }
@@ -316,7 +330,36 @@ pub(super) fn submit_gram_rounds<'g>(
         rounds: in_flight,
         d,
         cols,
-        upper_only,
+        upper_only: operands.b_rows.is_none(),
+    })
+}
+
+/// Records the co-moment Σ (X − c)(X − c)ᵀ about the device centre `centre` (upper triangle,
+/// D x D f32) into a buffer that stays on the device, when its blocks fit one round; `None`
+/// (nothing recorded) when they need several, whose f32 totals the host adds in f64.
+pub(super) fn record_comoment(
+    gpu: &Gpu,
+    batch: &mut Batch<'_>,
+    x: &GpuMatrix,
+    centre: &DeviceBuffer<f32>,
+) -> Result<Option<DeviceBuffer<f32>>> {
+    let d = x.n_features();
+    let (blocks_per_round, rounds) = gram_rounds(gpu, x, d);
+    let [round] = rounds.as_slice() else {
+        return Ok(None);
+    };
+    gpu.scoped("co-moment", || {
+        let partials =
+            DeviceBuffer::zeroed(gpu, "cross-product partials", blocks_per_round * d * d);
+        let comoment = DeviceBuffer::zeroed(gpu, "co-moment", d * d);
+        let operands = GramOperands {
+            a_shift: centre,
+            b_cols: d,
+            b_rows: None,
+            b_shift: centre,
+        };
+        record_gram_round(gpu, batch, x, round, &operands, &partials, &comoment)?;
+        Ok(Some(comoment))
     })
 }
 

@@ -58,6 +58,53 @@ pub(crate) struct GramSliceParams {
 
 const _: () = check_params::<GramSliceParams>(&[wgsl::GRAM_PARTIALS_UNIFORM]);
 
+/// Twin of `ComomentParams` in shaders/products/covariance.wgsl.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Pod, Zeroable)]
+pub(crate) struct ComomentParams {
+    d: u32,
+    grid_x: u32,
+    n: f32,
+    _pad0: u32,
+}
+
+const _: () =
+    check_params::<ComomentParams>(&[wgsl::COVARIANCE_FROM_COMOMENT, wgsl::COMOMENT_DIAGONAL]);
+
+/// Records S (D x D, f32) into `covariance` from the folded co-moment `comoment` (upper
+/// triangle, about the device's centre c) of `n` rows and `corrections` = [μ − c, μ − a,
+/// 1/(σ·√(N − ddof))] (3D values; the shader's docs give the formula).
+pub(crate) fn covariance_from_comoment(
+    gpu: &Gpu,
+    batch: &mut Batch<'_>,
+    comoment: &DeviceBuffer<f32>,
+    corrections: &DeviceBuffer<f32>,
+    n: usize,
+    covariance: &DeviceBuffer<f32>,
+) -> Result<()> {
+    let d = corrections.len() / 3;
+    let entries = (d * d) as u64;
+    let grid = gpu.grid(entries.div_ceil(ROW_WG_SIZE as u64))?;
+    let params = ComomentParams {
+        d: d as u32,
+        grid_x: grid.x,
+        n: n as f32,
+        _pad0: 0,
+    };
+    batch.dispatch(
+        wgsl::COVARIANCE_FROM_COMOMENT,
+        &[],
+        &params,
+        &[
+            ("comoment", comoment.bind()),
+            ("corrections", corrections.bind()),
+            ("covariance_out", covariance.bind()),
+        ],
+        grid,
+        Work::f32s(6.0 * entries as f64, 2.0 * entries as f64 + 6.0 * d as f64),
+    )
+}
+
 /// Values of A in one uniform slice (`SLICE_VALUES` in the shader).
 const SLICE_VALUES: usize = wgsl::SLICE_VALUES as usize;
 
@@ -392,5 +439,33 @@ fn gram_work(
             },
         (n_rows * (a_cols + if upper_only { 0 } else { b_cols }) + n_blocks * a_cols * b_cols)
             as f64,
+    )
+}
+
+/// Records the diagonal of the D x D `comoment` into `diagonal` (D values).
+pub(crate) fn comoment_diagonal(
+    gpu: &Gpu,
+    batch: &mut Batch<'_>,
+    comoment: &DeviceBuffer<f32>,
+    diagonal: &DeviceBuffer<f32>,
+) -> Result<()> {
+    let d = diagonal.len();
+    let grid = gpu.grid((d as u64).div_ceil(ROW_WG_SIZE as u64))?;
+    let params = ComomentParams {
+        d: d as u32,
+        grid_x: grid.x,
+        n: 0.0,
+        _pad0: 0,
+    };
+    batch.dispatch(
+        wgsl::COMOMENT_DIAGONAL,
+        &[],
+        &params,
+        &[
+            ("comoment", comoment.bind()),
+            ("diagonal_out", diagonal.bind()),
+        ],
+        grid,
+        Work::f32s(0.0, 2.0 * d as f64),
     )
 }
