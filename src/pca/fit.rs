@@ -10,7 +10,7 @@ use super::dense::{apply_dense, dense_steps_per_check, DenseRounds};
 use super::power::{block_size, subspace_iteration, subspace_iteration_ahead};
 use super::stats::{Moments, PcaMoments};
 use super::stream::{moments_of, moments_on_device, pass_moments};
-use super::workspace::{apply_matrix_free, fixed_bytes};
+use super::workspace::{fixed_bytes, MatrixFreeProduct};
 use super::{components_for_fraction, Components, Pca, PcaModel, PcaSolver};
 use crate::error::{Error, Result};
 use crate::gpu::device_buffer::DeviceBuffer;
@@ -206,15 +206,7 @@ impl Pca {
             &moments.column(),
             Covariance::Host(&|center, scale| Ok(moments.covariance(center, scale, self.ddof))),
             &mut |center, scale, v, p| {
-                let mut sum = vec![0.0; p * d];
-                rows.pass(gpu, |piece, _| {
-                    let part = apply_matrix_free(gpu, piece, center, scale, denom, v, p)?;
-                    for (s, x) in sum.iter_mut().zip(part) {
-                        *s += x;
-                    }
-                    Ok(())
-                })?;
-                Ok(sum)
+                MatrixFreeProduct::new(gpu, (center, scale), denom, v, p)?.over(&rows)
             },
         )
     }
@@ -245,7 +237,9 @@ impl Pca {
             (n, d, solver),
             &moments.column(),
             Covariance::Host(&|center, scale| Ok(moments.covariance(center, scale, self.ddof))),
-            &mut |center, scale, v, p| apply_matrix_free(gpu, x, center, scale, denom, v, p),
+            &mut |center, scale, v, p| {
+                MatrixFreeProduct::new(gpu, (center, scale), denom, v, p)?.over_resident(x)
+            },
         )
     }
 

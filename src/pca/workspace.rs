@@ -12,11 +12,13 @@ use crate::gpu::batch::{Batch, ReadHandle};
 use crate::gpu::buffer::Chunk;
 use crate::gpu::device_buffer::DeviceBuffer;
 use crate::gpu::readback::{PendingReadback, Readback};
+use crate::gpu::stream::{DeviceRows, PieceWork};
 use crate::gpu::{Gpu, GpuMatrix};
 use crate::kernels::primitives::reduce::{self, MomentBlocks};
 use crate::kernels::primitives::rows;
 use crate::kernels::products::covariance::{self, GramBlocks, Operand};
 use crate::kernels::products::projection::{self, AffineMap};
+use crate::source::RowSource;
 
 /// Rows per block of the moment and covariance partials: bounds every f32 sum.
 const MOMENT_BLOCK_ROWS: usize = 1024;
@@ -24,41 +26,43 @@ const MOMENT_BLOCK_ROWS: usize = 1024;
 const PARTIALS_TARGET_BYTES: u64 = 64 << 20;
 
 /// The column moments' device buffers and readbacks, recorded into a batch by
-/// [`record_column_moments`].
+/// [`record_column_moments`] or [`record_column_moments_about`].
 pub(super) struct ColumnMoments {
     n: usize,
     d: usize,
     n_blocks: usize,
-    /// The shift row s (the first row).
+    /// The shift s (the first row, or a centre from an earlier pass).
     shift: DeviceBuffer<f32>,
     /// Per block of [`MOMENT_BLOCK_ROWS`] rows, Σ (x − s).
     sums: DeviceBuffer<f32>,
     reads: [ReadHandle; 3],
 }
 
-/// Records the column moments of `x` into `batch`: the shift row gathered on the device,
-/// then the per-block shifted sums (one round trip for the whole pass, with whatever else
-/// the batch holds).
+/// Records the column moments of `x` into `batch`: the shift row (the first row) gathered on
+/// the device, then the per-block shifted sums (one round trip for the whole pass, with
+/// whatever else the batch holds).
 pub(super) fn record_column_moments(
     gpu: &Gpu,
     batch: &mut Batch<'_>,
     x: &GpuMatrix,
 ) -> Result<ColumnMoments> {
-    let (n, d) = (x.n_rows(), x.n_features());
-    let (offsets, n_blocks) = block_offsets(x.chunks(), MOMENT_BLOCK_ROWS);
-    let shift = DeviceBuffer::zeroed(gpu, "moment shift", d);
-    let sums = DeviceBuffer::zeroed(gpu, "partial column sums", n_blocks * d);
-    let sums_sq = DeviceBuffer::zeroed(gpu, "partial column sums of squares", n_blocks * d);
+    let shift = DeviceBuffer::zeroed(gpu, "moment shift", x.n_features());
     rows::gather_rows(gpu, batch, x, &[0], &shift)?;
-    for (chunk, &offset) in x.chunks().iter().zip(&offsets) {
-        let blocks = MomentBlocks {
-            block_rows: MOMENT_BLOCK_ROWS,
-            block_offset: offset,
-            partial_sum: &sums,
-            partial_sum_sq: &sums_sq,
-        };
-        reduce::column_moments(gpu, batch, chunk, d, &shift, &blocks)?;
-    }
+    record_column_moments_about(gpu, batch, x, shift)
+}
+
+/// [`record_column_moments`] about `shift` (D values on the device). About the f32 mean an
+/// earlier pass folded ([`record_centre`]), the variance E(x − s)² − (E(x − s))² does not
+/// cancel: about the first row it loses digits in proportion to (μ − s)²/σ² (tens to
+/// hundreds for image pixels).
+pub(super) fn record_column_moments_about(
+    gpu: &Gpu,
+    batch: &mut Batch<'_>,
+    x: &GpuMatrix,
+    shift: DeviceBuffer<f32>,
+) -> Result<ColumnMoments> {
+    let (n, d) = (x.n_rows(), x.n_features());
+    let (sums, sums_sq, n_blocks) = record_shifted_sums(gpu, batch, x, &shift)?;
     let reads = [
         batch.read_all(&shift),
         batch.read_all(&sums),
@@ -72,6 +76,44 @@ pub(super) fn record_column_moments(
         sums,
         reads,
     })
+}
+
+/// Records the f32 column means of `x` into `centre` on the device (the sums about the first
+/// row folded there), reading nothing back.
+pub(super) fn record_centre(
+    gpu: &Gpu,
+    batch: &mut Batch<'_>,
+    x: &GpuMatrix,
+    centre: &DeviceBuffer<f32>,
+) -> Result<()> {
+    let d = x.n_features();
+    let shift = DeviceBuffer::zeroed(gpu, "moment shift", d);
+    rows::gather_rows(gpu, batch, x, &[0], &shift)?;
+    let (sums, _, n_blocks) = record_shifted_sums(gpu, batch, x, &shift)?;
+    reduce::mean_of_partial_columns(gpu, batch, (&sums, n_blocks, d), &shift, x.n_rows(), centre)
+}
+
+/// The per-block sums Σ (x − s) and Σ (x − s)² of `x` about `shift`, and the blocks.
+fn record_shifted_sums(
+    gpu: &Gpu,
+    batch: &mut Batch<'_>,
+    x: &GpuMatrix,
+    shift: &DeviceBuffer<f32>,
+) -> Result<(DeviceBuffer<f32>, DeviceBuffer<f32>, usize)> {
+    let d = x.n_features();
+    let (offsets, n_blocks) = block_offsets(x.chunks(), MOMENT_BLOCK_ROWS);
+    let sums = DeviceBuffer::zeroed(gpu, "partial column sums", n_blocks * d);
+    let sums_sq = DeviceBuffer::zeroed(gpu, "partial column sums of squares", n_blocks * d);
+    for (chunk, &offset) in x.chunks().iter().zip(&offsets) {
+        let blocks = MomentBlocks {
+            block_rows: MOMENT_BLOCK_ROWS,
+            block_offset: offset,
+            partial_sum: &sums,
+            partial_sum_sq: &sums_sq,
+        };
+        reduce::column_moments(gpu, batch, chunk, d, shift, &blocks)?;
+    }
+    Ok((sums, sums_sq, n_blocks))
 }
 
 impl ColumnMoments {
@@ -158,29 +200,7 @@ fn rounds(x: &GpuMatrix, block_rows: usize, blocks_per_round: usize) -> Vec<Vec<
     out
 }
 
-/// Σ over all rows of (X − a)ᵀ(B − b), (a_cols x b_cols, f64): per-block partials on the
-/// device, folded per round with Kahan sums, rounds added in f64. `b_rows` gives, for a chunk,
-/// the buffer holding its B rows (`None`: B = X itself, and only the upper triangle is formed,
-/// mirrored here).
-pub(super) fn gram_over_rows(
-    gpu: &Gpu,
-    x: &GpuMatrix,
-    a_shift: &DeviceBuffer<f32>,
-    b_cols: usize,
-    b_rows: Option<&[DeviceBuffer<f32>]>,
-    b_shift: &DeviceBuffer<f32>,
-) -> Result<Vec<f64>> {
-    let first = Batch::new(gpu, "cross products");
-    let operands = GramOperands {
-        a_shift,
-        b_cols,
-        b_rows,
-        b_shift,
-    };
-    Ok(submit_gram_rounds(gpu, x, &operands, first)?.collect()?.0)
-}
-
-/// The operands of [`gram_over_rows`] besides X.
+/// The operands of Σ over all rows of (X − a)ᵀ(B − b) besides X ([`submit_gram_rounds`]).
 pub(super) struct GramOperands<'a> {
     /// a, subtracted from X's rows.
     pub(super) a_shift: &'a DeviceBuffer<f32>,
@@ -372,56 +392,122 @@ pub(super) fn fixed_bytes(n: usize, d: usize) -> u64 {
     partials + 2 * dd + 1024
 }
 
-/// W = Xsᵀ(Xs·V)/(N − ddof) on the device, never forming S; Xs = (X − c)/σ.
-pub(super) fn apply_matrix_free(
-    gpu: &Gpu,
-    x: &GpuMatrix,
-    center: &[f64],
-    scale: &[f64],
-    denom: f64,
-    v: &[f64],
+/// One product W = Xsᵀ(Xs·V)/(N − ddof) of the matrix-free solver, never forming S;
+/// Xs = (X − c)/σ. Its operands are uploaded once; each piece of the rows (or all of them,
+/// resident) is one submission ([`MatrixFreeProduct::submit`]), so a streamed pass submits
+/// the next piece before it reads this one's sums ([`PieceWork`]).
+pub(super) struct MatrixFreeProduct<'g> {
+    gpu: &'g Gpu,
+    d: usize,
     p: usize,
-) -> Result<Vec<f64>> {
-    let d = x.n_features();
-    // P = Xs·V = (X − c)·(V/σ)ᵀ, one buffer per chunk.
-    let mut vt = vec![0.0f32; d * p];
-    for r in 0..p {
-        for j in 0..d {
-            vt[j * p + r] = (v[r * d + j] / scale[j]) as f32;
+    /// (V/σ)ᵀ, d x p.
+    weights: DeviceBuffer<f32>,
+    /// c.
+    shift: DeviceBuffer<f32>,
+    zeros_p: DeviceBuffer<f32>,
+    scale: Vec<f64>,
+    denom: f64,
+    /// Σ over the pieces collected so far, p rows of d.
+    sum: Vec<f64>,
+}
+
+impl<'g> MatrixFreeProduct<'g> {
+    /// The product of the p rows `v` (p x d) about `center`, features divided by `scale`,
+    /// the sum divided by `denom` = N − ddof.
+    pub(super) fn new(
+        gpu: &'g Gpu,
+        (center, scale): (&[f64], &[f64]),
+        denom: f64,
+        v: &[f64],
+        p: usize,
+    ) -> Result<Self> {
+        let d = center.len();
+        let mut vt = vec![0.0f32; d * p];
+        for r in 0..p {
+            for j in 0..d {
+                vt[j * p + r] = (v[r * d + j] / scale[j]) as f32;
+            }
         }
+        let shift: Vec<f32> = center.iter().map(|&c| c as f32).collect();
+        gpu.scoped("matrix-free projection", || {
+            Ok(Self {
+                gpu,
+                d,
+                p,
+                weights: DeviceBuffer::from_slice(gpu, "V/σ transposed", &vt),
+                shift: DeviceBuffer::from_slice(gpu, "centre", &shift),
+                zeros_p: DeviceBuffer::zeroed(gpu, "no shift", p),
+                scale: scale.to_vec(),
+                denom,
+                sum: vec![0.0; p * d],
+            })
+        })
     }
-    let shift: Vec<f32> = center.iter().map(|&c| c as f32).collect();
-    let (shift, zeros_p, projected) = gpu.scoped("matrix-free projection", || {
-        let weights = DeviceBuffer::from_slice(gpu, "V/σ transposed", &vt);
-        let shift = DeviceBuffer::from_slice(gpu, "centre", &shift);
-        let zeros_p = DeviceBuffer::zeroed(gpu, "no shift", p);
+
+    /// The product over rows all on the device: one submission, p rows of d.
+    pub(super) fn over_resident(mut self, x: &GpuMatrix) -> Result<Vec<f64>> {
+        let submitted = self.submit(x, 0)?;
+        self.collect(submitted)?;
+        Ok(self.sum)
+    }
+
+    /// The product over the rows of `rows` (resident: one submission; streamed: a pass,
+    /// each piece submitted before the last one's sums are read), p rows of d.
+    pub(super) fn over<S: RowSource + ?Sized>(
+        mut self,
+        rows: &DeviceRows<'_, S>,
+    ) -> Result<Vec<f64>> {
+        let gpu = self.gpu;
+        rows.pass_ahead(gpu, &mut self)?;
+        Ok(self.sum)
+    }
+}
+
+impl<'g> PieceWork for MatrixFreeProduct<'g> {
+    type Submitted = GramInFlight<'g>;
+
+    /// P = Xs·V per chunk and Xcᵀ·P over the piece's rows, in one submission.
+    fn submit(&mut self, piece: &GpuMatrix, _first_row: usize) -> Result<GramInFlight<'g>> {
+        let (gpu, d, p) = (self.gpu, self.d, self.p);
         let map = AffineMap {
             in_cols: d,
             out_cols: p,
-            in_shift: &shift,
-            weights: &weights,
-            out_shift: &zeros_p,
+            in_shift: &self.shift,
+            weights: &self.weights,
+            out_shift: &self.zeros_p,
         };
-        let mut batch = Batch::new(gpu, "X·V");
-        let mut projected = Vec::new();
-        for chunk in x.chunks() {
-            let out = DeviceBuffer::zeroed(gpu, "X·V", chunk.n_rows * p);
-            let (offset, rows) = (chunk.x_offset, chunk.n_rows);
-            projection::affine_matmul(gpu, &mut batch, chunk.bind(), offset, rows, &map, &out)?;
-            projected.push(out);
-        }
-        batch.finish()?;
-        Ok((shift, zeros_p, projected))
-    })?;
-    let w = gram_over_rows(gpu, x, &shift, p, Some(&projected), &zeros_p)?;
-    // w is d x p: row j of Xcᵀ P; divide by σ_j and `denom` (N − ddof), then rows per vector.
-    let mut out = vec![0.0f64; p * d];
-    for j in 0..d {
-        for r in 0..p {
-            out[r * d + j] = w[j * p + r] / scale[j] / denom;
-        }
+        let mut batch = Batch::new(gpu, "Xcᵀ(Xc·V)");
+        let projected = gpu.scoped("matrix-free projection", || {
+            let mut projected = Vec::new();
+            for chunk in piece.chunks() {
+                let out = DeviceBuffer::zeroed(gpu, "X·V", chunk.n_rows * p);
+                let (offset, rows) = (chunk.x_offset, chunk.n_rows);
+                projection::affine_matmul(gpu, &mut batch, chunk.bind(), offset, rows, &map, &out)?;
+                projected.push(out);
+            }
+            Ok(projected)
+        })?;
+        let operands = GramOperands {
+            a_shift: &self.shift,
+            b_cols: p,
+            b_rows: Some(&projected),
+            b_shift: &self.zeros_p,
+        };
+        submit_gram_rounds(gpu, piece, &operands, batch)
     }
-    Ok(out)
+
+    fn collect(&mut self, submitted: GramInFlight<'g>) -> Result<()> {
+        let (w, _) = submitted.collect()?;
+        // w is d x p: row j of Xcᵀ P; divide by σ_j and `denom` (N − ddof), then rows per
+        // vector.
+        let (d, p) = (self.d, self.p);
+        for j in 0..d {
+            for r in 0..p {
+                self.sum[r * d + j] += w[j * p + r] / self.scale[j] / self.denom;
+            }
+        }
+        Ok(())
+    }
 }
 
 pub(super) fn transpose_f32(v: &[f64], rows: usize, cols: usize) -> Vec<f32> {
