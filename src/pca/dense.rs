@@ -1,7 +1,8 @@
-//! The dense power solver's device side: S (d x d, f32) uploaded once, one product S·V a
-//! round trip where the host checks after every product ([`apply_dense`]), else rounds of
-//! products with the block orthonormalised on the device between them and reduced there to
-//! the p x p matrices of the host's check ([`DenseRounds`], module docs of `power`).
+//! The dense power solver's device side: S (d x d, f32) on the device (uploaded, or formed
+//! there from a co-moment that never left it); one product S·V a round trip where the host
+//! checks after every product ([`apply_dense`]), else rounds of products with the block
+//! orthonormalised on the device between them and reduced there to the p x p matrices of the
+//! host's check ([`DenseRounds`], module docs of `power`).
 
 use super::power::{Projected, ProjectedRounds, MAX_STEPS_PER_CHECK};
 use super::workspace::{transpose_f32, transpose_f64};
@@ -14,7 +15,7 @@ use crate::kernels::linalg::cholesky_qr::{self, CholeskyQrScratch};
 use crate::kernels::linalg::rayleigh_ritz::{self, Projection, ProjectionScratch};
 use crate::kernels::products::projection::{self, AffineMap};
 
-/// W = S·V on the device for S (d x d, f32) already uploaded; V rows p x d.
+/// W = S·V on the device for S (d x d, f32) already there; V rows p x d.
 pub(super) fn apply_dense(
     gpu: &Gpu,
     s: &DeviceBuffer<f32>,
@@ -55,7 +56,7 @@ pub(super) fn dense_steps_per_check(gpu: &Gpu, d: usize, p: usize) -> usize {
     }
 }
 
-/// The dense solver's rounds on the device (module docs of `power`): S (d x d, f32) uploaded,
+/// The dense solver's rounds on the device (module docs of `power`): S (d x d, f32) there,
 /// and the block Q, its image W = S·Q and the Ritz images kept there between checks, d x p
 /// each (column r the r-th vector). A round is one submission and one round trip, whatever
 /// its products; it reads back 3p² values.
@@ -75,7 +76,7 @@ pub(super) struct DenseRounds<'g> {
 }
 
 impl<'g> DenseRounds<'g> {
-    /// The buffers of blocks of `p` vectors for the uploaded d x d `s`.
+    /// The buffers of blocks of `p` vectors for S (`s`, d x d) on the device.
     pub(super) fn new(gpu: &'g Gpu, s: &'g DeviceBuffer<f32>, d: usize, p: usize) -> Self {
         Self {
             gpu,
