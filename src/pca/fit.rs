@@ -25,8 +25,8 @@ use crate::progress::Algorithm;
 use crate::source::{check_shape, RowSource, Scaled};
 
 /// The covariance S = (X − μ)ᵀ(X − μ)/(N − ddof) of host or device data, computed on the
-/// device (two passes: means, then centred cross products) and returned as D x D row-major
-/// f64. Errors: fewer than 2 rows, `ddof` > 1, a D x D matrix over the device's binding limit.
+/// device (one submission: the column moments, the f32 mean folded from them, the cross
+/// products about it; module `stream`) and returned as D x D row-major f64. Errors: fewer than 2 rows, `ddof` > 1, a D x D matrix over the device's binding limit.
 pub fn covariance(gpu: &Gpu, x: &impl GpuInput, ddof: usize) -> Result<Vec<f64>> {
     if let Some(c) = Centred::of_input(x, None)? {
         return covariance(gpu, &c, ddof);
@@ -194,7 +194,13 @@ impl Pca {
         solver: PcaSolver,
     ) -> Result<PcaModel> {
         let (n, d) = check_shape(source)?;
-        let rows = DeviceRows::new(gpu, source, 0, fixed_bytes(n, d))?;
+        // The matrix-free products hold X·V (p values a row) for a piece in flight and the
+        // one being submitted.
+        let row_extra = match solver {
+            PcaSolver::MatrixFree => 2 * 4 * block_size(d, self.count()) as u64,
+            _ => 0,
+        };
+        let rows = DeviceRows::new(gpu, source, row_extra, fixed_bytes(n, d))?;
         if let DeviceRows::Resident(x) = &rows {
             return self.fit_resident(gpu, x, solver);
         }

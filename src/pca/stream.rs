@@ -1,12 +1,14 @@
 //! PCA's pass over rows streamed from a source ([`DeviceRows`]): each piece's moments in one
 //! submission (the column moments about its first row, its f32 mean c folded on the device,
-//! the cross products about c), the next piece uploaded and submitted before this one's are
+//! the cross products about c; without the cross products, the column moments again about
+//! c, where they do not cancel), the next piece uploaded and submitted before this one's are
 //! collected ([`DeviceRows::pass_ahead`]), so the GPU has it queued when it finishes. On the
 //! host, M_μ = M_c − n(μ − c)(μ − c)ᵀ moves a piece's cross products from c to its f64 mean
 //! μ, and the pieces merge exactly (module docs of `stats`). Rows all on the device are one
 //! piece ([`moments_of`]): a resident fit's moments and covariance are one round trip. A
 //! resident power-iteration fit leaves the co-moment on the device and forms S there
-//! ([`moments_on_device`]); only the column moments and the centre come back.
+//! ([`moments_on_device`]); only the column moments, the centre and the co-moment's diagonal
+//! come back.
 
 use super::stats::PcaMoments;
 use super::workspace::GramOperands;

@@ -240,6 +240,18 @@ fn the_dense_power_iteration_takes_its_products_on_the_device_between_checks() {
         // back p x p matrices only), a check follows many products, and the Ritz vectors come
         // back once.
         assert!(it >= 12, "seed {seed}: {it} products converge this data");
+        // S formed on the device from the co-moment that stayed there, each check reduced
+        // to p x p matrices on the device, several products orthonormalised between.
+        let calls = |name: &str| {
+            p.kernels()
+                .iter()
+                .find(|s| s.kernel == name)
+                .map_or(0, |s| s.calls)
+        };
+        assert_eq!(calls("covariance_from_comoment"), 1, "seed {seed}");
+        assert_eq!(calls("comoment_diagonal"), 1, "seed {seed}");
+        assert!(calls("project_block") >= 2, "seed {seed}");
+        assert!(calls("cholesky_inverse") >= 1, "seed {seed}");
         assert!(
             h.readbacks <= 8 && 2 * h.readbacks <= it,
             "seed {seed}: {h:?} for {it} products"
