@@ -173,6 +173,12 @@ impl RowSource for View<'_> {
     fn f64_rows(&self) -> Option<Cow<'_, [f64]>> {
         GpuInput::f64_rows(self)
     }
+    fn rows_in_memory(&self) -> Option<&[f32]> {
+        match self {
+            View::F32(m) => m.rows_in_memory(),
+            View::F64(_) => None,
+        }
+    }
 }
 
 /// `f` run with the GIL released, a panic caught: the library's error as a Python exception

@@ -168,8 +168,7 @@ impl GpuMatrix {
                         | wgpu::BufferUsages::COPY_SRC,
                     mapped_at_creation: false,
                 });
-                gpu.queue
-                    .write_buffer(&buffer, 0, bytemuck::cast_slice(values));
+                gpu.write_bytes(&buffer, 0, bytemuck::cast_slice(values));
                 chunks.push(Chunk {
                     buffer,
                     bind_offset: 0,

@@ -51,7 +51,8 @@ impl<T: Pod> DeviceBuffer<T> {
         (count * std::mem::size_of::<T>()) as u64
     }
 
-    /// Writes `values` from value `first` on (through the queue, before the next submission).
+    /// Writes `values` from value `first` on (through the queue, before the next submission;
+    /// large writes in pieces, [`Gpu::write_bytes`]).
     pub(crate) fn write_at(&self, gpu: &Gpu, first: usize, values: &[T]) {
         debug_assert!(
             first + values.len() <= self.len,
@@ -60,7 +61,7 @@ impl<T: Pod> DeviceBuffer<T> {
             self.len
         );
         if !values.is_empty() {
-            gpu.queue.write_buffer(
+            gpu.write_bytes(
                 &self.buffer,
                 Self::bytes(first),
                 bytemuck::cast_slice(values),

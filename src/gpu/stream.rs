@@ -193,9 +193,10 @@ pub(crate) fn upload_source<S: RowSource + ?Sized>(gpu: &Gpu, source: &S) -> Res
 }
 
 /// Uploads all of `source` (which fits the budget) in chunks of whole rows sized to the
-/// binding limit, as [`GpuMatrix::upload`] cuts a host matrix. The source is read (and its
-/// values checked) one piece ahead on a second thread ([`read_ahead`]), while this thread
-/// copies the piece before into wgpu's staging memory.
+/// binding limit, as [`GpuMatrix::upload`] cuts a host matrix. Rows held in memory are
+/// copied from where they are; any other source is read (and its values checked) one piece
+/// ahead on a second thread ([`read_ahead`]), while this thread copies the piece before into
+/// wgpu's staging memory ([`Gpu::write_bytes`]).
 fn upload<S: RowSource + ?Sized>(gpu: &Gpu, source: &S) -> Result<GpuMatrix> {
     let (n, d) = source.shape();
     let per_chunk = super::buffer::rows_per_chunk(gpu, d)?;
@@ -240,7 +241,8 @@ fn upload<S: RowSource + ?Sized>(gpu: &Gpu, source: &S) -> Result<GpuMatrix> {
 
 /// Runs one pass of `source` in pieces of at most `max_rows` rows on a second thread, one
 /// piece ahead (a channel of depth one), and hands each piece to `consume` on this thread,
-/// in order. The host buffers go back to the reader once consumed and are refilled: at most
+/// in order. Rows the source holds in memory ([`RowSource::rows_in_memory`]) are handed out
+/// in place instead, with no thread and no copy. The host buffers go back to the reader once consumed and are refilled: at most
 /// three exist, so a pass of any length allocates (and the system zero-fills) three pieces,
 /// not one per piece. The first error ends the pass: `consume`'s own first (the reader's is
 /// then only "the pass stopped"), else the reader's.
@@ -249,6 +251,15 @@ fn read_ahead<S: RowSource + ?Sized>(
     max_rows: usize,
     mut consume: impl FnMut(usize, &[f32]) -> Result<()>,
 ) -> Result<()> {
+    if let Some(values) = source.rows_in_memory() {
+        // Rows already in memory: hand out their pieces in place, no reader and no copy.
+        let (_, d) = source.shape();
+        let max_rows = max_rows.max(1);
+        for (i, rows) in values.chunks(max_rows * d).enumerate() {
+            consume(i * max_rows, rows)?;
+        }
+        return Ok(());
+    }
     std::thread::scope(|scope| {
         let (tx, rx) = std::sync::mpsc::sync_channel::<(usize, Vec<f32>)>(1);
         let (give_back, given_back) = std::sync::mpsc::channel::<Vec<f32>>();
@@ -314,6 +325,7 @@ fn stream<S: RowSource + ?Sized, W: PieceWork + ?Sized>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::data::Matrix;
     use crate::gpu::tests::gpu;
 
     /// Rows of `d` values from a slice, a run at a time (the host layer's own source).
@@ -359,13 +371,17 @@ mod tests {
     fn a_streamed_pass_submits_each_piece_before_collecting_the_one_before() {
         let (n, d) = (1000, 3);
         let x: Vec<f32> = (0..n * d).map(|v| v as f32).collect();
-        let m = Slice(&x, d);
-        for pieces in [1usize, 3, 5] {
+        // A source read by the reader thread, and a matrix handed out in place.
+        let slice = Slice(&x, d);
+        let matrix = Matrix::new(&x, d).unwrap();
+        assert!(slice.rows_in_memory().is_none() && matrix.rows_in_memory().is_some());
+        let sources: [&dyn RowSource; 2] = [&slice, &matrix];
+        for (m, pieces) in sources.into_iter().flat_map(|m| [1usize, 3, 5].map(|p| (m, p))) {
             let g = gpu();
             // Room for two buffers of a piece's rows and nothing more (all rows when one).
             let rows = n.div_ceil(pieces) as u64;
             g.set_memory_budget(2 * rows * d as u64 * 4 + 100);
-            let device = DeviceRows::new(&g, &m, 0, 100).unwrap();
+            let device = DeviceRows::new(&g, m, 0, 100).unwrap();
             let mut log = Log {
                 events: Vec::new(),
                 seen: Vec::new(),
@@ -387,5 +403,18 @@ mod tests {
                 "{pieces} pieces"
             );
         }
+    }
+
+    #[test]
+    fn uploads_larger_than_a_write_piece_arrive_whole() {
+        // 17 MiB and a row: more than one piece of Gpu::write_bytes, the last one partial.
+        let d = 7;
+        let n = (17 << 20) / (4 * d) + 1;
+        let x: Vec<f32> = (0..n * d).map(|v| (v % 65_521) as f32 - 3e4).collect();
+        let m = Matrix::new(&x, d).unwrap();
+        let g = gpu();
+        assert_eq!(GpuMatrix::upload(&g, &m).unwrap().to_host(&g).unwrap(), x);
+        assert_eq!(upload_source(&g, &m).unwrap().to_host(&g).unwrap(), x);
+        assert_eq!(upload_source(&g, &Slice(&x, d)).unwrap().to_host(&g).unwrap(), x);
     }
 }

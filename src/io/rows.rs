@@ -356,6 +356,14 @@ impl RowSource for InputMatrix {
             _ => None,
         }
     }
+
+    /// A read f32 file's values, once they pass the checks of a [`Matrix`].
+    fn rows_in_memory(&self) -> Option<&[f32]> {
+        match self {
+            InputMatrix::Read(d) => view(d).ok().map(|_| d.data.as_slice()),
+            _ => None,
+        }
+    }
 }
 
 impl GpuInput for InputMatrix {
