@@ -43,50 +43,22 @@ fn write_pieces(gpu: &Gpu, dst: &wgpu::Buffer, bytes: &[u8], piece: usize) {
     wait(gpu);
 }
 
-/// A ring of persistent MAP_WRITE staging buffers of `piece` bytes.
-struct Ring {
-    buffers: Vec<wgpu::Buffer>,
-}
-
-impl Ring {
-    fn new(gpu: &Gpu, piece: usize, count: usize) -> Self {
-        let buffers = (0..count)
-            .map(|_| {
-                gpu.device().create_buffer(&wgpu::BufferDescriptor {
-                    label: Some("probe staging"),
-                    size: piece as u64,
-                    usage: wgpu::BufferUsages::MAP_WRITE | wgpu::BufferUsages::COPY_SRC,
-                    mapped_at_creation: true,
-                })
-            })
-            .collect();
-        Self { buffers }
-    }
-
-    fn upload(&self, gpu: &Gpu, dst: &wgpu::Buffer, bytes: &[u8]) {
-        let piece = self.buffers[0].size() as usize;
-        let count = self.buffers.len();
-        for (i, part) in bytes.chunks(piece).enumerate() {
-            let staging = &self.buffers[i % count];
-            if i >= count {
-                // Wait until the copy out of this buffer is done and it is mapped again.
-                let _ = gpu.device().poll(wgpu::PollType::wait_indefinitely());
+/// Pieces of `piece` bytes, each cut into `threads` parts copied on their own threads into
+/// their own staging views (what `Gpu::write_bytes` does), a submit after each piece.
+fn write_parallel(gpu: &Gpu, dst: &wgpu::Buffer, bytes: &[u8], piece: usize, threads: usize) {
+    for (i, p) in bytes.chunks(piece).enumerate() {
+        let part = p.len().div_ceil(threads).next_multiple_of(4);
+        std::thread::scope(|scope| {
+            for (j, sub) in p.chunks(part).enumerate() {
+                let at = (i * piece + j * part) as u64;
+                let size = wgpu::BufferSize::new(sub.len() as u64).expect("non-empty");
+                let mut view = gpu.queue().write_buffer_with(dst, at, size).expect("view");
+                scope.spawn(move || view.copy_from_slice(sub));
             }
-            staging
-                .slice(..part.len() as u64)
-                .get_mapped_range_mut()
-                .expect("mapped")
-                .copy_from_slice(part);
-            staging.unmap();
-            let mut encoder = gpu.device().create_command_encoder(&Default::default());
-            encoder.copy_buffer_to_buffer(staging, 0, dst, (i * piece) as u64, part.len() as u64);
-            gpu.queue().submit([encoder.finish()]);
-            staging
-                .slice(..)
-                .map_async(wgpu::MapMode::Write, |r| r.expect("map"));
-        }
-        let _ = gpu.device().poll(wgpu::PollType::wait_indefinitely());
+        });
+        gpu.queue().submit([]);
     }
+    wait(gpu);
 }
 
 /// A profiled fit's wall, GPU and waiting time, submissions and readbacks, and its kernels.
@@ -143,7 +115,7 @@ fn probe(gpu: &Gpu, n: usize, d: usize) -> Result<(), Box<dyn std::error::Error>
         drop(g);
     }
     let dst = destination(gpu, size);
-    for piece_mb in [4usize, 16, 64] {
+    for piece_mb in [16usize] {
         for round in 0..2 {
             let t = Instant::now();
             write_pieces(gpu, &dst, bytes, piece_mb << 20);
@@ -154,22 +126,17 @@ fn probe(gpu: &Gpu, n: usize, d: usize) -> Result<(), Box<dyn std::error::Error>
             );
         }
     }
-    for (piece_mb, count) in [(4usize, 4usize), (16, 4), (64, 2)] {
-        let t = Instant::now();
-        let ring = Ring::new(gpu, piece_mb << 20, count);
-        report(
-            &format!("ring {count} x {piece_mb} MiB: create"),
-            size,
-            t.elapsed().as_secs_f64(),
-        );
-        for round in 0..3 {
-            let t = Instant::now();
-            ring.upload(gpu, &dst, bytes);
-            report(
-                &format!("ring {count} x {piece_mb} MiB #{round}"),
-                size,
-                t.elapsed().as_secs_f64(),
-            );
+    for piece_mb in [16usize, 64] {
+        for threads in [1usize, 2, 4, 8, 16] {
+            for round in 0..2 {
+                let t = Instant::now();
+                write_parallel(gpu, &dst, bytes, piece_mb << 20, threads);
+                report(
+                    &format!("{piece_mb} MiB pieces on {threads} threads #{round}"),
+                    size,
+                    t.elapsed().as_secs_f64(),
+                );
+            }
         }
     }
     drop(dst);

@@ -21,12 +21,6 @@ use crate::error::{Error, Result};
 /// dispatches.
 pub const STANDARD_CHUNK_BYTES: u64 = (128 << 20) - 256;
 
-/// The most bytes one `queue.write_buffer` of [`Gpu::write_bytes`] carries: a multiple of
-/// wgpu's copy alignment, small enough for wgpu to recycle its staging memory, large
-/// enough that the submissions between pieces cost nothing (4, 16 and 64 MiB uploaded
-/// alike on an H200).
-pub(crate) const WRITE_PIECE_BYTES: usize = 16 << 20;
-
 /// A GPU device ready for this crate's kernels.
 ///
 /// Make one with [`Gpu::new`] (the best adapter on the machine) or wrap a device you already
@@ -285,26 +279,6 @@ impl Gpu {
             .min(self.info.max_buffer_size)
             .min(1 << 31)
             .saturating_sub(align)
-    }
-
-    /// Writes `bytes` into `buffer` from byte `offset` on through the queue, in pieces of
-    /// [`WRITE_PIECE_BYTES`] with a submission after each, so that the copies start at once
-    /// and wgpu's staging memory is given back and reused piece after piece. One
-    /// `write_buffer` of a whole 128 MiB chunk takes fresh staging memory the size of the
-    /// chunk, and touching it costs more than the copy: on an H200 host, 220 MB went up at
-    /// 3.1-4.2 GB/s in 128 MiB writes and at 8.7-9.0 GB/s in 16 MiB pieces
-    /// (`examples/upload_probe.rs`). Queue writes all land before the next submission's
-    /// commands either way, so the extra submissions change no ordering.
-    pub(crate) fn write_bytes(&self, buffer: &wgpu::Buffer, offset: u64, bytes: &[u8]) {
-        if bytes.len() <= WRITE_PIECE_BYTES {
-            self.queue.write_buffer(buffer, offset, bytes);
-            return;
-        }
-        for (i, piece) in bytes.chunks(WRITE_PIECE_BYTES).enumerate() {
-            let at = offset + (i * WRITE_PIECE_BYTES) as u64;
-            self.queue.write_buffer(buffer, at, piece);
-            self.queue.submit([]);
-        }
     }
 
     /// Fails with [`Error::DeviceLost`] once the device is gone.

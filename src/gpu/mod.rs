@@ -71,6 +71,7 @@ pub(crate) mod texture;
 pub mod tuning;
 mod tuning_cache;
 pub(crate) mod uniforms;
+pub(crate) mod write;
 
 pub use adapter::{AdapterOptions, GpuInfo};
 pub use buffer::{GpuMatrix, GpuVector, MatrixChunk, VectorChunk};

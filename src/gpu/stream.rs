@@ -376,7 +376,10 @@ mod tests {
         let matrix = Matrix::new(&x, d).unwrap();
         assert!(slice.rows_in_memory().is_none() && matrix.rows_in_memory().is_some());
         let sources: [&dyn RowSource; 2] = [&slice, &matrix];
-        for (m, pieces) in sources.into_iter().flat_map(|m| [1usize, 3, 5].map(|p| (m, p))) {
+        for (m, pieces) in sources
+            .into_iter()
+            .flat_map(|m| [1usize, 3, 5].map(|p| (m, p)))
+        {
             let g = gpu();
             // Room for two buffers of a piece's rows and nothing more (all rows when one).
             let rows = n.div_ceil(pieces) as u64;
@@ -407,14 +410,20 @@ mod tests {
 
     #[test]
     fn uploads_larger_than_a_write_piece_arrive_whole() {
-        // 17 MiB and a row: more than one piece of Gpu::write_bytes, the last one partial.
+        // 65 MiB and a row: more than one piece of Gpu::write_bytes, the last one partial.
         let d = 7;
-        let n = (17 << 20) / (4 * d) + 1;
+        let n = (65 << 20) / (4 * d) + 1;
         let x: Vec<f32> = (0..n * d).map(|v| (v % 65_521) as f32 - 3e4).collect();
         let m = Matrix::new(&x, d).unwrap();
         let g = gpu();
         assert_eq!(GpuMatrix::upload(&g, &m).unwrap().to_host(&g).unwrap(), x);
         assert_eq!(upload_source(&g, &m).unwrap().to_host(&g).unwrap(), x);
-        assert_eq!(upload_source(&g, &Slice(&x, d)).unwrap().to_host(&g).unwrap(), x);
+        assert_eq!(
+            upload_source(&g, &Slice(&x, d))
+                .unwrap()
+                .to_host(&g)
+                .unwrap(),
+            x
+        );
     }
 }
