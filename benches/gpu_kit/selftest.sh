@@ -288,7 +288,7 @@ cat >"$T/r.jsonl" <<'RESULTS'
 {"commit":"abc","kind":"info","impl":"wgpu-unsupervised","name":"Fake GPU","backend":"Vulkan","device_type":"DiscreteGpu"}
 {"commit":"abc","kind":"ceilings","impl":"wgpu-unsupervised","name":"Fake GPU","backend":"Vulkan","device_type":"DiscreteGpu","peak_gflops":50000,"peak_gbps":4000,"ceilings_timing":"timestamps"}
 {"commit":"abc","kind":"tests","suite":"gpu","status":"failed","passed":166,"failed":1,"ignored":0,"seconds":41,"failures":["profile::x"]}
-{"commit":"abc","impl":"wgpu-unsupervised","kind":"fit","kernel":"kmeans","n":100,"d":4,"k":2,"iterations":2,"iterations_requested":10,"seconds":2.0,"seconds_per_iteration":1.0,"busy":0.25,"gflops":1,"gbps":1,"efficiency":0.5,"bound":"compute"}
+{"commit":"abc","impl":"wgpu-unsupervised","kind":"fit","kernel":"kmeans","n":100,"d":4,"k":2,"iterations":2,"iterations_requested":10,"seconds":2.0,"seconds_per_iteration":1.0,"busy":0.25,"upload_seconds":0.5,"resident_seconds":1.5,"gflops":1,"gbps":1,"efficiency":0.5,"bound":"compute"}
 {"commit":"abc","impl":"torch","kind":"fit","kernel":"kmeans","n":100,"d":4,"k":2,"iterations":2,"seconds":4.0,"seconds_device":3.0,"gflops":1,"gbps":1,"efficiency":0.2,"bound":"compute","device":"cuda","adapter":"Fake"}
 {"commit":"abc","impl":"scikit-learn","kind":"fit","kernel":"kmeans","n":100,"d":4,"k":2,"iterations":5,"seconds":1.0,"gflops":1,"gbps":1,"efficiency":0.2,"bound":"compute","device":"cpu","adapter":"CPU","threads":2}
 {"commit":"abc","impl":"wgpu-unsupervised","kind":"fit","kernel":"pca","n":100,"d":4,"k":2,"iterations":1,"seconds":3.0,"gflops":1,"gbps":1,"efficiency":0.5,"bound":"compute"}
@@ -304,7 +304,8 @@ expect "summarize: per-iteration ratios, iterations done/asked, busy shares, the
     "wgpu-unsupervised .* kmeans .* 2/10 .* 2 .* 1 .* 25% .* compute *$" \
     "torch .* kmeans .* 2 .* 4 .* 2 .* 75% .* compute .* 0\.5$" \
     "scikit-learn .* kmeans .* 5 .* 0\.2 .* compute .* 5$" \
-    "torch .* pca .* compute .* 2$"
+    "torch .* pca .* compute .* 2$" \
+    "^kmeans +100 x 4 +2 +2/10 +0\.5 +1\.5 +3 +0\.5$"
 out=$(python3 "$HERE/summarize.py" "$T/empty.jsonl" 2>&1)
 expect "summarize: a missing file is an error" 1 $? "$out" "No such file"
 

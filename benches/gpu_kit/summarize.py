@@ -15,7 +15,8 @@ scikit-learn's, so the counts can differ; the kit asks torch for the count ours 
 The header gives our adapter and ceilings (and how they were timed), the peers' ceilings,
 the commit the kit was built from, and the GPU test suite's result. Lines that are not
 measurements (info, ceilings, tests, profile, other text) only feed the header. Standard
-library only.
+library only. A second table holds our fits from data already on the device (and the upload
+alone) against the PyTorch loop's device-only time.
 """
 
 import json
@@ -128,6 +129,28 @@ def table(rows):
     return header, out
 
 
+def resident_table(rows):
+    """Ours from data already on the device (`resident_seconds`, with the upload alone beside
+    it) against the PyTorch loop's CUDA-event time of the same fit (`seconds_device`, its
+    loop without the upload): what a caller whose data live on the GPU waits for."""
+    torch = {key(r): r for r in rows
+             if r["impl"] == "torch" and r.get("device") == "cuda" and r.get("seconds_device")}
+    header = ["fit", "n x d", "k", "it", "upload s", "ours resident s", "torch device s",
+              "ours/torch"]
+    out = []
+    for r in rows:
+        if r["impl"] != OURS or r.get("resident_seconds") is None:
+            continue
+        peer = torch.get(key(r))
+        rel = r["resident_seconds"] / peer["seconds_device"] if peer else None
+        out.append([
+            r["kernel"], f"{r.get('n')} x {r.get('d')}", str(r.get("k", "")), iterations(r),
+            fmt(r.get("upload_seconds"), ".4g"), fmt(r["resident_seconds"], ".4g"),
+            fmt(peer["seconds_device"] if peer else None, ".4g"), fmt(rel, ".3g"),
+        ])
+    return header, out
+
+
 def render(header, body, markdown):
     if markdown:
         lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
@@ -194,6 +217,13 @@ def main(argv):
           "it ran on. busy: GPU time over wall time of the fit. blocked / rb/it (ours): the "
           "share of that wall time the host waited on the device, and readbacks per "
           "iteration.")
+    header, body = resident_table(rows)
+    if body:
+        print()
+        print(render(header, body, markdown))
+        print("resident: our fit from data already on the device, the upload timed alone "
+              "beside it; torch device: the PyTorch loop's CUDA-event time, its upload left "
+              "out.")
     return 0
 
 

@@ -126,6 +126,21 @@ pub struct Measurement {
         serde(default, skip_serializing_if = "Option::is_none")
     )]
     pub host: Option<crate::gpu::HostActivity>,
+    /// A fit's upload alone: the host matrix copied to the device (`GpuMatrix::upload`, waited
+    /// for); `None` for kernels and for data past the device-memory budget.
+    #[cfg_attr(
+        feature = "serde",
+        serde(default, skip_serializing_if = "Option::is_none")
+    )]
+    pub upload_seconds: Option<f64>,
+    /// The same fit from that device matrix: what a caller whose data already live on the
+    /// device waits for, the figure to hold against a peer's device-only time (the PyTorch
+    /// loop's `seconds_device`); `None` where `upload_seconds` is.
+    #[cfg_attr(
+        feature = "serde",
+        serde(default, skip_serializing_if = "Option::is_none")
+    )]
+    pub resident_seconds: Option<f64>,
     /// FLOPs of the cost model.
     pub flops: f64,
     /// Bytes of the cost model.
@@ -184,6 +199,8 @@ impl Measurement {
             busy: None,
             busy_timing: None,
             host: None,
+            upload_seconds: None,
+            resident_seconds: None,
             flops: work.flops,
             bytes: work.bytes,
             gflops: per(work.flops) / 1e9,

@@ -138,6 +138,11 @@ fn bench_fit_on_an_input_with_its_profile_and_the_table() {
         assert!(busy > 0.0 && busy <= 1.0, "{fit}");
         assert!(["timestamps", "wall-clock"].contains(&fit["busy_timing"].as_str().unwrap()));
     }
+    // The upload alone and the fit from the device copy, for data that fit the device.
+    for fit in &fits {
+        assert!(num(fit, "upload_seconds") > 0.0, "{fit}");
+        assert!(num(fit, "resident_seconds") > 0.0, "{fit}");
+    }
     assert_eq!(fits[0]["data"], "x");
     // --pca projects the data of the mixtures only.
     assert_eq!(fits[1]["kernel"], "gmm-full");

@@ -11,7 +11,8 @@
 //! `k`, `iterations` (done: a K-Means fit stops early when no label changes),
 //! `iterations_requested`, `seconds`, `seconds_per_iteration`, `flops`, `bytes`, `gflops`,
 //! `gbps`, `peak_gflops`, `peak_gbps`, `efficiency`, `bound`, `adapter`, `timing`, `data`,
-//! `detail`; with `--profile`, a fit also has `gpu_seconds`, `busy` (its kernels' GPU time
+//! `detail`; a fit whose data fit the device also has `upload_seconds` (the upload alone) and
+//! `resident_seconds` (the same fit from the device copy); with `--profile`, a fit also has `gpu_seconds`, `busy` (its kernels' GPU time
 //! over its wall time, in a second, profiled run), `busy_timing` and `host` (`submissions`,
 //! `readbacks`, `wait_seconds`: the host's side of that run), and is followed by one
 //! line per kernel of its profile (`kind` `"profile"`, `fit`, `entry`, `calls`, `seconds`,
@@ -185,7 +186,10 @@ impl Printer {
             100.0 * m.efficiency,
             busy,
             m.data,
-            m.detail
+            match (m.upload_seconds, m.resident_seconds) {
+                (Some(u), Some(r)) => format!("{}; upload {u:.4} s, from the device {r:.4} s", m.detail),
+                _ => m.detail.clone(),
+            }
         );
         Ok(())
     }
