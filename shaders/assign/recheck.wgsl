@@ -4,8 +4,8 @@
 // A workgroup takes one listed row at a time (the workgroups stride over the list) and its
 // RECHECK_WG invocations split the centroids: invocation t computes the exact distance d̂ of
 // centroids k_first + t, k_first + t + RECHECK_WG, ... (each one fma chain over the features
-// in order, the chain every variant sums) and keeps the least (`<`, so the lowest index among
-// equals); a tree over workgroup memory then takes the least (distance, index) pair, which is
+// in order, the chain every variant sums; four centroids at a time in the lanes of a vec4)
+// and keeps the least (`<`, so the lowest index among equals); a tree over workgroup memory then takes the least (distance, index) pair, which is
 // the lowest index among the least distances: the label and distance every other variant
 // writes, bit for bit. The row's walk over all K centroids is so split RECHECK_WG ways: one
 // invocation walking K·D dependent loads alone would hold its workgroup (and the dispatch)
@@ -25,6 +25,8 @@
 #import assign/params
 
 const RECHECK_WG: u32 = 64u;
+// Centroids an invocation walks at once (the lanes of a vec4).
+const RECHECK_CHAINS: u32 = 4u;
 
 var<workgroup> recheck_listed: u32;
 var<workgroup> recheck_dist: array<f32, RECHECK_WG>;
@@ -64,16 +66,32 @@ fn assign_recheck(
                 best_k = running_labels[row];
             }
         }
-        for (var c = lid; c < params.k; c += RECHECK_WG) {
-            let g = params.k_first + c;
-            var dist = 0.0;
+        // Four centroids a pass over the row, c, c + RECHECK_WG, c + 2·RECHECK_WG and
+        // c + 3·RECHECK_WG: four independent chains in the lanes of a vec4, so one row's walk
+        // is a quarter as many dependent steps (fma on a vec4 is the scalar fma per lane: the
+        // same bits). Lanes past k read the last centroid and are not compared.
+        let last = params.k_first + params.k - 1u;
+        for (var c = lid; c < params.k; c += RECHECK_CHAINS * RECHECK_WG) {
+            let g = vec4<u32>(c, c + RECHECK_WG, c + 2u * RECHECK_WG, c + 3u * RECHECK_WG)
+                + params.k_first;
+            let at = min(g, vec4<u32>(last)) * params.d;
+            var dist = vec4<f32>();
             for (var j = 0u; j < params.d; j++) {
-                let diff = x[base + j] - centroids[g * params.d + j];
+                let cj = vec4<f32>(
+                    centroids[at.x + j],
+                    centroids[at.y + j],
+                    centroids[at.z + j],
+                    centroids[at.w + j],
+                );
+                let diff = vec4<f32>(x[base + j]) - cj;
                 dist = fma(diff, diff, dist);
             }
-            if dist < best {
-                best = dist;
-                best_k = g;
+            // In increasing centroid order, `<`: the lowest index among equals, as before.
+            for (var t = 0u; t < RECHECK_CHAINS; t++) {
+                if g[t] <= last && dist[t] < best {
+                    best = dist[t];
+                    best_k = g[t];
+                }
             }
         }
         recheck_dist[lid] = best;

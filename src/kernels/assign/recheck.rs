@@ -3,6 +3,13 @@
 //! listed row with its invocations splitting the centroids (a row's K x D walk is not one
 //! invocation's latency), in runs of centroids that keep each invocation within the loop
 //! budget, the running best passed between runs in increasing centroid order.
+//!
+//! Cost model: a listed row costs its workgroup the dependent fma steps of one invocation's
+//! walk, D per pass over the row; each pass takes four centroids (the lanes of a vec4). On an
+//! H200 at Fashion-MNIST, k = 256, the scalar walk (four centroids one after the other,
+//! 4·784 steps) took 0.16 ms a call whatever the list's length, 13.7% of the assignment's
+//! time (benches/results/2026-11-28-nvidia-h200-3.jsonl); a quarter of the steps predicts
+//! about 0.04 ms, 3-4% (issue 36's target is 10%). To be measured on the next GPU run.
 
 use super::args::{params, Assignment, FIRST_SLICE, LAST_SLICE};
 use super::scratch::AssignScratch;

@@ -69,7 +69,9 @@ fn run(
 #[test]
 fn the_recheck_gives_the_one_row_kernels_bits_in_any_split_of_the_centroids() {
     let gpu = gpu();
-    for (n, d, distinct, seed) in [(300, 20, 40, 1u64), (257, 7, 23, 2)] {
+    // 64 distinct: the three copies of a centroid are RECHECK_WG apart, so one invocation
+    // walks all three at once in the lanes of its vec4 and must keep the first.
+    for (n, d, distinct, seed) in [(300, 20, 40, 1u64), (257, 7, 23, 2), (200, 5, 64, 3)] {
         // Each distinct centroid three times, far apart in the list (k = 3 x distinct), and
         // rows near the distinct centroids: every row's nearest comes as three equal copies.
         let base = random(distinct * d, seed);
