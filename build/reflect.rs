@@ -220,8 +220,8 @@ pub fn reflect(module: &Module, info: &ModuleInfo) -> Result<Reflection, String>
     Ok(Reflection { entries, constants })
 }
 
-/// Names of the overrides `ep` depends on: in its workgroup size, or in the code of its
-/// function and of every function it calls.
+/// Names of the overrides `ep` depends on: in its workgroup size, in the code of its
+/// function and of every function it calls, or in the size of a workgroup array they use.
 fn overrides_of(module: &Module, ep: &naga::EntryPoint) -> Vec<String> {
     let mut found = Vec::new();
     for expr in ep.workgroup_size_overrides.iter().flatten().flatten() {
@@ -239,8 +239,20 @@ fn overrides_of(module: &Module, ep: &naga::EntryPoint) -> Vec<String> {
         std::iter::once(&ep.function).chain(functions.iter().map(|&f| &module.functions[f]));
     for function in bodies {
         for (_, expr) in function.expressions.iter() {
-            if let Expression::Override(o) = expr {
-                found.push(*o);
+            match expr {
+                Expression::Override(o) => found.push(*o),
+                // A workgroup array sized by an override (its memory is the entry's).
+                Expression::GlobalVariable(g) => {
+                    let ty = &module.types[module.global_variables[*g].ty].inner;
+                    if let naga::TypeInner::Array {
+                        size: naga::ArraySize::Pending(o),
+                        ..
+                    } = ty
+                    {
+                        found.push(*o);
+                    }
+                }
+                _ => {}
             }
         }
     }

@@ -255,7 +255,11 @@ fn the_dense_power_iteration_takes_its_products_on_the_device_between_checks() {
         assert_eq!(calls("covariance_from_comoment"), 1, "seed {seed}");
         assert_eq!(calls("comoment_diagonal"), 1, "seed {seed}");
         assert!(calls("project_block") >= 2, "seed {seed}");
-        assert!(calls("cholesky_inverse") >= 1, "seed {seed}");
+        // The factorisation in workgroup memory where it fits the adapter, else global.
+        assert!(
+            calls("cholesky_inverse") + calls("cholesky_inverse_shared") >= 1,
+            "seed {seed}"
+        );
         assert!(
             h.readbacks <= 8 && 2 * h.readbacks <= it,
             "seed {seed}: {h:?} for {it} products"

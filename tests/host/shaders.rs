@@ -43,6 +43,10 @@ const TEXTURE_BLOCKS: &str = "TEXTURE_BLOCKS";
 /// or 16 (src/kernels/mixture/estep_tiled.rs and mstep.rs pick them from K and D).
 const ET_LANES_C: &str = "ET_LANES_C";
 const MOMENTS_LANES_C: &str = "MOMENTS_LANES_C";
+/// The packed triangles' length p(p+1)/2 of the Cholesky factorisation in workgroup memory,
+/// for the block's p columns (src/kernels/linalg/cholesky_qr.rs: p up to what the device's
+/// workgroup memory holds).
+const TRI_LEN: &str = "TRI_LEN";
 
 /// Whether the workgroup size of an entry point with these overrides is the host's choice.
 fn host_sized(overrides: &[String]) -> bool {
@@ -111,6 +115,7 @@ fn host_values(reflection: &reflect::Reflection, name: &str) -> Vec<u32> {
         SEGMENT_WEIGHTED => return vec![0, 1],
         STREAM_K => return (1..=constant(reflection, "SMALL_K")).collect(),
         TEXTURE_BLOCKS => return vec![1, 2],
+        TRI_LEN => return [1u32, 2, 7, 64, 100, 110].map(|p| p * (p + 1) / 2).to_vec(),
         ET_LANES_C | MOMENTS_LANES_C => return vec![4, 8, 16],
         KNN_K => {
             let max = constant(reflection, "KNN_UNIFORM_MAX_K");
@@ -205,6 +210,7 @@ fn only_sizes_the_host_chooses_are_overrides() {
                         || name == TEXTURE_BLOCKS
                         || name == ET_LANES_C
                         || name == MOMENTS_LANES_C
+                        || name == TRI_LEN
                         || GEMM_OVERRIDES.contains(&name.as_str()),
                     "{shown}: `{name}` is an override the host never sets; make it a const"
                 );

@@ -33,7 +33,8 @@ const CHOLESKY_INVOCATIONS: usize = wgsl::CHOLESKY_WG_SIZE as usize;
 
 /// The most loop back-edges one invocation of the factorisation takes for a block of `p`
 /// columns: the scaling, the p elimination steps (column, trailing triangle) and the
-/// invocation with the most columns of L⁻¹ to solve (the first: columns 0, 256, …).
+/// invocation with the most columns of L⁻¹ to solve (the first: columns 0, 256, …), plus p
+/// for the copy of its column that the workgroup-memory form adds.
 pub(crate) fn factor_back_edges(p: usize) -> usize {
     let per = |n: usize| n.div_ceil(CHOLESKY_INVOCATIONS);
     let scaling = per(p) + per(p * p);
@@ -44,7 +45,40 @@ pub(crate) fn factor_back_edges(p: usize) -> usize {
         .step_by(CHOLESKY_INVOCATIONS)
         .map(|c| c + (p - c) * (p - c + 1) / 2 + (p - c))
         .sum();
-    scaling + elimination + inverse
+    scaling + elimination + inverse + p
+}
+
+/// The override that sizes `cholesky_inverse_shared`'s packed triangles: p(p+1)/2.
+pub(crate) const TRI_LEN: &str = "TRI_LEN";
+
+/// Whether `cholesky_inverse_shared` takes blocks of `p` columns on this device: one column
+/// of L⁻¹ an invocation, and both packed triangles (2·p(p+1)/2 f32) in its workgroup memory
+/// (p up to 110 in an H200's 48 KiB). It gives the global form's bits, faster: every step of
+/// the factorisation and of the substitution reads workgroup memory, not global memory it
+/// has just written.
+pub(crate) fn shared_fits(gpu: &Gpu, p: usize) -> bool {
+    #[cfg(test)]
+    if GLOBAL_ONLY.get() {
+        return false;
+    }
+    let bytes = (p * (p + 1) / 2) as u64 * 2 * 4;
+    p <= CHOLESKY_INVOCATIONS
+        && bytes <= u64::from(gpu.device().limits().max_compute_workgroup_storage_size)
+}
+
+#[cfg(test)]
+thread_local! {
+    /// The tests' switch to the global form wherever the shared one would run.
+    static GLOBAL_ONLY: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Runs `f` with the factorisation in its global form on this thread.
+#[cfg(test)]
+pub(crate) fn with_global_factor<R>(f: impl FnOnce() -> R) -> R {
+    let was = GLOBAL_ONLY.replace(true);
+    let out = f();
+    GLOBAL_ONLY.set(was);
+    out
 }
 
 /// The device buffers of one block's Cholesky QR, sized for `p` columns, reused by every
@@ -102,9 +136,15 @@ pub(crate) fn orthonormalize_columns(
         Work::f32s(2.0 * (d * p * p) as f64, (2 * d * p * p + p * p) as f64),
     )?;
     let cube = (p * p * p) as f64;
+    let shared = shared_fits(gpu, p);
+    let tri_len = [(TRI_LEN, (p * (p + 1) / 2) as u32)];
     batch.dispatch(
-        wgsl::CHOLESKY_INVERSE,
-        &[],
+        if shared {
+            wgsl::CHOLESKY_INVERSE_SHARED
+        } else {
+            wgsl::CHOLESKY_INVERSE
+        },
+        if shared { &tri_len } else { &[] },
         &CholeskyQrParams {
             grid_x: 1,
             ..params

@@ -2,7 +2,9 @@
 //! (R = Qᵀ·W upper triangular with a positive diagonal), the breakdown flag where a column
 //! cannot be orthonormalised, and the loop budget of the factorisation.
 
-use super::cholesky_qr::{factor_back_edges, orthonormalize_columns, CholeskyQrScratch};
+use super::cholesky_qr::{
+    factor_back_edges, orthonormalize_columns, shared_fits, with_global_factor, CholeskyQrScratch,
+};
 use crate::gpu::batch::Batch;
 use crate::gpu::device_buffer::DeviceBuffer;
 use crate::gpu::tests::{gpu, random};
@@ -96,6 +98,38 @@ fn dependent_or_empty_columns_set_the_breakdown_flag_without_nan() {
         let (q, breakdown) = run(&gpu, &w, d, p);
         assert_eq!(breakdown, 1, "{what}");
         assert!(q.iter().all(|v| !v.is_nan()), "{what}: NaN in Q");
+    }
+}
+
+#[test]
+fn the_factorisation_in_workgroup_memory_gives_the_global_forms_bits() {
+    let gpu = gpu();
+    // Independent, dependent and empty columns (the breakdown paths too).
+    let mut dependent = skewed_block(64, 6, 5);
+    for j in 0..64 {
+        dependent[j * 6 + 4] = dependent[j * 6 + 1] - 2.0 * dependent[j * 6 + 2];
+    }
+    let mut empty = skewed_block(30, 9, 6);
+    for j in 0..30 {
+        empty[j * 9 + 3] = 0.0;
+    }
+    let cases = [
+        (skewed_block(9, 1, 1), 9, 1),
+        (skewed_block(301, 40, 3), 301, 40),
+        (skewed_block(200, 60, 7), 200, 60),
+        (dependent, 64, 6),
+        (empty, 30, 9),
+    ];
+    for (w, d, p) in cases {
+        assert!(
+            shared_fits(&gpu, p),
+            "p {p} should fit every adapter's 16 KiB"
+        );
+        let shared = run(&gpu, &w, d, p);
+        let global = with_global_factor(|| run(&gpu, &w, d, p));
+        let bits = |q: &[f32]| q.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(&shared.0), bits(&global.0), "d {d} p {p}: Q");
+        assert_eq!(shared.1, global.1, "d {d} p {p}: breakdown");
     }
 }
 

@@ -234,6 +234,13 @@ fn every_kernel() -> Vec<(&'static EntryPoint, Vec<(&'static str, u32)>)> {
                         }
                     }
                 }
+                [name] if *name == kernels::linalg::cholesky_qr::TRI_LEN => {
+                    // The packed triangles of blocks small enough for any adapter's 16 KiB of
+                    // workgroup memory (the host sizes them to p(p+1)/2).
+                    for p in [1u32, 7, 64] {
+                        all.push((entry, vec![(*name, p * (p + 1) / 2)]));
+                    }
+                }
                 names if names.iter().all(|n| n.starts_with("GEMM_")) => {
                     for config in GemmConfig::ALL {
                         let values = config.overrides();
