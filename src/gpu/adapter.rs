@@ -97,6 +97,10 @@ pub struct GpuInfo {
     pub max_compute_invocations_per_workgroup: u32,
     /// Alignment of storage-buffer binding offsets.
     pub min_storage_buffer_offset_alignment: u32,
+    /// Bytes of workgroup memory one workgroup may hold (kernels that keep a whole small
+    /// matrix there run where it fits, e.g. the power iteration's Cholesky factor).
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub max_compute_workgroup_storage_size: u32,
 }
 
 impl GpuInfo {
@@ -145,6 +149,7 @@ impl GpuInfo {
             max_compute_workgroups_per_dimension: limits.max_compute_workgroups_per_dimension,
             max_compute_invocations_per_workgroup: limits.max_compute_invocations_per_workgroup,
             min_storage_buffer_offset_alignment: limits.min_storage_buffer_offset_alignment,
+            max_compute_workgroup_storage_size: limits.max_compute_workgroup_storage_size,
         }
     }
 }

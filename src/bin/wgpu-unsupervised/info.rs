@@ -129,6 +129,10 @@ pub fn info(args: InfoArgs) -> CliResult {
         .free(format!(
             "  min_storage_buffer_offset_alignment:   {}",
             info.min_storage_buffer_offset_alignment
+        ))
+        .free(format!(
+            "  max_compute_workgroup_storage_size:    {} bytes",
+            info.max_compute_workgroup_storage_size
         ));
     let ceilings = if args.ceilings {
         Some(gpu.measure_ceilings()?)
