@@ -202,3 +202,53 @@ pub(crate) fn column_moments_at(
         ),
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gpu::tests::{gpu, random};
+
+    #[test]
+    fn column_sums_take_every_block_once_eight_loads_at_a_time() {
+        let gpu = gpu();
+        let n_cols = 5;
+        // Around and far past the eight blocks loaded at once; values of mixed magnitudes,
+        // where the order of a Kahan fold shows in the last bits.
+        for n_blocks in [1usize, 7, 8, 9, 16, 23, 1001] {
+            let r = random(n_blocks * n_cols, n_blocks as u64);
+            let f: Vec<f32> = r
+                .iter()
+                .enumerate()
+                .map(|(e, v)| (v - 0.5) * 10f32.powi((e % 7) as i32))
+                .collect();
+            let u: Vec<u32> = r.iter().map(|v| (v * 4e9) as u32).collect();
+            let (pf, pu) = (
+                DeviceBuffer::from_slice(&gpu, "partials", &f),
+                DeviceBuffer::from_slice(&gpu, "partials", &u),
+            );
+            let (tf, tu) = (
+                DeviceBuffer::<f32>::zeroed(&gpu, "totals", n_cols),
+                DeviceBuffer::<u32>::zeroed(&gpu, "totals", n_cols),
+            );
+            let mut batch = Batch::new(&gpu, "column sums test");
+            sum_partial_columns(&gpu, &mut batch, &pf, n_blocks, n_cols, &tf).unwrap();
+            sum_partial_columns(&gpu, &mut batch, &pu, n_blocks, n_cols, &tu).unwrap();
+            let (hf, hu) = (batch.read_all(&tf), batch.read_all(&tu));
+            let back = batch.finish().unwrap();
+            for c in 0..n_cols {
+                // Every block once: within Kahan's bound (a few ulps of Σ|v|, whatever the
+                // number of blocks) of the exact sum; a block missed or added is far out.
+                let column = (0..n_blocks).map(|b| f[b * n_cols + c] as f64);
+                let exact: f64 = column.clone().sum();
+                let magnitude: f64 = column.map(f64::abs).sum();
+                let got = back.f32s(hf)[c] as f64;
+                assert!(
+                    (got - exact).abs() <= 3.0 * f32::EPSILON as f64 * magnitude,
+                    "{n_blocks} blocks, col {c}: {got} against {exact}"
+                );
+                let count = (0..n_blocks).fold(0u32, |a, b| a.wrapping_add(u[b * n_cols + c]));
+                assert_eq!(back.u32s(hu)[c], count, "{n_blocks} blocks, col {c}");
+            }
+        }
+    }
+}
