@@ -66,10 +66,27 @@ fn gram_columns(
     }
     let r = e / p;
     let s = e % p;
-    // Two chains of fused multiply-adds: half the dependent latency of one.
+    // Two chains of fused multiply-adds: half the dependent latency of one. Eight rows' loads
+    // are issued before their products are added (each chain's order unchanged, so the same
+    // bits): one at a time, each step waited on its loads.
     var even = 0.0;
     var odd = 0.0;
     var j = 0u;
+    for (; j + 8u <= params.d; j += 8u) {
+        let at = j * p;
+        let a0 = vec4<f32>(columns[at + r], columns[at + 2u * p + r], columns[at + 4u * p + r], columns[at + 6u * p + r]);
+        let b0 = vec4<f32>(columns[at + s], columns[at + 2u * p + s], columns[at + 4u * p + s], columns[at + 6u * p + s]);
+        let a1 = vec4<f32>(columns[at + p + r], columns[at + 3u * p + r], columns[at + 5u * p + r], columns[at + 7u * p + r]);
+        let b1 = vec4<f32>(columns[at + p + s], columns[at + 3u * p + s], columns[at + 5u * p + s], columns[at + 7u * p + s]);
+        even = fma(a0.x, b0.x, even);
+        odd = fma(a1.x, b1.x, odd);
+        even = fma(a0.y, b0.y, even);
+        odd = fma(a1.y, b1.y, odd);
+        even = fma(a0.z, b0.z, even);
+        odd = fma(a1.z, b1.z, odd);
+        even = fma(a0.w, b0.w, even);
+        odd = fma(a1.w, b1.w, odd);
+    }
     for (; j + 1u < params.d; j += 2u) {
         even = fma(columns[j * p + r], columns[j * p + s], even);
         odd = fma(columns[(j + 1u) * p + r], columns[(j + 1u) * p + s], odd);
