@@ -66,7 +66,9 @@ pub trait RowSource: Sync {
     /// straight from here, without the host copy a reader thread makes of each piece
     /// ([`RowSource::visit_rows`] on a second thread). That copy into fresh host memory ran at
     /// about 1.3 GB/s on an H200's host, slower than the upload itself. `None` (the default)
-    /// for sources that produce their rows (files, conversions, scalings).
+    /// for sources that produce their rows (files, conversions, scalings). As with
+    /// [`RowSource::visit_rows`], the values must be finite; a slice whose length is not N·D
+    /// is an [`Error::Source`] where it is used.
     fn rows_in_memory(&self) -> Option<&[f32]> {
         None
     }

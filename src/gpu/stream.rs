@@ -253,7 +253,15 @@ fn read_ahead<S: RowSource + ?Sized>(
 ) -> Result<()> {
     if let Some(values) = source.rows_in_memory() {
         // Rows already in memory: hand out their pieces in place, no reader and no copy.
-        let (_, d) = source.shape();
+        let (n, d) = source.shape();
+        if values.len() != n * d {
+            return Err(Error::Source {
+                reason: format!(
+                    "rows_in_memory lent {} values for {n} rows of {d} features",
+                    values.len()
+                ),
+            });
+        }
         let max_rows = max_rows.max(1);
         for (i, rows) in values.chunks(max_rows * d).enumerate() {
             consume(i * max_rows, rows)?;
@@ -406,6 +414,55 @@ mod tests {
                 "{pieces} pieces"
             );
         }
+    }
+
+    /// A source that lends `lent` in memory while declaring `n` rows of `d`.
+    struct Lends<'x> {
+        lent: &'x [f32],
+        n: usize,
+        d: usize,
+    }
+
+    impl RowSource for Lends<'_> {
+        fn shape(&self) -> (usize, usize) {
+            (self.n, self.d)
+        }
+        fn visit_rows(
+            &self,
+            max_rows: usize,
+            visit: &mut dyn FnMut(usize, &[f32]) -> Result<()>,
+        ) -> Result<()> {
+            Slice(self.lent, self.d).visit_rows(max_rows, visit)
+        }
+        fn rows_in_memory(&self) -> Option<&[f32]> {
+            Some(self.lent)
+        }
+    }
+
+    #[test]
+    fn rows_lent_in_memory_of_the_wrong_length_are_an_error() {
+        let g = gpu();
+        let values = vec![1.0f32; 3 * 10];
+        for n in [9, 11] {
+            let source = Lends {
+                lent: &values,
+                n,
+                d: 3,
+            };
+            match upload_source(&g, &source) {
+                Err(Error::Source { reason }) => assert!(reason.contains("30 values"), "{reason}"),
+                other => panic!("{n} rows declared: {other:?}"),
+            }
+        }
+        let right = Lends {
+            lent: &values,
+            n: 10,
+            d: 3,
+        };
+        assert_eq!(
+            upload_source(&g, &right).unwrap().to_host(&g).unwrap(),
+            values
+        );
     }
 
     #[test]
