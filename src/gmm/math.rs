@@ -86,10 +86,12 @@ fn inverse_lower_transposed(l: &[f64], d: usize) -> Vec<f64> {
     u
 }
 
-/// From this many flops (K·D³ / 3 for the factor and D³ / 3 for the inverse of each of K
-/// components) on, the components are factored on several threads: below it starting them
-/// costs more than it saves.
-const PARALLEL_FACTOR_FLOPS: usize = 1 << 20;
+/// The work, in D³ units summed over the blocks, each thread must get for the factors to be
+/// split over threads: a block costs about D³ / 4 ns (D = 50: 31 µs on one core), a thread
+/// 20-100 µs to start and join, so a thread is worth starting only for about 0.5 ms of work.
+/// Below it a fit's every M-step paid more for its threads than it saved (K = 10, D = 50: ten
+/// threads for 0.3 ms of work, on every iteration).
+const FACTOR_FLOPS_PER_THREAD: usize = 1 << 21;
 
 /// Uₖ = (Lₖ⁻¹)ᵀ of every d x d block of `covariances` (Lₖ its Cholesky factor), or `None`
 /// for a block that is not positive definite (or whose factor's inverse overflows).
@@ -109,8 +111,9 @@ fn factor_blocks(covariances: &[f64], d: usize) -> Vec<Option<Vec<f64>>> {
     let flops = blocks.len().saturating_mul(d.saturating_pow(3));
     let threads = std::thread::available_parallelism()
         .map_or(1, |n| n.get())
-        .min(blocks.len());
-    if threads <= 1 || flops < PARALLEL_FACTOR_FLOPS {
+        .min(blocks.len())
+        .min(flops / FACTOR_FLOPS_PER_THREAD);
+    if threads <= 1 {
         return blocks.into_iter().map(factor).collect();
     }
     let per = blocks.len().div_ceil(threads);
