@@ -49,6 +49,9 @@ LOG=$OUT/log.txt
 RESULTS=$OUT/results.jsonl
 : >"$RESULTS"
 exec > >(tee -a "$LOG") 2>&1
+# The autotuner's choices go to a cache of this run's own (fresh, so every choice is timed
+# on this card for this commit) and come back with OUT; step 7 records them.
+export WGPU_UNSUPERVISED_TUNING_CACHE=$OUT/tuning
 # Data (up to a GiB) and unpacked binaries live outside OUT, which goes back to the caller.
 SCRATCH=$(mktemp -d "${TMPDIR:-/tmp}/wgpu-kit.XXXXXX")
 trap 'rm -rf "$SCRATCH"' EXIT
@@ -347,7 +350,17 @@ EOF_CLI
     rm -f "$B20"
 fi
 
-# 7. Every record with the commit and the run's time; the copy to keep in the repository.
+# 7. The autotuner's choices (which variant or tile each kernel family runs at each shape
+# class: a K-step 16 tile, say, where it won), then every record with the commit and the
+# run's time; the copy to keep in the repository. Cache lines are
+# <family and candidates> TAB <class a> TAB <class b> TAB <variant>, after two header lines.
+for f in "$WGPU_UNSUPERVISED_TUNING_CACHE"/tuning-*.txt; do
+    [[ -f $f ]] || continue
+    awk -F'\t' 'NR > 2 && NF == 4 && $2 ~ /^[0-9]+$/ && $3 ~ /^[0-9]+$/ {
+        gsub(/["\\]/, "", $1); gsub(/["\\]/, "", $4)
+        printf "{\"kind\":\"tuning\",\"impl\":\"wgpu-unsupervised\",\"family\":\"%s\",\"class\":[%s,%s],\"variant\":\"%s\"}\n", $1, $2, $3, $4
+    }' "$f" >>"$RESULTS"
+done
 RUN=$(date -u -d "@$START" +%FT%TZ 2>/dev/null || date -u +%FT%TZ)
 sed -i "s/^{/{\"commit\":\"$COMMIT\",\"run\":\"$RUN\",/" "$RESULTS"
 slug=$(tr '[:upper:]' '[:lower:]' <<<"$ADAPTER" | sed 's/[^a-z0-9]\{1,\}/-/g; s/^-//; s/-$//')

@@ -241,7 +241,10 @@ cat >"$T/fakebin" <<'FAKEBIN'
 case "$*" in
     "info --json") echo '{"name":"Fake GPU 9000","backend":"Vulkan","device_type":"DiscreteGpu"}' ;;
     "info --ceilings --json") echo '{"name":"Fake GPU 9000","backend":"Vulkan","device_type":"DiscreteGpu","peak_gflops":100.0,"peak_gbps":10.0,"ceilings_timing":"timestamps"}' ;;
-    bench*--fit*) echo '{"impl":"wgpu-unsupervised","kind":"fit","kernel":"kmeans","n":70000,"d":784,"k":10,"iterations":4,"iterations_requested":30,"seconds":0.2,"seconds_per_iteration":0.05,"gpu_seconds":0.1,"busy":0.5,"busy_timing":"timestamps","flops":1,"bytes":1,"gflops":1,"gbps":1,"efficiency":0.1,"bound":"memory","adapter":"Fake GPU 9000","timing":"fit wall-clock","data":"blobs","detail":""}'
+    bench*--fit*) mkdir -p "$WGPU_UNSUPERVISED_TUNING_CACHE"
+        printf 'wgpu-unsupervised tuning cache 2\nadapter\tFake GPU 9000\nassign [a|b]\t3\t7\tb\n' \
+            >"$WGPU_UNSUPERVISED_TUNING_CACHE/tuning-0123.txt"
+        echo '{"impl":"wgpu-unsupervised","kind":"fit","kernel":"kmeans","n":70000,"d":784,"k":10,"iterations":4,"iterations_requested":30,"seconds":0.2,"seconds_per_iteration":0.05,"gpu_seconds":0.1,"busy":0.5,"busy_timing":"timestamps","flops":1,"bytes":1,"gflops":1,"gbps":1,"efficiency":0.1,"bound":"memory","adapter":"Fake GPU 9000","timing":"fit wall-clock","data":"blobs","detail":""}'
         echo 'a line of text' ;;
     bench*) ;;
     *) exit 1 ;;
@@ -277,7 +280,8 @@ expect "device.sh: every record carries the commit; the tests record has the cou
     0 "$(grep -vc '^{"commit":"0123456789abcdef","run":"' "$keep")" "$out" \
     '"kind":"tests","suite":"gpu","status":"failed","passed":1,"failed":1,"ignored":1,.*"failures":\["b::breaks"\]' \
     '"kind":"info","impl":"wgpu-unsupervised","name":"Fake GPU 9000"' '"kind":"ceilings"' \
-    '"kind":"fit","kernel":"kmeans"'
+    '"kind":"fit","kernel":"kmeans"' \
+    '"kind":"tuning","impl":"wgpu-unsupervised","family":"assign \[a\|b\]","class":\[3,7\],"variant":"b"'
 out=$(cd "$T" && OUT='' bash "$FAKE/device.sh" 10 --kit "$FAKE" 2>&1)
 expect "device.sh: no output folder is an error" 64 $? "$out" "set OUT or pass --out"
 out=$(cd "$T" && bash "$FAKE/device.sh" 10 --kit "$T/none" --out "$T/out2" 2>&1)
@@ -293,6 +297,7 @@ cat >"$T/r.jsonl" <<'RESULTS'
 {"commit":"abc","impl":"scikit-learn","kind":"fit","kernel":"kmeans","n":100,"d":4,"k":2,"iterations":5,"seconds":1.0,"gflops":1,"gbps":1,"efficiency":0.2,"bound":"compute","device":"cpu","adapter":"CPU","threads":2}
 {"commit":"abc","impl":"wgpu-unsupervised","kind":"fit","kernel":"pca","n":100,"d":4,"k":2,"iterations":1,"seconds":3.0,"gflops":1,"gbps":1,"efficiency":0.5,"bound":"compute"}
 {"commit":"abc","impl":"torch","kind":"fit","kernel":"pca","n":100,"d":4,"k":2,"iterations":1,"seconds":1.5,"gflops":1,"gbps":1,"efficiency":0.2,"bound":"compute","device":"cuda","adapter":"Fake"}
+{"commit":"abc","kind":"tuning","impl":"wgpu-unsupervised","family":"assign [x|y]","class":[5,9],"variant":"y"}
 not json
 RESULTS
 out=$(python3 "$HERE/summarize.py" "$T/r.jsonl" 2>&1)
@@ -305,7 +310,8 @@ expect "summarize: per-iteration ratios, iterations done/asked, busy shares, the
     "torch .* kmeans .* 2 .* 4 .* 2 .* 75% .* compute .* 0\.5$" \
     "scikit-learn .* kmeans .* 5 .* 0\.2 .* compute .* 5$" \
     "torch .* pca .* compute .* 2$" \
-    "^kmeans +100 x 4 +2 +2/10 +0\.5 +1\.5 +3 +0\.5$"
+    "^kmeans +100 x 4 +2 +2/10 +0\.5 +1\.5 +3 +0\.5$" \
+    "^autotuner: assign \[x\|y\] at class \[5, 9\]: y$"
 out=$(python3 "$HERE/summarize.py" "$T/empty.jsonl" 2>&1)
 expect "summarize: a missing file is an error" 1 $? "$out" "No such file"
 

@@ -41,7 +41,7 @@ def read(paths):
                 if obj.get("kind") in ("kernel", "fit") and obj.get("seconds"):
                     obj.setdefault("impl", OURS)
                     rows.append(obj)
-                elif obj.get("kind") in ("info", "ceilings", "tests"):
+                elif obj.get("kind") in ("info", "ceilings", "tests", "tuning"):
                     info.append(obj)
     return rows, info
 
@@ -169,7 +169,10 @@ def preamble(rows, info):
     if commits:
         lines.append("commit: " + ", ".join(commits))
     for i in info:
-        if i["kind"] == "tests":
+        if i["kind"] == "tuning":
+            lines.append(f"autotuner: {i.get('family', '?')} at class {i.get('class')}: "
+                         f"{i.get('variant', '?')}")
+        elif i["kind"] == "tests":
             failures = i.get("failures") or []
             lines.append(
                 f"GPU tests ({i.get('suite', 'gpu')}): {i.get('status', '?')}, "
