@@ -27,7 +27,7 @@ fn assign_tiled(
     }
     var search: array<Search, 8>;
     for (var i = 0u; i < 8u; i++) {
-        search[i] = search_start();
+        search_set(&search, i, search_start());
     }
     let n_stages = (params.d + GEMM_DEPTH - 1u) / GEMM_DEPTH;
     let loads_a = gemm_loads(tile_m);
@@ -46,7 +46,7 @@ fn assign_tiled(
                 // A constant trip count (GEMM_MAX_LOADS) that GPU compilers unroll, so the
                 // prefetch registers are indexed by constants and stay registers.
                 for (var e = 0u; e < GEMM_MAX_LOADS; e++) {
-                    if e * wg + lid < loads_a {
+                    if gemm_has_load(e, lid, loads_a) {
                         let slot = gemm_item_major_slot(e * wg + lid);
                         let row = first + slot.item;
                         let j = d0 + slot.depth;
@@ -61,7 +61,7 @@ fn assign_tiled(
                 // A constant trip count (GEMM_MAX_LOADS) that GPU compilers unroll, so the
                 // prefetch registers are indexed by constants and stay registers.
                 for (var e = 0u; e < GEMM_MAX_LOADS; e++) {
-                    if e * wg + lid < loads_b {
+                    if gemm_has_load(e, lid, loads_b) {
                         let slot = gemm_item_major_slot(e * wg + lid);
                         let c = k0 + slot.item;
                         let j = d0 + slot.depth;
@@ -83,7 +83,8 @@ fn assign_tiled(
             if c < params.k {
                 let norms = prepared[norms_base() + c];
                 for (var i = 0u; i < GEMM_RM; i++) {
-                    search[i] = search_add(search[i], block_at(acc, i, m), c, norms);
+                    let s = search_add(search_of(&search, i), block_at(acc, i, m), c, norms);
+                    search_set(&search, i, s);
                 }
             }
         }
@@ -95,8 +96,9 @@ fn assign_tiled(
         if lane.tx >= g && lane.tx < g + 2u {
             for (var i = 0u; i < GEMM_RM; i++) {
                 let at = (gemm_row(lane, i) * 2u + lane.tx - g) * 2u;
-                gemm_scratch_store(at, search_pack_best(search[i]));
-                gemm_scratch_store(at + 1u, search_pack_second(search[i]));
+                let s = search_of(&search, i);
+                gemm_scratch_store(at, search_pack_best(s));
+                gemm_scratch_store(at + 1u, search_pack_second(s));
             }
         }
         workgroupBarrier();
@@ -106,7 +108,7 @@ fn assign_tiled(
                 for (var t = select(0u, 1u, g == 0u); t < 2u; t++) {
                     let at = (row * 2u + t) * 2u;
                     let other = search_unpack(gemm_scratch_load(at), gemm_scratch_load(at + 1u));
-                    search[i] = search_merge(search[i], other);
+                    search_set(&search, i, search_merge(search_of(&search, i), other));
                 }
             }
         }
@@ -115,8 +117,9 @@ fn assign_tiled(
     if lane.tx == 0u {
         for (var i = 0u; i < GEMM_RM; i++) {
             let at = gemm_row(lane, i) * 2u;
-            gemm_scratch_store(at, search_pack_best(search[i]));
-            gemm_scratch_store(at + 1u, search_pack_second(search[i]));
+            let s = search_of(&search, i);
+            gemm_scratch_store(at, search_pack_best(s));
+            gemm_scratch_store(at + 1u, search_pack_second(s));
         }
     }
     workgroupBarrier();

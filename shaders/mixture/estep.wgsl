@@ -133,7 +133,7 @@ fn mahalanobis_full(
                 // A constant trip count (GEMM_MAX_LOADS) that GPU compilers unroll, so the
                 // prefetch registers are indexed by constants and stay registers.
                 for (var e = 0u; e < GEMM_MAX_LOADS; e++) {
-                    if e * wg + lid < loads_a {
+                    if gemm_has_load(e, lid, loads_a) {
                         let slot = gemm_item_major_slot(e * wg + lid);
                         let row = first + slot.item;
                         var v = vec4<f32>();
@@ -151,7 +151,7 @@ fn mahalanobis_full(
                 // A constant trip count (GEMM_MAX_LOADS) that GPU compilers unroll, so the
                 // prefetch registers are indexed by constants and stay registers.
                 for (var e = 0u; e < GEMM_MAX_LOADS; e++) {
-                    if e * wg + lid < loads_b {
+                    if gemm_has_load(e, lid, loads_b) {
                         let slot = gemm_depth_major_slot(e * wg + lid, tile_n);
                         let i = i0 + slot.depth;
                         var w = vec4<f32>();
@@ -172,17 +172,22 @@ fn mahalanobis_full(
             }
         }
         // Columns past D hold zeros (U padded with 0), so they add nothing.
-        var parts: array<f32, 8>;
+        var parts_lo = vec4<f32>();
+        var parts_hi = vec4<f32>();
         for (var i = 0u; i < GEMM_RM; i++) {
             var part = 0.0;
             for (var m = 0u; m < GEMM_RN; m++) {
                 let y = block_at(acc, i, m);
                 part = fma(y, y, part);
             }
-            parts[i] = part;
+            if i < 4u {
+                parts_lo[i] = part;
+            } else {
+                parts_hi[i - 4u] = part;
+            }
         }
         workgroupBarrier();
-        gemm_store_row_parts(lane, parts);
+        gemm_store_row_parts(lane, parts_lo, parts_hi);
         workgroupBarrier();
         if lid < tile_m {
             q = gemm_add_row_parts(lid, q);

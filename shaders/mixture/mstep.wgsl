@@ -301,7 +301,7 @@ fn weighted_scatter_tiled(
             // A constant trip count (GEMM_MAX_LOADS) that GPU compilers unroll, so the
             // prefetch registers are indexed by constants and stay registers.
             for (var e = 0u; e < GEMM_MAX_LOADS; e++) {
-                if e * wg + lid < loads {
+                if gemm_has_load(e, lid, loads) {
                     let slot = gemm_depth_major_slot(e * wg + lid, tile);
                     let row = r0 + slot.depth;
                     var va = vec4<f32>();

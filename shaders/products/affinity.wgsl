@@ -126,12 +126,18 @@ fn rbf_times_block_tiled(
     // dispatches left in `out` with `accumulate`: so each sum is one chain over all the data
     // rows in order, however the host splits them.
     var total: Block;
-    var q_norm: array<f32, 8>;
+    // Rows 0..3 and 4..7's norms (vec4s, not an array: see block_quad in shared/gemm.wgsl).
+    var q_norm_lo = vec4<f32>();
+    var q_norm_hi = vec4<f32>();
     for (var i = 0u; i < GEMM_RM; i++) {
         let r = first + gemm_row(lane, i);
         if r < p.n_queries {
             let q = p.q_row0 + r;
-            q_norm[i] = rbf_norm(q);
+            if i < 4u {
+                q_norm_lo[i] = rbf_norm(q);
+            } else {
+                q_norm_hi[i - 4u] = rbf_norm(q);
+            }
             for (var h = 0u; h < GEMM_RN / 4u; h++) {
                 var v = vec4<f32>();
                 for (var t = 0u; t < 4u; t++) {
@@ -140,7 +146,7 @@ fn rbf_times_block_tiled(
                         v[t] = out[q * p.m + p.col0 + c];
                     }
                 }
-                total.v[2u * i + h] = v;
+                block_set_quad(&total, 2u * i + h, v);
             }
         }
     }
@@ -158,14 +164,14 @@ fn rbf_times_block_tiled(
                 // A constant trip count (GEMM_MAX_LOADS) that GPU compilers unroll, so the
                 // prefetch registers are indexed by constants and stay registers.
                 for (var e = 0u; e < GEMM_MAX_LOADS; e++) {
-                    if e * wg + lid < loads_a {
+                    if gemm_has_load(e, lid, loads_a) {
                         gemm_put_a_item_major(gemm_item_major_slot(e * wg + lid), pa[e]);
                     }
                 }
                 // A constant trip count (GEMM_MAX_LOADS) that GPU compilers unroll, so the
                 // prefetch registers are indexed by constants and stay registers.
                 for (var e = 0u; e < GEMM_MAX_LOADS; e++) {
-                    if e * wg + lid < loads_b {
+                    if gemm_has_load(e, lid, loads_b) {
                         gemm_put_b_item_major(gemm_item_major_slot(e * wg + lid), pb[e]);
                     }
                 }
@@ -178,7 +184,7 @@ fn rbf_times_block_tiled(
                 // A constant trip count (GEMM_MAX_LOADS) that GPU compilers unroll, so the
                 // prefetch registers are indexed by constants and stay registers.
                 for (var e = 0u; e < GEMM_MAX_LOADS; e++) {
-                    if e * wg + lid < loads_a {
+                    if gemm_has_load(e, lid, loads_a) {
                         let slot = gemm_item_major_slot(e * wg + lid);
                         let r = first + slot.item;
                         let j = d0 + slot.depth;
@@ -192,7 +198,7 @@ fn rbf_times_block_tiled(
                 // A constant trip count (GEMM_MAX_LOADS) that GPU compilers unroll, so the
                 // prefetch registers are indexed by constants and stay registers.
                 for (var e = 0u; e < GEMM_MAX_LOADS; e++) {
-                    if e * wg + lid < loads_b {
+                    if gemm_has_load(e, lid, loads_b) {
                         let slot = gemm_item_major_slot(e * wg + lid);
                         let r = t0 + slot.item;
                         let j = d0 + slot.depth;
@@ -211,28 +217,35 @@ fn rbf_times_block_tiled(
         // The weights, in place of the dot products: d² = ‖x_q − s‖² + ‖x_j − s‖² − 2 dot
         // (clamped at 0, where rounding left a near pair below it), w = exp(−γ d²); 0 on the
         // diagonal and past the data rows, so those depths leave the sums unchanged.
-        var c_norm: array<vec4<f32>, 2>;
+        var c_norm_lo = vec4<f32>();
+        var c_norm_hi = vec4<f32>();
         for (var h = 0u; h < GEMM_RN / 4u; h++) {
             for (var t = 0u; t < 4u; t++) {
                 let c = t0 + gemm_col(lane, 4u * h + t);
                 if c < p.n_data {
-                    c_norm[h][t] = rbf_norm(p.x_row0 + c);
+                    if h == 0u {
+                        c_norm_lo[t] = rbf_norm(p.x_row0 + c);
+                    } else {
+                        c_norm_hi[t] = rbf_norm(p.x_row0 + c);
+                    }
                 }
             }
         }
         for (var i = 0u; i < GEMM_RM; i++) {
             let q = p.q_row0 + first + gemm_row(lane, i);
+            let qn = select(q_norm_hi[i % 4u], q_norm_lo[i % 4u], i < 4u);
             for (var h = 0u; h < GEMM_RN / 4u; h++) {
+                let dots = block_quad(acc, 2u * i + h);
+                let cn = select(c_norm_hi, c_norm_lo, h == 0u);
                 var w = vec4<f32>();
                 for (var t = 0u; t < 4u; t++) {
                     let c = t0 + gemm_col(lane, 4u * h + t);
                     if c < p.n_data && p.x_row0 + c != q {
-                        let dot = acc.v[2u * i + h][t];
-                        let d2 = max(0.0, fma(-2.0, dot, q_norm[i] + c_norm[h][t]));
+                        let d2 = max(0.0, fma(-2.0, dots[t], qn + cn[t]));
                         w[t] = exp(-p.gamma * d2);
                     }
                 }
-                acc.v[2u * i + h] = w;
+                block_set_quad(&acc, 2u * i + h, w);
             }
         }
         // Phase 2: total += W · V over the tile's data rows, GEMM_DEPTH of them a stage: the
@@ -244,7 +257,7 @@ fn rbf_times_block_tiled(
             // A constant trip count (GEMM_MAX_LOADS) that GPU compilers unroll, so the
             // prefetch registers are indexed by constants and stay registers.
             for (var e = 0u; e < GEMM_MAX_LOADS; e++) {
-                if e * wg + lid < loads_b {
+                if gemm_has_load(e, lid, loads_b) {
                     let slot = gemm_depth_major_slot(e * wg + lid, tile_n);
                     let r = t0 + j0 + slot.depth;
                     var v = vec4<f32>();
@@ -263,7 +276,7 @@ fn rbf_times_block_tiled(
             // A constant trip count (GEMM_MAX_LOADS) that GPU compilers unroll, so the
             // prefetch registers are indexed by constants and stay registers.
             for (var e = 0u; e < GEMM_MAX_LOADS; e++) {
-                if e * wg + lid < loads_b {
+                if gemm_has_load(e, lid, loads_b) {
                     gemm_put_b_depth_major(gemm_depth_major_slot(e * wg + lid, tile_n), pv[e]);
                 }
             }
@@ -274,7 +287,7 @@ fn rbf_times_block_tiled(
                     let depth = 4u * quad - j0;
                     for (var i = 0u; i < GEMM_RM; i++) {
                         let row = gemm_row(lane, i);
-                        let w = acc.v[2u * i + h];
+                        let w = block_quad(acc, 2u * i + h);
                         let at = row / 4u;
                         let c = row % 4u;
                         gemm_a[depth * GEMM_ROW_VEC4S + at][c] = w.x;

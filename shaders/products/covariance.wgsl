@@ -156,7 +156,7 @@ fn gram_tiled(
             // A constant trip count (GEMM_MAX_LOADS) that GPU compilers unroll, so the
             // prefetch registers are indexed by constants and stay registers.
             for (var e = 0u; e < GEMM_MAX_LOADS; e++) {
-                if e * wg + lid < loads_a {
+                if gemm_has_load(e, lid, loads_a) {
                     let slot = gemm_depth_major_slot(e * wg + lid, tile_m);
                     var v = vec4<f32>();
                     if r0 + slot.depth < last {
@@ -168,7 +168,7 @@ fn gram_tiled(
             // A constant trip count (GEMM_MAX_LOADS) that GPU compilers unroll, so the
             // prefetch registers are indexed by constants and stay registers.
             for (var e = 0u; e < GEMM_MAX_LOADS; e++) {
-                if e * wg + lid < loads_b {
+                if gemm_has_load(e, lid, loads_b) {
                     let slot = gemm_depth_major_slot(e * wg + lid, tile_n);
                     var v = vec4<f32>();
                     if r0 + slot.depth < last {

@@ -104,7 +104,7 @@ fn affine_matmul(
             // A constant trip count (GEMM_MAX_LOADS) that GPU compilers unroll, so the
             // prefetch registers are indexed by constants and stay registers.
             for (var e = 0u; e < GEMM_MAX_LOADS; e++) {
-                if e * wg + lid < loads_a {
+                if gemm_has_load(e, lid, loads_a) {
                     let slot = gemm_item_major_slot(e * wg + lid);
                     var v = vec4<f32>();
                     if row0 + slot.item < params.n_rows && k0 + slot.depth < params.in_cols {
@@ -116,7 +116,7 @@ fn affine_matmul(
             // A constant trip count (GEMM_MAX_LOADS) that GPU compilers unroll, so the
             // prefetch registers are indexed by constants and stay registers.
             for (var e = 0u; e < GEMM_MAX_LOADS; e++) {
-                if e * wg + lid < loads_b {
+                if gemm_has_load(e, lid, loads_b) {
                     let slot = gemm_depth_major_slot(e * wg + lid, tile_n);
                     var v = vec4<f32>();
                     if k0 + slot.depth < params.in_cols && col0 + slot.item < params.out_cols {

@@ -71,7 +71,9 @@ fn cluster_distance_sums(
     let n_stages = (p.d + GEMM_DEPTH - 1u) / GEMM_DEPTH;
     let loads_a = gemm_loads(tile_m);
     let loads_b = gemm_loads(tile_n);
-    var total: array<f32, 8>;
+    // Register rows 0..3 and 4..7 (vec4s, not an array: see block_quad in shared/gemm.wgsl).
+    var total_lo = vec4<f32>();
+    var total_hi = vec4<f32>();
     for (var t = 0u; t < n_tiles; t++) {
         let c0 = t * tile_n;
         var acc: Block;
@@ -87,7 +89,7 @@ fn cluster_distance_sums(
                 // A constant trip count (GEMM_MAX_LOADS) that GPU compilers unroll, so the
                 // prefetch registers are indexed by constants and stay registers.
                 for (var e = 0u; e < GEMM_MAX_LOADS; e++) {
-                    if e * wg + lid < loads_a {
+                    if gemm_has_load(e, lid, loads_a) {
                         let slot = gemm_item_major_slot(e * wg + lid);
                         var v = vec4<f32>();
                         if first + slot.item < p.n_queries && j0 + slot.depth < p.d {
@@ -99,7 +101,7 @@ fn cluster_distance_sums(
                 // A constant trip count (GEMM_MAX_LOADS) that GPU compilers unroll, so the
                 // prefetch registers are indexed by constants and stay registers.
                 for (var e = 0u; e < GEMM_MAX_LOADS; e++) {
-                    if e * wg + lid < loads_b {
+                    if gemm_has_load(e, lid, loads_b) {
                         let slot = gemm_item_major_slot(e * wg + lid);
                         var v = vec4<f32>();
                         if c0 + slot.item < p.n_data && j0 + slot.depth < p.d {
@@ -116,13 +118,18 @@ fn cluster_distance_sums(
         for (var m = 0u; m < GEMM_RN; m++) {
             if c0 + gemm_col(lane, m) < p.n_data {
                 for (var i = 0u; i < GEMM_RM; i++) {
-                    total[i] += sqrt(block_at(acc, i, m));
+                    let v = sqrt(block_at(acc, i, m));
+                    if i < 4u {
+                        total_lo[i] += v;
+                    } else {
+                        total_hi[i - 4u] += v;
+                    }
                 }
             }
         }
     }
     workgroupBarrier();
-    gemm_store_row_parts(lane, total);
+    gemm_store_row_parts(lane, total_lo, total_hi);
     workgroupBarrier();
     if lid < tile_m && first + lid < p.n_queries {
         sums[p.out_offset + first + lid] = gemm_add_row_parts(lid, 0.0);

@@ -37,14 +37,21 @@ override GEMM_RM: u32 = 8u;       // rows per invocation: 4 or 8
 override GEMM_RN: u32 = 8u;       // columns per invocation: 4 or 8
 override GEMM_LANES_M: u32 = 16u; // GPU path: invocations along the tile's rows (8 or 16)
 override GEMM_LANES_N: u32 = 16u; // GPU path: invocations along the tile's columns (8 or 16)
+// Depths per stage (8 or 16): the K-step. Each stage costs two barriers and one round of
+// global loads, so a deeper stage halves both per FMA (llama.cpp's mul_mm takes 16 at 128 x
+// 128) for twice the workgroup memory.
+override GEMM_DEPTH: u32 = 8u;
 
-const GEMM_DEPTH: u32 = 8u;                          // depths per stage (a multiple of 4)
+const GEMM_DEPTH_MAX: u32 = 16u;                     // the deepest stage a host may ask for
 const GEMM_TILE_MAX: u32 = 128u;                     // largest tile edge: 16 lanes x 8
 const GEMM_ROW_VEC4S: u32 = GEMM_TILE_MAX / 4u + 1u; // a depth row of a stage, padded
-const GEMM_STAGE_VEC4S: u32 = GEMM_DEPTH * GEMM_ROW_VEC4S;
+// vec4s of one operand's stage: GEMM_DEPTH · GEMM_ROW_VEC4S, which the host gives with
+// GEMM_DEPTH (a workgroup array's size must name an override).
+override GEMM_STAGE_VEC4S: u32 = GEMM_DEPTH * GEMM_ROW_VEC4S;
 // Most vec4 global loads one invocation makes per operand and stage: a 128-item tile over
-// the smallest workgroup (8 x 8 lanes).
-const GEMM_MAX_LOADS: u32 = GEMM_TILE_MAX * GEMM_DEPTH / 4u / 64u;
+// the smallest workgroup (8 x 8 lanes) at the deepest stage. The prefetch arrays take this
+// many; gemm_has_load leaves the slots a configuration does not use out at compile time.
+const GEMM_MAX_LOADS: u32 = GEMM_TILE_MAX * GEMM_DEPTH_MAX / 4u / 64u;
 
 var<workgroup> gemm_a: array<vec4<f32>, GEMM_STAGE_VEC4S>;
 var<workgroup> gemm_b: array<vec4<f32>, GEMM_STAGE_VEC4S>;
@@ -81,9 +88,62 @@ fn block_outer(acc: ptr<function, Block>, a_lo: vec4<f32>, a_hi: vec4<f32>, b_lo
     }
 }
 
+// Every access to a block's accumulators names its vec4 by a constant. An index known only
+// at run time (a loop over the block's rows that the driver leaves rolled) makes GPU
+// compilers move the whole array to local memory for the whole kernel, and then every FMA of
+// the main loop loads and stores its accumulator there. So the epilogues reach the block
+// through these switches, which fold away where the loop is unrolled and stay branches
+// (registers) where it is not. A vec4's component by a run-time index is a register select.
+
+// The vec4 q (row q / 2, columns 4 (q % 2) .. 4 (q % 2) + 3) of a block.
+fn block_quad(acc: Block, q: u32) -> vec4<f32> {
+    switch q {
+        case 0u: { return acc.v[0]; }
+        case 1u: { return acc.v[1]; }
+        case 2u: { return acc.v[2]; }
+        case 3u: { return acc.v[3]; }
+        case 4u: { return acc.v[4]; }
+        case 5u: { return acc.v[5]; }
+        case 6u: { return acc.v[6]; }
+        case 7u: { return acc.v[7]; }
+        case 8u: { return acc.v[8]; }
+        case 9u: { return acc.v[9]; }
+        case 10u: { return acc.v[10]; }
+        case 11u: { return acc.v[11]; }
+        case 12u: { return acc.v[12]; }
+        case 13u: { return acc.v[13]; }
+        case 14u: { return acc.v[14]; }
+        case 15u: { return acc.v[15]; }
+        default: { return vec4<f32>(); }
+    }
+}
+
+// Sets the vec4 q of a block (block_quad's layout).
+fn block_set_quad(acc: ptr<function, Block>, q: u32, v: vec4<f32>) {
+    switch q {
+        case 0u: { (*acc).v[0] = v; }
+        case 1u: { (*acc).v[1] = v; }
+        case 2u: { (*acc).v[2] = v; }
+        case 3u: { (*acc).v[3] = v; }
+        case 4u: { (*acc).v[4] = v; }
+        case 5u: { (*acc).v[5] = v; }
+        case 6u: { (*acc).v[6] = v; }
+        case 7u: { (*acc).v[7] = v; }
+        case 8u: { (*acc).v[8] = v; }
+        case 9u: { (*acc).v[9] = v; }
+        case 10u: { (*acc).v[10] = v; }
+        case 11u: { (*acc).v[11] = v; }
+        case 12u: { (*acc).v[12] = v; }
+        case 13u: { (*acc).v[13] = v; }
+        case 14u: { (*acc).v[14] = v; }
+        case 15u: { (*acc).v[15] = v; }
+        default: {}
+    }
+}
+
 // The output (row i, column m) of a block.
 fn block_at(acc: Block, i: u32, m: u32) -> f32 {
-    return acc.v[2u * i + m / 4u][m % 4u];
+    return block_quad(acc, 2u * i + m / 4u)[m % 4u];
 }
 
 // ---- GPU path: staging through workgroup memory ----
@@ -132,6 +192,15 @@ struct GemmSlot {
 // slot lid + e · gemm_wg_size(), while that is below the stage's items · GEMM_DEPTH / 4.
 fn gemm_loads(items: u32) -> u32 {
     return items * GEMM_DEPTH / 4u;
+}
+
+// Whether invocation lid makes load e of a stage of `loads` loads (slot e · wg + lid). The
+// first test depends on overrides and the unrolled e alone, so a compiler drops the prefetch
+// slots past a configuration's loads (GEMM_MAX_LOADS is sized for the deepest stage on the
+// smallest workgroup) without having to know that lid < wg.
+fn gemm_has_load(e: u32, lid: u32, loads: u32) -> bool {
+    let wg = gemm_wg_size();
+    return e * wg < loads && e * wg + lid < loads;
 }
 
 fn gemm_item_major_slot(s: u32) -> GemmSlot {
@@ -185,7 +254,7 @@ fn gemm_put_stage(lid: u32, pa: array<vec4<f32>, GEMM_MAX_LOADS>, a_layout: u32,
     // A constant trip count (GEMM_MAX_LOADS) that GPU compilers unroll, so the
     // prefetch registers are indexed by constants and stay registers.
     for (var e = 0u; e < GEMM_MAX_LOADS; e++) {
-        if e * wg + lid < gemm_loads(tile_m) {
+        if gemm_has_load(e, lid, gemm_loads(tile_m)) {
             if a_layout == GEMM_DEPTH_MAJOR {
                 gemm_put_a_depth_major(gemm_depth_major_slot(e * wg + lid, tile_m), pa[e]);
             } else {
@@ -196,7 +265,7 @@ fn gemm_put_stage(lid: u32, pa: array<vec4<f32>, GEMM_MAX_LOADS>, a_layout: u32,
     // A constant trip count (GEMM_MAX_LOADS) that GPU compilers unroll, so the
     // prefetch registers are indexed by constants and stay registers.
     for (var e = 0u; e < GEMM_MAX_LOADS; e++) {
-        if e * wg + lid < gemm_loads(tile_n) {
+        if gemm_has_load(e, lid, gemm_loads(tile_n)) {
             if b_layout == GEMM_DEPTH_MAJOR {
                 gemm_put_b_depth_major(gemm_depth_major_slot(e * wg + lid, tile_n), pb[e]);
             } else {
@@ -331,13 +400,16 @@ fn gemm_scratch_load(e: u32) -> vec4<f32> {
 // order, a fixed order, so the sums are reproducible. tile rows x GEMM_LANES_N values fit the
 // two stages (2048 at 128 x 16 lanes). The caller synchronises before (the stages are free)
 // and after.
-fn gemm_store_row_parts(lane: GemmLane, parts: array<f32, 8>) {
+// `lo` holds register rows 0..3's parts, `hi` rows 4..7's (vec4s rather than an array, so
+// no run-time index reaches a register array: see block_quad).
+fn gemm_store_row_parts(lane: GemmLane, lo: vec4<f32>, hi: vec4<f32>) {
     for (var i = 0u; i < GEMM_RM; i++) {
         let e = gemm_row(lane, i) * GEMM_LANES_N + lane.tx;
+        let part = select(hi[i % 4u], lo[i % 4u], i < 4u);
         if e / 4u < GEMM_STAGE_VEC4S {
-            gemm_a[e / 4u][e % 4u] = parts[i];
+            gemm_a[e / 4u][e % 4u] = part;
         } else {
-            gemm_b[e / 4u - GEMM_STAGE_VEC4S][e % 4u] = parts[i];
+            gemm_b[e / 4u - GEMM_STAGE_VEC4S][e % 4u] = part;
         }
     }
 }

@@ -19,7 +19,14 @@ use compose::{compose, ComposeError, Composed};
 /// shape (shared/gemm.wgsl: invocations per tile edge 8 or 16, register block edges 4 or 8;
 /// src/kernels/primitives/gemm.rs picks among GemmConfig::ALL, which the GPU tests run).
 const FEATURE_WG_SIZE: &str = "FEATURE_WG_SIZE";
-const GEMM_OVERRIDES: [&str; 4] = ["GEMM_LANES_M", "GEMM_LANES_N", "GEMM_RM", "GEMM_RN"];
+const GEMM_OVERRIDES: [&str; 6] = [
+    "GEMM_LANES_M",
+    "GEMM_LANES_N",
+    "GEMM_RM",
+    "GEMM_RN",
+    "GEMM_DEPTH",
+    "GEMM_STAGE_VEC4S",
+];
 /// The uniform pair kernels' shape, fixed per pipeline so that their loops unroll
 /// (src/kernels/primitives/pairs.rs): vec4s per padded row, 1 to UNIFORM_MAX_D4, and the
 /// neighbour lists' length, 1 to KNN_UNIFORM_MAX_K (src/kernels/neighbors/knn.rs).
@@ -107,6 +114,12 @@ fn host_values(reflection: &reflect::Reflection, name: &str) -> Vec<u32> {
     let prefix = match name {
         "GEMM_LANES_M" | "GEMM_LANES_N" => return vec![8, 16],
         "GEMM_RM" | "GEMM_RN" => return vec![4, 8],
+        "GEMM_DEPTH" => return vec![8, 16],
+        // GEMM_DEPTH padded tile rows (the host gives both together).
+        "GEMM_STAGE_VEC4S" => {
+            let row = constant(reflection, "GEMM_ROW_VEC4S");
+            return vec![8 * row, 16 * row];
+        }
         FEATURE_WG_SIZE => "FEATURE_WG",
         PAIR_D4 => return (1..=constant(reflection, "UNIFORM_MAX_D4")).collect(),
         ESTEP_D4 => return (1..=constant(reflection, "ESTEP_MAX_D4")).collect(),
@@ -215,13 +228,17 @@ fn only_sizes_the_host_chooses_are_overrides() {
                     "{shown}: `{name}` is an override the host never sets; make it a const"
                 );
             }
-            // The tile core's overrides come together: the host sets all four.
+            // The tile core's overrides come together: the host sets all six.
             let gemm = entry
                 .overrides
                 .iter()
                 .filter(|o| GEMM_OVERRIDES.contains(&o.as_str()))
                 .count();
-            assert!(gemm == 0 || gemm == 4, "{shown}: {:?}", entry.overrides);
+            assert!(
+                gemm == 0 || gemm == GEMM_OVERRIDES.len(),
+                "{shown}: {:?}",
+                entry.overrides
+            );
             // A fixed workgroup size unless the host picks it.
             let host_sized = host_sized(&entry.overrides);
             assert_eq!(entry.workgroup_size.is_none(), host_sized, "{shown}");
@@ -501,4 +518,41 @@ fn a_naga_error_names_the_original_file_and_line() {
     let e = reflect::validate("k.wgsl", &c).unwrap_err();
     let expected = format!("{}:3:", dir.join("shared/broken.wgsl").display());
     assert!(e.contains(&expected), "{e}");
+}
+
+/// The tile core's stages (`gemm_a`, `gemm_b`) take 8448 bytes at GEMM_DEPTH 8 and 16 896 at
+/// 16; `GemmConfig::fits` (src/kernels/primitives/gemm.rs) admits a depth where they and 256
+/// bytes more fit the device. Every kernel on the core keeps within those 256 beside them.
+#[test]
+fn tile_core_kernels_keep_little_workgroup_memory_beside_the_stages() {
+    let mut on_the_core = 0;
+    for path in kernels() {
+        let (_, module, info) = validated(&path);
+        for (i, ep) in module.entry_points.iter().enumerate() {
+            let uses = info.get_entry_point(i);
+            let (mut stages, mut beside) = (0, 0);
+            for (h, var) in module.global_variables.iter() {
+                if var.space != naga::AddressSpace::WorkGroup || uses[h].is_empty() {
+                    continue;
+                }
+                match var.name.as_deref() {
+                    Some("gemm_a" | "gemm_b") => stages += 1,
+                    _ => beside += module.types[var.ty].inner.size(module.to_ctx()),
+                }
+            }
+            if stages > 0 {
+                on_the_core += 1;
+                assert_eq!(stages, 2, "{} {}", path.display(), ep.name);
+                assert!(
+                    beside <= 256,
+                    "{} {}: {beside} bytes of workgroup memory beside the stages",
+                    path.display(),
+                    ep.name
+                );
+            }
+        }
+    }
+    // assign_tiled, pairwise_distances, gram_tiled, affine_matmul, the RBF product, the
+    // silhouette's sums, mahalanobis_full, weighted_scatter_tiled at least.
+    assert!(on_the_core >= 8, "{on_the_core}");
 }

@@ -34,6 +34,37 @@ fn search_add(s: Search, p: f32, k: u32, norms: vec4<f32>) -> Search {
     return Search(s.v, s.k, s.slack, s.v2, s.k2, s.slack2, min(s.others, v - norms.y));
 }
 
+// A lane's searches of its (up to) eight rows, reached by a constant index whatever the
+// caller's loop: a run-time index would move all eight to local memory (block_quad in
+// shared/gemm.wgsl says why); these switches fold away where the loop is unrolled.
+fn search_of(all: ptr<function, array<Search, 8>>, i: u32) -> Search {
+    switch i {
+        case 0u: { return (*all)[0]; }
+        case 1u: { return (*all)[1]; }
+        case 2u: { return (*all)[2]; }
+        case 3u: { return (*all)[3]; }
+        case 4u: { return (*all)[4]; }
+        case 5u: { return (*all)[5]; }
+        case 6u: { return (*all)[6]; }
+        case 7u: { return (*all)[7]; }
+        default: { return search_start(); }
+    }
+}
+
+fn search_set(all: ptr<function, array<Search, 8>>, i: u32, s: Search) {
+    switch i {
+        case 0u: { (*all)[0] = s; }
+        case 1u: { (*all)[1] = s; }
+        case 2u: { (*all)[2] = s; }
+        case 3u: { (*all)[3] = s; }
+        case 4u: { (*all)[4] = s; }
+        case 5u: { (*all)[5] = s; }
+        case 6u: { (*all)[6] = s; }
+        case 7u: { (*all)[7] = s; }
+        default: {}
+    }
+}
+
 // Whether candidate (av, ak) comes before (bv, bk): lower v, then lower index.
 fn search_before(av: f32, ak: u32, bv: f32, bk: u32) -> bool {
     return av < bv || (av == bv && ak < bk);

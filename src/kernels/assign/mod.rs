@@ -84,6 +84,7 @@ impl Variant for AssignVariant {
             Self::RowsUpdate => "assign_rows_update",
             Self::Texture => "assign_texture",
             Self::Tiled(c) if c == GemmConfig::LARGE => "assign_tiled 128x128",
+            Self::Tiled(c) if c == GemmConfig::LARGE_DEEP => "assign_tiled 128x128 depth 16",
             Self::Tiled(c) if c == GemmConfig::SMALL => "assign_tiled 64x64",
             Self::Tiled(c) if c == GemmConfig::NARROW => "assign_tiled 128x32",
             Self::Tiled(_) => "assign_tiled",
@@ -208,7 +209,11 @@ pub(crate) fn choose(
             .filter(|v| v.runs(gpu, chunk, (d, k), blocks));
         stream
             .into_iter()
-            .chain(GemmConfig::ALL.map(AssignVariant::Tiled))
+            .chain(
+                GemmConfig::all_fitting(gpu)
+                    .into_iter()
+                    .map(AssignVariant::Tiled),
+            )
             .collect()
     };
     match candidates[..] {

@@ -247,8 +247,9 @@ pub(crate) fn record_mahalanobis(
 /// loops whose trip count is not a compile-time constant (llvmpipe counts those): for
 /// `mahalanobis_diag` about 40 per piece of `DIAG_PIECE` (32) features per pass of
 /// `COMPONENTS_PER_PASS` (8) components (the staging loops and the piece's feature loop);
-/// for `mahalanobis_full` about 8 per stage of GEMM_DEPTH (8) features per column tile, the
-/// stages of column tile j0 reaching min(D, j0 + tile) (Uₖ is upper triangular). The others
+/// for `mahalanobis_full` about 8 per stage of GEMM_DEPTH features per column tile (counted
+/// at 8, the shallowest), the stages of column tile j0 reaching min(D, j0 + tile) (Uₖ is
+/// upper triangular). The others
 /// run one row's D ≤ `SMALL_D` features or uniform slices.
 fn mahalanobis_back_edges(variant: &EntryPoint, d: usize, k: usize, config: GemmConfig) -> usize {
     if variant == wgsl::MAHALANOBIS_DIAG {

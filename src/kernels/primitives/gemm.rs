@@ -4,8 +4,11 @@
 //! `mahalanobis_full`, `weighted_scatter_tiled`, `cluster_distance_sums` and the RBF product.
 //!
 //! The core's sizes are `override`s: `GEMM_LANES_M` x `GEMM_LANES_N` invocations, each owning
-//! `GEMM_RM` x `GEMM_RN` outputs. The host picks one of [`GemmConfig::ALL`] (the tests compile
-//! every override value and run every kernel at each of these), from the output's shape.
+//! `GEMM_RM` x `GEMM_RN` outputs, staging `GEMM_DEPTH` depths of both operands at a time (the
+//! K-step). The host picks one of [`GemmConfig::ALL`] (the tests compile every override value
+//! and run every kernel at each of these), from the output's shape, or times them (the
+//! assignment, the Gram product). The depth changes no bits: every output is one fma chain
+//! over the depths in increasing order, however they are staged.
 //!
 //! Design: discrete, integrated and virtual GPUs run the GPU design (tiles staged in workgroup
 //! memory) by fixed rules, whatever a CPU adapter would prefer; CPU adapters (lavapipe), where
@@ -31,37 +34,67 @@ pub(crate) struct GemmConfig {
     pub rm: u32,
     /// Columns per invocation (`GEMM_RN`, 4 or 8).
     pub rn: u32,
+    /// Depths per stage (`GEMM_DEPTH`, 8 or 16).
+    pub depth: u32,
 }
 
 impl GemmConfig {
-    /// 128 x 128 outputs, 256 invocations of 8 x 8: large products.
-    pub(crate) const LARGE: Self = Self::new(16, 16, 8, 8);
+    /// 128 x 128 outputs, 256 invocations of 8 x 8, 8 depths a stage: large products.
+    pub(crate) const LARGE: Self = Self::new(16, 16, 8, 8, 8);
+    /// [`GemmConfig::LARGE`] with 16 depths a stage (llama.cpp's K-step at 128 x 128): half
+    /// the barriers and load rounds per FMA, 16.5 KiB of workgroup memory instead of 8.25.
+    /// Timed against the others by the assignment's and the Gram product's autotuner.
+    pub(crate) const LARGE_DEEP: Self = Self::new(16, 16, 8, 8, 16);
     /// 64 x 64 outputs, 64 invocations of 8 x 8: products with an edge below 128.
-    pub(crate) const SMALL: Self = Self::new(8, 8, 8, 8);
+    pub(crate) const SMALL: Self = Self::new(8, 8, 8, 8, 8);
     /// 128 x 32 outputs, 128 invocations of 8 x 4: few output columns (projections on a few
     /// components).
-    pub(crate) const NARROW: Self = Self::new(16, 8, 8, 4);
+    pub(crate) const NARROW: Self = Self::new(16, 8, 8, 4, 8);
     /// Every configuration the host may pick (GPUs time them on first use; the tests run
     /// each).
-    pub(crate) const ALL: [Self; 3] = [Self::LARGE, Self::SMALL, Self::NARROW];
+    pub(crate) const ALL: [Self; 4] = [Self::LARGE, Self::LARGE_DEEP, Self::SMALL, Self::NARROW];
 
-    const fn new(lanes_m: u32, lanes_n: u32, rm: u32, rn: u32) -> Self {
+    const fn new(lanes_m: u32, lanes_n: u32, rm: u32, rn: u32, depth: u32) -> Self {
         Self {
             lanes_m,
             lanes_n,
             rm,
             rn,
+            depth,
         }
     }
 
-    /// The override values of a dispatch.
-    pub(crate) fn overrides(self) -> [(&'static str, u32); 4] {
+    /// The override values of a dispatch (`GEMM_STAGE_VEC4S` sizes the stages in workgroup
+    /// memory: `depth` rows of a padded tile edge).
+    pub(crate) fn overrides(self) -> [(&'static str, u32); 6] {
         [
             ("GEMM_LANES_M", self.lanes_m),
             ("GEMM_LANES_N", self.lanes_n),
             ("GEMM_RM", self.rm),
             ("GEMM_RN", self.rn),
+            ("GEMM_DEPTH", self.depth),
+            ("GEMM_STAGE_VEC4S", self.stage_vec4s()),
         ]
+    }
+
+    /// vec4s of one operand's stage in workgroup memory.
+    pub(crate) fn stage_vec4s(self) -> u32 {
+        self.depth * wgsl::GEMM_ROW_VEC4S
+    }
+
+    /// Whether this device's workgroup memory holds both operands' stages and the few words
+    /// a kernel keeps beside them: 8448 bytes at depth 8, 16 896 at depth 16, past the 16 KiB
+    /// that WebGPU promises (so the deep tile is timed only where the adapter has more).
+    pub(crate) fn fits(self, gpu: &Gpu) -> bool {
+        let stages = 2 * u64::from(self.stage_vec4s()) * 16;
+        stages + KERNEL_WORKGROUP_BYTES
+            <= u64::from(gpu.device().limits().max_compute_workgroup_storage_size)
+    }
+
+    /// Every configuration of [`GemmConfig::ALL`] this device runs ([`GemmConfig::fits`]):
+    /// what the autotuners time.
+    pub(crate) fn all_fitting(gpu: &Gpu) -> Vec<Self> {
+        Self::ALL.into_iter().filter(|c| c.fits(gpu)).collect()
     }
 
     /// Output rows of a tile.
@@ -87,7 +120,11 @@ impl GemmConfig {
     }
 }
 
-const _: () = assert!(wgsl::GEMM_TILE_MAX == 128 && wgsl::GEMM_DEPTH == 8);
+const _: () = assert!(wgsl::GEMM_TILE_MAX == 128 && wgsl::GEMM_DEPTH_MAX == 16);
+
+/// Workgroup memory a tile-core kernel may keep beside the stages (a counter of changed
+/// labels, a few flags): a generous bound, checked by `every_configuration_fits_...`.
+const KERNEL_WORKGROUP_BYTES: u64 = 256;
 
 #[cfg(test)]
 thread_local! {
@@ -162,19 +199,21 @@ mod tests {
             assert!(c.tile_m() <= wgsl::GEMM_TILE_MAX as usize);
             assert!(c.tile_n() <= wgsl::GEMM_TILE_MAX as usize);
             assert!([4, 8].contains(&c.rm) && [4, 8].contains(&c.rn));
+            assert!([8, 16].contains(&c.depth) && c.depth <= wgsl::GEMM_DEPTH_MAX);
             let wg = (c.lanes_m * c.lanes_n) as usize;
             // The prefetch registers hold a stage's loads, and one invocation per tile row
             // finishes the rows (assign_tiled).
             for tile in [c.tile_m(), c.tile_n()] {
                 assert!(
-                    (tile * wgsl::GEMM_DEPTH as usize / 4).div_ceil(wg)
-                        <= wgsl::GEMM_MAX_LOADS as usize
+                    (tile * c.depth as usize / 4).div_ceil(wg) <= wgsl::GEMM_MAX_LOADS as usize
                 );
                 assert!(tile % 4 == 0);
+                // The RBF product stages the tile's data rows GEMM_DEPTH at a time.
+                assert!(tile % c.depth as usize == 0);
             }
             assert!(c.tile_m() <= wg);
             // assign_tiled merges a row's searches through 2 stages of scratch.
-            assert!(c.tile_m() * 4 <= 2 * wgsl::GEMM_STAGE_VEC4S as usize);
+            assert!(c.tile_m() * 4 <= 2 * c.stage_vec4s() as usize);
         }
         assert_eq!(GemmConfig::for_shape(1000, 256), GemmConfig::LARGE);
         assert_eq!(GemmConfig::for_shape(1000, 16), GemmConfig::NARROW);

@@ -59,9 +59,10 @@ impl RbfVariant {
 }
 
 /// Loop back-edges one invocation of `rbf_times_block_tiled` takes per data tile of `tile_n`
-/// rows with D features: about 40 per stage of GEMM_DEPTH (8) features (the load and store
-/// loops, the scalar quads, the multiply) and per stage of 8 data rows (the V loads and the W
-/// stores), and 64 for the weights.
+/// rows with D features: about 40 per stage of GEMM_DEPTH features (the load and store
+/// loops, the scalar quads, the multiply) and per stage of GEMM_DEPTH data rows (the V loads
+/// and the W stores), and 64 for the weights. Counted at the shallowest stage (8): a deeper
+/// one takes fewer.
 fn tile_back_edges(d: usize, tile_n: usize) -> usize {
     40 * (d.div_ceil(8) + 1) + 64 + 40 * tile_n / 8
 }

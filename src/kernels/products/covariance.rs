@@ -140,6 +140,7 @@ impl Variant for GramVariant {
             Self::Uniform => "gram_partials_uniform",
             Self::Texture => "gram_texture",
             Self::Tiled(c) if c == GemmConfig::LARGE => "gram_tiled 128x128",
+            Self::Tiled(c) if c == GemmConfig::LARGE_DEEP => "gram_tiled 128x128 depth 16",
             Self::Tiled(c) if c == GemmConfig::SMALL => "gram_tiled 64x64",
             Self::Tiled(c) if c == GemmConfig::NARROW => "gram_tiled 128x32",
             Self::Tiled(_) => "gram_tiled",
@@ -227,7 +228,10 @@ fn gram_variant(
     let own: Vec<GramVariant> = if cpu_like(gpu) {
         vec![GramVariant::Uniform, GramVariant::Texture]
     } else {
-        GemmConfig::ALL.map(GramVariant::Tiled).to_vec()
+        GemmConfig::all_fitting(gpu)
+            .into_iter()
+            .map(GramVariant::Tiled)
+            .collect()
     };
     let candidates: Vec<GramVariant> = own
         .into_iter()

@@ -218,11 +218,13 @@ fn gpus_time_the_tile_shapes_of_the_gemm_assignment() {
     for (k, expected) in [
         (
             40,
-            "assign [assign_tiled 128x128|assign_tiled 64x64|assign_tiled 128x32]",
+            "assign [assign_tiled 128x128|assign_tiled 128x128 depth 16|assign_tiled 64x64|\
+             assign_tiled 128x32]",
         ),
         (
             9,
-            "assign [assign_stream|assign_tiled 128x128|assign_tiled 64x64|assign_tiled 128x32]",
+            "assign [assign_stream|assign_tiled 128x128|assign_tiled 128x128 depth 16|\
+             assign_tiled 64x64|assign_tiled 128x32]",
         ),
     ] {
         let (n, d) = (700, 12);
