@@ -15,9 +15,11 @@
 // - the staged piece is [row][vec4] with a vec4 of padding per row (a quarter warp reads 8
 //   rows' vec4s in distinct banks) and the centroids' piece is [centroid][vec4], read as
 //   broadcasts: per 4 features an invocation loads 1 + K vec4s and does 8K flops;
-// - K is the override STREAM_K, so every loop over the centroids has a constant trip count:
-//   the driver unrolls it and the K distances stay in registers (no run-time index), and no
-//   chain past K is summed;
+// - K is the override STREAM_K, and the distances are four vec4s, centroids 4g .. 4g + 3 in
+//   the lanes of the g-th: every access names its vec4 by a constant, so they stay in
+//   registers whether or not the driver unrolls a loop (an array indexed at run time would
+//   live in local memory, each fma a load and a store there), and groups past K are skipped
+//   (lanes past K in the last group are summed against zeros and never read);
 // - changed labels are counted in workgroup memory, one global atomic per workgroup.
 //
 // Each distance is the fma chain over features 0 .. D − 1 in order that every variant sums
@@ -41,6 +43,8 @@ const STREAM_CENTROID_LOADS: u32 = SMALL_K * STREAM_QUADS / STREAM_WG;
 
 // The centroids: K itself, 1 ..= SMALL_K (the host sets it).
 override STREAM_K: u32 = SMALL_K;
+// The four vec4 groups of distances hold SMALL_K centroids.
+const_assert SMALL_K <= 16u;
 
 var<workgroup> x_stage: array<vec4<f32>, STREAM_WG * STREAM_STRIDE>;
 var<workgroup> c_stage: array<vec4<f32>, SMALL_K * STREAM_QUADS>;
@@ -96,6 +100,30 @@ fn store_share(lid: u32, s: Share) {
     }
 }
 
+// acc + the squares of xv − centroid c0 + t in lane t (t = 0 .. 3), feature by feature in
+// order: each lane is one centroid's fma chain, the same bits as a scalar chain.
+fn stream_group(acc: vec4<f32>, xv: vec4<f32>, c0: u32, q: u32) -> vec4<f32> {
+    let d0 = xv - c_stage[c0 * STREAM_QUADS + q];
+    let d1 = xv - c_stage[(c0 + 1u) * STREAM_QUADS + q];
+    let d2 = xv - c_stage[(c0 + 2u) * STREAM_QUADS + q];
+    let d3 = xv - c_stage[(c0 + 3u) * STREAM_QUADS + q];
+    let dx = vec4<f32>(d0.x, d1.x, d2.x, d3.x);
+    let dy = vec4<f32>(d0.y, d1.y, d2.y, d3.y);
+    let dz = vec4<f32>(d0.z, d1.z, d2.z, d3.z);
+    let dw = vec4<f32>(d0.w, d1.w, d2.w, d3.w);
+    var a = fma(dx, dx, acc);
+    a = fma(dy, dy, a);
+    a = fma(dz, dz, a);
+    return fma(dw, dw, a);
+}
+
+// The distance of centroid c (below SMALL_K) from the four groups.
+fn stream_distance(g0: vec4<f32>, g1: vec4<f32>, g2: vec4<f32>, g3: vec4<f32>, c: u32) -> f32 {
+    let g = c / 4u;
+    let v = select(select(g3, g2, g == 2u), select(g1, g0, g == 0u), g < 2u);
+    return v[c % 4u];
+}
+
 @compute @workgroup_size(STREAM_WG)
 fn assign_stream(
     @builtin(local_invocation_index) lid: u32,
@@ -106,7 +134,10 @@ fn assign_stream(
         atomicStore(&wg_changed, 0u);
     }
     var share = load_share(first, lid, 0u);
-    var acc: array<f32, SMALL_K>;
+    var acc0 = vec4<f32>();
+    var acc1 = vec4<f32>();
+    var acc2 = vec4<f32>();
+    var acc3 = vec4<f32>();
     for (var j0 = 0u; j0 < params.d; j0 += 4u * STREAM_QUADS) {
         // The previous piece has been summed by every invocation.
         workgroupBarrier();
@@ -118,12 +149,16 @@ fn assign_stream(
         }
         for (var q = 0u; q < STREAM_QUADS; q++) {
             let xv = x_stage[lid * STREAM_STRIDE + q];
-            for (var c = 0u; c < STREAM_K; c++) {
-                let diff = xv - c_stage[c * STREAM_QUADS + q];
-                acc[c] = fma(diff.x, diff.x, acc[c]);
-                acc[c] = fma(diff.y, diff.y, acc[c]);
-                acc[c] = fma(diff.z, diff.z, acc[c]);
-                acc[c] = fma(diff.w, diff.w, acc[c]);
+            // Conditions on the override alone: the driver drops the groups past K.
+            acc0 = stream_group(acc0, xv, 0u, q);
+            if STREAM_K > 4u {
+                acc1 = stream_group(acc1, xv, 4u, q);
+            }
+            if STREAM_K > 8u {
+                acc2 = stream_group(acc2, xv, 8u, q);
+            }
+            if STREAM_K > 12u {
+                acc3 = stream_group(acc3, xv, 12u, q);
             }
         }
     }
@@ -133,8 +168,9 @@ fn assign_stream(
         var best = F32_MAX;
         var best_k = 0u;
         for (var c = 0u; c < STREAM_K; c++) {
-            if acc[c] < best {
-                best = acc[c];
+            let dist = stream_distance(acc0, acc1, acc2, acc3, c);
+            if dist < best {
+                best = dist;
                 best_k = c;
             }
         }

@@ -4,12 +4,17 @@
 //! bits as every variant of the family.
 //!
 //! Cost model (an H200: 4.8 TB/s HBM, ~4 TB/s copy, 67 TFLOP/s FP32, 132 SMs): each row of D
-//! features costs 4D bytes and 2·D·K instructions (a subtraction and an fma per feature and
-//! centroid), plus D/4·(1 + K) vec4 loads from workgroup memory. At Fashion-MNIST (70k x 784,
-//! k = 10) the 220 MB read takes 55 µs at 4 TB/s; the 1.1 G instructions take 33 µs at the
-//! FP32 issue rate and the workgroup loads about 23 µs, both hidden under the reads when a
-//! workgroup's next piece (8 KiB) is in flight while it sums: the kernel is bound by the copy
-//! rate, with 530 rows per SM (a quarter of its threads) at that size.
+//! features costs 4D bytes and 2·D·K′ instructions (a subtraction and an fma per feature and
+//! centroid, K′ = 4⌈K/4⌉: the distances are summed four centroids to a vec4, whose lanes past
+//! K are summed and never read), plus D/4·(1 + K′) vec4 loads from workgroup memory. At
+//! Fashion-MNIST (70k x 784, k = 10, K′ = 12) the 220 MB read takes 55 µs at 4 TB/s; the 1.3 G
+//! instructions take 40 µs at the FP32 issue rate and the workgroup loads about 27 µs, both
+//! hidden under the reads when a workgroup's next piece (8 KiB) is in flight while it sums:
+//! the kernel is bound by the copy rate, with 530 rows per SM (a quarter of its threads) at
+//! that size. The H200 measured 570 GB/s (14% of the copy ceiling) when the distances were
+//! an array indexed by the centroid loop's counter: if the driver left that loop rolled, each
+//! fma loaded and stored its distance in local memory (2·D·K of them a row), which the model
+//! above does not hold and which would explain the rate. The vec4 groups rule it out.
 
 use super::args::{params, Assignment, SMALL_K};
 use crate::error::Result;
