@@ -138,14 +138,16 @@ fn estep_diag_tiled(
                     q3 = fma(t3, t3, q3);
                 }
             }
-            let q = array<vec4<f32>, 4>(q0, q1, q2, q3);
+            // Row i's norms by a select rather than an array indexed at run time (which
+            // would go through local memory).
             for (var i = 0u; i < 4u; i++) {
                 let row = r_base + 4u * rl + i;
                 if row < p.n_rows {
+                    let qi = select(select(q3, q2, i == 2u), select(q1, q0, i == 0u), i < 2u);
                     for (var t = 0u; t < 4u; t++) {
                         let c = c_base + 4u * cl + t;
                         if c < p.k {
-                            resp[row * p.k + c] = q[i][t];
+                            resp[row * p.k + c] = qi[t];
                         }
                     }
                 }
