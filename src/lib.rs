@@ -143,7 +143,7 @@ pub use gmm::{
 };
 pub use gpu::{
     AdapterOptions, Ceilings, Gpu, GpuInfo, GpuInput, GpuMatrix, GpuVector, Profile, ProfileClock,
-    TuningCache,
+    TuningCache, TuningTrial,
 };
 pub use kmeans::{
     KMeans, KMeansInit, KMeansModel, KMeansPartition, KMeansStats, Metric, MiniBatchKMeans,

@@ -298,6 +298,8 @@ cat >"$T/r.jsonl" <<'RESULTS'
 {"commit":"abc","impl":"wgpu-unsupervised","kind":"fit","kernel":"pca","n":100,"d":4,"k":2,"iterations":1,"seconds":3.0,"gflops":1,"gbps":1,"efficiency":0.5,"bound":"compute"}
 {"commit":"abc","impl":"torch","kind":"fit","kernel":"pca","n":100,"d":4,"k":2,"iterations":1,"seconds":1.5,"gflops":1,"gbps":1,"efficiency":0.2,"bound":"compute","device":"cuda","adapter":"Fake"}
 {"commit":"abc","kind":"tuning","impl":"wgpu-unsupervised","family":"assign [x|y]","class":[5,9],"variant":"y"}
+{"commit":"abc","kind":"tuning_trial","family":"assign [x|y]","class":[5,9],"variant":"x","seconds":0.002,"chosen":false,"adapter":"Fake GPU"}
+{"commit":"abc","kind":"tuning_trial","family":"assign [x|y]","class":[5,9],"variant":"y","seconds":0.001,"chosen":true,"adapter":"Fake GPU"}
 not json
 RESULTS
 out=$(python3 "$HERE/summarize.py" "$T/r.jsonl" 2>&1)
@@ -311,7 +313,8 @@ expect "summarize: per-iteration ratios, iterations done/asked, busy shares, the
     "scikit-learn .* kmeans .* 5 .* 0\.2 .* compute .* 5$" \
     "torch .* pca .* compute .* 2$" \
     "^kmeans +100 x 4 +2 +2/10 +0\.5 +1\.5 +3 +0\.5$" \
-    "^autotuner: assign \[x\|y\] at class \[5, 9\]: y$"
+    "^autotuner: assign \[x\|y\] at class \[5, 9\]: y$" \
+    "^autotuner trials: assign at class \[5, 9\]: x 2\.000 ms, y 1\.000 ms\*$"
 out=$(python3 "$HERE/summarize.py" "$T/empty.jsonl" 2>&1)
 expect "summarize: a missing file is an error" 1 $? "$out" "No such file"
 

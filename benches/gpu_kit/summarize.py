@@ -41,7 +41,7 @@ def read(paths):
                 if obj.get("kind") in ("kernel", "fit") and obj.get("seconds"):
                     obj.setdefault("impl", OURS)
                     rows.append(obj)
-                elif obj.get("kind") in ("info", "ceilings", "tests", "tuning"):
+                elif obj.get("kind") in ("info", "ceilings", "tests", "tuning", "tuning_trial"):
                     info.append(obj)
     return rows, info
 
@@ -165,6 +165,11 @@ def render(header, body, markdown):
 def preamble(rows, info):
     """The header lines: commit, tests, our adapter and ceilings, the peers' ceilings."""
     lines = []
+    trials = {}
+    for i in info:
+        if i["kind"] == "tuning_trial":
+            trials.setdefault((i.get("family", "?"), str(i.get("class"))), []).append(i)
+    info = [i for i in info if i["kind"] != "tuning_trial"]
     commits = sorted({r["commit"] for r in rows + info if r.get("commit")})
     if commits:
         lines.append("commit: " + ", ".join(commits))
@@ -185,6 +190,11 @@ def preamble(rows, info):
                     if "peak_gflops" in i else "")
             lines.append(f"ours ({i['kind']}): {i.get('name', '?')} [{i.get('backend', '?')}, "
                          f"{i.get('device_type', '?')}]{ceil}")
+    # Every candidate the autotuner timed, per family and shape class (* the one it chose).
+    for (family, cls), ts in trials.items():
+        times = ", ".join(f"{t.get('variant', '?')} {1e3 * (t.get('seconds') or 0):.3f} ms"
+                          + ("*" if t.get("chosen") else "") for t in ts)
+        lines.append(f"autotuner trials: {family.split(' [')[0]} at class {cls}: {times}")
     peers = {}
     for r in rows:
         if r["impl"] != OURS:

@@ -81,7 +81,7 @@ pub use profile::{
     Bound, Ceilings, Clock, DispatchRecord, HostActivity, KernelSummary, Profile, ProfileClock,
     Work,
 };
-pub use tuning::TuningCache;
+pub use tuning::{TuningCache, TuningTrial};
 /// The command encoder the `*_into` methods (`predict_into`, `transform_into`, …) record into
 /// without submitting: wgpu's, re-exported so that the layers above name wgpu through here.
 pub use wgpu::CommandEncoder;

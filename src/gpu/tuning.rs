@@ -116,9 +116,29 @@ impl TuneKey {
     }
 }
 
+/// One candidate's time in one of the autotuner's trials on this device
+/// ([`Gpu::tuning_trials`]): what a choice was made from.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TuningTrial {
+    /// The kernel family and its candidates (`assign [assign_stream|assign_tiled 128x128|…]`),
+    /// as [`Gpu::tuning_choices`] names them.
+    pub family: String,
+    /// The shape class (each edge rounded up to a power of two).
+    pub class: [u32; 2],
+    /// The candidate timed.
+    pub variant: &'static str,
+    /// The best of its timed runs on the trial's rows, in seconds (GPU timestamps where the
+    /// device has them, else the wall clock around the submission).
+    pub seconds: f64,
+    /// Whether it was chosen.
+    pub chosen: bool,
+}
+
 /// The per-device choices made or used so far, and the cache file behind them.
 pub(crate) struct Tuner {
     choices: Mutex<HashMap<TuneKey, &'static str>>,
+    /// Every candidate timed by this process, in the order the trials ran.
+    trials: Mutex<Vec<TuningTrial>>,
     /// The adapter's key in the cache file; `None` for a device of unknown adapter.
     identity: Option<String>,
     file: Mutex<FileState>,
@@ -136,6 +156,7 @@ impl Tuner {
     pub(crate) fn new(adapter: Option<&wgpu::AdapterInfo>) -> Self {
         Self {
             choices: Mutex::default(),
+            trials: Mutex::default(),
             identity: adapter.map(tuning_cache::identity),
             file: Mutex::default(),
         }
@@ -251,6 +272,7 @@ impl Gpu {
             )));
         };
         let mut best = (f64::INFINITY, first);
+        let mut times = Vec::with_capacity(candidates.len());
         for &c in candidates {
             time(c)?;
             let mut t = f64::INFINITY;
@@ -260,8 +282,20 @@ impl Gpu {
             if t < best.0 {
                 best = (t, c);
             }
+            times.push((c.name(), t));
         }
         let key = TuneKey::new(candidates, a, b);
+        self.tuner
+            .trials
+            .lock()
+            .unwrap()
+            .extend(times.into_iter().map(|(variant, seconds)| TuningTrial {
+                family: key.label(),
+                class: key.class,
+                variant,
+                seconds,
+                chosen: variant == best.1.name(),
+            }));
         self.tuner
             .choices
             .lock()
@@ -288,6 +322,14 @@ impl Gpu {
         let gpu: f64 = records.iter().map(|r| r.seconds).sum();
         // A driver that writes no ticks reads zero for every variant: no choice at all.
         Ok(if gpu > 0.0 { gpu } else { wall })
+    }
+
+    /// Every candidate the autotuner timed in this process, with its time, in the order the
+    /// trials ran: each choice with what it was chosen from (choices read from the cache file
+    /// ran no trial here). `wgpu-unsupervised bench` reports them, so a benchmark run on a
+    /// GPU shows every variant's time at its shapes, not only the winner's.
+    pub fn tuning_trials(&self) -> Vec<TuningTrial> {
+        self.tuner.trials.lock().unwrap().clone()
     }
 
     /// The autotuner's choices on this device so far: (family and candidates, shape class,

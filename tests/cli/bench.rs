@@ -46,8 +46,40 @@ fn bench_kernels_json_lines_hold_the_roofline() {
         "bench --kernel assign --kernel centroid-update --kernel gmm-estep --covariance diag \
          --shape 3000,12,40 --shape 2000,5,3 --repeats 1 --json",
     ));
-    let rows = lines(&out);
+    let all = lines(&out);
+    // The measurements, then the autotuner's trials of this run (the tests keep no tuning
+    // cache, so every choice is timed here).
+    let (rows, trials): (Vec<Value>, Vec<Value>) =
+        all.into_iter().partition(|r| r["kind"] != "tuning_trial");
     assert_eq!(rows.len(), 6, "{out}");
+    assert!(!trials.is_empty(), "{out}");
+    for t in &trials {
+        assert!(num(t, "seconds") > 0.0, "{t}");
+        assert!(t["family"].as_str().unwrap().contains('['), "{t}");
+        assert!(
+            t["variant"].as_str().is_some() && t["class"].is_array(),
+            "{t}"
+        );
+    }
+    // One chosen candidate per family and shape class, and it is the fastest.
+    let mut keys: Vec<String> = trials
+        .iter()
+        .map(|t| format!("{} {}", t["family"], t["class"]))
+        .collect();
+    keys.dedup();
+    for key in &keys {
+        let of: Vec<&Value> = trials
+            .iter()
+            .filter(|t| &format!("{} {}", t["family"], t["class"]) == key)
+            .collect();
+        let chosen: Vec<&&Value> = of.iter().filter(|t| t["chosen"] == true).collect();
+        assert_eq!(chosen.len(), 1, "{key}: {of:?}");
+        let fastest = of
+            .iter()
+            .map(|t| num(t, "seconds"))
+            .fold(f64::INFINITY, f64::min);
+        assert_eq!(num(chosen[0], "seconds"), fastest, "{key}");
+    }
     for (row, (kernel, n)) in rows.iter().zip([
         ("assign", 3000),
         ("assign", 2000),

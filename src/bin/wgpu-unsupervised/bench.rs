@@ -233,6 +233,49 @@ impl Printer {
     }
 }
 
+/// One candidate's trial time as a JSON line (`"kind":"tuning_trial"`).
+#[derive(Serialize)]
+struct TrialLine<'a> {
+    kind: &'static str,
+    family: &'a str,
+    class: [u32; 2],
+    variant: &'a str,
+    seconds: f64,
+    chosen: bool,
+    adapter: &'a str,
+}
+
+impl Printer {
+    /// The autotuner's trials this run made: every candidate's time at each shape class it
+    /// chose for (what the choices in the lines' details were made from).
+    fn trials(&mut self, trials: &[wgpu_unsupervised::TuningTrial], adapter: &str) -> CliResult {
+        for t in trials {
+            if self.json {
+                emit(&TrialLine {
+                    kind: "tuning_trial",
+                    family: &t.family,
+                    class: t.class,
+                    variant: t.variant,
+                    seconds: t.seconds,
+                    chosen: t.chosen,
+                    adapter,
+                })?;
+            } else {
+                println!(
+                    "trial  {} at {}x{}: {} {:.6} s{}",
+                    t.family,
+                    t.class[0],
+                    t.class[1],
+                    t.variant,
+                    t.seconds,
+                    if t.chosen { " (chosen)" } else { "" }
+                );
+            }
+        }
+        Ok(())
+    }
+}
+
 fn emit(value: &impl Serialize) -> CliResult {
     let line = serde_json::to_string(value)
         .map_err(|e| Failure::runtime(format!("encoding JSON: {e}")))?;
@@ -395,5 +438,5 @@ pub fn bench(args: BenchArgs) -> CliResult {
             }
         }
     }
-    Ok(())
+    out.trials(&gpu.tuning_trials(), &ceilings.adapter)
 }

@@ -206,6 +206,21 @@ fn the_tuner_times_once_per_key_and_keeps_the_fastest() {
         "128x512".into(),
         "fast".into()
     )));
+    // Each candidate's best time is kept once, the choice marked (other tests' trials on a
+    // shared device are left out by their family).
+    let trials: Vec<_> = gpu
+        .tuning_trials()
+        .into_iter()
+        .filter(|t| t.family == "test kernel [slow|fast]")
+        .map(|t| (t.variant, t.seconds, t.chosen, t.class))
+        .collect();
+    assert_eq!(
+        trials,
+        [
+            ("slow", 2.0, false, [128, 512]),
+            ("fast", 1.0, true, [128, 512])
+        ]
+    );
     // A failing trial is an error, and nothing is cached.
     let failed = gpu.tuned(&[Failing], (1, 1), |_| {
         Err(crate::error::Error::Gpu("trial failed".into()))
@@ -215,6 +230,10 @@ fn the_tuner_times_once_per_key_and_keeps_the_fastest() {
         .tuning_choices()
         .iter()
         .any(|c| c.0.starts_with("failing")));
+    assert!(!gpu
+        .tuning_trials()
+        .iter()
+        .any(|t| t.family.starts_with("failing")));
     // No candidates: an error, not a panic.
     let none: [Trial; 0] = [];
     assert!(gpu.tuned(&none, (1, 1), |_| Ok(1.0)).is_err());
