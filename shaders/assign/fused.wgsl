@@ -65,29 +65,37 @@ fn weight_of(r: u32) -> f32 {
 
 // sums[label] += w·(x − old[label]), accumulate_cluster_partials' expression. The epilogue
 // walks one row at a time, so the label is the same across the workgroup and the switch is
-// one uniform branch: a runtime index would put the arrays in memory on some drivers, and
+// one uniform branch: a runtime index would put the values in memory on some drivers, and
 // comparing with every index would cost about 3·SMALL_K instructions per row and feature,
-// more than the assignment's 2K. One case per register (SMALL_K = 16; the host asserts it).
-fn add_deviation(sums: ptr<function, array<f32, SMALL_K>>, old: ptr<function, array<f32, SMALL_K>>, label: u32, w: f32, xv: f32) {
+// more than the assignment's 2K. One case per register (SMALL_K = 16; PerCentroid asserts it).
+fn add_deviation(sums: ptr<function, PerCentroid>, old: PerCentroid, label: u32, w: f32, xv: f32) {
     switch label {
-        case 0u: { (*sums)[0] += w * (xv - (*old)[0]); }
-        case 1u: { (*sums)[1] += w * (xv - (*old)[1]); }
-        case 2u: { (*sums)[2] += w * (xv - (*old)[2]); }
-        case 3u: { (*sums)[3] += w * (xv - (*old)[3]); }
-        case 4u: { (*sums)[4] += w * (xv - (*old)[4]); }
-        case 5u: { (*sums)[5] += w * (xv - (*old)[5]); }
-        case 6u: { (*sums)[6] += w * (xv - (*old)[6]); }
-        case 7u: { (*sums)[7] += w * (xv - (*old)[7]); }
-        case 8u: { (*sums)[8] += w * (xv - (*old)[8]); }
-        case 9u: { (*sums)[9] += w * (xv - (*old)[9]); }
-        case 10u: { (*sums)[10] += w * (xv - (*old)[10]); }
-        case 11u: { (*sums)[11] += w * (xv - (*old)[11]); }
-        case 12u: { (*sums)[12] += w * (xv - (*old)[12]); }
-        case 13u: { (*sums)[13] += w * (xv - (*old)[13]); }
-        case 14u: { (*sums)[14] += w * (xv - (*old)[14]); }
-        case 15u: { (*sums)[15] += w * (xv - (*old)[15]); }
+        case 0u: { (*sums).g0.x += w * (xv - old.g0.x); }
+        case 1u: { (*sums).g0.y += w * (xv - old.g0.y); }
+        case 2u: { (*sums).g0.z += w * (xv - old.g0.z); }
+        case 3u: { (*sums).g0.w += w * (xv - old.g0.w); }
+        case 4u: { (*sums).g1.x += w * (xv - old.g1.x); }
+        case 5u: { (*sums).g1.y += w * (xv - old.g1.y); }
+        case 6u: { (*sums).g1.z += w * (xv - old.g1.z); }
+        case 7u: { (*sums).g1.w += w * (xv - old.g1.w); }
+        case 8u: { (*sums).g2.x += w * (xv - old.g2.x); }
+        case 9u: { (*sums).g2.y += w * (xv - old.g2.y); }
+        case 10u: { (*sums).g2.z += w * (xv - old.g2.z); }
+        case 11u: { (*sums).g2.w += w * (xv - old.g2.w); }
+        case 12u: { (*sums).g3.x += w * (xv - old.g3.x); }
+        case 13u: { (*sums).g3.y += w * (xv - old.g3.y); }
+        case 14u: { (*sums).g3.z += w * (xv - old.g3.z); }
+        case 15u: { (*sums).g3.w += w * (xv - old.g3.w); }
         default: {}
     }
+}
+
+// Feature j of centroid c, or 0 past K or D.
+fn old_value(c: u32, j: u32) -> f32 {
+    if c < params.k && j < params.d {
+        return centroids[c * params.d + j];
+    }
+    return 0.0;
 }
 
 @compute @workgroup_size(ROWS_WG)
@@ -107,19 +115,18 @@ fn assign_rows_update(
     let last_j0 = (d - 1u) / ROWS_PIECE * ROWS_PIECE;
     // The old centroids' feature j, and the sums of w·(x_j − old c_j), per cluster, in
     // registers (constant indices only: add_deviation).
-    var old: array<f32, SMALL_K>;
-    var sums: array<f32, SMALL_K>;
-    for (var c = 0u; c < SMALL_K; c++) {
-        if c < params.k && j < d {
-            old[c] = centroids[c * d + j];
-        }
-    }
+    var old: PerCentroid;
+    old.g0 = vec4<f32>(old_value(0u, j), old_value(1u, j), old_value(2u, j), old_value(3u, j));
+    old.g1 = vec4<f32>(old_value(4u, j), old_value(5u, j), old_value(6u, j), old_value(7u, j));
+    old.g2 = vec4<f32>(old_value(8u, j), old_value(9u, j), old_value(10u, j), old_value(11u, j));
+    old.g3 = vec4<f32>(old_value(12u, j), old_value(13u, j), old_value(14u, j), old_value(15u, j));
+    var sums: PerCentroid;
     // Cluster lid's count, Σ w·d̂ and Σ w (invocations lid < K).
     var count = 0u;
     var sq_dist = 0.0;
     var weight_sum = 0.0;
     for (var t0 = first; t0 < last; t0 += ROWS_WG) {
-        var acc: array<f32, SMALL_K>;
+        var acc: PerCentroid;
         for (var j0 = 0u; j0 < d; j0 += ROWS_PIECE) {
             rows_piece_sq_distances(t0, lid, j0, &acc);
             // The next piece overwrites rows_piece: invocation j keeps its own feature, which
@@ -150,7 +157,7 @@ fn assign_rows_update(
                 } else {
                     xv = rows_piece[(j - last_j0) * ROWS_PIECE_STRIDE + r];
                 }
-                add_deviation(&sums, &old, label, w, xv);
+                add_deviation(&sums, old, label, w, xv);
             }
             // add_row_scalars of centroids/update.wgsl.
             if label == lid {
@@ -162,9 +169,9 @@ fn assign_rows_update(
     }
     // write_partials of centroids/update.wgsl.
     let gblock = params.block_offset + block;
-    for (var c = 0u; c < SMALL_K; c++) {
-        if c < params.k && j < d {
-            partial_sums[(gblock * params.k + c) * d + j] = sums[c];
+    for (var c = 0u; c < params.k; c++) {
+        if j < d {
+            partial_sums[(gblock * params.k + c) * d + j] = per_centroid(sums, c);
         }
     }
     if lid < params.k {
