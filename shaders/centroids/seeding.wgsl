@@ -138,8 +138,12 @@ fn sq_distances(lid: u32, row0: u32, first: u32, count: u32) -> array<f32, PP_MA
 // Sums `v[t]` over the workgroup's invocations for t < count, in a tree of fixed shape;
 // the result for t is in x_tile[t * PP_ROWS].
 fn block_sum(lid: u32, v: array<f32, PP_MAX_TRIALS>, count: u32) {
-    for (var t = 0u; t < count; t++) {
-        x_tile[t * PP_ROWS + lid] = v[t];
+    // A constant trip count with the test inside: unrolled, `v` is indexed by constants and
+    // stays in registers (a run-time bound would index it at run time, in local memory).
+    for (var t = 0u; t < PP_MAX_TRIALS; t++) {
+        if t < count {
+            x_tile[t * PP_ROWS + lid] = v[t];
+        }
     }
     workgroupBarrier();
     for (var stride = PP_ROWS / 2u; stride > 0u; stride /= 2u) {
