@@ -89,17 +89,24 @@ pub fn validate(name: &str, composed: &Composed) -> Result<(Module, ModuleInfo),
             e.emit_to_string_with_path(source, &shown),
         )
     })?;
-    let info = Validator::new(ValidationFlags::all(), Capabilities::default())
-        .validate(&module)
-        .map_err(|e| {
-            report(
-                name,
-                composed,
-                &e.as_inner().to_string(),
-                e.spans().cloned(),
-                e.emit_to_string_with_path(source, &shown),
-            )
-        })?;
+    // Subgroup operations are validated as an adapter with `Features::SUBGROUP` would take
+    // them; the host builds such kernels only on those adapters.
+    let info = Validator::new(
+        ValidationFlags::all(),
+        Capabilities::default() | Capabilities::SUBGROUP,
+    )
+    .subgroup_stages(naga::valid::ShaderStages::COMPUTE)
+    .subgroup_operations(naga::valid::SubgroupOperationSet::all())
+    .validate(&module)
+    .map_err(|e| {
+        report(
+            name,
+            composed,
+            &e.as_inner().to_string(),
+            e.spans().cloned(),
+            e.emit_to_string_with_path(source, &shown),
+        )
+    })?;
     Ok((module, info))
 }
 

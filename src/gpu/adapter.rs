@@ -101,6 +101,11 @@ pub struct GpuInfo {
     /// matrix there run where it fits, e.g. the power iteration's Cholesky factor).
     #[cfg_attr(feature = "serde", serde(default))]
     pub max_compute_workgroup_storage_size: u32,
+    /// The smallest subgroup (SIMD group: warp, wavefront) the adapter may run a kernel in,
+    /// as the driver reports it (0: unknown). Kernels that exchange values within subgroups
+    /// run only where this holds their lanes (see [`Gpu::subgroup_lanes`](crate::Gpu)).
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub subgroup_min_size: u32,
 }
 
 impl GpuInfo {
@@ -150,6 +155,7 @@ impl GpuInfo {
             max_compute_invocations_per_workgroup: limits.max_compute_invocations_per_workgroup,
             min_storage_buffer_offset_alignment: limits.min_storage_buffer_offset_alignment,
             max_compute_workgroup_storage_size: limits.max_compute_workgroup_storage_size,
+            subgroup_min_size: a.subgroup_min_size,
         }
     }
 }

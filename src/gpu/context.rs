@@ -145,8 +145,11 @@ impl Gpu {
                 // decide how big the data chunks can be.
                 required_limits: adapter.limits(),
                 // Timestamps let the profiler time each dispatch inside a batch; they cost
-                // nothing unless a profile is running.
-                required_features: adapter.features() & wgpu::Features::TIMESTAMP_QUERY,
+                // nothing unless a profile is running. Subgroup operations give kernels a
+                // variant that exchanges values without workgroup memory (the autotuner
+                // times it against the other).
+                required_features: adapter.features()
+                    & (wgpu::Features::TIMESTAMP_QUERY | wgpu::Features::SUBGROUP),
                 memory_hints: wgpu::MemoryHints::Performance,
                 ..Default::default()
             })
@@ -223,6 +226,15 @@ impl Gpu {
     /// The adapter and the limits that matter to this crate.
     pub fn info(&self) -> &GpuInfo {
         &self.info
+    }
+
+    /// The fewest lanes a subgroup of this device holds when its kernels may use subgroup
+    /// operations (the device has `Features::SUBGROUP` and the adapter reports its subgroup
+    /// sizes); `None` otherwise, and for a device whose adapter is not known.
+    pub fn subgroup_lanes(&self) -> Option<u32> {
+        (self.device.features().contains(wgpu::Features::SUBGROUP)
+            && self.info.subgroup_min_size > 0)
+            .then_some(self.info.subgroup_min_size)
     }
 
     /// The wgpu device (to share buffers with your own pipelines).

@@ -133,6 +133,13 @@ pub fn info(args: InfoArgs) -> CliResult {
         .free(format!(
             "  max_compute_workgroup_storage_size:    {} bytes",
             info.max_compute_workgroup_storage_size
+        ))
+        .free(format!(
+            "  subgroups:                             {}",
+            gpu.subgroup_lanes()
+                .map_or("none".to_string(), |lanes| format!(
+                    "{lanes} lanes at least"
+                ))
         ));
     let ceilings = if args.ceilings {
         Some(gpu.measure_ceilings()?)

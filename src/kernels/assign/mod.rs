@@ -11,12 +11,14 @@
 //! | [`AssignVariant::Stream`] | [`stream`] | GPUs, K ≤ [`SMALL_K`]: the difference form, coalesced rows streamed once with the next piece in flight |
 //! | [`AssignVariant::RowsUpdate`] | [`fused`] | the difference form on staged pieces with the Lloyd update's partials in its epilogue (K-Means steps, D ≤ 64) |
 //! | [`AssignVariant::Tiled`] | [`tiled`] (+ [`prepare`], [`recheck`]) | GPUs, larger K: the GEMM form on the tile core, each candidate proved by [`bound`] or rechecked |
+//! | [`AssignVariant::TiledSubgroup`] | [`tiled_subgroup`] (+ the same) | GPUs with subgroups that hold a tile row: the same, a row's lane searches merged by subgroup shuffles |
 //! | [`AssignVariant::Texture`] | [`texture`] (+ [`prepare`], [`uniform`]) | CPU-like adapters: the GEMM form from flat textures |
 //! | [`AssignVariant::Uniform`] | [`uniform`] | CPU-like adapters: one row per invocation, centroids from uniform slices |
 //! | [`AssignVariant::Registers`] | [`registers`] | CPU-like adapters: one row per invocation, centroids from storage |
 //!
-//! GPUs take their variant by fixed rules; CPU-like adapters time their candidates on first
-//! use (the autotuner, [`Gpu::tuned`](crate::gpu::Gpu)). [`args`] holds what every kernel
+//! GPUs time the streamed form (K ≤ [`SMALL_K`]) and the GEMM form in every tile and merge
+//! (the fused step where it fits is taken without timing); CPU-like adapters time their own
+//! candidates; both on first use (the autotuner, [`Gpu::tuned`](crate::gpu::Gpu)). [`args`] holds what every kernel
 //! shares, [`scratch`] the GEMM form's buffers, [`distances`] the distance table.
 
 pub(crate) mod args;
@@ -30,6 +32,7 @@ pub(crate) mod scratch;
 pub(crate) mod stream;
 pub(crate) mod texture;
 pub(crate) mod tiled;
+pub(crate) mod tiled_subgroup;
 pub(crate) mod uniform;
 
 #[cfg(test)]
@@ -69,6 +72,9 @@ pub(crate) enum AssignVariant {
     RowsUpdate,
     /// The GEMM form on the staged tile core (GPUs).
     Tiled(GemmConfig),
+    /// [`AssignVariant::Tiled`] with each row's lane searches merged in subgroups (GPUs with
+    /// `Features::SUBGROUP` whose subgroups hold a tile row: [`tiled_subgroup::runs`]).
+    TiledSubgroup(GemmConfig),
     /// The GEMM form from flat textures (CPU-like adapters).
     Texture,
 }
@@ -88,6 +94,13 @@ impl Variant for AssignVariant {
             Self::Tiled(c) if c == GemmConfig::SMALL => "assign_tiled 64x64",
             Self::Tiled(c) if c == GemmConfig::NARROW => "assign_tiled 128x32",
             Self::Tiled(_) => "assign_tiled",
+            Self::TiledSubgroup(c) if c == GemmConfig::LARGE => "assign_tiled_subgroup 128x128",
+            Self::TiledSubgroup(c) if c == GemmConfig::LARGE_DEEP => {
+                "assign_tiled_subgroup 128x128 depth 16"
+            }
+            Self::TiledSubgroup(c) if c == GemmConfig::SMALL => "assign_tiled_subgroup 64x64",
+            Self::TiledSubgroup(c) if c == GemmConfig::NARROW => "assign_tiled_subgroup 128x32",
+            Self::TiledSubgroup(_) => "assign_tiled_subgroup",
         }
     }
 }
@@ -99,12 +112,16 @@ impl AssignVariant {
     pub(crate) fn all() -> Vec<AssignVariant> {
         let mut v = vec![Self::Registers, Self::Uniform, Self::Stream, Self::Texture];
         v.extend(GemmConfig::ALL.map(Self::Tiled));
+        v.extend(GemmConfig::ALL.map(Self::TiledSubgroup));
         v
     }
 
     /// Whether it computes the GEMM form (centroid side prepared, rows maybe rechecked).
     fn gemm_form(self) -> bool {
-        matches!(self, Self::Tiled(_) | Self::Texture)
+        matches!(
+            self,
+            Self::Tiled(_) | Self::TiledSubgroup(_) | Self::Texture
+        )
     }
 
     /// Whether it can run on `chunk` with `d` features and `k` centroids (`blocks`: the
@@ -125,6 +142,7 @@ impl AssignVariant {
                 let start = chunk.bind_offset + 4 * chunk.x_offset as u64;
                 d.is_multiple_of(4) && FlatTexture::can_copy_from(&chunk.buffer, start)
             }
+            Self::TiledSubgroup(config) => tiled_subgroup::runs(gpu, config),
             Self::Registers | Self::Tiled(_) => true,
         }
     }
@@ -138,7 +156,11 @@ impl AssignVariant {
         let back_edges = match self {
             Self::Registers => registers::back_edges(d, k),
             Self::Texture => texture::back_edges(d, k),
-            Self::Uniform | Self::Stream | Self::RowsUpdate | Self::Tiled(_) => 0,
+            Self::Uniform
+            | Self::Stream
+            | Self::RowsUpdate
+            | Self::Tiled(_)
+            | Self::TiledSubgroup(_) => 0,
         };
         fits_loop_budget(gpu, back_edges)
     }
@@ -213,6 +235,12 @@ pub(crate) fn choose(
                 GemmConfig::all_fitting(gpu)
                     .into_iter()
                     .map(AssignVariant::Tiled),
+            )
+            .chain(
+                GemmConfig::all_fitting(gpu)
+                    .into_iter()
+                    .map(AssignVariant::TiledSubgroup)
+                    .filter(|v| v.runs(gpu, chunk, (d, k), blocks)),
             )
             .collect()
     };
@@ -384,6 +412,10 @@ pub(crate) fn record_assign(
         )),
         AssignVariant::Tiled(config) => {
             tiled::record_tiled(gpu, batch, config, rows, to, scratch, work)?;
+            recheck::record_recheck(gpu, batch, chunk, n_rows, d, to, scratch)
+        }
+        AssignVariant::TiledSubgroup(config) => {
+            tiled_subgroup::record_tiled_subgroup(gpu, batch, config, rows, to, scratch, work)?;
             recheck::record_recheck(gpu, batch, chunk, n_rows, d, to, scratch)
         }
         AssignVariant::Texture => {

@@ -9,6 +9,7 @@ use crate::gpu::batch::Batch;
 use crate::gpu::buffer::Chunk;
 use crate::gpu::profile::Work;
 use crate::gpu::shaders::assign::tiled as wgsl;
+use crate::gpu::shaders::EntryPoint;
 use crate::gpu::Gpu;
 use crate::kernels::primitives::gemm::{rows_vec4, vec4_placeholder, GemmConfig};
 
@@ -18,6 +19,31 @@ pub(crate) fn record_tiled(
     gpu: &Gpu,
     batch: &mut Batch<'_>,
     config: GemmConfig,
+    rows: (&Chunk, usize, usize),
+    to: &Assignment<'_>,
+    scratch: &AssignScratch,
+    work: Work,
+) -> Result<()> {
+    record_tiled_entry(
+        gpu,
+        batch,
+        wgsl::ASSIGN_TILED,
+        config,
+        rows,
+        to,
+        scratch,
+        work,
+    )
+}
+
+/// Records `entry`, `assign_tiled` or its subgroup twin (the same body, parameters and
+/// bindings: `shaders/assign/shared/tiled_core.wgsl`).
+#[allow(clippy::too_many_arguments)]
+pub(super) fn record_tiled_entry(
+    gpu: &Gpu,
+    batch: &mut Batch<'_>,
+    entry: &'static EntryPoint,
+    config: GemmConfig,
     (chunk, n_rows, d): (&Chunk, usize, usize),
     to: &Assignment<'_>,
     scratch: &AssignScratch,
@@ -26,7 +52,7 @@ pub(crate) fn record_tiled(
     let grid = gpu.grid(n_rows.div_ceil(config.tile_m()) as u64)?;
     let placeholder = vec4_placeholder(gpu, chunk);
     batch.dispatch(
-        wgsl::ASSIGN_TILED,
+        entry,
         &config.overrides(),
         &params(chunk, n_rows, d, to.k, grid.x),
         &[

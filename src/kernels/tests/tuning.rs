@@ -8,6 +8,7 @@ use crate::gpu::tests::{gpu, random};
 use crate::gpu::tuning::{TuningCache, Variant};
 use crate::gpu::{Gpu, GpuMatrix};
 use crate::kernels::assign::{record_assign, AssignScratch, AssignVariant, Assignment};
+use crate::kernels::primitives::gemm::GemmConfig;
 
 /// Variants to tune among, by name.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -212,20 +213,20 @@ fn trial_clock(gpu: &Gpu) {
 #[test]
 fn gpus_time_the_tile_shapes_of_the_gemm_assignment() {
     // The GPU design (forced here) times the streamed rows and each tile of the GEMM form for
-    // K ≤ 16 and the tiles alone past it, and keeps the choice; the labels are the same bits
-    // whichever wins (tests/variants.rs).
+    // K ≤ 16 and the tiles alone past it, with each tile's subgroup merge where the adapter's
+    // subgroups hold a tile row (lavapipe's hold 8 lanes: the 64 x 64 and 128 x 32 tiles),
+    // and keeps the choice; the labels are the same bits whichever wins (tests/variants.rs).
     let gpu = gpu();
+    let subgroup_tiles: String = GemmConfig::ALL
+        .into_iter()
+        .filter(|&c| crate::kernels::assign::tiled_subgroup::runs(&gpu, c))
+        .map(|c| format!("|{}", AssignVariant::TiledSubgroup(c).name()))
+        .collect();
+    let tiles = "assign_tiled 128x128|assign_tiled 128x128 depth 16|assign_tiled 64x64|\
+                 assign_tiled 128x32";
     for (k, expected) in [
-        (
-            40,
-            "assign [assign_tiled 128x128|assign_tiled 128x128 depth 16|assign_tiled 64x64|\
-             assign_tiled 128x32]",
-        ),
-        (
-            9,
-            "assign [assign_stream|assign_tiled 128x128|assign_tiled 128x128 depth 16|\
-             assign_tiled 64x64|assign_tiled 128x32]",
-        ),
+        (40, format!("assign [{tiles}{subgroup_tiles}]")),
+        (9, format!("assign [assign_stream|{tiles}{subgroup_tiles}]")),
     ] {
         let (n, d) = (700, 12);
         let x = GpuMatrix::upload(&gpu, &Matrix::new(&random(n * d, 3), d).unwrap()).unwrap();

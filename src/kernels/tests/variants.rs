@@ -58,6 +58,13 @@ fn assignment_variants_give_identical_bits() {
             .filter(|&v| xg.chunks().iter().all(|c| v.runs(&gpu, c, (d, k), None)))
             .collect();
         assert_eq!(variants[0], AssignVariant::Registers);
+        // Where the adapter's subgroups hold a tile row of 8 lanes (lavapipe's do), the
+        // subgroup merge is among the variants held against the others.
+        if gpu.subgroup_lanes().is_some_and(|lanes| lanes >= 8) {
+            assert!(variants
+                .iter()
+                .any(|v| matches!(v, AssignVariant::TiledSubgroup(_))));
+        }
         for &variant in &variants {
             let mut batch = Batch::new(&gpu, "variant");
             let mut handles = Vec::new();
