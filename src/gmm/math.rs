@@ -101,6 +101,20 @@ const FACTOR_FLOPS_PER_THREAD: usize = 1 << 21;
 /// whichever thread that is, and the results are put back in component order, so the bits do
 /// not depend on the number of threads or their timing.
 fn factor_blocks(covariances: &[f64], d: usize) -> Vec<Option<Vec<f64>>> {
+    let available = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let k = covariances.len() / (d * d).max(1);
+    factor_blocks_on(covariances, d, factor_threads(k, d, available))
+}
+
+/// Threads for the factors of `k` blocks of d x d on a host with `available` cores: one per
+/// [`FACTOR_FLOPS_PER_THREAD`] of work, at most one per block and core, at least one.
+fn factor_threads(k: usize, d: usize, available: usize) -> usize {
+    let flops = k.saturating_mul(d.saturating_pow(3));
+    available.min(k).min(flops / FACTOR_FLOPS_PER_THREAD).max(1)
+}
+
+/// [`factor_blocks`] on `threads` threads (contiguous runs of blocks).
+fn factor_blocks_on(covariances: &[f64], d: usize, threads: usize) -> Vec<Option<Vec<f64>>> {
     let factor = |block: &[f64]| {
         let l = linalg::cholesky_lower(block, d).ok()?;
         let u = inverse_lower_transposed(&l, d);
@@ -108,11 +122,6 @@ fn factor_blocks(covariances: &[f64], d: usize) -> Vec<Option<Vec<f64>>> {
         u.iter().all(|v| v.is_finite()).then_some(u)
     };
     let blocks: Vec<&[f64]> = covariances.chunks_exact(d * d).collect();
-    let flops = blocks.len().saturating_mul(d.saturating_pow(3));
-    let threads = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .min(blocks.len())
-        .min(flops / FACTOR_FLOPS_PER_THREAD);
     if threads <= 1 {
         return blocks.into_iter().map(factor).collect();
     }
@@ -456,4 +465,49 @@ pub fn sample(
         }
     }
     Ok((xs, labels))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_factors_start_threads_only_for_enough_work_and_keep_their_bits_on_any_count() {
+        // K = 10, D = 50 (0.3 ms of work): one thread, however many cores.
+        assert_eq!(factor_threads(10, 50, 16), 1);
+        // K = 50, D = 64 (the 20M-row mixtures): several, at most one per core and block.
+        assert_eq!(factor_threads(50, 64, 16), 6);
+        assert_eq!(factor_threads(50, 64, 2), 2);
+        assert_eq!(factor_threads(3, 512, 16), 3);
+        assert_eq!(factor_threads(0, 0, 16), 1);
+        // The same bits on one thread and on several; a singular block stays None in place.
+        let (k, d) = (7, 9);
+        let mut cov = vec![0.0; k * d * d];
+        for c in 0..k {
+            for i in 0..d {
+                for j in i..d {
+                    let v = if i == j {
+                        1.0 + c as f64
+                    } else {
+                        ((c * 31 + i * 7 + j * 3) % 11) as f64 * 0.01
+                    };
+                    cov[c * d * d + i * d + j] = v;
+                    cov[c * d * d + j * d + i] = v;
+                }
+            }
+        }
+        cov[4 * d * d..5 * d * d].fill(0.0);
+        let bits = |v: &[Option<Vec<f64>>]| -> Vec<Option<Vec<u64>>> {
+            v.iter()
+                .map(|b| b.as_ref().map(|b| b.iter().map(|x| x.to_bits()).collect()))
+                .collect()
+        };
+        let one = factor_blocks_on(&cov, d, 1);
+        assert!(one[4].is_none());
+        assert_eq!(one.iter().filter(|b| b.is_some()).count(), k - 1);
+        for threads in [2, 3, 7] {
+            let many = factor_blocks_on(&cov, d, threads);
+            assert_eq!(bits(&many), bits(&one), "{threads} threads");
+        }
+    }
 }
