@@ -16,6 +16,7 @@
 
 #import constants
 #import grid
+#import centroids/order_key
 
 // Twin: FarthestParams in src/kernels/centroids/farthest.rs.
 struct FarthestParams {
@@ -44,15 +45,6 @@ const FARTHEST_HIST_ROWS: u32 = 4096u;
 @group(0) @binding(5) var<storage, read_write> found: array<vec4<u32>>;
 
 var<workgroup> local_bins: array<atomic<u32>, FARTHEST_BINS>;
-
-// The f32 whose bits are `bits`, as a u32 that orders as Rust's f32::total_cmp does (the same
-// order the host would sort the distances in): negative values flipped, positive ones above.
-fn order_key(bits: u32) -> u32 {
-    if (bits & 0x80000000u) != 0u {
-        return ~bits;
-    }
-    return bits | 0x80000000u;
-}
 
 @compute @workgroup_size(ROW_WG_SIZE)
 fn farthest_histogram(

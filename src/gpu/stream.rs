@@ -47,6 +47,18 @@ impl<'s, S: RowSource + ?Sized> DeviceRows<'s, S> {
     ///
     /// Errors: [`Error::OutOfDeviceMemory`] when not even one row fits next to `fixed`.
     pub(crate) fn new(gpu: &Gpu, source: &'s S, row_extra: u64, fixed: u64) -> Result<Self> {
+        Self::with_resident_extra(gpu, source, row_extra, fixed, 0)
+    }
+
+    /// [`DeviceRows::new`] for a fit that needs `resident_extra` bytes more when its rows are
+    /// resident (K-Means' loop ahead on the device; a streamed fit never runs it).
+    pub(crate) fn with_resident_extra(
+        gpu: &Gpu,
+        source: &'s S,
+        row_extra: u64,
+        fixed: u64,
+        resident_extra: u64,
+    ) -> Result<Self> {
         let (n, d) = crate::source::check_shape(source)?;
         let row_bytes = d as u64 * 4;
         let per_row = row_bytes + row_extra;
@@ -62,7 +74,7 @@ impl<'s, S: RowSource + ?Sized> DeviceRows<'s, S> {
                 available: Some(budget),
             });
         }
-        let fits = room / per_row;
+        let fits = budget.saturating_sub(fixed + resident_extra) / per_row;
         if n as u64 <= fits {
             return Ok(DeviceRows::Resident(upload(gpu, source)?));
         }
@@ -414,6 +426,20 @@ mod tests {
                 "{pieces} pieces"
             );
         }
+    }
+
+    #[test]
+    fn rows_are_resident_only_with_room_for_what_residence_adds() {
+        let (n, d) = (40usize, 3usize);
+        let x = crate::gpu::tests::random(n * d, 3);
+        let m = Matrix::new(&x, d).unwrap();
+        let g = gpu();
+        // The rows and 100 bytes fit exactly; 64 bytes more for resident rows do not.
+        g.set_memory_budget((n * d * 4) as u64 + 100);
+        let resident = DeviceRows::with_resident_extra(&g, &m, 0, 100, 0).unwrap();
+        assert!(matches!(resident, DeviceRows::Resident(_)));
+        let streamed = DeviceRows::with_resident_extra(&g, &m, 0, 100, 64).unwrap();
+        assert!(matches!(streamed, DeviceRows::Streamed { .. }));
     }
 
     /// A source that lends `lent` in memory while declaring `n` rows of `d`.

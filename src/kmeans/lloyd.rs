@@ -10,17 +10,18 @@
 //!
 //! Rows that are all on one device run the loop ahead of the host ([`lloyd_ahead`]): each
 //! submission updates the centroids on the device from the previous pass's sums
-//! (`kernels::centroids::advance`) and then runs the next pass, so the GPU never waits for the
-//! host between iterations. The host keeps one submission in flight and reads each one's few
-//! words (the update's decision, its squared shift, the pass's per-cluster Σw·d²) while the
-//! next runs; K x D never comes back. The decisions are the host loop's, in its order. The
-//! device marks the loop finished, so that a submission already in flight when it does
-//! changes nothing: its pass runs against the final centroids and is the final pass that
-//! makes the labels agree with them. An empty cluster stops the device (centroids kept); the
-//! host repairs it as the host loop does, from a pass it reads in full, and starts the device
-//! again from the repaired centroids. The update is f32 on the device where the host loop's is
-//! f64 (the same sums, rounded once more): results agree with the host loop to f32 rounding,
-//! and are the same, bit for bit, from run to run on one adapter.
+//! (`kernels::centroids::advance`), repairs empty clusters there by the host loop's rule
+//! (`kernels::centroids::repair`) and runs the next pass, so the GPU never waits for the host
+//! between iterations. K x D never comes back: each pass reports a few words (the update's
+//! decision and squared shift, the pass's per-cluster Σw·d²), read one submission behind, or
+//! for a fixed count without a callback only at window ends ([`window_end`]). The decisions
+//! are the host loop's, in its order. The device marks the loop finished, so that a
+//! submission already in flight changes nothing: its pass runs against the final centroids
+//! and makes the labels agree with them. More empty clusters than a step repairs stop the
+//! device (centroids kept); the host repairs them from a pass it reads in full and starts the
+//! device again. The update is f32 on the device where the host loop's is f64 (the same sums,
+//! rounded once more): results agree with the host loop to f32 rounding, and are the same,
+//! bit for bit, from run to run on one adapter.
 //!
 //! This file is a leaf of its folder but for the statistics it consumes: it knows nothing of
 //! the parameters' types or the workspace. What it needs of them arrives as a [`Settings`]
@@ -224,6 +225,8 @@ fn take_farthest(
 thread_local! {
     /// The tests' choice of the host loop for rows that could run ahead, on this thread.
     static HOST_LOOP: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    /// Empty clusters the loop ahead left to the host's repair, on this thread.
+    static HOST_REPAIRS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
 }
 
 /// Runs `f` with the host loop taken even where the rows could run ahead on the device, on
@@ -234,6 +237,13 @@ pub(super) fn with_host_loop<R>(f: impl FnOnce() -> R) -> R {
     let out = f();
     HOST_LOOP.set(was);
     out
+}
+
+/// How many times the loop ahead stopped for the host's repair on this thread, and the count
+/// set back to zero (the tests tell the device's repair from the host's).
+#[cfg(test)]
+pub(super) fn take_host_repairs() -> usize {
+    HOST_REPAIRS.replace(0)
 }
 
 fn host_loop_forced() -> bool {
@@ -397,9 +407,12 @@ pub(super) trait RunsAhead {
     /// unit-length centroids, and the squared shift at or below which the loop finishes.
     fn start(&mut self, centroids: &[f32], spherical: bool, tol: f32);
     /// Submits, without waiting: with `update` (`Some(check_changed)`) the update of the
-    /// last pass's centroids first, then a pass against the centroids.
-    fn submit(&mut self, update: Option<bool>) -> Result<()>;
-    /// Waits for the oldest submission in flight and returns its report.
+    /// last pass's centroids first, then a pass against the centroids. Its report stays on
+    /// the device unless `report` (or the device's history of reports is full): a step that
+    /// reports brings back the reports of the steps before it too.
+    fn submit(&mut self, update: Option<bool>, report: bool) -> Result<()>;
+    /// Waits for the oldest report not yet taken (for the submission that brings it back)
+    /// and returns it.
     fn wait(&mut self) -> Result<StepReport>;
     /// Waits for every submission in flight; their reports, oldest first.
     fn drain(&mut self) -> Result<Vec<StepReport>>;
@@ -417,10 +430,22 @@ enum End {
     OnHost(Vec<f32>),
 }
 
-/// Submissions a fixed-count run keeps in flight beyond the one the host waits for: enough
-/// that the host's turnaround (wait, read a few words, record the next) never leaves the GPU
-/// idle, few enough that an empty cluster or a stop from the callback wastes little.
-const FIXED_DEPTH: usize = 3;
+/// The longest window of a fixed count's passes between two readbacks ([`window_end`]): the
+/// reports the rows' device keeps (fewer where K is so large that they would not fit).
+pub(super) const HISTORY_STEPS: usize = 64;
+
+/// The last pass of the window of a fixed count's readbacks that holds pass `q` of a run
+/// (from 0): windows of 1, 1, 2, 4, ... [`HISTORY_STEPS`] passes, then of that many. The
+/// host reads the device's reports back at the end of each window, so a run of N passes
+/// reads back about log₂ N times, and a loop the device stopped early (an empty cluster it
+/// could not repair) wastes at most the rest of its window, no more passes than came before.
+pub(super) fn window_end(q: usize) -> usize {
+    let doubling = HISTORY_STEPS - 1;
+    match q <= doubling {
+        true => (q + 1).next_power_of_two() - 1,
+        false => doubling + (q - doubling).div_ceil(HISTORY_STEPS) * HISTORY_STEPS,
+    }
+}
 
 /// One Lloyd run from `init` with the device ahead of the host; `data.ahead()` must be
 /// `Some`.
@@ -434,13 +459,11 @@ pub(super) fn lloyd_ahead<D: LloydData>(
     let max_iter = settings.max_iter;
     let scale = settings.objective_scale;
     let spherical = settings.spherical;
-    // Submissions in flight beyond the one waited for: one where the device may finish the
-    // loop (a finished loop's passes in flight are work thrown away) or a callback may stop
-    // it (the device keeps only the centroids before its last move), more where neither can.
-    let depth = match settings.fixed && settings.on_iteration.is_none() {
-        true => FIXED_DEPTH,
-        false => 1,
-    };
+    // A fixed count without a callback reads reports at window ends only, the next window
+    // queued first; other runs read every pass's, one submission in flight beyond it (a
+    // finished loop's passes in flight are work thrown away, and after a callback's stop
+    // the device keeps only the centroids before its last move).
+    let quiet = settings.fixed && settings.on_iteration.is_none();
     let mut history = Vec::new();
     let (mut n_iter, mut converged, mut stopped) = (0, false, false);
     // Where the device (re)starts: the first iteration and its centroids.
@@ -448,16 +471,23 @@ pub(super) fn lloyd_ahead<D: LloydData>(
     let end = 'run: loop {
         let ahead = ahead_of(data)?;
         ahead.start(&start, spherical, tol_abs as f32);
-        ahead.submit(None)?;
+        ahead.submit(None, true)?;
         // The last pass submitted. Before the report of pass j is awaited, passes up to
-        // j + depth are (the update before each first): the GPU's next work is queued.
+        // j + 1 are (the update before each first), or with `quiet` those to the end of the
+        // window after j's: the GPU's next work is queued.
         let mut submitted = first;
         let mut top_up = |ahead: &mut dyn RunsAhead, j: usize| -> Result<()> {
-            while submitted < max_iter.min(j + depth) {
+            let until = match quiet {
+                true => first + window_end(window_end(j - first) + 1),
+                false => j + 1,
+            };
+            while submitted < max_iter.min(until) {
                 // The count of changed labels compares with the run's previous pass: none
                 // before its first update.
                 let check_changed = !settings.fixed && (submitted > first || first > 0);
-                ahead.submit(Some(check_changed))?;
+                let pass = submitted + 1;
+                let report = !quiet || pass == max_iter || window_end(pass - first) == pass - first;
+                ahead.submit(Some(check_changed), report)?;
                 submitted += 1;
             }
             Ok(())
@@ -498,6 +528,8 @@ pub(super) fn lloyd_ahead<D: LloydData>(
                     };
                 }
                 Decision::Empty => {
+                    #[cfg(test)]
+                    HOST_REPAIRS.set(HOST_REPAIRS.get() + 1);
                     ahead.drain()?;
                     let centroids = ahead.centroids(false)?;
                     let pass = data.pass(&centroids)?;

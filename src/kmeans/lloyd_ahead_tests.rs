@@ -1,14 +1,15 @@
 //! The Lloyd loop ahead on the device against the host loop (`lloyd.rs`, forced with
 //! `with_host_loop`): the same iterations, decisions and labels, centroids and inertia equal to
-//! f32 rounding, for each way a run ends (strict convergence, tolerance, `max_iter`, an
-//! empty cluster repaired, the callback's stop), weighted and spherical; and the same bits
-//! from run to run.
+//! f32 rounding, for each way a run ends (strict convergence, tolerance, `max_iter`, the
+//! callback's stop), weighted and spherical; empty clusters repaired on the device where it
+//! can (a lone row skipped, rows in chunks) and on the host where it cannot; and the same
+//! bits from run to run.
 
 use std::ops::ControlFlow;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use super::lloyd::with_host_loop;
+use super::lloyd::{take_host_repairs, window_end, with_host_loop, HISTORY_STEPS};
 use crate::datasets::make_blobs;
 use crate::gpu::tests::{gpu, random};
 use crate::gpu::{Gpu, ProfileClock};
@@ -125,7 +126,7 @@ fn every_count_of_iterations_ends_where_the_host_loop_does() {
 }
 
 #[test]
-fn an_empty_cluster_is_repaired_on_the_host_and_the_loop_goes_on() {
+fn an_empty_cluster_is_repaired_on_the_device_as_the_host_repairs_it() {
     let gpu = gpu();
     for (seed, far) in [(2u64, 1e3), (3, -4e2)] {
         let (rows, _, _) = make_blobs(900, 2, 3, 0.5, (-5.0, 5.0), seed).unwrap();
@@ -138,11 +139,103 @@ fn an_empty_cluster_is_repaired_on_the_host_and_the_loop_goes_on() {
             let params = KMeans::new(3)
                 .init(KMeansInit::Centroids(c.clone()))
                 .max_iter(max_iter);
+            take_host_repairs();
             let (ahead, host) = both_ways(&gpu, &params, &m, None);
             let what = format!("seed {seed} max_iter {max_iter}");
+            assert_eq!(take_host_repairs(), 0, "{what}: the host repaired");
             assert_agree(&ahead, &host, 5.0, &what);
             assert!(ahead.centroids()[4].abs() < 100.0, "{what}: not repaired");
             assert_eq!(ahead.predict(&gpu, &m).unwrap(), ahead.labels(), "{what}");
+        }
+    }
+}
+
+/// Rows in two blobs and one outlier, the outlier alone in the cluster of a centroid far
+/// from it (so it comes first in the repair's order, and is skipped: its cluster keeps no
+/// other member), and `empty` centroids far from everything.
+fn outlier_and_empty_clusters(seed: u64, empty: usize) -> (Vec<f32>, Vec<f64>) {
+    let (mut rows, _, _) = make_blobs(1200, 2, 2, 0.6, (-4.0, 4.0), seed).unwrap();
+    rows.extend([60.0, 61.0]);
+    let mut c: Vec<f64> = rows[..4].iter().map(|&v| v as f64).collect();
+    c.extend([35.0, 36.0]);
+    for e in 0..empty {
+        c.extend([-500.0 - 40.0 * e as f64, 300.0]);
+    }
+    (rows, c)
+}
+
+#[test]
+fn the_device_repair_skips_a_lone_row_weighs_and_spans_chunks_as_the_host_does() {
+    let one = gpu();
+    let many = gpu();
+    many.set_max_chunk_bytes(173 * 2 * 4);
+    for seed in [5u64, 6] {
+        let (rows, c) = outlier_and_empty_clusters(seed, 2);
+        let m = Matrix::new(&rows, 2).unwrap();
+        let n = rows.len() / 2;
+        let w: Vec<f32> = random(n, seed).iter().map(|v| 0.5 + 2.0 * v).collect();
+        for (gpu, weighted, max_iter) in [
+            (&one, false, 300),
+            (&one, true, 300),
+            (&many, false, 4),
+            (&many, true, 300),
+        ] {
+            let params = KMeans::new(5)
+                .init(KMeansInit::Centroids(c.clone()))
+                .max_iter(max_iter);
+            let w = weighted.then_some(&w[..]);
+            take_host_repairs();
+            let (ahead, host) = both_ways(gpu, &params, &m, w);
+            let what = format!("seed {seed} weighted {weighted} max_iter {max_iter}");
+            assert_eq!(take_host_repairs(), 0, "{what}: the host repaired");
+            assert_agree(&ahead, &host, 60.0, &what);
+            // The lone outlier kept its cluster; the empty ones took rows of the blobs.
+            let cents = ahead.centroids();
+            assert!(cents.iter().all(|v| v.abs() < 100.0), "{what}: {cents:?}");
+        }
+    }
+}
+
+#[test]
+fn more_empty_clusters_than_the_device_repairs_go_to_the_host_and_agree() {
+    let gpu = gpu();
+    for (seed, empty, fixed) in [(7u64, 9, false), (8, 12, true)] {
+        let (rows, c) = outlier_and_empty_clusters(seed, empty);
+        let m = Matrix::new(&rows, 2).unwrap();
+        let params = KMeans::new(3 + empty)
+            .init(KMeansInit::Centroids(c))
+            .max_iter(20)
+            .fixed_iterations(fixed);
+        take_host_repairs();
+        let (ahead, host) = both_ways(&gpu, &params, &m, None);
+        let what = format!("seed {seed} empty {empty}");
+        assert!(take_host_repairs() >= 1, "{what}: no host repair");
+        assert_agree(&ahead, &host, 60.0, &what);
+        assert_eq!(ahead.predict(&gpu, &m).unwrap(), ahead.labels(), "{what}");
+    }
+}
+
+#[test]
+fn a_spherical_empty_cluster_is_repaired_on_the_device() {
+    let gpu = gpu();
+    for seed in [9u64, 10] {
+        // Directions in the first quadrant; one centroid points away from all of them.
+        let x: Vec<f32> = random(2 * 700, seed).iter().map(|v| v + 0.05).collect();
+        let m = Matrix::new(&x, 2).unwrap();
+        let mut c: Vec<f64> = x[..4].iter().map(|&v| v as f64).collect();
+        c.extend([-1.0, -1.0]);
+        let params = KMeans::new(3)
+            .init(KMeansInit::Centroids(c))
+            .metric(Metric::Cosine)
+            .tol(0.0);
+        take_host_repairs();
+        let (ahead, host) = both_ways(&gpu, &params, &m, None);
+        let what = format!("seed {seed}");
+        assert_eq!(take_host_repairs(), 0, "{what}: the host repaired");
+        assert_agree(&ahead, &host, 1.0, &what);
+        for row in ahead.centroids().chunks(2) {
+            let norm = (row[0] * row[0] + row[1] * row[1]).sqrt();
+            assert!((norm - 1.0).abs() < 1e-5 && row[0] > 0.0, "{what}: {row:?}");
         }
     }
 }
@@ -217,8 +310,8 @@ fn a_fixed_count_runs_every_iteration_as_the_host_loop_does() {
         let again = fixed.fit(&gpu, &m).unwrap();
         assert_eq!(bits(again.centroids()), bits(ahead.centroids()), "{what}");
 
-        // An empty cluster met with several submissions in flight: repaired on the host,
-        // the count still exact.
+        // Empty clusters met with several submissions in flight: three repaired on the
+        // device, the count still exact.
         let mut c: Vec<f64> = x[..2 * d].iter().map(|&v| v as f64).collect();
         c.extend(vec![1e3; (k - 2) * d]);
         let empty = KMeans::new(k)
@@ -241,5 +334,62 @@ fn a_fixed_count_runs_every_iteration_as_the_host_loop_does() {
         assert_eq!(ahead.n_iter(), 3, "{what}");
         assert_agree(&ahead, &host, 8.0, &what);
         assert_eq!(ahead.predict(&gpu, &m).unwrap(), ahead.labels(), "{what}");
+    }
+}
+
+#[test]
+fn a_fixed_count_without_a_callback_reads_back_at_window_ends_only() {
+    let gpu = gpu();
+    let (n, d, k) = (600, 3, 7);
+    let (x, _, _) = make_blobs(n, d, k, 1.0, (-6.0, 6.0), 41).unwrap();
+    let m = Matrix::new(&x, d).unwrap();
+    let c: Vec<f64> = x[..k * d].iter().map(|&v| v as f64).collect();
+    let max_iter = 150;
+    let fixed = KMeans::new(k)
+        .init(KMeansInit::Centroids(c))
+        .max_iter(max_iter)
+        .fixed_iterations(true);
+    // The wall clock, not timestamps: those come back with every batch.
+    let readbacks = |params: &KMeans| {
+        let (model, profile) = gpu
+            .profile(ProfileClock::WallClock, || params.fit(&gpu, &m))
+            .unwrap();
+        (model, profile.host)
+    };
+    // The first fit tunes the kernels for this shape (timing them reads back).
+    readbacks(&fixed.clone().max_iter(1));
+    let (_, one) = readbacks(&fixed.clone().max_iter(1));
+    let (quiet, host) = readbacks(&fixed);
+    // Reports come back after passes 0 and 1 of one iteration; of 150, after passes 0, 1, 3,
+    // 7, 15, 31, 63, 127 and 150. The rest (the fit's setup, its labels and centroids) is
+    // the same.
+    assert_eq!(host.readbacks - one.readbacks, 9 - 2, "{host:?} {one:?}");
+    assert!(host.submissions > max_iter, "{host:?}");
+    // With a callback each pass reports; both give the same model.
+    let told = fixed.clone().on_iteration(|_| ControlFlow::Continue(()));
+    let (loud, host) = readbacks(&told);
+    assert!(host.readbacks > max_iter, "{host:?}");
+    assert_eq!(quiet.n_iter(), max_iter);
+    assert_eq!(quiet.inertia_history(), loud.inertia_history());
+    assert_eq!(bits(quiet.centroids()), bits(loud.centroids()));
+    assert_eq!(quiet.labels(), loud.labels());
+    // And the host loop agrees.
+    assert_agree(
+        &quiet,
+        &with_host_loop(|| fixed.fit(&gpu, &m)).unwrap(),
+        6.0,
+        "fixed",
+    );
+}
+
+#[test]
+fn windows_double_to_the_history_then_stay() {
+    let ends: Vec<usize> = (0..300).filter(|&q| window_end(q) == q).collect();
+    assert_eq!(ends, [0, 1, 3, 7, 15, 31, 63, 127, 191, 255]);
+    for q in 0..1000 {
+        let end = window_end(q);
+        assert!(end >= q && window_end(end) == end, "q {q}");
+        // No window is longer than the history, nor longer than what came before it.
+        assert!(end - q < HISTORY_STEPS && end - q <= q, "q {q}");
     }
 }

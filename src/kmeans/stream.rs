@@ -11,7 +11,7 @@
 use rand_chacha::ChaCha8Rng;
 
 use super::lloyd::LloydData;
-use super::workspace::{fixed_bytes, row_extra_bytes, StepInFlight, Workspace};
+use super::workspace::{ahead_bytes, fixed_bytes, row_extra_bytes, StepInFlight, Workspace};
 use super::{KMeans, KMeansStats};
 use crate::error::Result;
 use crate::gpu::stream::{DeviceRows, PieceWork};
@@ -29,7 +29,7 @@ pub(super) fn device_rows<'s, S: RowSource + ?Sized>(
 ) -> Result<DeviceRows<'s, S>> {
     let (n, d) = source.shape();
     let (extra, fixed) = (row_extra_bytes(gpu, weighted), fixed_bytes(gpu, n, d, k));
-    DeviceRows::new(gpu, source, extra, fixed)
+    DeviceRows::with_resident_extra(gpu, source, extra, fixed, ahead_bytes(n, d, k))
 }
 
 /// Rows on the device (streamed, or resident for the one-pass statistics), one workspace

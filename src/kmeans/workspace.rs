@@ -3,7 +3,10 @@
 //! one submission, only K x D sums and a few scalars read back; on GPUs with few clusters
 //! and features one kernel does both: [`assign::record_step`]).
 
-use super::lloyd::{every_row_by_distance, LloydData, RunsAhead, StepReport};
+mod ahead;
+
+use self::ahead::Ahead;
+use super::lloyd::{every_row_by_distance, LloydData, RunsAhead};
 use super::KMeansStats;
 use crate::error::{Error, Result};
 use crate::gpu::batch::{Batch, PendingReadback, ReadHandle};
@@ -11,7 +14,6 @@ use crate::gpu::buffer::Chunk;
 use crate::gpu::device_buffer::DeviceBuffer;
 use crate::gpu::{Gpu, GpuMatrix, GpuVector};
 use crate::kernels::assign::{self, AssignScratch, Assignment, UpdateSums};
-use crate::kernels::centroids::advance::{self, AdvanceRule, AdvanceState, Outcome, PassSums};
 use crate::kernels::centroids::update::{self, ClusterPartials};
 use crate::kernels::centroids::{farthest, sorted};
 use crate::kernels::primitives::{reduce, rows};
@@ -34,8 +36,8 @@ pub(super) fn row_extra_bytes(gpu: &Gpu, weighted: bool) -> u64 {
 /// Device bytes a workspace for N x D rows and K clusters needs besides the rows and the
 /// per-row buffers: the per-block partials (at most [`PARTIALS_TARGET_BYTES`] each), the
 /// centroids and the per-cluster sums, the assignment's prepared centroids and recheck list,
-/// the sorted update's scratch besides its bytes per row (GPUs; made on the first step), the
-/// state of the update on the device (made when the loop first runs ahead).
+/// the sorted update's scratch besides its bytes per row (GPUs; made on the first step).
+/// Resident rows need [`ahead_bytes`] more.
 /// Kept beside [`Workspace::weighted`], which allocates them, so that the budget and the
 /// allocation cannot drift apart. (On CPU adapters the assignment may also mirror the rows
 /// into a texture, in host memory there.)
@@ -49,7 +51,13 @@ pub(super) fn fixed_bytes(gpu: &Gpu, n: usize, d: usize, k: usize) -> u64 {
     } else {
         0
     };
-    partials + 4 * kd * 4 + 16 * k as u64 + assign + sort + AdvanceState::bytes(k, d) + 1024
+    partials + 4 * kd * 4 + 16 * k as u64 + assign + sort + 1024
+}
+
+/// Device bytes the Lloyd loop ahead on the device needs besides [`fixed_bytes`] (made when
+/// the loop first runs ahead, which only resident rows do).
+pub(super) fn ahead_bytes(n: usize, d: usize, k: usize) -> u64 {
+    ahead::device_bytes(n, d, k)
 }
 
 /// Device buffers of one fit, reused by every restart and iteration.
@@ -81,16 +89,6 @@ pub(super) struct Workspace<'a> {
     assign_scratch: Vec<AssignScratch>,
     /// The Lloyd loop running ahead on the device: its state and submissions in flight.
     ahead: Option<Ahead<'a>>,
-}
-
-/// The Lloyd loop ahead on the device ([`RunsAhead`]).
-struct Ahead<'a> {
-    state: AdvanceState,
-    spherical: bool,
-    tol: f32,
-    /// Submissions in flight, oldest first: the readback, the update's status (when the
-    /// submission updated), the pass's per-cluster (Σw·d², Σw).
-    in_flight: std::collections::VecDeque<(PendingReadback<'a>, Option<ReadHandle>, ReadHandle)>,
 }
 
 impl<'a> Workspace<'a> {
@@ -416,101 +414,4 @@ impl LloydData for Workspace<'_> {
     fn ahead(&mut self) -> Option<&mut dyn RunsAhead> {
         Some(self)
     }
-}
-
-impl<'a> RunsAhead for Workspace<'a> {
-    fn start(&mut self, centroids: &[f32], spherical: bool, tol: f32) {
-        let (gpu, d) = (self.gpu, self.x.n_features());
-        let ahead = self.ahead.get_or_insert_with(|| Ahead {
-            state: AdvanceState::new(gpu, centroids.len() / d, d),
-            spherical,
-            tol,
-            in_flight: Default::default(),
-        });
-        (ahead.spherical, ahead.tol) = (spherical, tol);
-        ahead.state.restart(gpu);
-        self.centroids.write(gpu, centroids);
-    }
-
-    fn submit(&mut self, update: Option<bool>) -> Result<()> {
-        let gpu = self.gpu;
-        let (d, k) = (self.x.n_features(), self.k);
-        let ahead = self.ahead.as_ref().ok_or_else(not_started)?;
-        let pending = gpu.scoped("K-Means iteration ahead", || {
-            let mut batch = Batch::new(gpu, "K-Means iteration ahead");
-            let status = match update {
-                Some(check_changed) => {
-                    let pass = PassSums {
-                        centroids: &self.centroids,
-                        sums: &self.sums,
-                        counts: &self.counts,
-                        sq_pairs: &self.sq_dist,
-                        changed: &self.changed,
-                        weighted: self.is_weighted(),
-                    };
-                    let rule = AdvanceRule {
-                        spherical: ahead.spherical,
-                        check_changed,
-                        tol: ahead.tol,
-                    };
-                    advance::record_advance(gpu, &mut batch, (k, d), &pass, &ahead.state, rule)?;
-                    Some(batch.read_all(&ahead.state.status))
-                }
-                None => None,
-            };
-            self.record_pass(&mut batch, k)?;
-            let sq = batch.read_values(&self.sq_dist, 0, 2 * k);
-            Ok((batch.submit()?, status, sq))
-        })?;
-        self.ahead
-            .as_mut()
-            .ok_or_else(not_started)?
-            .in_flight
-            .push_back(pending);
-        Ok(())
-    }
-
-    fn wait(&mut self) -> Result<StepReport> {
-        let ahead = self.ahead.as_mut().ok_or_else(not_started)?;
-        let (pending, status, sq) = ahead
-            .in_flight
-            .pop_front()
-            .ok_or_else(|| Error::Gpu("no K-Means submission in flight".into()))?;
-        let back = pending.wait()?;
-        let outcome = match status {
-            Some(h) => Some(Outcome::from_status(&back.u32s(h))?),
-            None => None,
-        };
-        let inertia = back.f32s(sq).chunks_exact(2).map(|p| p[0] as f64).sum();
-        Ok(StepReport { outcome, inertia })
-    }
-
-    fn drain(&mut self) -> Result<Vec<StepReport>> {
-        let mut reports = Vec::new();
-        while self.ahead.as_ref().is_some_and(|a| !a.in_flight.is_empty()) {
-            reports.push(self.wait()?);
-        }
-        Ok(reports)
-    }
-
-    fn centroids(&mut self, previous: bool) -> Result<Vec<f32>> {
-        let ahead = self.ahead.as_ref().ok_or_else(not_started)?;
-        if !ahead.in_flight.is_empty() {
-            return Err(Error::Gpu(
-                "centroids read while submissions are in flight".into(),
-            ));
-        }
-        let buffer = if previous {
-            &ahead.state.previous
-        } else {
-            &self.centroids
-        };
-        let mut batch = Batch::new(self.gpu, "reading the centroids");
-        let h = batch.read_all(buffer);
-        Ok(batch.finish()?.f32s(h))
-    }
-}
-
-fn not_started() -> Error {
-    Error::Gpu("the K-Means loop on the device was not started".into())
 }

@@ -264,19 +264,22 @@ fn empty_clusters_are_repaired_without_nan() {
     assert!(model.centroids().iter().all(|v| v.abs() < 2.0));
 }
 
-/// Centroids far from the data leave clusters empty; the repair (rows selected on the device,
-/// not read back) moves them where the reference's does, in one chunk and in several.
+/// Centroids far from the data leave clusters empty; the repair moves them where the
+/// reference's does, in one chunk and in several: on the device while the Lloyd loop runs
+/// ahead (four at a step), and where more are empty on the host, from rows selected on the
+/// device (not read back).
 #[test]
 fn empty_clusters_far_from_the_data_are_repaired_as_the_reference_does() {
     let gpu = gpu();
-    let (d, k) = (4, 9);
-    for (seed, chunk_rows) in [(91u64, 0), (92, 700), (93, 0), (94, 1100)] {
+    let d = 4;
+    for (seed, chunk_rows, far) in [(91u64, 0, 4), (92, 700, 4), (93, 0, 6), (94, 1100, 6)] {
+        let k = 5 + far;
         let (x, _, _) = datasets::make_blobs(2500, d, 6, 1.0, (-8.0, 8.0), seed).unwrap();
         let x64 = to_f64(&x);
-        // Five data rows and four centroids far away in different directions.
+        // Five data rows and `far` centroids far away in different directions.
         let mut init: Vec<f64> = x64[..5 * d].to_vec();
-        for f in [1e3, -1e3, 2e3, -3e3] {
-            init.extend((0..d).map(|j| if j % 2 == 0 { f } else { -f / 2.0 }));
+        for f in [1e3, -1e3, 2e3, -3e3, 4e3, -5e3][..far].iter() {
+            init.extend((0..d).map(|j| if j % 2 == 0 { *f } else { -f / 2.0 }));
         }
         let params = KMeans::new(k)
             .init(KMeansInit::Centroids(init))
@@ -291,13 +294,13 @@ fn empty_clusters_far_from_the_data_are_repaired_as_the_reference_does() {
             })
             .unwrap();
         gpu.set_max_chunk_bytes(u64::MAX);
-        // The repair took the device's selection.
-        assert!(
-            profile
-                .dispatches
-                .iter()
-                .any(|r| r.kernel == "farthest_compact"),
-            "seed {seed}: no selection on the device"
+        let ran = |kernel: &str| profile.dispatches.iter().any(|r| r.kernel == kernel);
+        assert!(ran("repair_apply"), "seed {seed}: no repair on the device");
+        // The host's repair (and its selection on the device) only past four.
+        assert_eq!(
+            ran("farthest_compact"),
+            far > 4,
+            "seed {seed}: host selection"
         );
         let r = refk::fit(&x64, d, &params).unwrap();
         agrees_with_reference(&model, &r, seed);

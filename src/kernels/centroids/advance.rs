@@ -86,11 +86,11 @@ impl Outcome {
 /// before the last move), per cluster its shift and empty mark, and the status (finished,
 /// state, shift, changed) that the host reads.
 pub(crate) struct AdvanceState {
-    next: DeviceBuffer<f32>,
+    pub(super) next: DeviceBuffer<f32>,
     /// The centroids before the last move.
     pub(crate) previous: DeviceBuffer<f32>,
-    cluster_shift: DeviceBuffer<f32>,
-    cluster_empty: DeviceBuffer<u32>,
+    pub(super) cluster_shift: DeviceBuffer<f32>,
+    pub(super) cluster_empty: DeviceBuffer<u32>,
     /// (finished, state, shift bits, changed).
     pub(crate) status: DeviceBuffer<u32>,
 }
@@ -145,7 +145,9 @@ pub(crate) struct AdvanceRule {
     pub(crate) tol: f32,
 }
 
-/// Records the update of `pass.centroids` from `pass`'s sums: next rows, decision, commit.
+/// Records the update of `pass.centroids` from `pass`'s sums: next rows, then what `between`
+/// records (the empty-cluster repair: [`record_repair`](super::repair::record_repair)), then
+/// the decision and the commit.
 pub(crate) fn record_advance(
     gpu: &Gpu,
     batch: &mut Batch<'_>,
@@ -153,6 +155,7 @@ pub(crate) fn record_advance(
     pass: &PassSums<'_>,
     state: &AdvanceState,
     rule: AdvanceRule,
+    between: impl FnOnce(&mut Batch<'_>) -> Result<()>,
 ) -> Result<()> {
     let lanes = feature_wg_size(d);
     let grid = gpu.grid(k as u64)?;
@@ -183,6 +186,7 @@ pub(crate) fn record_advance(
         grid,
         Work::f32s(4.0 * kd, 3.0 * kd + 4.0 * k as f64),
     )?;
+    between(batch)?;
     batch.dispatch(
         wgsl::ADVANCE_DECIDE,
         &[],

@@ -11,11 +11,14 @@
 //! - [`seeding`] (`seeding.wgsl`): the steps of greedy k-means++ and k-means‖ (D² sampling
 //!   sums, candidate potentials, the running minimum distance);
 //! - [`farthest`] (`farthest.wgsl`): the rows farthest from their centroids, for the
-//!   empty-cluster repair.
+//!   empty-cluster repair on the host;
+//! - [`repair`] (`repair.wgsl`): the empty-cluster repair on the device, between the
+//!   update's next rows and its decision.
 
 pub(crate) mod advance;
 pub(crate) mod farthest;
 pub(crate) mod partials;
+pub(crate) mod repair;
 pub(crate) mod seeding;
 pub(crate) mod sorted;
 #[cfg(test)]
