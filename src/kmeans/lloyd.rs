@@ -459,8 +459,8 @@ pub(super) fn lloyd_ahead<D: LloydData>(
     let max_iter = settings.max_iter;
     let scale = settings.objective_scale;
     let spherical = settings.spherical;
-    // A fixed count without a callback reads reports at window ends only, the next window
-    // queued first; other runs read every pass's, one submission in flight beyond it (a
+    // A fixed count without a callback reads reports at window ends only, a window one
+    // submission, the next queued first; other runs read every pass's, one submission in flight beyond it (a
     // finished loop's passes in flight are work thrown away, and after a callback's stop
     // the device keeps only the centroids before its last move).
     let quiet = settings.fixed && settings.on_iteration.is_none();

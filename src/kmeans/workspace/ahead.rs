@@ -2,6 +2,8 @@
 //! update, the empty-cluster repair and the pass in one submission a step, and each step's
 //! report (the update's status, the pass's per-cluster Σw·d²) copied on the device into a
 //! history that comes back when the loop asks for a report (`lloyd_ahead`) or when it is full.
+//! Steps that do not report wait, recorded, for the one that does: a window of steps is one
+//! submission.
 
 use super::super::lloyd::{RunsAhead, StepReport, HISTORY_STEPS};
 use super::Workspace;
@@ -52,7 +54,10 @@ pub(super) struct Ahead<'a> {
     history: DeviceBuffer<u32>,
     /// The next step's slot.
     next_slot: usize,
-    /// Steps in flight, oldest first.
+    /// Steps recorded and not yet submitted: those of a window that does not report yet,
+    /// submitted together with the step that does (one submission a window, not a step).
+    open: Option<Batch<'a>>,
+    /// Steps in flight (submitted, or recorded into `open`), oldest first.
     in_flight: std::collections::VecDeque<StepInFlightAhead<'a>>,
     /// Reports read back and not yet taken, oldest first.
     reports: std::collections::VecDeque<StepReport>,
@@ -122,10 +127,12 @@ impl<'a> RunsAhead for Workspace<'a> {
                 history_steps(k) * history_words(k),
             ),
             next_slot: 0,
+            open: None,
             in_flight: Default::default(),
             reports: Default::default(),
         });
         (ahead.spherical, ahead.tol) = (spherical, tol);
+        debug_assert!(ahead.open.is_none() && ahead.in_flight.is_empty());
         ahead.next_slot = 0;
         ahead.reports.clear();
         ahead.state.restart(gpu);
@@ -135,12 +142,13 @@ impl<'a> RunsAhead for Workspace<'a> {
     fn submit(&mut self, update: Option<bool>, report: bool) -> Result<()> {
         let gpu = self.gpu;
         let (d, k) = (self.x.n_features(), self.k);
+        let open = self.ahead.as_mut().ok_or_else(not_started)?.open.take();
         let ahead = self.ahead.as_ref().ok_or_else(not_started)?;
         let slot = ahead.next_slot;
         // A full history comes back now, asked or not.
         let report = report || slot + 1 == history_steps(k);
-        let readback = gpu.scoped("K-Means iteration ahead", || {
-            let mut batch = Batch::new(gpu, "K-Means iteration ahead");
+        let (readback, open) = gpu.scoped("K-Means iteration ahead", || {
+            let mut batch = open.unwrap_or_else(|| Batch::new(gpu, "K-Means iterations ahead"));
             let words = history_words(k);
             let at = (4 * slot * words) as u64;
             if let Some(check_changed) = update {
@@ -177,11 +185,14 @@ impl<'a> RunsAhead for Workspace<'a> {
             self.record_pass(&mut batch, k)?;
             let pairs = (8 * k) as u64;
             batch.copy(self.sq_dist.raw(), 0, ahead.history.raw(), at + 16, pairs);
-            let read = report.then(|| batch.read_values(&ahead.history, 0, (slot + 1) * words));
-            let pending = batch.submit()?;
-            Ok(read.map(|h| (pending, h)))
+            if !report {
+                return Ok((None, Some(batch)));
+            }
+            let h = batch.read_values(&ahead.history, 0, (slot + 1) * words);
+            Ok((Some((batch.submit()?, h)), None))
         })?;
         let ahead = self.ahead.as_mut().ok_or_else(not_started)?;
+        ahead.open = open;
         ahead.next_slot = if report { 0 } else { slot + 1 };
         ahead.in_flight.push_back(StepInFlightAhead {
             updated: update.is_some(),
@@ -205,9 +216,11 @@ impl<'a> RunsAhead for Workspace<'a> {
     fn drain(&mut self) -> Result<Vec<StepReport>> {
         let (gpu, k) = (self.gpu, self.k);
         let ahead = self.ahead.as_mut().ok_or_else(not_started)?;
-        // Steps after the last readback: their slots come back in a batch of their own.
+        // Steps after the last readback (recorded in the open batch, if any): their slots
+        // come back with them.
         if ahead.in_flight.back().is_some_and(|s| s.readback.is_none()) {
-            let mut batch = Batch::new(gpu, "K-Means history");
+            let open = ahead.open.take();
+            let mut batch = open.unwrap_or_else(|| Batch::new(gpu, "K-Means history"));
             let h = batch.read_values(&ahead.history, 0, ahead.next_slot * history_words(k));
             let pending = batch.submit()?;
             ahead.next_slot = 0;
