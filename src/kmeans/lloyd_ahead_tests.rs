@@ -398,3 +398,28 @@ fn windows_double_to_the_history_then_stay() {
         assert!(end - q < HISTORY_STEPS && end - q <= q, "q {q}");
     }
 }
+
+#[test]
+fn a_host_repair_doubles_what_later_steps_repair_on_the_device() {
+    let gpu = gpu();
+    // Three points, each repeated: every centroid lands on one of them, so most clusters
+    // empty again at every step (ties go to the lowest index). The start (all centroids on
+    // the first point) empties seven, past the four a step repairs on the device: the host
+    // repairs them once, and the later steps' five empty clusters fit the doubled rounds.
+    let points = [[0.0f32, 0.0], [10.0, 0.0], [0.0, 10.0]];
+    let x: Vec<f32> = (0..300).flat_map(|i| points[i % 3]).collect();
+    let m = Matrix::new(&x, 2).unwrap();
+    let params = KMeans::new(8)
+        .init(KMeansInit::Centroids(vec![0.0; 16]))
+        .max_iter(6)
+        .fixed_iterations(true);
+    take_host_repairs();
+    let (ahead, host) = both_ways(&gpu, &params, &m, None);
+    assert_eq!(take_host_repairs(), 1, "host repairs");
+    // Every point is a centroid (inertia 0 both ways): the same centroids and labels.
+    assert_eq!(ahead.n_iter(), host.n_iter());
+    assert_eq!(ahead.inertia(), 0.0);
+    assert_eq!(host.inertia(), 0.0);
+    assert_eq!(ahead.labels(), host.labels());
+    assert_eq!(bits(ahead.centroids()), bits(host.centroids()));
+}
